@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A source of ember records: the kernel module (source_kmod.c) or the eBPF
+ * backend (source_bpf.c). Everything above this interface (aggregation,
+ * symbolization, outputs) is backend-agnostic: it sees records in the
+ * shared UAPI format (include/uapi/ember.h) and nothing else.
+ */
+#ifndef EMBER_SOURCE_H
+#define EMBER_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "../include/uapi/ember.h"
+
+struct ember_source_config {
+	uint32_t events;		/* EMBER_EV_* */
+	uint32_t freq_hz;
+	bool use_cycles;		/* ask for hardware cycles */
+	bool include_idle;
+	uint32_t kstack_max;		/* frames, 0 = no kernel stacks */
+	uint32_t ustack_max;
+	const uint32_t *pids;		/* tgid filter, NULL/0 = all */
+	size_t nr_pids;
+	uint64_t cgroup_id;		/* cgroup v2 id filter, 0 = all */
+	uint64_t offcpu_min_ns;
+	uint32_t offcpu_sample_ppm;	/* 0 = keep all */
+	uint32_t ring_bytes;		/* per CPU, 0 = backend default */
+};
+
+struct ember_source_stats {
+	uint64_t samples;		/* sample handler invocations */
+	uint64_t records;		/* records produced */
+	uint64_t lost;			/* records the producer dropped */
+	uint64_t filtered;
+	uint64_t handler_ns;		/* time in the sample handler, if known */
+	uint64_t offcpu_overflow;
+	uint32_t nr_cpus;
+};
+
+/*
+ * Called for each record read from a ring. len is the number of bytes the
+ * reader verified to be readable (== rec->size for well-formed records; a
+ * source never hands out a record whose size is out of bounds).
+ */
+typedef void (*ember_record_fn)(const struct ember_rec_header *rec,
+				void *ctx);
+
+struct ember_source;
+
+struct ember_source_ops {
+	const char *name;		/* "kmod" or "bpf" */
+	/*
+	 * Can this backend run here? Returns 0, or a negative errno with a
+	 * sentence in why (what is missing and what to do).
+	 */
+	int (*probe)(char *why, size_t why_len);
+	int (*open)(struct ember_source **out,
+		    const struct ember_source_config *cfg,
+		    char *err, size_t err_len);
+	int (*start)(struct ember_source *src);
+	/*
+	 * Wait up to timeout_ms for data, then drain every ring, calling fn
+	 * for each record. Returns the number of records or a negative errno
+	 * (-EINTR when a signal arrived: not an error for the caller).
+	 */
+	int (*poll)(struct ember_source *src, int timeout_ms,
+		    ember_record_fn fn, void *ctx);
+	int (*set_filter)(struct ember_source *src, const uint32_t *pids,
+			  size_t nr_pids, uint64_t cgroup_id);
+	int (*stats)(struct ember_source *src, struct ember_source_stats *st);
+	int (*stop)(struct ember_source *src);
+	void (*close)(struct ember_source *src);	/* stops if running */
+};
+
+extern const struct ember_source_ops ember_source_kmod;
+extern const struct ember_source_ops ember_source_bpf;
+
+/*
+ * Record validation shared by every reader: returns true when a record of
+ * hdr->size bytes at this position is well-formed for its type (size bounds,
+ * frame counts that fit, NUL-terminated strings). Defined in record.c.
+ */
+bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail);
+
+#endif /* EMBER_SOURCE_H */

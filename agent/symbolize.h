@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Host-side symbolization of kernel and user addresses (elfutils based).
+ *
+ * One symbolizer serves every process: ELF files are cached by build-id (or
+ * device+inode+mtime when there is none) so each library is read once, and
+ * the cache is bounded by a memory budget. Processes are tracked by pid;
+ * their mappings are read from /proc/PID/maps as early as possible (at exec
+ * records) so that short-lived processes still resolve after they exit.
+ */
+#ifndef EMBER_SYMBOLIZE_H
+#define EMBER_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum sym_frame_kind {
+	SYM_FRAME_KERNEL,
+	SYM_FRAME_NATIVE,
+	SYM_FRAME_JIT,		/* from /tmp/perf-PID.map */
+	SYM_FRAME_UNKNOWN,	/* no mapping, or nothing resolved */
+};
+
+/*
+ * One resolved frame. Strings are owned by the symbolizer and live until
+ * sym_free(); they are interned, so equal strings have equal pointers.
+ */
+struct sym_frame {
+	enum sym_frame_kind kind;
+	const char *function;	/* demangled; NULL when unresolved */
+	const char *module;	/* file path, "[kernel.kallsyms]" or module name */
+	const char *build_id;	/* hex GNU build-id, NULL when none */
+	const char *source_file;	/* NULL without DWARF line info */
+	uint32_t line;
+	bool inlined;		/* an inline frame inside the next one */
+	uint64_t address;	/* the address looked up */
+	uint64_t module_offset;	/* file offset of address in module */
+	uint64_t map_start, map_end, map_pgoff;	/* the mapping, if any */
+};
+
+struct symbolizer;
+
+struct sym_options {
+	size_t cache_bytes;	/* memory budget for cached ELF/DWARF data */
+	bool use_debuginfod;	/* consult DEBUGINFOD_URLS (off by default) */
+	bool no_dwarf;		/* symbols only: no line/inline info */
+};
+
+struct symbolizer *sym_new(const struct sym_options *opt);
+void sym_free(struct symbolizer *s);
+
+/* Lifecycle hints from exec/exit records; both are cheap and optional. */
+void sym_process_exec(struct symbolizer *s, uint32_t pid);
+void sym_process_exit(struct symbolizer *s, uint32_t pid);
+/* Make sure a process's mappings are known now (reads /proc if needed). */
+void sym_process_touch(struct symbolizer *s, uint32_t pid);
+
+/*
+ * Resolve one address. For user frames, is_return says the address is a
+ * return address (every frame but the leaf), so the call site is looked up.
+ * Fills up to max frames, innermost (inlined) first, and returns how many
+ * (always >= 1: an unresolved address still yields a SYM_FRAME_UNKNOWN or a
+ * module+offset frame).
+ */
+int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
+		     bool is_return, struct sym_frame *out, int max);
+int sym_resolve_kernel(struct symbolizer *s, uint64_t addr,
+		       struct sym_frame *out, int max);
+
+/* Format an unresolved frame the way outputs show it: "file+0xoff" or "0xaddr". */
+const char *sym_frame_name(struct symbolizer *s, const struct sym_frame *f);
+
+struct sym_stats {
+	uint64_t lookups, hits, misses;
+	uint64_t elf_files_open;
+	size_t cache_bytes;
+	uint32_t processes;
+};
+void sym_get_stats(struct symbolizer *s, struct sym_stats *st);
+
+#endif /* EMBER_SYMBOLIZE_H */

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * ember: the record format, ring layout and control protocol shared by the
+ * kernel module (kmod/), the eBPF backend (bpf/) and the agent (agent/).
+ *
+ * This is the only definition of the format. Change it only by appending
+ * record types, attributes and flags; bump EMBER_ABI_VERSION when the layout
+ * of an existing record changes.
+ */
+#ifndef _UAPI_EMBER_H
+#define _UAPI_EMBER_H
+
+#ifndef __VMLINUX_H__		/* BPF programs get the types from vmlinux.h */
+#include <linux/types.h>
+#endif
+
+#define EMBER_ABI_VERSION	1
+#define EMBER_DEVICE_NAME	"ember"		/* /dev/ember */
+#define EMBER_GENL_NAME		"ember"
+#define EMBER_GENL_VERSION	1
+
+#define EMBER_COMM_LEN		16
+#define EMBER_DEFAULT_FRAMES	127	/* per stack kind (kernel, user) */
+#define EMBER_MAX_FRAMES	512
+#define EMBER_MAX_FILTER_PIDS	1024
+#define EMBER_MIN_FREQ		1
+#define EMBER_MAX_FREQ		10000
+#define EMBER_DEFAULT_FREQ	99
+
+/*
+ * Records
+ *
+ * Every record starts with struct ember_rec_header. Records are 8-byte
+ * aligned and hdr.size (header included) is a multiple of 8, so a reader
+ * can skip any type it does not know. Timestamps are CLOCK_MONOTONIC
+ * nanoseconds (ktime_get_mono_fast_ns() in the module, bpf_ktime_get_ns()
+ * in eBPF), comparable with clock_gettime(CLOCK_MONOTONIC) in user space.
+ * pid is the thread-group id and tid the thread id, both as seen from the
+ * initial pid namespace.
+ */
+enum ember_rec_type {
+	EMBER_REC_PAD		= 0,	/* filler up to the end of a ring */
+	EMBER_REC_SAMPLE	= 1,	/* on-CPU stack sample: ember_sample */
+	EMBER_REC_OFFCPU	= 2,	/* off-CPU interval: ember_sample */
+	EMBER_REC_EXEC		= 3,	/* ember_exec */
+	EMBER_REC_EXIT		= 4,	/* ember_exit (whole process) */
+	EMBER_REC_LOST		= 5,	/* ember_lost, for backends without a ctrl page */
+	__EMBER_REC_MAX,
+};
+
+struct ember_rec_header {
+	__u16 type;		/* enum ember_rec_type */
+	__u16 __reserved;
+	__u32 size;		/* bytes, header included, multiple of 8 */
+};
+
+/* ember_sample.flags */
+#define EMBER_SF_KERNEL_TRUNC	(1U << 0)	/* kernel stack hit the frame limit */
+#define EMBER_SF_USER_TRUNC	(1U << 1)	/* user stack hit the frame limit */
+#define EMBER_SF_USER_FAULT	(1U << 2)	/* user walk stopped on an unreadable/bad frame */
+#define EMBER_SF_IN_KERNEL	(1U << 3)	/* interrupted/left CPU in kernel mode */
+#define EMBER_SF_KTHREAD	(1U << 4)	/* kernel thread: no user stack */
+#define EMBER_SF_COMPAT		(1U << 5)	/* 32-bit user task */
+#define EMBER_SF_IDLE		(1U << 6)	/* the idle task */
+
+/* ember_sample.state for EMBER_REC_OFFCPU: how the thread left the CPU */
+enum ember_offcpu_state {
+	EMBER_STATE_NONE		= 0,
+	EMBER_STATE_RUNNABLE		= 1,	/* preempted while runnable */
+	EMBER_STATE_SLEEPING		= 2,	/* TASK_INTERRUPTIBLE */
+	EMBER_STATE_UNINTERRUPTIBLE	= 3,	/* TASK_UNINTERRUPTIBLE (I/O, D) */
+	EMBER_STATE_OTHER		= 4,	/* stopped, traced, ... */
+};
+
+/*
+ * EMBER_REC_SAMPLE and EMBER_REC_OFFCPU. ips[] holds nr_kernel kernel
+ * addresses followed by nr_user user addresses, each run leaf first. Return
+ * addresses are stored as read from the stack (callers subtract 1 for
+ * symbolization); the first frame of each run is the exact instruction
+ * pointer.
+ */
+struct ember_sample {
+	struct ember_rec_header hdr;
+	__u64 time_ns;		/* on-CPU: sample time; off-CPU: when it ran again */
+	__u64 weight_ns;	/* on-CPU: sampling period; off-CPU: time off CPU */
+	__u64 cgroup_id;	/* cgroup v2 id (inode number of its directory) */
+	__u32 pid;
+	__u32 tid;
+	__u32 cpu;
+	__u16 flags;		/* EMBER_SF_* */
+	__u8 state;		/* enum ember_offcpu_state (off-CPU only) */
+	__u8 __reserved;
+	__u16 nr_kernel;
+	__u16 nr_user;
+	__u32 __reserved2;
+	char comm[EMBER_COMM_LEN];
+	__u64 ips[];
+};
+
+/* EMBER_REC_EXEC: a process called execve (after the new image is loaded) */
+struct ember_exec {
+	struct ember_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 tid;
+	char comm[EMBER_COMM_LEN];
+	__u32 filename_len;	/* bytes in filename[], NUL included */
+	__u32 __reserved;
+	char filename[];	/* NUL-terminated, zero-padded to 8 bytes */
+};
+
+/* EMBER_REC_EXIT: the last thread of a process exited */
+struct ember_exit {
+	struct ember_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 tid;
+	char comm[EMBER_COMM_LEN];
+	__s32 exit_code;
+	__u32 __reserved;
+};
+
+/* EMBER_REC_LOST: records the producer had to drop since the last one */
+struct ember_lost {
+	struct ember_rec_header hdr;
+	__u64 time_ns;
+	__u64 lost;
+	__u32 cpu;
+	__u32 __reserved;
+};
+
+/*
+ * Rings (module backend)
+ *
+ * /dev/ember exposes one ring per possible CPU. Ring N is mapped with
+ *	mmap(NULL, EMBER_RING_MAP_SIZE(page, data), PROT_READ | PROT_WRITE,
+ *	     MAP_SHARED, fd, N * EMBER_RING_MAP_SIZE(page, data))
+ * where page is the page size and data the ring's data size (a power of two
+ * reported by EMBER_CMD_GET_INFO as EMBER_A_RING_SIZE). The first page is
+ * struct ember_ring_ctrl; the data area follows it.
+ *
+ * producer and consumer are free-running byte counts; the record at count c
+ * starts at data[c & (data_size - 1)] and never wraps (a PAD record fills
+ * the tail instead). The reader loads producer with acquire semantics,
+ * consumes records, then stores consumer with release semantics. Only the
+ * consumer field is writable in effect: the kernel never trusts it beyond
+ * computing free space.
+ */
+#define EMBER_RING_MAP_SIZE(page, data)	((__u64)(page) + (__u64)(data))
+
+struct ember_ring_ctrl {
+	__u32 version;		/* EMBER_ABI_VERSION */
+	__u32 cpu;
+	__u64 data_size;
+	__u64 data_offset;	/* from the start of this page */
+	__u64 lost;		/* records dropped because the ring was full */
+	__u64 __pad0[4];
+	__u64 producer;		/* written by the kernel, own cache line */
+	__u64 __pad1[7];
+	__u64 consumer;		/* written by the reader, own cache line */
+	__u64 __pad2[7];
+};
+
+/*
+ * Control: generic netlink family "ember". Every command needs
+ * CAP_PERFMON or CAP_SYS_ADMIN.
+ */
+enum ember_cmd {
+	EMBER_CMD_UNSPEC,
+	EMBER_CMD_GET_INFO,	/* -> VERSION, CAPS, RUNNING, NR_RINGS, RING_SIZE, ... */
+	EMBER_CMD_START,	/* EVENTS, FREQ, ... -> as GET_INFO */
+	EMBER_CMD_STOP,
+	EMBER_CMD_GET_STATS,	/* dump: one message per CPU */
+	EMBER_CMD_SET_FILTER,	/* FILTER_PIDS and/or FILTER_CGROUP; empty clears */
+	__EMBER_CMD_MAX,
+};
+#define EMBER_CMD_MAX (__EMBER_CMD_MAX - 1)
+
+/* EMBER_A_EVENTS bits */
+#define EMBER_EV_ONCPU		(1U << 0)
+#define EMBER_EV_OFFCPU		(1U << 1)
+#define EMBER_EV_LIFECYCLE	(1U << 2)	/* exec/exit records */
+
+/* EMBER_A_CLOCK_EVENT */
+enum ember_clock_event {
+	EMBER_CLOCK_CPU_CLOCK	= 0,	/* software cpu-clock, always there */
+	EMBER_CLOCK_CYCLES	= 1,	/* hardware cycles; falls back to cpu-clock */
+};
+
+/* EMBER_A_FLAGS */
+#define EMBER_F_INCLUDE_IDLE	(1U << 0)
+
+/* EMBER_A_CAPS bits */
+#define EMBER_CAP_ONCPU		(1ULL << 0)
+#define EMBER_CAP_OFFCPU	(1ULL << 1)
+#define EMBER_CAP_LIFECYCLE	(1ULL << 2)
+#define EMBER_CAP_CYCLES	(1ULL << 3)	/* a hardware PMU answered */
+#define EMBER_CAP_CGROUP_FILTER	(1ULL << 4)
+#define EMBER_CAP_USER_STACKS	(1ULL << 5)
+#define EMBER_CAP_KERNEL_STACKS	(1ULL << 6)
+
+enum ember_attr {
+	EMBER_A_UNSPEC,
+	EMBER_A_PAD,			/* alignment for u64 attributes */
+	EMBER_A_VERSION,		/* u32: EMBER_ABI_VERSION */
+	EMBER_A_CAPS,			/* u64: EMBER_CAP_* */
+	EMBER_A_RUNNING,		/* u8: a session is running */
+	EMBER_A_EVENTS,			/* u32: EMBER_EV_* */
+	EMBER_A_CLOCK_EVENT,		/* u32: enum ember_clock_event asked */
+	EMBER_A_CLOCK_EVENT_USED,	/* u32: what is in use after fallback */
+	EMBER_A_FREQ,			/* u32: Hz, EMBER_MIN_FREQ..EMBER_MAX_FREQ */
+	EMBER_A_KSTACK_MAX,		/* u32: 0..EMBER_MAX_FRAMES, 0 = none */
+	EMBER_A_USTACK_MAX,		/* u32: 0..EMBER_MAX_FRAMES, 0 = none */
+	EMBER_A_FLAGS,			/* u32: EMBER_F_* */
+	EMBER_A_RING_SIZE,		/* u32: data bytes per ring, power of two */
+	EMBER_A_NR_RINGS,		/* u32: rings mappable (nr_cpu_ids) */
+	EMBER_A_WATERMARK,		/* u32: bytes that wake a poller */
+	EMBER_A_FILTER_PIDS,		/* binary: array of u32 tgids */
+	EMBER_A_FILTER_CGROUP,		/* u64: cgroup v2 id, 0 = none */
+	EMBER_A_OFFCPU_MIN_NS,		/* u64: shorter intervals are not emitted */
+	EMBER_A_OFFCPU_SAMPLE_PPM,	/* u32: keep this many per million, 0 = all */
+	EMBER_A_STATS,			/* nested ember_stat_attr, in GET_STATS dumps */
+	__EMBER_A_MAX,
+};
+#define EMBER_A_MAX (__EMBER_A_MAX - 1)
+
+enum ember_stat_attr {
+	EMBER_STAT_UNSPEC,
+	EMBER_STAT_PAD,
+	EMBER_STAT_CPU,			/* u32 */
+	EMBER_STAT_ONLINE,		/* u8: the CPU's event is active */
+	EMBER_STAT_SAMPLES,		/* u64: on-CPU handler calls */
+	EMBER_STAT_FILTERED,		/* u64: samples dropped by filters/idle */
+	EMBER_STAT_RECORDS,		/* u64: records written */
+	EMBER_STAT_LOST,		/* u64: records dropped, ring full */
+	EMBER_STAT_HANDLER_NS,		/* u64: time spent in the sample handler */
+	EMBER_STAT_OFFCPU_SWITCHES,	/* u64: sched_switch probe calls */
+	EMBER_STAT_OFFCPU_OVERFLOW,	/* u64: in-flight table full */
+	EMBER_STAT_OFFCPU_NS,		/* u64: time spent in scheduler probes */
+	__EMBER_STAT_MAX,
+};
+#define EMBER_STAT_MAX (__EMBER_STAT_MAX - 1)
+
+#endif /* _UAPI_EMBER_H */

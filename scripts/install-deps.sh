@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install every Debian package ember needs to build, run and test.
+# Idempotent: packages already present are skipped, apt is updated at most
+# once per hour. Runs as root (CI, or a newcomer with sudo).
+set -euo pipefail
+
+PKGS=(
+	# toolchain and kernel build
+	build-essential gcc clang llvm make pkg-config bc flex bison libssl-dev
+	libelf-dev kmod cpio busybox-static sparse dkms
+	# agent libraries
+	libnl-3-dev libnl-genl-3-dev libdw-dev libdebuginfod-dev
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
+	libcurl4-openssl-dev zlib1g-dev libzstd-dev libcap-dev
+	# eBPF backend
+	libbpf-dev bpftool
+	# tests: VMs, decoders, browser for the flame graph
+	qemu-system-x86 qemu-utils libcmocka-dev python3 chromium
+	systemd binutils file
+	# packaging
+	debhelper devscripts rpm fakeroot
+)
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+
+stamp=/var/lib/apt/periodic/ember-update-stamp
+if [ ! -e "$stamp" ] || [ -n "$(find "$stamp" -mmin +60 2>/dev/null)" ]; then
+	$SUDO apt-get update -q
+	$SUDO mkdir -p "$(dirname "$stamp")" && $SUDO touch "$stamp"
+fi
+echo "install-deps: installing ${missing[*]}"
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
