@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The aggregated, symbolized profile: what every output writer reads
+ * (output_folded.c, output_svg.c, output_pprof.c, output_otlp.c).
+ *
+ * profile.c builds it: raw records are aggregated by identical stack while
+ * recording (bounded memory), then symbolized once per unique address and
+ * frozen into this read-only shape. Writers never touch records, rings or
+ * ELF files.
+ */
+#ifndef EMBER_PROFILE_H
+#define EMBER_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "symbolize.h"
+
+enum prof_event {
+	PROF_EV_CPU,		/* on-CPU samples */
+	PROF_EV_OFFCPU,		/* off-CPU intervals */
+	PROF_EV__COUNT,
+};
+
+/* A process that contributed samples. */
+struct prof_process {
+	uint32_t pid;
+	const char *comm;	/* process name (thread-group leader's comm) */
+	const char *exe_path;	/* /proc/PID/exe at first sight, NULL if unknown */
+	const char *exe_build_id;	/* hex, NULL if none */
+	uint64_t cgroup_id;
+	const char *cgroup_path;	/* v2 path, NULL if unknown */
+	const char *container_id;	/* from the cgroup path, NULL if none */
+};
+
+/*
+ * One unique (thread, event, stack). frames[] is leaf first and already
+ * expanded: an inlined call contributes one frame per inline level. Kernel
+ * frames (kind SYM_FRAME_KERNEL) come before user frames, as on the stack.
+ */
+struct prof_sample {
+	const struct prof_process *process;
+	uint32_t tid;
+	const char *thread_name;	/* the thread's comm */
+	enum prof_event event;
+	uint32_t nr_frames;
+	const struct sym_frame *const *frames;
+	uint64_t count;		/* samples or off-CPU intervals */
+	uint64_t weight_ns;	/* sum of periods, or of off-CPU time */
+	/* Up to nr_timestamps CLOCK_REALTIME sample times (bounded, may be 0). */
+	uint32_t nr_timestamps;
+	const uint64_t *timestamps_ns;
+};
+
+struct prof_meta {
+	const char *host_name;
+	const char *backend;		/* "kmod" or "bpf" */
+	uint32_t events;		/* bit (1 << enum prof_event) per event recorded */
+	uint32_t freq_hz;		/* on-CPU sampling frequency */
+	uint64_t period_ns;		/* 1e9 / freq_hz */
+	uint64_t start_ns, end_ns;	/* CLOCK_REALTIME */
+	uint64_t samples[PROF_EV__COUNT];	/* records aggregated per event */
+	uint64_t lost;			/* records the producers dropped */
+	uint64_t bad_records;		/* corrupt or unknown records skipped */
+	uint64_t dropped_stacks;	/* not aggregated: memory bound reached */
+};
+
+struct profile {
+	struct prof_meta meta;
+	size_t nr_processes;
+	const struct prof_process *processes;
+	size_t nr_samples;
+	const struct prof_sample *samples;
+};
+
+/* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */
+const char *prof_frame_label(const struct profile *p, const struct sym_frame *f);
+
+int output_folded(const struct profile *p, FILE *out);
+int output_svg(const struct profile *p, FILE *out);
+int output_pprof(const struct profile *p, FILE *out);	/* gzipped profile.proto */
+int output_otlp(const struct profile *p, FILE *out);	/* ExportProfilesServiceRequest */
+
+#endif /* EMBER_PROFILE_H */
