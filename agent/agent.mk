@@ -1,0 +1,80 @@
+# agent/agent.mk: builds agent/ember from every agent/*.c plus the protobuf-c
+# code generated from proto/**/*.proto. Other components join without
+# editing this file: drop a .c into agent/, a .proto under proto/, or a make
+# fragment into agent/mk/ (e.g. rules that embed assets).
+
+AGENT_BIN := agent/ember
+AGENT_PKGS := libnl-genl-3.0 libdw libelf libbpf libprotobuf-c libcurl zlib
+AGENT_VERSION := $(shell cat $(TOP)/VERSION 2>/dev/null || echo 0.0.0)
+
+AGENT_PROTOS := $(shell find proto -name '*.proto' 2>/dev/null | sort)
+AGENT_GEN_C := $(patsubst proto/%.proto,agent/gen/%.pb-c.c,$(AGENT_PROTOS))
+AGENT_GEN_H := $(AGENT_GEN_C:.c=.h)
+
+AGENT_SRCS := $(wildcard agent/*.c)
+AGENT_OBJS := $(AGENT_SRCS:.c=.o) $(AGENT_GEN_C:.c=.o)
+# Everything but main(): what unit tests link against.
+AGENT_LIB_OBJS := $(filter-out agent/main.o,$(AGENT_OBJS))
+
+AGENT_PKG_CFLAGS := $(shell pkg-config --cflags $(AGENT_PKGS) 2>/dev/null)
+AGENT_PKG_LIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null)
+
+# -Werror is off by default so one engineer's warning does not stop everyone's
+# build; selftests/suites/10-agent-unit.sh checks the tree builds -Werror clean.
+AGENT_WERROR ?= 0
+AGENT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE \
+	-DEMBER_VERSION='"$(AGENT_VERSION)"' \
+	-Iagent -Iagent/gen -Iinclude -Ibpf/.output $(AGENT_PKG_CFLAGS) \
+	$(if $(filter 1,$(AGENT_WERROR)),-Werror) $(EXTRA_CFLAGS)
+AGENT_LDLIBS := $(AGENT_PKG_LIBS) -lm
+
+# Extra objects/rules from other components (asset embedding, ...). A
+# fragment may append to AGENT_OBJS (and AGENT_LIB_OBJS) and add rules.
+-include $(sort $(wildcard agent/mk/*.mk))
+
+# Unit tests: selftests/agent/test_*.c, each linked with the agent's objects;
+# binaries go to agent/gen/tests/ (git-ignored).
+AGENT_TEST_SRCS := $(wildcard selftests/agent/test_*.c)
+AGENT_TEST_BINS := $(patsubst selftests/agent/%.c,agent/gen/tests/%,$(AGENT_TEST_SRCS))
+
+ALL_TARGETS += $(AGENT_BIN)
+CLEAN_FILES += $(AGENT_BIN) agent/*.o agent/gen $(AGENT_TEST_BINS)
+
+$(AGENT_BIN): $(AGENT_OBJS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $(AGENT_OBJS) $(AGENT_LDLIBS) $(LDFLAGS)
+
+# Dependency files live under agent/gen/ (git-ignored, removed by clean).
+agent/%.o: agent/%.c | $(AGENT_GEN_H)
+	@echo "  CC      $@"
+	$(Q)mkdir -p agent/gen/deps
+	$(Q)$(CC) $(AGENT_CFLAGS) -MMD -MP -MF agent/gen/deps/$*.d -c -o $@ $<
+
+agent/gen/%.pb-c.c agent/gen/%.pb-c.h: proto/%.proto
+	@echo "  PROTOC  $<"
+	$(Q)mkdir -p agent/gen
+	$(Q)protoc-c -Iproto --c_out=agent/gen $<
+
+agent/gen/%.pb-c.o: agent/gen/%.pb-c.c agent/gen/%.pb-c.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(AGENT_CFLAGS) -Wno-unused-parameter -c -o $@ $<
+
+# The eBPF backend embeds the skeleton built by bpf/bpf.mk.
+ifneq ($(wildcard agent/source_bpf.c),)
+ifneq ($(wildcard bpf/bpf.mk),)
+agent/source_bpf.o: bpf/.output/ember.skel.h
+endif
+endif
+
+
+.PHONY: agent agent-tests
+agent: $(AGENT_BIN)
+agent-tests: $(AGENT_TEST_BINS) $(AGENT_BIN)
+
+agent/gen/tests/test_%: selftests/agent/test_%.c $(AGENT_LIB_OBJS)
+	@echo "  CC      $@"
+	$(Q)mkdir -p agent/gen/tests
+	$(Q)$(CC) $(AGENT_CFLAGS) -Iselftests/agent -o $@ $< $(AGENT_LIB_OBJS) \
+		$(AGENT_LDLIBS) -lcmocka
+
+-include $(wildcard agent/gen/deps/*.d)

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ember: a Linux continuous profiler. main() only dispatches the first
+ * argument to a subcommand (commands.h); each command parses its own options.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "commands.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "record", cmd_record, "profile the system, processes or a command; write a flame graph/profile" },
+	{ "status", cmd_status, "show which backends can run, versions and per-CPU statistics" },
+	{ "run", cmd_run, "run as a daemon exporting OTLP profiles continuously" },
+	{ "decode", cmd_decode, "print the contents of an .otlp file" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ember [--version] [--help] COMMAND [ARGS...]\n\n"
+		"commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'ember COMMAND --help' for a command's options; see ember(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "version")) {
+		printf("ember %s\n", EMBER_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "ember: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
