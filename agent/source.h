@@ -36,6 +36,12 @@ struct ember_source_stats {
 	uint64_t handler_ns;		/* time in the sample handler, if known */
 	uint64_t offcpu_overflow;
 	uint32_t nr_cpus;
+	/*
+	 * Records the reader itself skipped because their size was out of
+	 * bounds (they never reach the callback); the session reports them
+	 * with the invalid ones as bad records.
+	 */
+	uint64_t corrupt;
 };
 
 /*
