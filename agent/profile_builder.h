@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Turns a stream of ember records into a struct profile (profile.h).
+ *
+ * While recording, pb_add_record() aggregates identical
+ * (pid, tid, comm, event, stack) in a bounded table and forwards exec/exit
+ * lifecycle hints to the symbolizer. pb_finish() symbolizes each unique
+ * address once and returns a frozen profile; pb_reset() then empties the
+ * table so a daemon (ember run) can export one profile per interval:
+ *
+ *	pb = pb_new(&opt, sym);
+ *	loop: source poll -> pb_add_record(pb, rec) ...
+ *	      p = pb_finish(pb, &meta); write/export p; profile_free(p);
+ *	      pb_reset(pb);
+ *	pb_free(pb);
+ *
+ * A profile refers to strings owned by the symbolizer: free it before
+ * sym_free(). Not thread-safe: one thread feeds and finishes a builder.
+ */
+#ifndef EMBER_PROFILE_BUILDER_H
+#define EMBER_PROFILE_BUILDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "profile.h"
+#include "symbolize.h"
+#include "../include/uapi/ember.h"
+
+struct pb_options {
+	size_t max_stacks;	/* unique stacks kept, 0 = default (65536) */
+	size_t max_bytes;	/* memory for stacks, 0 = default (32 MiB) */
+	uint32_t max_timestamps;	/* kept per unique stack, 0 = none */
+	bool include_idle;	/* keep samples of the idle task */
+	/*
+	 * Keep only these tgids / this cgroup (0/NULL = all). The backends
+	 * filter too; this makes the profile exact even if a backend cannot.
+	 */
+	const uint32_t *pids;
+	size_t nr_pids;
+	uint64_t cgroup_id;
+};
+
+struct pb_counters {
+	uint64_t records;	/* every record seen, valid or not */
+	uint64_t samples[PROF_EV__COUNT];	/* aggregated */
+	uint64_t bad_records;	/* invalid/unknown records skipped */
+	uint64_t lost;		/* from EMBER_REC_LOST records */
+	uint64_t dropped_stacks;	/* samples not kept: table full */
+	uint64_t filtered;	/* samples outside the pid/cgroup filter */
+	size_t unique_stacks;
+	size_t bytes;		/* memory held by the stack table */
+	uint32_t processes;	/* distinct pids with samples */
+};
+
+struct profile_builder;
+
+/* sym may be NULL (no symbolization: every frame unresolved). */
+struct profile_builder *pb_new(const struct pb_options *opt,
+			       struct symbolizer *sym);
+void pb_free(struct profile_builder *pb);
+
+/*
+ * Feed one record (any type). Invalid ones are counted and ignored; rec
+ * must have rec->size readable bytes.
+ */
+void pb_add_record(struct profile_builder *pb,
+		   const struct ember_rec_header *rec);
+/* Matches ember_record_fn: pass it to a source's poll with ctx = pb. */
+void pb_record_cb(const struct ember_rec_header *rec, void *ctx);
+
+/* Update the tgid filter (e.g. when a profiled command forks). */
+int pb_set_pids(struct profile_builder *pb, const uint32_t *pids,
+		size_t nr_pids);
+
+void pb_get_counters(const struct profile_builder *pb, struct pb_counters *c);
+
+/*
+ * Symbolize and freeze everything aggregated since pb_new()/pb_reset().
+ * meta supplies what the builder cannot know (host, backend, events, freq,
+ * times, lost from the source); the builder adds its own counts to
+ * samples[], lost, bad_records and dropped_stacks. NULL on out of memory.
+ */
+struct profile *pb_finish(struct profile_builder *pb,
+			  const struct prof_meta *meta);
+/* Forget aggregated stacks and counters; keeps the symbolizer's caches. */
+void pb_reset(struct profile_builder *pb);
+
+void profile_free(struct profile *p);
+
+#endif /* EMBER_PROFILE_BUILDER_H */

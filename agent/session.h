@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A recording session: a backend chosen and opened, a symbolizer and a
+ * profile builder, and the loop that drains rings into the builder. Shared
+ * by `ember record` (one profile at the end) and `ember run` (a profile
+ * per interval: session_snapshot() then session_reset()).
+ */
+#ifndef EMBER_SESSION_H
+#define EMBER_SESSION_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "profile.h"
+#include "profile_builder.h"
+#include "source.h"
+#include "symbolize.h"
+
+struct session_options {
+	const char *backend;		/* "auto" (NULL), "kmod" or "bpf" */
+	struct ember_source_config src;	/* events, freq, filters... */
+	struct pb_options pb;		/* aggregation bounds; filters copied from src */
+	struct sym_options sym;
+	bool quiet;			/* no backend line on stderr */
+};
+
+struct session {
+	const struct ember_source_ops *ops;
+	struct ember_source *src;
+	struct symbolizer *sym;
+	struct profile_builder *pb;
+	char backend_why[256];		/* the reason the backend was chosen */
+	uint32_t events;		/* EMBER_EV_* asked */
+	uint32_t freq_hz;
+	uint64_t start_real_ns;		/* CLOCK_REALTIME of start/last reset */
+	uint64_t lost_base;		/* source lost count at start/last reset */
+	uint64_t corrupt_base;
+	bool started;
+};
+
+/*
+ * Choose the backend (stderr gets one line saying which and why unless
+ * quiet), open it, create symbolizer and builder. 0 or negative errno with
+ * a message for the user in err.
+ */
+int session_open(struct session *s, const struct session_options *opt,
+		 char *err, size_t err_len);
+int session_start(struct session *s, char *err, size_t err_len);
+/* Wait up to timeout_ms and drain every ring into the builder. */
+int session_poll(struct session *s, int timeout_ms);
+/* Drain until the rings are empty (after the workload stopped). */
+void session_drain(struct session *s);
+/* Change the tgid / cgroup filters of both the source and the builder. */
+int session_set_pids(struct session *s, const uint32_t *pids, size_t nr);
+/*
+ * The profile of everything since start or the last reset; caller frees it
+ * with profile_free() before session_close().
+ */
+struct profile *session_snapshot(struct session *s);
+void session_reset(struct session *s);
+void session_close(struct session *s);
+
+/*
+ * ember record's loop: poll until *stop is set, duration_ms elapsed (0 =
+ * no limit) or, when child > 0, that process has exited (its wait status
+ * goes to *child_status).
+ */
+int session_run(struct session *s, uint64_t duration_ms,
+		volatile sig_atomic_t *stop, pid_t child, int *child_status);
+
+/* Chosen backend (backend.c): NULL and err set when none can run. */
+const struct ember_source_ops *backend_choose(const char *want, char *why,
+					      size_t why_len, char *err,
+					      size_t err_len);
+
+#endif /* EMBER_SESSION_H */
