@@ -45,6 +45,12 @@ struct sym_options {
 	size_t cache_bytes;	/* memory budget for cached ELF/DWARF data */
 	bool use_debuginfod;	/* consult DEBUGINFOD_URLS (off by default) */
 	bool no_dwarf;		/* symbols only: no line/inline info */
+	/*
+	 * ':'-separated roots searched for separate debug files
+	 * (ROOT/.build-id/xx/yyyy.debug, ROOT/DIR/DEBUGLINK); NULL or "" means
+	 * "/usr/lib/debug". Tests point it at a temporary tree.
+	 */
+	const char *debug_dirs;
 };
 
 struct symbolizer *sym_new(const struct sym_options *opt);
@@ -55,6 +61,12 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid);
 void sym_process_exit(struct symbolizer *s, uint32_t pid);
 /* Make sure a process's mappings are known now (reads /proc if needed). */
 void sym_process_touch(struct symbolizer *s, uint32_t pid);
+/*
+ * Forget processes marked by sym_process_exit(). Call it once the profile
+ * that may still need their mappings has been built and freed (a daemon
+ * calls it after each interval); sym_free() does it too.
+ */
+void sym_sweep(struct symbolizer *s);
 
 /*
  * Resolve one address. For user frames, is_return says the address is a
