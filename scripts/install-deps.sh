@@ -15,7 +15,7 @@ PKGS=(
 	# eBPF backend
 	libbpf-dev bpftool
 	# tests: VMs, decoders, browser for the flame graph
-	qemu-system-x86 qemu-utils libcmocka-dev python3 chromium
+	qemu-system-x86 qemu-utils libcmocka-dev python3 python3-protobuf chromium
 	systemd binutils file
 	# packaging
 	debhelper devscripts rpm fakeroot
