@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Folded stacks: one line per unique stack, "comm;root;...;leaf VALUE",
+ * the input format of flamegraph.pl and speedscope.
+ *
+ * VALUE is a sample count when only on-CPU samples were recorded, and
+ * microseconds as soon as off-CPU time is included (on-CPU samples then
+ * weigh their sampling period) so both kinds add up on one scale. With both
+ * events the frame after comm is "[cpu]" or "[offcpu]". Kernel frames end
+ * in "_[k]", as in stackcollapse-perf.pl. Lines are sorted and identical
+ * ones merged (different threads of a process fold into one line).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "profile.h"
+
+struct folded_line {
+	char *text;
+	uint64_t value;
+};
+
+struct strbuf {
+	char *s;
+	size_t len, cap;
+};
+
+static int sb_putc(struct strbuf *b, char c)
+{
+	if (b->len + 2 > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		char *s = realloc(b->s, cap);
+
+		if (!s)
+			return -ENOMEM;
+		b->s = s;
+		b->cap = cap;
+	}
+	b->s[b->len++] = c;
+	b->s[b->len] = '\0';
+	return 0;
+}
+
+/* A frame name must not break the format: ';' separates frames, newline
+ * ends the line. */
+static int sb_put_name(struct strbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		char c = *s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s;
+
+		if (sb_putc(b, c))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int sb_puts(struct strbuf *b, const char *s)
+{
+	for (; *s; s++)
+		if (sb_putc(b, *s))
+			return -ENOMEM;
+	return 0;
+}
+
+static bool profile_has_offcpu(const struct profile *p)
+{
+	if (p->meta.events & (1u << PROF_EV_OFFCPU))
+		return true;
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (p->samples[i].event == PROF_EV_OFFCPU)
+			return true;
+	return false;
+}
+
+static bool profile_has_both(const struct profile *p)
+{
+	uint32_t both = (1u << PROF_EV_CPU) | (1u << PROF_EV_OFFCPU);
+	uint32_t seen = p->meta.events & both;
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		seen |= 1u << p->samples[i].event;
+	return (seen & both) == both;
+}
+
+static int build_line(const struct profile *p, const struct prof_sample *s,
+		      bool both, struct strbuf *b)
+{
+	const char *comm = s->process && s->process->comm && s->process->comm[0] ?
+			   s->process->comm : s->thread_name;
+	int err;
+
+	b->len = 0;
+	err = sb_put_name(b, comm && comm[0] ? comm : "[unknown]");
+	if (!err && both)
+		err = sb_puts(b, s->event == PROF_EV_OFFCPU ? ";[offcpu]" : ";[cpu]");
+	/* frames[] is leaf first: walk it backwards for root first */
+	for (uint32_t i = s->nr_frames; !err && i-- > 0;) {
+		const struct sym_frame *f = s->frames[i];
+
+		err = sb_putc(b, ';');
+		if (!err)
+			err = sb_put_name(b, prof_frame_label(p, f));
+		if (!err && f->kind == SYM_FRAME_KERNEL)
+			err = sb_puts(b, "_[k]");
+	}
+	return err;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->text,
+		      ((const struct folded_line *)b)->text);
+}
+
+int output_folded(const struct profile *p, FILE *out)
+{
+	bool micro = profile_has_offcpu(p), both = profile_has_both(p);
+	struct folded_line *lines = calloc(p->nr_samples + 1, sizeof(*lines));
+	struct strbuf b = { 0 };
+	size_t n = 0;
+	int err = 0;
+
+	if (!lines)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nr_samples && !err; i++) {
+		const struct prof_sample *s = &p->samples[i];
+
+		err = build_line(p, s, both, &b);
+		if (err)
+			break;
+		lines[n].value = micro ? (s->weight_ns + 500) / 1000 : s->count;
+		lines[n].text = strdup(b.s ? b.s : "");
+		if (!lines[n++].text)
+			err = -ENOMEM;
+	}
+	if (!err) {
+		qsort(lines, n, sizeof(*lines), cmp_line);
+		for (size_t i = 0; i < n;) {
+			uint64_t v = 0;
+			size_t j = i;
+
+			for (; j < n && !strcmp(lines[j].text, lines[i].text); j++)
+				v += lines[j].value;
+			if (v)
+				fprintf(out, "%s %llu\n", lines[i].text,
+					(unsigned long long)v);
+			i = j;
+		}
+		if (fflush(out) || ferror(out))
+			err = -EIO;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(lines[i].text);
+	free(lines);
+	free(b.s);
+	return err;
+}

@@ -1,0 +1,875 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The profile builder (profile_builder.h): aggregation of records by
+ * identical (pid, tid, comm, event, stack) while recording, then one
+ * symbolization pass per unique address when a profile is frozen.
+ *
+ * Why aggregate raw addresses and symbolize late: a sampled system repeats
+ * the same few thousand stacks, so resolving each unique address once at
+ * the end is far cheaper than resolving every sample. Short-lived processes
+ * still resolve because the symbolizer learns their mappings when the pid
+ * is first seen (sym_process_touch/exec) and only forgets them once the
+ * profile holding their samples has been built (deferred sym_process_exit).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "profile_builder.h"
+#include "source.h"
+
+#define PB_DEFAULT_MAX_STACKS	65536
+#define PB_DEFAULT_MAX_BYTES	(32u << 20)
+#define PB_MAX_INLINE		16	/* frames per address incl. inlines */
+
+/* One unique (pid, tid, comm, event, stack) and what it accumulated. */
+struct agg_entry {
+	struct agg_entry *next;		/* hash chain */
+	uint64_t hash;
+	uint64_t count, weight_ns;
+	uint64_t cgroup_id;
+	uint64_t *timestamps;		/* CLOCK_MONOTONIC ns, up to max */
+	uint32_t nr_timestamps;
+	uint32_t pid, tid;
+	uint16_t nr_kernel, nr_user;
+	uint8_t event;
+	char comm[EMBER_COMM_LEN];
+	uint64_t ips[];			/* kernel leaf..root, user leaf..root */
+};
+
+struct proc_entry {
+	struct proc_entry *next;
+	uint32_t pid;
+	bool has_samples;
+	bool exited;
+	uint64_t cgroup_id;
+	char comm[EMBER_COMM_LEN];
+	char *exe_path;
+	char *cgroup_path;
+};
+
+struct profile_builder {
+	struct pb_options opt;
+	struct symbolizer *sym;
+	uint32_t *pids;			/* sorted copy of the filter */
+	size_t nr_pids;
+
+	struct agg_entry **buckets;
+	size_t nr_buckets;		/* power of two */
+	size_t nr_entries;
+
+	struct proc_entry **proc_buckets;	/* fixed size */
+	size_t nr_procs;
+
+	struct pb_counters c;
+};
+
+#define PROC_BUCKETS 1024
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 33);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Read a small /proc file into buf (NUL-terminated, trailing newline cut). */
+static bool read_small(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n && (buf[n - 1] == '\n'))
+		buf[--n] = '\0';
+	return n > 0;
+}
+
+static void set_comm(char dst[EMBER_COMM_LEN], const char *src)
+{
+	size_t n = strnlen(src, EMBER_COMM_LEN - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* ---- processes -------------------------------------------------------- */
+
+static struct proc_entry *proc_find(struct profile_builder *pb, uint32_t pid)
+{
+	struct proc_entry *p = pb->proc_buckets[pid % PROC_BUCKETS];
+
+	while (p && p->pid != pid)
+		p = p->next;
+	return p;
+}
+
+/* What /proc knows about a process the first time we see it. */
+static void proc_read_info(struct proc_entry *p)
+{
+	char path[64], buf[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+	if (read_small(path, buf, sizeof(buf)))
+		set_comm(p->comm, buf);
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		p->exe_path = strdup(buf);
+	}
+
+	/* cgroup v2: the single "0::/path" line */
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
+	if (read_small(path, buf, sizeof(buf))) {
+		char *line = strstr(buf, "0::");
+
+		if (line == buf || (line && line[-1] == '\n')) {
+			char *end = strchr(line, '\n');
+
+			if (end)
+				*end = '\0';
+			p->cgroup_path = strdup(line + 3);
+		}
+	}
+}
+
+static struct proc_entry *proc_get(struct profile_builder *pb, uint32_t pid,
+				   const char *comm)
+{
+	struct proc_entry *p = proc_find(pb, pid);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	set_comm(p->comm, comm ? comm : "");
+	proc_read_info(p);
+	p->next = pb->proc_buckets[pid % PROC_BUCKETS];
+	pb->proc_buckets[pid % PROC_BUCKETS] = p;
+	pb->nr_procs++;
+	/* first sight: let the symbolizer read its mappings while it lives */
+	if (pb->sym && pid)
+		sym_process_touch(pb->sym, pid);
+	return p;
+}
+
+static void proc_free_all(struct profile_builder *pb, bool exited_only)
+{
+	for (size_t i = 0; i < PROC_BUCKETS; i++) {
+		struct proc_entry **pp = &pb->proc_buckets[i];
+
+		while (*pp) {
+			struct proc_entry *p = *pp;
+
+			/* keep live processes seen this interval: their
+			 * /proc details stay valid */
+			if (exited_only && !p->exited && p->has_samples) {
+				p->has_samples = false;
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			if (p->exited && pb->sym)
+				sym_process_exit(pb->sym, p->pid);
+			free(p->exe_path);
+			free(p->cgroup_path);
+			free(p);
+			pb->nr_procs--;
+		}
+	}
+}
+
+/* ---- builder ---------------------------------------------------------- */
+
+struct profile_builder *pb_new(const struct pb_options *opt,
+			       struct symbolizer *sym)
+{
+	struct profile_builder *pb = calloc(1, sizeof(*pb));
+
+	if (!pb)
+		return NULL;
+	if (opt)
+		pb->opt = *opt;
+	if (!pb->opt.max_stacks)
+		pb->opt.max_stacks = PB_DEFAULT_MAX_STACKS;
+	if (!pb->opt.max_bytes)
+		pb->opt.max_bytes = PB_DEFAULT_MAX_BYTES;
+	pb->sym = sym;
+	pb->nr_buckets = 1024;
+	pb->buckets = calloc(pb->nr_buckets, sizeof(*pb->buckets));
+	pb->proc_buckets = calloc(PROC_BUCKETS, sizeof(*pb->proc_buckets));
+	if (!pb->buckets || !pb->proc_buckets ||
+	    pb_set_pids(pb, opt ? opt->pids : NULL, opt ? opt->nr_pids : 0)) {
+		pb_free(pb);
+		return NULL;
+	}
+	pb->opt.pids = NULL;	/* the sorted copy is authoritative */
+	return pb;
+}
+
+int pb_set_pids(struct profile_builder *pb, const uint32_t *pids,
+		size_t nr_pids)
+{
+	uint32_t *copy = NULL;
+
+	if (nr_pids) {
+		copy = malloc(nr_pids * sizeof(*copy));
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, pids, nr_pids * sizeof(*copy));
+		qsort(copy, nr_pids, sizeof(*copy), cmp_u32);
+	}
+	free(pb->pids);
+	pb->pids = copy;
+	pb->nr_pids = nr_pids;
+	return 0;
+}
+
+static void table_clear(struct profile_builder *pb)
+{
+	for (size_t i = 0; i < pb->nr_buckets; i++) {
+		struct agg_entry *e = pb->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			free(e->timestamps);
+			free(e);
+		}
+		pb->buckets[i] = NULL;
+	}
+	pb->nr_entries = 0;
+}
+
+void pb_reset(struct profile_builder *pb)
+{
+	table_clear(pb);
+	proc_free_all(pb, true);
+	memset(&pb->c, 0, sizeof(pb->c));
+}
+
+void pb_free(struct profile_builder *pb)
+{
+	if (!pb)
+		return;
+	if (pb->buckets)
+		table_clear(pb);
+	if (pb->proc_buckets)
+		proc_free_all(pb, false);
+	free(pb->buckets);
+	free(pb->proc_buckets);
+	free(pb->pids);
+	free(pb);
+}
+
+void pb_get_counters(const struct profile_builder *pb, struct pb_counters *c)
+{
+	*c = pb->c;
+	c->unique_stacks = pb->nr_entries;
+}
+
+static bool pb_keeps(const struct profile_builder *pb, uint32_t pid,
+		     uint64_t cgroup_id)
+{
+	if (pb->nr_pids && !bsearch(&pid, pb->pids, pb->nr_pids,
+				    sizeof(pid), cmp_u32))
+		return false;
+	if (pb->opt.cgroup_id && cgroup_id != pb->opt.cgroup_id)
+		return false;
+	return true;
+}
+
+static void table_grow(struct profile_builder *pb)
+{
+	size_t n = pb->nr_buckets * 2;
+	struct agg_entry **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return;		/* keep the longer chains: still correct */
+	for (size_t i = 0; i < pb->nr_buckets; i++) {
+		struct agg_entry *e = pb->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			e->next = b[e->hash & (n - 1)];
+			b[e->hash & (n - 1)] = e;
+		}
+	}
+	pb->c.bytes += (n - pb->nr_buckets) * sizeof(*b);
+	free(pb->buckets);
+	pb->buckets = b;
+	pb->nr_buckets = n;
+}
+
+static void entry_add_time(struct profile_builder *pb, struct agg_entry *e,
+			   uint64_t t)
+{
+	uint64_t *ts;
+	uint32_t cap;
+
+	if (e->nr_timestamps >= pb->opt.max_timestamps)
+		return;
+	/* grow by powers of two: capacity is implied by the count */
+	if ((e->nr_timestamps & (e->nr_timestamps - 1)) == 0) {
+		cap = e->nr_timestamps ? e->nr_timestamps * 2 : 1;
+		if (pb->c.bytes + cap * 8 > pb->opt.max_bytes)
+			return;
+		ts = realloc(e->timestamps, cap * sizeof(*ts));
+		if (!ts)
+			return;
+		pb->c.bytes += (cap - e->nr_timestamps) * sizeof(*ts);
+		e->timestamps = ts;
+	}
+	e->timestamps[e->nr_timestamps++] = t;
+}
+
+static void add_sample(struct profile_builder *pb,
+		       const struct ember_sample *s, enum prof_event ev)
+{
+	size_t nips = (size_t)s->nr_kernel + s->nr_user, sz;
+	uint64_t h = 0;
+	struct agg_entry *e;
+	struct proc_entry *p;
+
+	if ((s->flags & EMBER_SF_IDLE) && !pb->opt.include_idle) {
+		pb->c.filtered++;
+		return;
+	}
+	if (!pb_keeps(pb, s->pid, s->cgroup_id)) {
+		pb->c.filtered++;
+		return;
+	}
+
+	h = mix64(h, ((uint64_t)s->pid << 32) | s->tid);
+	h = mix64(h, ((uint64_t)ev << 32) | ((uint64_t)s->nr_kernel << 16) |
+		  s->nr_user);
+	for (size_t i = 0; i < EMBER_COMM_LEN; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, s->comm + i, 8);
+		h = mix64(h, w);
+	}
+	for (size_t i = 0; i < nips; i++)
+		h = mix64(h, s->ips[i]);
+
+	for (e = pb->buckets[h & (pb->nr_buckets - 1)]; e; e = e->next) {
+		if (e->hash == h && e->pid == s->pid && e->tid == s->tid &&
+		    e->event == ev && e->nr_kernel == s->nr_kernel &&
+		    e->nr_user == s->nr_user &&
+		    !memcmp(e->comm, s->comm, EMBER_COMM_LEN) &&
+		    !memcmp(e->ips, s->ips, nips * 8))
+			break;
+	}
+	if (!e) {
+		sz = sizeof(*e) + nips * 8;
+		if (pb->nr_entries >= pb->opt.max_stacks ||
+		    pb->c.bytes + sz > pb->opt.max_bytes ||
+		    !(e = calloc(1, sz))) {
+			pb->c.dropped_stacks++;
+			return;
+		}
+		e->hash = h;
+		e->pid = s->pid;
+		e->tid = s->tid;
+		e->event = ev;
+		e->nr_kernel = s->nr_kernel;
+		e->nr_user = s->nr_user;
+		e->cgroup_id = s->cgroup_id;
+		memcpy(e->comm, s->comm, EMBER_COMM_LEN);
+		e->comm[EMBER_COMM_LEN - 1] = '\0';
+		memcpy(e->ips, s->ips, nips * 8);
+		e->next = pb->buckets[h & (pb->nr_buckets - 1)];
+		pb->buckets[h & (pb->nr_buckets - 1)] = e;
+		pb->nr_entries++;
+		pb->c.bytes += sz;
+		if (pb->nr_entries > pb->nr_buckets)
+			table_grow(pb);
+	}
+	e->count++;
+	e->weight_ns += s->weight_ns;
+	if (pb->opt.max_timestamps)
+		entry_add_time(pb, e, s->time_ns);
+	pb->c.samples[ev]++;
+
+	p = proc_get(pb, s->pid, s->tid == s->pid ? s->comm : NULL);
+	if (p) {
+		if (!p->has_samples)
+			pb->c.processes++;
+		p->has_samples = true;
+		if (!p->cgroup_id)
+			p->cgroup_id = s->cgroup_id;
+		/* the leader's comm names the process; it can change (exec) */
+		if (s->tid == s->pid)
+			set_comm(p->comm, s->comm);
+		else if (!p->comm[0])
+			set_comm(p->comm, s->comm);
+	}
+}
+
+void pb_add_record(struct profile_builder *pb,
+		   const struct ember_rec_header *rec)
+{
+	pb->c.records++;
+	if (!ember_record_valid(rec, rec ? rec->size : 0)) {
+		pb->c.bad_records++;
+		return;
+	}
+	switch (rec->type) {
+	case EMBER_REC_SAMPLE:
+		add_sample(pb, (const void *)rec, PROF_EV_CPU);
+		break;
+	case EMBER_REC_OFFCPU:
+		add_sample(pb, (const void *)rec, PROF_EV_OFFCPU);
+		break;
+	case EMBER_REC_EXEC: {
+		const struct ember_exec *x = (const void *)rec;
+		struct proc_entry *p;
+
+		/* exec records carry no cgroup: only the pid filter applies */
+		if (!pb_keeps(pb, x->pid, pb->opt.cgroup_id))
+			break;
+		/* new image: re-read mappings now, before it can exit */
+		if (pb->sym)
+			sym_process_exec(pb->sym, x->pid);
+		p = proc_find(pb, x->pid);
+		if (!p)
+			p = proc_get(pb, x->pid, x->comm);
+		if (p) {
+			set_comm(p->comm, x->comm);
+			free(p->exe_path);
+			p->exe_path = strdup(x->filename);
+			p->exited = false;
+		}
+		break;
+	}
+	case EMBER_REC_EXIT: {
+		const struct ember_exit *x = (const void *)rec;
+		struct proc_entry *p = proc_find(pb, x->pid);
+
+		/*
+		 * Only mark it: samples of this process may still sit in
+		 * other CPUs' rings. The symbolizer forgets it after the
+		 * next pb_finish() (see pb_reset()/pb_free()).
+		 */
+		if (p)
+			p->exited = true;
+		break;
+	}
+	case EMBER_REC_LOST:
+		pb->c.lost += ((const struct ember_lost *)rec)->lost;
+		break;
+	default:		/* PAD */
+		break;
+	}
+}
+
+void pb_record_cb(const struct ember_rec_header *rec, void *ctx)
+{
+	pb_add_record(ctx, rec);
+}
+
+/* ---- freezing: symbolization into a struct profile -------------------- */
+
+/* Everything a profile owns, freed at once by profile_free(). */
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, size;
+	char data[];
+};
+
+struct profile_impl {
+	struct profile pub;
+	struct arena_chunk *chunks;
+};
+
+static void *arena_alloc(struct profile_impl *pi, size_t n)
+{
+	struct arena_chunk *c = pi->chunks;
+
+	n = (n + 15) & ~(size_t)15;
+	if (!c || c->size - c->used < n) {
+		size_t size = n > 65536 ? n : 65536;
+
+		c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->size = size;
+		c->used = 0;
+		c->next = pi->chunks;
+		pi->chunks = c;
+	}
+	c->used += n;
+	return c->data + c->used - n;
+}
+
+static const char *arena_strdup(struct profile_impl *pi, const char *s)
+{
+	size_t n;
+	char *d;
+
+	if (!s)
+		return NULL;
+	n = strlen(s) + 1;
+	d = arena_alloc(pi, n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* Resolved frames of one address, cached for the duration of a freeze. */
+struct addr_entry {
+	struct addr_entry *next;
+	uint64_t addr;
+	uint32_t pid;		/* UINT32_MAX for kernel addresses */
+	bool is_return;
+	uint32_t nr;
+	const struct sym_frame **frames;
+};
+
+struct addr_cache {
+	struct addr_entry **b;
+	size_t n;		/* power of two */
+};
+
+static void unresolved_frame(struct sym_frame *f, uint64_t addr, bool kernel)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = kernel ? SYM_FRAME_KERNEL : SYM_FRAME_UNKNOWN;
+	f->address = addr;
+}
+
+static struct addr_entry *resolve(struct profile_builder *pb,
+				  struct profile_impl *pi,
+				  struct addr_cache *ac, uint32_t pid,
+				  uint64_t addr, bool is_return)
+{
+	uint64_t h = mix64(mix64(0, addr), ((uint64_t)pid << 1) | is_return);
+	struct addr_entry *e;
+	struct sym_frame tmp[PB_MAX_INLINE];
+	struct sym_frame *copy;
+	bool kernel = pid == UINT32_MAX;
+	int n = 0;
+
+	for (e = ac->b[h & (ac->n - 1)]; e; e = e->next)
+		if (e->addr == addr && e->pid == pid && e->is_return == is_return)
+			return e;
+
+	if (pb->sym) {
+		if (kernel)
+			n = sym_resolve_kernel(pb->sym, is_return ? addr - 1 : addr,
+					       tmp, PB_MAX_INLINE);
+		else
+			n = sym_resolve_user(pb->sym, pid, addr, is_return, tmp,
+					     PB_MAX_INLINE);
+	}
+	if (n < 1 || n > PB_MAX_INLINE) {
+		unresolved_frame(&tmp[0], addr, kernel);
+		n = 1;
+	}
+	e = arena_alloc(pi, sizeof(*e));
+	copy = arena_alloc(pi, n * sizeof(*copy));
+	if (!e || !copy)
+		return NULL;
+	e->frames = arena_alloc(pi, n * sizeof(*e->frames));
+	if (!e->frames)
+		return NULL;
+	memcpy(copy, tmp, n * sizeof(*copy));
+	for (int i = 0; i < n; i++) {
+		/* the symbolizer's kind is authoritative, except for a run's origin */
+		if (kernel)
+			copy[i].kind = SYM_FRAME_KERNEL;
+		e->frames[i] = &copy[i];
+	}
+	e->addr = addr;
+	e->pid = pid;
+	e->is_return = is_return;
+	e->nr = n;
+	e->next = ac->b[h & (ac->n - 1)];
+	ac->b[h & (ac->n - 1)] = e;
+	return e;
+}
+
+/* The last run of exactly 64 hex digits in a cgroup path: a container id. */
+static const char *container_id_of(struct profile_impl *pi, const char *path)
+{
+	const char *found = NULL;
+	size_t run = 0;
+
+	if (!path)
+		return NULL;
+	for (const char *s = path;; s++) {
+		bool hex = (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f');
+
+		if (hex) {
+			run++;
+			continue;
+		}
+		if (run == 64)
+			found = s - 64;
+		run = 0;
+		if (!*s)
+			break;
+	}
+	if (!found)
+		return NULL;
+	char id[65];
+
+	memcpy(id, found, 64);
+	id[64] = '\0';
+	return arena_strdup(pi, id);
+}
+
+static int build_processes(struct profile_builder *pb, struct profile_impl *pi,
+			   struct prof_process **out)
+{
+	struct prof_process *procs;
+	size_t n = 0;
+
+	procs = arena_alloc(pi, (pb->nr_procs + 1) * sizeof(*procs));
+	if (!procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < PROC_BUCKETS; i++) {
+		for (struct proc_entry *p = pb->proc_buckets[i]; p; p = p->next) {
+			struct prof_process *pp;
+
+			if (!p->has_samples)
+				continue;
+			pp = &procs[n++];
+			memset(pp, 0, sizeof(*pp));
+			pp->pid = p->pid;
+			pp->comm = arena_strdup(pi, p->comm);
+			pp->exe_path = arena_strdup(pi, p->exe_path);
+			pp->cgroup_id = p->cgroup_id;
+			pp->cgroup_path = arena_strdup(pi, p->cgroup_path);
+			pp->container_id = container_id_of(pi, p->cgroup_path);
+		}
+	}
+	pi->pub.processes = procs;
+	pi->pub.nr_processes = n;
+	*out = procs;
+	return 0;
+}
+
+static struct prof_process *find_process(struct prof_process *procs, size_t n,
+					 uint32_t pid)
+{
+	/* build_processes emits in bucket order; a linear scan per unique
+	 * stack would be quadratic, so callers go through this bsearch on a
+	 * pid-sorted array. */
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (procs[mid].pid == pid)
+			return &procs[mid];
+		if (procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct prof_process *x = a, *y = b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Fill one prof_sample from an aggregated entry. */
+static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
+			struct addr_cache *ac, const struct agg_entry *e,
+			struct prof_sample *ps, struct prof_process *procs,
+			size_t nr_procs, uint64_t mono_to_real)
+{
+	const struct sym_frame **frames;
+	struct addr_entry *ae[EMBER_MAX_FRAMES * 2];
+	size_t nips = (size_t)e->nr_kernel + e->nr_user, nr = 0;
+
+	for (size_t i = 0; i < nips; i++) {
+		bool kernel = i < e->nr_kernel;
+		/* the first address of each run is an exact IP, the rest
+		 * return addresses */
+		bool is_ret = kernel ? i > 0 : i > e->nr_kernel;
+
+		ae[i] = resolve(pb, pi, ac, kernel ? UINT32_MAX : e->pid,
+				e->ips[i], is_ret);
+		if (!ae[i])
+			return -ENOMEM;
+		nr += ae[i]->nr;
+	}
+	frames = arena_alloc(pi, (nr ? nr : 1) * sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	nr = 0;
+	for (size_t i = 0; i < nips; i++)
+		for (uint32_t j = 0; j < ae[i]->nr; j++)
+			frames[nr++] = ae[i]->frames[j];
+
+	memset(ps, 0, sizeof(*ps));
+	ps->process = find_process(procs, nr_procs, e->pid);
+	ps->tid = e->tid;
+	ps->thread_name = arena_strdup(pi, e->comm);
+	ps->event = e->event;
+	ps->nr_frames = nr;
+	ps->frames = (const struct sym_frame *const *)frames;
+	ps->count = e->count;
+	ps->weight_ns = e->weight_ns;
+	if (e->nr_timestamps) {
+		uint64_t *ts = arena_alloc(pi, e->nr_timestamps * 8);
+
+		if (!ts)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < e->nr_timestamps; i++)
+			ts[i] = e->timestamps[i] + mono_to_real;
+		ps->timestamps_ns = ts;
+		ps->nr_timestamps = e->nr_timestamps;
+	}
+	return 0;
+}
+
+/* Fill in the executable's build-id from a resolved frame of that file. */
+static void exe_build_ids(struct prof_sample *samples, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct prof_process *p = (struct prof_process *)samples[i].process;
+
+		if (!p || p->exe_build_id || !p->exe_path)
+			continue;
+		for (uint32_t j = 0; j < samples[i].nr_frames; j++) {
+			const struct sym_frame *f = samples[i].frames[j];
+
+			if (f->build_id && f->module &&
+			    !strcmp(f->module, p->exe_path)) {
+				p->exe_build_id = f->build_id;
+				break;
+			}
+		}
+	}
+}
+
+struct profile *pb_finish(struct profile_builder *pb,
+			  const struct prof_meta *meta)
+{
+	struct profile_impl *pi = calloc(1, sizeof(*pi));
+	struct addr_cache ac = { 0 };
+	struct prof_process *procs = NULL;
+	struct prof_sample *samples;
+	uint64_t mono_to_real;
+	size_t n = 0;
+
+	if (!pi)
+		return NULL;
+	if (meta)
+		pi->pub.meta = *meta;
+	for (int i = 0; i < PROF_EV__COUNT; i++)
+		pi->pub.meta.samples[i] += pb->c.samples[i];
+	pi->pub.meta.lost += pb->c.lost;
+	pi->pub.meta.bad_records += pb->c.bad_records;
+	pi->pub.meta.dropped_stacks += pb->c.dropped_stacks;
+	pi->pub.meta.host_name = arena_strdup(pi, pi->pub.meta.host_name);
+	pi->pub.meta.backend = arena_strdup(pi, pi->pub.meta.backend);
+
+	if (build_processes(pb, pi, &procs))
+		goto fail;
+	qsort(procs, pi->pub.nr_processes, sizeof(*procs), cmp_proc);
+
+	ac.n = 4096;
+	while (ac.n < pb->nr_entries * 4)
+		ac.n *= 2;
+	ac.b = calloc(ac.n, sizeof(*ac.b));
+	samples = arena_alloc(pi, (pb->nr_entries + 1) * sizeof(*samples));
+	if (!ac.b || !samples)
+		goto fail;
+
+	mono_to_real = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	for (size_t i = 0; i < pb->nr_buckets; i++)
+		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next)
+			if (freeze_entry(pb, pi, &ac, e, &samples[n++], procs,
+					 pi->pub.nr_processes, mono_to_real))
+				goto fail;
+	pi->pub.samples = samples;
+	pi->pub.nr_samples = n;
+	exe_build_ids(samples, n);
+	free(ac.b);
+	return &pi->pub;
+fail:
+	free(ac.b);
+	profile_free(&pi->pub);
+	return NULL;
+}
+
+void profile_free(struct profile *p)
+{
+	struct profile_impl *pi = (struct profile_impl *)p;
+	struct arena_chunk *c, *next;
+
+	if (!p)
+		return;
+	for (c = pi->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(pi);
+}
+
+/* ---- labels ----------------------------------------------------------- */
+
+/*
+ * Function name when resolved; otherwise "file+0xoffset" (basename of the
+ * mapped file) or the raw "0xaddress". Unresolved labels are formatted
+ * into a small ring of thread-local buffers: copy the string before the
+ * 16th next call.
+ */
+const char *prof_frame_label(const struct profile *p, const struct sym_frame *f)
+{
+	static __thread char bufs[16][128];
+	static __thread unsigned int next;
+	char *buf;
+
+	(void)p;
+	if (f->function && f->function[0])
+		return f->function;
+	buf = bufs[next++ % 16];
+	if (f->module && f->module[0]) {
+		const char *base = strrchr(f->module, '/');
+
+		snprintf(buf, sizeof(bufs[0]), "%s+0x%llx",
+			 base ? base + 1 : f->module,
+			 (unsigned long long)f->module_offset);
+	} else {
+		snprintf(buf, sizeof(bufs[0]), "0x%llx",
+			 (unsigned long long)f->address);
+	}
+	return buf;
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Validation of ember records (include/uapi/ember.h). Every reader runs
+ * records through ember_record_valid() before looking inside them, so
+ * nothing downstream has to distrust a record: a truncated, corrupt or
+ * unknown one is skipped and counted instead of crashing the agent.
+ *
+ * Records may be longer than the structure we know (fields appended by a
+ * newer producer); they may never be shorter.
+ */
+#include <string.h>
+#include "source.h"
+
+static bool str_terminated(const char *s, size_t max)
+{
+	return memchr(s, '\0', max) != NULL;
+}
+
+static bool sample_valid(const struct ember_rec_header *hdr)
+{
+	const struct ember_sample *s = (const void *)hdr;
+	uint64_t need;
+
+	if (hdr->size < sizeof(*s))
+		return false;
+	if (s->nr_kernel > EMBER_MAX_FRAMES || s->nr_user > EMBER_MAX_FRAMES)
+		return false;
+	need = sizeof(*s) + 8ull * ((uint64_t)s->nr_kernel + s->nr_user);
+	return need <= hdr->size && str_terminated(s->comm, sizeof(s->comm));
+}
+
+static bool exec_valid(const struct ember_rec_header *hdr)
+{
+	const struct ember_exec *e = (const void *)hdr;
+
+	if (hdr->size < sizeof(*e) || e->filename_len == 0)
+		return false;
+	if ((uint64_t)sizeof(*e) + e->filename_len > hdr->size)
+		return false;
+	return e->filename[e->filename_len - 1] == '\0' &&
+	       str_terminated(e->comm, sizeof(e->comm));
+}
+
+static bool exit_valid(const struct ember_rec_header *hdr)
+{
+	const struct ember_exit *e = (const void *)hdr;
+
+	return hdr->size >= sizeof(*e) &&
+	       str_terminated(e->comm, sizeof(e->comm));
+}
+
+bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail)
+{
+	if (!hdr || avail < sizeof(*hdr))
+		return false;
+	if (hdr->size < sizeof(*hdr) || hdr->size % 8 || hdr->size > avail)
+		return false;
+
+	switch (hdr->type) {
+	case EMBER_REC_PAD:
+		return true;
+	case EMBER_REC_SAMPLE:
+	case EMBER_REC_OFFCPU:
+		return sample_valid(hdr);
+	case EMBER_REC_EXEC:
+		return exec_valid(hdr);
+	case EMBER_REC_EXIT:
+		return exit_valid(hdr);
+	case EMBER_REC_LOST:
+		return hdr->size >= sizeof(struct ember_lost);
+	default:
+		return false;	/* unknown: the caller skips hdr->size bytes */
+	}
+}
