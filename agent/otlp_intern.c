@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Arena and intern table for the OTLP encoder (see otlp_intern.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "otlp_intern.h"
+
+struct otlp_arena_chunk {
+	struct otlp_arena_chunk *next;
+	size_t used, size;
+	_Alignas(16) unsigned char data[];
+};
+
+#define ARENA_CHUNK (64 * 1024)
+
+void *otlp_arena_alloc(struct otlp_arena *a, size_t size)
+{
+	struct otlp_arena_chunk *c = a->head;
+	void *p;
+
+	size = (size + 15) & ~(size_t)15;
+	if (!c || c->size - c->used < size) {
+		size_t csize = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + csize);
+		if (!c)
+			return NULL;
+		c->next = a->head;
+		c->used = 0;
+		c->size = csize;
+		a->head = c;
+		a->bytes += csize;
+	}
+	p = c->data + c->used;
+	c->used += size;
+	memset(p, 0, size);
+	return p;
+}
+
+char *otlp_arena_strdup(struct otlp_arena *a, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = otlp_arena_alloc(a, n);
+
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+void otlp_arena_free(struct otlp_arena *a)
+{
+	struct otlp_arena_chunk *c = a->head, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	a->head = NULL;
+	a->bytes = 0;
+}
+
+struct otlp_intern_entry {
+	const void *key;
+	size_t len;
+	uint64_t hash;
+};
+
+/* FNV-1a: short keys, no adversary (keys come from our own profile). */
+static uint64_t hash_bytes(const void *key, size_t len)
+{
+	const unsigned char *p = key;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (len--) {
+		h ^= *p++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static int grow_slots(struct otlp_intern *t)
+{
+	size_t n = t->nr_slots ? t->nr_slots * 2 : 256;
+	uint32_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -1;
+	for (size_t i = 0; i < t->nr; i++) {
+		size_t s = t->entries[i].hash & (n - 1);
+
+		while (slots[s])
+			s = (s + 1) & (n - 1);
+		slots[s] = (uint32_t)(i + 1);
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nr_slots = n;
+	return 0;
+}
+
+int64_t otlp_intern(struct otlp_intern *t, const void *key, size_t len,
+		    bool *is_new)
+{
+	uint64_t h = hash_bytes(key, len);
+	struct otlp_intern_entry *e;
+	size_t s;
+	void *copy;
+
+	*is_new = false;
+	/* Keep the load factor under 1/2 so probes stay short. */
+	if ((t->nr + 1) * 2 > t->nr_slots && grow_slots(t))
+		return -1;
+	for (s = h & (t->nr_slots - 1); t->slots[s];
+	     s = (s + 1) & (t->nr_slots - 1)) {
+		e = &t->entries[t->slots[s] - 1];
+		if (e->hash == h && e->len == len && !memcmp(e->key, key, len))
+			return t->slots[s] - 1;
+	}
+	if (t->nr >= INT32_MAX - 1)
+		return -1;	/* OTLP indices are int32 */
+	if (t->nr == t->alloc) {
+		size_t n = t->alloc ? t->alloc * 2 : 256;
+		struct otlp_intern_entry *ne = realloc(t->entries, n * sizeof(*ne));
+
+		if (!ne)
+			return -1;
+		t->entries = ne;
+		t->alloc = n;
+	}
+	copy = otlp_arena_alloc(&t->keys, len ? len : 1);
+	if (!copy)
+		return -1;
+	memcpy(copy, key, len);
+	e = &t->entries[t->nr];
+	e->key = copy;
+	e->len = len;
+	e->hash = h;
+	t->slots[s] = (uint32_t)(t->nr + 1);
+	*is_new = true;
+	return (int64_t)t->nr++;
+}
+
+const void *otlp_intern_key(const struct otlp_intern *t, size_t idx)
+{
+	return idx < t->nr ? t->entries[idx].key : NULL;
+}
+
+void otlp_intern_free(struct otlp_intern *t)
+{
+	otlp_arena_free(&t->keys);
+	free(t->entries);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
