@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "container.h"
 #include "otlp_intern.h"
 #include "output_otlp.h"
 
@@ -662,8 +663,14 @@ static PResource *make_resource(struct enc *e, const struct profile *p,
 	}
 	if (p->meta.host_name && *p->meta.host_name)
 		r->attributes[n++] = kv_str(e, own[3], p->meta.host_name);
-	if (proc && proc->container_id && *proc->container_id)
+	if (proc && proc->container_id && *proc->container_id) {
 		r->attributes[n++] = kv_str(e, own[4], proc->container_id);
+	} else if (proc && proc->cgroup_path) {
+		char id[CONTAINER_ID_LEN + 1];
+
+		if (container_id_from_cgroup(proc->cgroup_path, id, sizeof(id)))
+			r->attributes[n++] = kv_str(e, own[4], id);
+	}
 	if (opt && opt->service_name && *opt->service_name)
 		r->attributes[n++] = kv_str(e, own[5], opt->service_name);
 	else if (exe_name && *exe_name)
