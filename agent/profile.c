@@ -9,7 +9,7 @@
  * the end is far cheaper than resolving every sample. Short-lived processes
  * still resolve because the symbolizer learns their mappings when the pid
  * is first seen (sym_process_touch/exec) and only forgets them once the
- * profile holding their samples has been built (deferred sym_process_exit).
+ * profile holding their samples has been built (sym_sweep() at reset).
  */
 #include <errno.h>
 #include <limits.h>
@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "container.h"
 #include "profile_builder.h"
 #include "source.h"
 
@@ -198,8 +199,6 @@ static void proc_free_all(struct profile_builder *pb, bool exited_only)
 				continue;
 			}
 			*pp = p->next;
-			if (p->exited && pb->sym)
-				sym_process_exit(pb->sym, p->pid);
 			free(p->exe_path);
 			free(p->cgroup_path);
 			free(p);
@@ -273,6 +272,9 @@ void pb_reset(struct profile_builder *pb)
 {
 	table_clear(pb);
 	proc_free_all(pb, true);
+	/* the profile that needed exited processes' mappings is gone */
+	if (pb->sym)
+		sym_sweep(pb->sym);
 	memset(&pb->c, 0, sizeof(pb->c));
 }
 
@@ -475,10 +477,12 @@ void pb_add_record(struct profile_builder *pb,
 		struct proc_entry *p = proc_find(pb, x->pid);
 
 		/*
-		 * Only mark it: samples of this process may still sit in
-		 * other CPUs' rings. The symbolizer forgets it after the
-		 * next pb_finish() (see pb_reset()/pb_free()).
+		 * The symbolizer only marks it: samples of this process may
+		 * still sit in other CPUs' rings. It forgets it at
+		 * sym_sweep(), once the profile was built (pb_reset()).
 		 */
+		if (pb->sym && pb_keeps(pb, x->pid, pb->opt.cgroup_id))
+			sym_process_exit(pb->sym, x->pid);
 		if (p)
 			p->exited = true;
 		break;
@@ -617,33 +621,13 @@ static struct addr_entry *resolve(struct profile_builder *pb,
 	return e;
 }
 
-/* The last run of exactly 64 hex digits in a cgroup path: a container id. */
+/* container.id from the cgroup path (container.c knows the runtimes). */
 static const char *container_id_of(struct profile_impl *pi, const char *path)
 {
-	const char *found = NULL;
-	size_t run = 0;
+	char id[CONTAINER_ID_LEN + 1];
 
-	if (!path)
+	if (!path || !container_id_from_cgroup(path, id, sizeof(id)))
 		return NULL;
-	for (const char *s = path;; s++) {
-		bool hex = (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f');
-
-		if (hex) {
-			run++;
-			continue;
-		}
-		if (run == 64)
-			found = s - 64;
-		run = 0;
-		if (!*s)
-			break;
-	}
-	if (!found)
-		return NULL;
-	char id[65];
-
-	memcpy(id, found, 64);
-	id[64] = '\0';
 	return arena_strdup(pi, id);
 }
 

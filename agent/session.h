@@ -36,6 +36,11 @@ struct session {
 	uint64_t lost_base;		/* source lost count at start/last reset */
 	uint64_t corrupt_base;
 	bool started;
+	/*
+	 * session_run follows a child's descendants by scanning /proc and
+	 * updating the pid filter (when no cgroup can hold the command).
+	 */
+	bool track_children;
 };
 
 /*

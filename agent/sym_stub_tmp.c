@@ -18,6 +18,7 @@ WEAK struct symbolizer *sym_new(const struct sym_options *opt)
 WEAK void sym_free(struct symbolizer *s) { free(s); }
 WEAK void sym_process_exec(struct symbolizer *s, uint32_t pid) { (void)s; (void)pid; }
 WEAK void sym_process_exit(struct symbolizer *s, uint32_t pid) { (void)s; (void)pid; }
+WEAK void sym_sweep(struct symbolizer *s) { (void)s; }
 WEAK void sym_process_touch(struct symbolizer *s, uint32_t pid) { (void)s; (void)pid; }
 
 WEAK int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A recording session (session.h): backend + symbolizer + profile builder,
+ * and the loop that moves records from the rings into the builder.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "session.h"
+
+#define SESSION_POLL_MS		100
+#define SESSION_SCAN_MS		200	/* descendants scan, pid-filter mode */
+
+static uint64_t now_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int session_open(struct session *s, const struct session_options *opt,
+		 char *err, size_t err_len)
+{
+	struct pb_options pbo = opt->pb;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->ops = backend_choose(opt->backend, s->backend_why,
+				sizeof(s->backend_why), err, err_len);
+	if (!s->ops)
+		return -ENOTSUP;
+	if (!opt->quiet)
+		fprintf(stderr, "ember: %s\n", s->backend_why);
+
+	s->events = opt->src.events;
+	s->freq_hz = opt->src.freq_hz ? opt->src.freq_hz : EMBER_DEFAULT_FREQ;
+	s->sym = sym_new(&opt->sym);
+	if (!s->sym) {
+		snprintf(err, err_len, "cannot create the symbolizer: out of memory");
+		return -ENOMEM;
+	}
+	pbo.pids = opt->src.pids;
+	pbo.nr_pids = opt->src.nr_pids;
+	pbo.cgroup_id = opt->src.cgroup_id;
+	pbo.include_idle = opt->src.include_idle;
+	s->pb = pb_new(&pbo, s->sym);
+	if (!s->pb) {
+		snprintf(err, err_len, "cannot create the profile builder: out of memory");
+		session_close(s);
+		return -ENOMEM;
+	}
+	err[0] = '\0';
+	r = s->ops->open(&s->src, &opt->src, err, err_len);
+	if (r) {
+		if (!err[0])
+			snprintf(err, err_len, "cannot open the %s backend: %s",
+				 s->ops->name, strerror(-r));
+		s->src = NULL;
+		session_close(s);
+		return r;
+	}
+	return 0;
+}
+
+static void source_counters(struct session *s, uint64_t *lost,
+			    uint64_t *corrupt)
+{
+	struct ember_source_stats st = { 0 };
+
+	*lost = *corrupt = 0;
+	if (s->src && s->ops->stats && !s->ops->stats(s->src, &st)) {
+		*lost = st.lost;
+		*corrupt = st.corrupt;
+	} else if (s->src && s->ops->stats) {
+		/* partial stats are still better than none */
+		*lost = st.lost;
+		*corrupt = st.corrupt;
+	}
+}
+
+int session_start(struct session *s, char *err, size_t err_len)
+{
+	int r = s->ops->start(s->src);
+
+	if (r) {
+		snprintf(err, err_len, "cannot start the %s backend: %s",
+			 s->ops->name, strerror(-r));
+		return r;
+	}
+	s->started = true;
+	s->start_real_ns = now_ns(CLOCK_REALTIME);
+	source_counters(s, &s->lost_base, &s->corrupt_base);
+	return 0;
+}
+
+int session_poll(struct session *s, int timeout_ms)
+{
+	return s->ops->poll(s->src, timeout_ms, pb_record_cb, s->pb);
+}
+
+void session_drain(struct session *s)
+{
+	/* bounded: a producer still writing cannot keep us here forever */
+	for (int i = 0; i < 64; i++) {
+		int n = session_poll(s, 0);
+
+		if (n <= 0 && n != -EINTR)
+			break;
+	}
+}
+
+int session_set_pids(struct session *s, const uint32_t *pids, size_t nr)
+{
+	int r = pb_set_pids(s->pb, pids, nr);
+
+	if (!r && s->ops->set_filter)
+		r = s->ops->set_filter(s->src, pids, nr, 0);
+	return r;
+}
+
+struct profile *session_snapshot(struct session *s)
+{
+	struct prof_meta meta = { 0 };
+	char host[256] = "";
+	uint64_t lost, corrupt;
+
+	gethostname(host, sizeof(host) - 1);
+	source_counters(s, &lost, &corrupt);
+	meta.host_name = host;
+	meta.backend = s->ops->name;
+	if (s->events & EMBER_EV_ONCPU)
+		meta.events |= 1u << PROF_EV_CPU;
+	if (s->events & EMBER_EV_OFFCPU)
+		meta.events |= 1u << PROF_EV_OFFCPU;
+	meta.freq_hz = s->freq_hz;
+	meta.period_ns = 1000000000ull / s->freq_hz;
+	meta.start_ns = s->start_real_ns;
+	meta.end_ns = now_ns(CLOCK_REALTIME);
+	meta.lost = lost >= s->lost_base ? lost - s->lost_base : lost;
+	meta.bad_records = corrupt >= s->corrupt_base ? corrupt - s->corrupt_base : 0;
+	return pb_finish(s->pb, &meta);
+}
+
+void session_reset(struct session *s)
+{
+	pb_reset(s->pb);
+	s->start_real_ns = now_ns(CLOCK_REALTIME);
+	source_counters(s, &s->lost_base, &s->corrupt_base);
+}
+
+void session_close(struct session *s)
+{
+	if (s->src)
+		s->ops->close(s->src);
+	s->src = NULL;
+	pb_free(s->pb);
+	s->pb = NULL;
+	if (s->sym)
+		sym_free(s->sym);
+	s->sym = NULL;
+}
+
+/* ---- pid-filter mode: follow the children of a command ---------------- */
+
+static uint32_t parent_of(uint32_t pid)
+{
+	char path[64], buf[512], *p;
+	unsigned int ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f)) {
+		/* comm may hold spaces and parentheses: parse after the last ')' */
+		p = strrchr(buf, ')');
+		if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
+			ppid = 0;
+	}
+	fclose(f);
+	return ppid;
+}
+
+static bool in_set(const uint32_t *set, size_t n, uint32_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == v)
+			return true;
+	return false;
+}
+
+/*
+ * Add every live descendant of the pids in set (set[0] is the command).
+ * Processes already in the set stay: their samples may still be in rings.
+ */
+static size_t scan_descendants(uint32_t *set, size_t n, size_t max)
+{
+	bool grew = true;
+
+	while (grew && n < max) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+
+		grew = false;
+		if (!d)
+			break;
+		while ((de = readdir(d)) && n < max) {
+			uint32_t pid = strtoul(de->d_name, NULL, 10);
+
+			if (!pid || in_set(set, n, pid))
+				continue;
+			if (in_set(set, n, parent_of(pid))) {
+				set[n++] = pid;
+				grew = true;
+			}
+		}
+		closedir(d);
+	}
+	return n;
+}
+
+int session_run(struct session *s, uint64_t duration_ms,
+		volatile sig_atomic_t *stop, pid_t child, int *child_status)
+{
+	uint64_t start = now_ns(CLOCK_MONOTONIC), last_scan = start;
+	uint64_t end = duration_ms ? start + duration_ms * 1000000ull : 0;
+	uint32_t *tracked = NULL;
+	size_t nr_tracked = 0;
+
+	if (child > 0 && s->track_children) {
+		tracked = calloc(EMBER_MAX_FILTER_PIDS, sizeof(*tracked));
+		if (tracked) {
+			tracked[0] = child;
+			nr_tracked = 1;
+		}
+	}
+	for (;;) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		int timeout = SESSION_POLL_MS, r;
+
+		if (stop && *stop)
+			break;
+		if (end && now >= end)
+			break;
+		if (end && (end - now) / 1000000 < (uint64_t)timeout)
+			timeout = (end - now) / 1000000 + 1;
+		r = session_poll(s, timeout);
+		if (r < 0 && r != -EINTR) {
+			fprintf(stderr, "ember: reading the %s backend failed: %s\n",
+				s->ops->name, strerror(-r));
+			free(tracked);
+			return r;
+		}
+		if (child > 0) {
+			pid_t w = waitpid(child, child_status, WNOHANG);
+
+			if (w == child)
+				break;
+			if (w < 0 && errno == ECHILD)
+				break;
+		}
+		if (tracked && now - last_scan >= SESSION_SCAN_MS * 1000000ull) {
+			size_t n = scan_descendants(tracked, nr_tracked,
+						    EMBER_MAX_FILTER_PIDS);
+
+			last_scan = now;
+			if (n != nr_tracked) {
+				nr_tracked = n;
+				session_set_pids(s, tracked, nr_tracked);
+			}
+		}
+	}
+	free(tracked);
+	return 0;
+}

@@ -1,0 +1,628 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The kernel-module backend: control over generic netlink (libnl-genl-3),
+ * data through one mmap'd ring per CPU of /dev/ember (include/uapi/ember.h).
+ *
+ * The rings are shared with the kernel, so nothing read from them is
+ * trusted: every record is bounds-checked against the ring, copied out
+ * (the producer could rewrite it while we look), and validated before the
+ * callback sees it. A ring whose consumer/producer counters make no sense
+ * is resynchronised to the producer and the skipped bytes counted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+#include "source.h"
+#include "source_kmod.h"
+
+#define KMOD_DEV_PATH		"/dev/" EMBER_DEVICE_NAME
+#define KMOD_MAX_RECORD		(64u << 10)	/* larger is corrupt */
+#define KMOD_DEFAULT_RING	(1u << 20)
+
+struct kmod_ring {
+	struct ember_ring_ctrl *ctrl;
+	const unsigned char *data;
+	uint64_t data_size;
+	void *map;
+	size_t map_len;
+};
+
+struct ember_source {
+	struct nl_sock *sk;
+	int family;
+	int fd;
+	struct ember_source_config cfg;
+	uint32_t *pids;
+	struct kmod_info info;
+	struct kmod_ring *rings;
+	uint32_t nr_rings;
+	bool running;
+	uint64_t corrupt;
+	unsigned char *copy;		/* KMOD_MAX_RECORD bytes */
+};
+
+/* ---- generic netlink ------------------------------------------------- */
+
+static struct nla_policy stat_policy[EMBER_STAT_MAX + 1] = {
+	[EMBER_STAT_CPU] = { .type = NLA_U32 },
+	[EMBER_STAT_ONLINE] = { .type = NLA_U8 },
+	[EMBER_STAT_SAMPLES] = { .type = NLA_U64 },
+	[EMBER_STAT_FILTERED] = { .type = NLA_U64 },
+	[EMBER_STAT_RECORDS] = { .type = NLA_U64 },
+	[EMBER_STAT_LOST] = { .type = NLA_U64 },
+	[EMBER_STAT_HANDLER_NS] = { .type = NLA_U64 },
+	[EMBER_STAT_OFFCPU_SWITCHES] = { .type = NLA_U64 },
+	[EMBER_STAT_OFFCPU_OVERFLOW] = { .type = NLA_U64 },
+	[EMBER_STAT_OFFCPU_NS] = { .type = NLA_U64 },
+};
+
+static struct nla_policy attr_policy[EMBER_A_MAX + 1] = {
+	[EMBER_A_VERSION] = { .type = NLA_U32 },
+	[EMBER_A_CAPS] = { .type = NLA_U64 },
+	[EMBER_A_RUNNING] = { .type = NLA_U8 },
+	[EMBER_A_EVENTS] = { .type = NLA_U32 },
+	[EMBER_A_CLOCK_EVENT] = { .type = NLA_U32 },
+	[EMBER_A_CLOCK_EVENT_USED] = { .type = NLA_U32 },
+	[EMBER_A_FREQ] = { .type = NLA_U32 },
+	[EMBER_A_KSTACK_MAX] = { .type = NLA_U32 },
+	[EMBER_A_USTACK_MAX] = { .type = NLA_U32 },
+	[EMBER_A_FLAGS] = { .type = NLA_U32 },
+	[EMBER_A_RING_SIZE] = { .type = NLA_U32 },
+	[EMBER_A_NR_RINGS] = { .type = NLA_U32 },
+	[EMBER_A_WATERMARK] = { .type = NLA_U32 },
+	[EMBER_A_FILTER_CGROUP] = { .type = NLA_U64 },
+	[EMBER_A_OFFCPU_MIN_NS] = { .type = NLA_U64 },
+	[EMBER_A_OFFCPU_SAMPLE_PPM] = { .type = NLA_U32 },
+	[EMBER_A_STATS] = { .type = NLA_NESTED },
+};
+
+struct req_ctx {
+	bool done;
+	int err;			/* negative errno from the kernel */
+	int (*parse)(struct nlattr **tb, void *arg);
+	void *arg;
+};
+
+static int valid_cb(struct nl_msg *msg, void *arg)
+{
+	struct req_ctx *ctx = arg;
+	struct nlattr *tb[EMBER_A_MAX + 1];
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, EMBER_A_MAX, attr_policy))
+		return NL_SKIP;		/* malformed reply: ignore it */
+	if (ctx->parse)
+		ctx->parse(tb, ctx->arg);
+	return NL_OK;
+}
+
+static int done_cb(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	((struct req_ctx *)arg)->done = true;
+	return NL_STOP;
+}
+
+static int error_cb(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
+{
+	struct req_ctx *ctx = arg;
+
+	(void)nla;
+	ctx->err = e->error ? e->error : 0;
+	ctx->done = true;
+	return NL_STOP;
+}
+
+/* libnl reports its own NLE_* codes for transport failures */
+static int nlerr_to_errno(int nle)
+{
+	switch (-nle) {
+	case NLE_PERM:
+		return -EPERM;
+	case NLE_NOACCESS:
+		return -EACCES;
+	case NLE_OBJ_NOTFOUND:
+		return -ENOENT;
+	case NLE_NOMEM:
+		return -ENOMEM;
+	case NLE_OPNOTSUPP:
+		return -EOPNOTSUPP;
+	default:
+		return -EIO;
+	}
+}
+
+/*
+ * Send msg (consumed) and process replies until the ack, the end of a
+ * dump, or an error. Returns 0 or a negative errno.
+ */
+static int genl_request(struct nl_sock *sk, struct nl_msg *msg, bool dump,
+			int (*parse)(struct nlattr **, void *), void *arg)
+{
+	struct req_ctx ctx = { .parse = parse, .arg = arg };
+	struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
+	int r;
+
+	if (!cb) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, valid_cb, &ctx);
+	nl_cb_set(cb, dump ? NL_CB_FINISH : NL_CB_ACK, NL_CB_CUSTOM, done_cb,
+		  &ctx);
+	nl_cb_err(cb, NL_CB_CUSTOM, error_cb, &ctx);
+	/* a dump ends with NLMSG_DONE, not with an ack */
+	if (dump)
+		nl_socket_disable_auto_ack(sk);
+	r = nl_send_auto(sk, msg);
+	if (dump)
+		nl_socket_enable_auto_ack(sk);
+	nlmsg_free(msg);
+	while (r >= 0 && !ctx.done) {
+		r = nl_recvmsgs(sk, cb);
+		if (r == -NLE_INTR)
+			r = 0;
+	}
+	nl_cb_put(cb);
+	if (r < 0)
+		return nlerr_to_errno(r);
+	return ctx.err;
+}
+
+static struct nl_msg *genl_msg(int family, uint8_t cmd, bool dump)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	if (msg && !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0,
+				dump ? NLM_F_DUMP : 0, cmd, EMBER_GENL_VERSION)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	return msg;
+}
+
+static int parse_info(struct nlattr **tb, void *arg)
+{
+	struct kmod_info *in = arg;
+
+	if (tb[EMBER_A_VERSION])
+		in->version = nla_get_u32(tb[EMBER_A_VERSION]);
+	if (tb[EMBER_A_CAPS])
+		in->caps = nla_get_u64(tb[EMBER_A_CAPS]);
+	if (tb[EMBER_A_RUNNING])
+		in->running = nla_get_u8(tb[EMBER_A_RUNNING]);
+	if (tb[EMBER_A_NR_RINGS])
+		in->nr_rings = nla_get_u32(tb[EMBER_A_NR_RINGS]);
+	if (tb[EMBER_A_RING_SIZE])
+		in->ring_size = nla_get_u32(tb[EMBER_A_RING_SIZE]);
+	if (tb[EMBER_A_CLOCK_EVENT_USED])
+		in->clock_used = nla_get_u32(tb[EMBER_A_CLOCK_EVENT_USED]);
+	if (tb[EMBER_A_FREQ])
+		in->freq = nla_get_u32(tb[EMBER_A_FREQ]);
+	if (tb[EMBER_A_EVENTS])
+		in->events = nla_get_u32(tb[EMBER_A_EVENTS]);
+	in->valid = true;
+	return 0;
+}
+
+struct stats_walk {
+	void (*fn)(const struct kmod_cpu_stats *st, void *arg);
+	void *arg;
+};
+
+static uint64_t stat_u64(struct nlattr **tb, int a)
+{
+	return tb[a] ? nla_get_u64(tb[a]) : 0;
+}
+
+static int parse_stats(struct nlattr **tb, void *arg)
+{
+	struct stats_walk *w = arg;
+	struct nlattr *st[EMBER_STAT_MAX + 1];
+	struct kmod_cpu_stats s = { 0 };
+
+	if (!tb[EMBER_A_STATS] ||
+	    nla_parse_nested(st, EMBER_STAT_MAX, tb[EMBER_A_STATS], stat_policy))
+		return 0;
+	s.cpu = st[EMBER_STAT_CPU] ? nla_get_u32(st[EMBER_STAT_CPU]) : 0;
+	s.online = st[EMBER_STAT_ONLINE] ? nla_get_u8(st[EMBER_STAT_ONLINE]) : 0;
+	s.samples = stat_u64(st, EMBER_STAT_SAMPLES);
+	s.filtered = stat_u64(st, EMBER_STAT_FILTERED);
+	s.records = stat_u64(st, EMBER_STAT_RECORDS);
+	s.lost = stat_u64(st, EMBER_STAT_LOST);
+	s.handler_ns = stat_u64(st, EMBER_STAT_HANDLER_NS);
+	s.offcpu_switches = stat_u64(st, EMBER_STAT_OFFCPU_SWITCHES);
+	s.offcpu_overflow = stat_u64(st, EMBER_STAT_OFFCPU_OVERFLOW);
+	s.offcpu_ns = stat_u64(st, EMBER_STAT_OFFCPU_NS);
+	w->fn(&s, w->arg);
+	return 0;
+}
+
+/* Connect and resolve the family: 0, or -ENOENT when no module answers. */
+static int kmod_connect(struct nl_sock **out, int *family)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	int fam;
+
+	if (!sk)
+		return -ENOMEM;
+	if (genl_connect(sk)) {
+		nl_socket_free(sk);
+		return -EIO;
+	}
+	fam = genl_ctrl_resolve(sk, EMBER_GENL_NAME);
+	if (fam < 0) {
+		nl_socket_free(sk);
+		return -ENOENT;
+	}
+	*out = sk;
+	*family = fam;
+	return 0;
+}
+
+int kmod_query(struct kmod_info *info,
+	       void (*per_cpu)(const struct kmod_cpu_stats *, void *), void *arg)
+{
+	struct nl_sock *sk;
+	struct nl_msg *msg;
+	int family, r;
+
+	memset(info, 0, sizeof(*info));
+	r = kmod_connect(&sk, &family);
+	if (r)
+		return r;
+	msg = genl_msg(family, EMBER_CMD_GET_INFO, false);
+	r = msg ? genl_request(sk, msg, false, parse_info, info) : -ENOMEM;
+	if (!r && per_cpu) {
+		struct stats_walk w = { per_cpu, arg };
+
+		msg = genl_msg(family, EMBER_CMD_GET_STATS, true);
+		r = msg ? genl_request(sk, msg, true, parse_stats, &w) : -ENOMEM;
+	}
+	nl_socket_free(sk);
+	return r;
+}
+
+/* ---- ops --------------------------------------------------------------- */
+
+static int kmod_probe(char *why, size_t why_len)
+{
+	struct kmod_info info;
+	int r = kmod_query(&info, NULL, NULL);
+
+	if (r == -ENOENT) {
+		snprintf(why, why_len, "the ember module is not loaded");
+	} else if (r == -EPERM || r == -EACCES) {
+		snprintf(why, why_len,
+			 "the ember module needs CAP_PERFMON or CAP_SYS_ADMIN: run as root");
+	} else if (r) {
+		snprintf(why, why_len, "the ember module does not answer: %s",
+			 strerror(-r));
+	} else if (info.version != EMBER_ABI_VERSION) {
+		snprintf(why, why_len,
+			 "the loaded ember module speaks ABI %u, this agent %u: install matching versions",
+			 info.version, EMBER_ABI_VERSION);
+		r = -EPROTO;
+	}
+	return r;
+}
+
+/* /dev/ember, created from sysfs when no udev made it (minimal systems). */
+static int open_device(char *err, size_t err_len)
+{
+	static const char *const sys[] = {
+		"/sys/class/misc/" EMBER_DEVICE_NAME "/dev",
+		"/sys/class/" EMBER_DEVICE_NAME "/" EMBER_DEVICE_NAME "/dev",
+	};
+	unsigned int maj, min;
+	int fd = open(KMOD_DEV_PATH, O_RDWR | O_CLOEXEC);
+
+	for (size_t i = 0; fd < 0 && errno == ENOENT && i < 2; i++) {
+		FILE *f = fopen(sys[i], "re");
+
+		if (!f)
+			continue;
+		if (fscanf(f, "%u:%u", &maj, &min) == 2 &&
+		    !mknod(KMOD_DEV_PATH, S_IFCHR | 0600, makedev(maj, min)))
+			fd = open(KMOD_DEV_PATH, O_RDWR | O_CLOEXEC);
+		fclose(f);
+	}
+	if (fd < 0)
+		snprintf(err, err_len, "cannot open %s: %s", KMOD_DEV_PATH,
+			 strerror(errno));
+	return fd < 0 ? -errno : fd;
+}
+
+static void kmod_close(struct ember_source *src);
+
+static int kmod_open(struct ember_source **out,
+		     const struct ember_source_config *cfg, char *err,
+		     size_t err_len)
+{
+	struct ember_source *src = calloc(1, sizeof(*src));
+	int r;
+
+	if (!src)
+		return -ENOMEM;
+	src->fd = -1;
+	src->cfg = *cfg;
+	src->copy = malloc(KMOD_MAX_RECORD);
+	if (cfg->nr_pids) {
+		src->pids = malloc(cfg->nr_pids * sizeof(*src->pids));
+		if (src->pids)
+			memcpy(src->pids, cfg->pids, cfg->nr_pids * sizeof(*src->pids));
+	}
+	src->cfg.pids = src->pids;
+	if (!src->copy || (cfg->nr_pids && !src->pids)) {
+		kmod_close(src);
+		return -ENOMEM;
+	}
+	r = kmod_connect(&src->sk, &src->family);
+	if (r) {
+		snprintf(err, err_len, "the ember module is not loaded");
+		kmod_close(src);
+		return r;
+	}
+	r = open_device(err, err_len);
+	if (r < 0) {
+		kmod_close(src);
+		return r;
+	}
+	src->fd = r;
+	*out = src;
+	return 0;
+}
+
+static int put_filter(struct nl_msg *msg, const uint32_t *pids, size_t nr,
+		      uint64_t cgroup_id)
+{
+	if (nr > EMBER_MAX_FILTER_PIDS)
+		return -E2BIG;
+	if (nr && nla_put(msg, EMBER_A_FILTER_PIDS, nr * sizeof(*pids), pids))
+		return -EMSGSIZE;
+	if (cgroup_id && nla_put_u64(msg, EMBER_A_FILTER_CGROUP, cgroup_id))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int map_rings(struct ember_source *src)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t data = src->info.ring_size;
+	size_t len = EMBER_RING_MAP_SIZE(page, data);
+
+	if (!data || (data & (data - 1)) || !src->info.nr_rings ||
+	    src->info.nr_rings > 65536)
+		return -EPROTO;
+	src->rings = calloc(src->info.nr_rings, sizeof(*src->rings));
+	if (!src->rings)
+		return -ENOMEM;
+	src->nr_rings = src->info.nr_rings;
+	for (uint32_t i = 0; i < src->nr_rings; i++) {
+		struct kmod_ring *r = &src->rings[i];
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       src->fd, (off_t)i * len);
+
+		if (m == MAP_FAILED)
+			continue;	/* a CPU that cannot come online */
+		r->map = m;
+		r->map_len = len;
+		r->ctrl = m;
+		/* trust the layout only if it fits the mapping */
+		if (r->ctrl->data_size != data ||
+		    r->ctrl->data_offset < sizeof(*r->ctrl) ||
+		    r->ctrl->data_offset + data > len) {
+			munmap(m, len);
+			memset(r, 0, sizeof(*r));
+			continue;
+		}
+		r->data = (const unsigned char *)m + r->ctrl->data_offset;
+		r->data_size = data;
+	}
+	return 0;
+}
+
+static int kmod_start(struct ember_source *src)
+{
+	const struct ember_source_config *c = &src->cfg;
+	struct nl_msg *msg = genl_msg(src->family, EMBER_CMD_START, false);
+	int r = 0;
+
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_u32(msg, EMBER_A_EVENTS, c->events) ||
+	    nla_put_u32(msg, EMBER_A_FREQ, c->freq_hz ? c->freq_hz : EMBER_DEFAULT_FREQ) ||
+	    nla_put_u32(msg, EMBER_A_CLOCK_EVENT,
+			c->use_cycles ? EMBER_CLOCK_CYCLES : EMBER_CLOCK_CPU_CLOCK) ||
+	    nla_put_u32(msg, EMBER_A_KSTACK_MAX, c->kstack_max) ||
+	    nla_put_u32(msg, EMBER_A_USTACK_MAX, c->ustack_max) ||
+	    nla_put_u32(msg, EMBER_A_FLAGS, c->include_idle ? EMBER_F_INCLUDE_IDLE : 0) ||
+	    nla_put_u32(msg, EMBER_A_RING_SIZE, c->ring_bytes ? c->ring_bytes : KMOD_DEFAULT_RING) ||
+	    (c->offcpu_min_ns && nla_put_u64(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns)) ||
+	    (c->offcpu_sample_ppm &&
+	     nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_sample_ppm)))
+		r = -EMSGSIZE;
+	if (!r)
+		r = put_filter(msg, c->pids, c->nr_pids, c->cgroup_id);
+	if (r) {
+		nlmsg_free(msg);
+		return r;
+	}
+	r = genl_request(src->sk, msg, false, parse_info, &src->info);
+	if (r)
+		return r;
+	src->running = true;
+	if (!src->info.ring_size || !src->info.nr_rings) {
+		/* an older module may only report the layout in GET_INFO */
+		msg = genl_msg(src->family, EMBER_CMD_GET_INFO, false);
+		r = msg ? genl_request(src->sk, msg, false, parse_info, &src->info) : -ENOMEM;
+		if (r)
+			return r;
+	}
+	return map_rings(src);
+}
+
+/*
+ * Consume one ring. Records are copied out before validation: the
+ * producer shares these pages and must not be able to change a record
+ * between our checks and our use.
+ */
+static int drain_ring(struct ember_source *src, struct kmod_ring *r,
+		      ember_record_fn fn, void *ctx)
+{
+	uint64_t prod = __atomic_load_n(&r->ctrl->producer, __ATOMIC_ACQUIRE);
+	uint64_t cons = __atomic_load_n(&r->ctrl->consumer, __ATOMIC_RELAXED);
+	uint64_t mask = r->data_size - 1;
+	int n = 0;
+
+	if (prod - cons > r->data_size || cons > prod) {
+		/* nonsense counters: skip everything there is */
+		src->corrupt++;
+		cons = prod;
+	}
+	while (cons < prod) {
+		uint64_t off = cons & mask, left = prod - cons;
+		struct ember_rec_header hdr;
+		uint32_t size;
+
+		if (left < sizeof(hdr) || r->data_size - off < sizeof(hdr)) {
+			src->corrupt++;
+			cons = prod;
+			break;
+		}
+		memcpy(&hdr, r->data + off, sizeof(hdr));
+		size = hdr.size;
+		if (size < sizeof(hdr) || size % 8 || size > left ||
+		    size > r->data_size - off || size > KMOD_MAX_RECORD) {
+			/* cannot find the next record boundary: resync */
+			src->corrupt++;
+			cons = prod;
+			break;
+		}
+		if (hdr.type != EMBER_REC_PAD) {
+			memcpy(src->copy, r->data + off, size);
+			((struct ember_rec_header *)src->copy)->size = size;
+			fn((const struct ember_rec_header *)src->copy, ctx);
+			n++;
+		}
+		cons += size;
+	}
+	__atomic_store_n(&r->ctrl->consumer, cons, __ATOMIC_RELEASE);
+	return n;
+}
+
+static int kmod_poll(struct ember_source *src, int timeout_ms,
+		     ember_record_fn fn, void *ctx)
+{
+	struct pollfd pfd = { .fd = src->fd, .events = POLLIN };
+	int n = 0;
+
+	if (timeout_ms && poll(&pfd, 1, timeout_ms) < 0 && errno == EINTR)
+		return -EINTR;
+	for (uint32_t i = 0; i < src->nr_rings; i++)
+		if (src->rings[i].data)
+			n += drain_ring(src, &src->rings[i], fn, ctx);
+	return n;
+}
+
+static int kmod_set_filter(struct ember_source *src, const uint32_t *pids,
+			   size_t nr_pids, uint64_t cgroup_id)
+{
+	struct nl_msg *msg = genl_msg(src->family, EMBER_CMD_SET_FILTER, false);
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	r = put_filter(msg, pids, nr_pids, cgroup_id);
+	if (r) {
+		nlmsg_free(msg);
+		return r;
+	}
+	return genl_request(src->sk, msg, false, NULL, NULL);
+}
+
+static void add_cpu_stats(const struct kmod_cpu_stats *c, void *arg)
+{
+	struct ember_source_stats *st = arg;
+
+	st->samples += c->samples;
+	st->records += c->records;
+	st->lost += c->lost;
+	st->filtered += c->filtered;
+	st->handler_ns += c->handler_ns;
+	st->offcpu_overflow += c->offcpu_overflow;
+	st->nr_cpus++;
+}
+
+static int kmod_stats(struct ember_source *src, struct ember_source_stats *st)
+{
+	struct stats_walk w = { add_cpu_stats, st };
+	struct nl_msg *msg = genl_msg(src->family, EMBER_CMD_GET_STATS, true);
+	uint64_t ring_lost = 0;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	r = msg ? genl_request(src->sk, msg, true, parse_stats, &w) : -ENOMEM;
+	/* the ctrl pages count ring-full drops even if the dump failed */
+	for (uint32_t i = 0; i < src->nr_rings; i++)
+		if (src->rings[i].ctrl)
+			ring_lost += __atomic_load_n(&src->rings[i].ctrl->lost,
+						     __ATOMIC_RELAXED);
+	if (ring_lost > st->lost)
+		st->lost = ring_lost;
+	if (!st->nr_cpus)
+		st->nr_cpus = src->nr_rings;
+	st->corrupt = src->corrupt;
+	return r;
+}
+
+static int kmod_stop(struct ember_source *src)
+{
+	struct nl_msg *msg;
+
+	if (!src->running)
+		return 0;
+	src->running = false;
+	msg = genl_msg(src->family, EMBER_CMD_STOP, false);
+	return msg ? genl_request(src->sk, msg, false, NULL, NULL) : -ENOMEM;
+}
+
+static void kmod_close(struct ember_source *src)
+{
+	if (!src)
+		return;
+	if (src->sk)
+		kmod_stop(src);
+	for (uint32_t i = 0; i < src->nr_rings; i++)
+		if (src->rings[i].map)
+			munmap(src->rings[i].map, src->rings[i].map_len);
+	free(src->rings);
+	if (src->fd >= 0)
+		close(src->fd);
+	if (src->sk)
+		nl_socket_free(src->sk);
+	free(src->pids);
+	free(src->copy);
+	free(src);
+}
+
+const struct ember_source_ops ember_source_kmod = {
+	.name = "kmod",
+	.probe = kmod_probe,
+	.open = kmod_open,
+	.start = kmod_start,
+	.poll = kmod_poll,
+	.set_filter = kmod_set_filter,
+	.stats = kmod_stats,
+	.stop = kmod_stop,
+	.close = kmod_close,
+};

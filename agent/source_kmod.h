@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Module backend details `ember status` shows (source_kmod.c). */
+#ifndef EMBER_SOURCE_KMOD_H
+#define EMBER_SOURCE_KMOD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kmod_info {
+	bool valid;
+	uint32_t version;	/* EMBER_ABI_VERSION of the module */
+	uint64_t caps;		/* EMBER_CAP_* */
+	bool running;
+	uint32_t nr_rings, ring_size;
+	uint32_t clock_used, freq, events;
+};
+
+struct kmod_cpu_stats {
+	uint32_t cpu;
+	bool online;
+	uint64_t samples, filtered, records, lost, handler_ns;
+	uint64_t offcpu_switches, offcpu_overflow, offcpu_ns;
+};
+
+/*
+ * GET_INFO, then (if per_cpu) one callback per CPU of GET_STATS.
+ * -ENOENT when the module is not loaded.
+ */
+int kmod_query(struct kmod_info *info,
+	       void (*per_cpu)(const struct kmod_cpu_stats *, void *), void *arg);
+
+#endif
