@@ -8,6 +8,8 @@ PKGS=(
 	# toolchain and kernel build
 	build-essential gcc clang llvm make pkg-config bc flex bison libssl-dev
 	libelf-dev kmod cpio busybox-static sparse dkms
+	# pahole: the 6.12 kbuild (bookworm-backports) runs it for module BTF
+	pahole
 	# agent libraries
 	libnl-3-dev libnl-genl-3-dev libdw-dev libdebuginfod-dev
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler

@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# Fetch Debian's test kernels (image + headers + kbuild) into .cache/ so
+# ember.ko can be built against them and booted under qemu.
+#
+#   scripts/fetch-kernels.sh [SERIES...]      fetch (default: 5.10 6.1 6.12)
+#   scripts/fetch-kernels.sh --kdir SERIES    print the kernel build dir (KDIR)
+#   scripts/fetch-kernels.sh --vmlinuz SERIES print the path of the vmlinuz
+#   scripts/fetch-kernels.sh --modules-dir SERIES
+#                                             print the image's lib/modules/<ver>
+#   scripts/fetch-kernels.sh --version SERIES print the kernel release (uname -r)
+#   scripts/fetch-kernels.sh --cc SERIES      print the compiler its kbuild uses
+#
+# The query options fetch first when the series is not in the cache yet.
+#
+# Why a private apt configuration (also its own apt.conf.d: the host's may
+# disable the package cache, which makes every query re-parse all lists): the test kernels come from three suites
+# (bullseye, bookworm, bookworm-backports) that the host's apt must not be
+# taught about, and nothing may land in the host's /boot or /lib/modules.
+# So we keep our own sources.list, lists and cache under .cache/apt/ and only
+# `apt-get download` + `dpkg -x` into .cache/kernels/<series>/root/.
+#
+# The newest ABI of each series is resolved from the package lists each time
+# they are refreshed (at most every EMBER_APT_MAX_AGE minutes, default 720):
+# Debian bumps the ABI number with security updates and old ones disappear
+# from the mirror.
+#
+# Environment: EMBER_CACHE (default <repo>/.cache), EMBER_DEBIAN_MIRROR,
+# EMBER_DEBIAN_SECURITY_MIRROR, EMBER_APT_MAX_AGE (minutes), EMBER_OFFLINE=1
+# (never touch the network; use what is cached).
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${EMBER_CACHE:-$TOP/.cache}
+APTDIR=$CACHE/apt
+KDIR_BASE=$CACHE/kernels
+MIRROR=${EMBER_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SECMIRROR=${EMBER_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+MAX_AGE=${EMBER_APT_MAX_AGE:-720}
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+DEFAULT_SERIES=(5.10 6.1 6.12)
+
+log() { echo "fetch-kernels: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Image package name pattern of each series (NN = ABI, resolved at run time).
+image_pattern() {
+	case $1 in
+	5.10) echo '^linux-image-5\.10\.0-[0-9]+-amd64-unsigned$' ;;
+	6.1) echo '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
+	6.12) echo '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
+	*) die "unknown series '$1' (known: ${DEFAULT_SERIES[*]})" ;;
+	esac
+}
+
+# 5.10's kbuild (bullseye) is configured for gcc-10, which bookworm lacks.
+# gcc-12 would build it, but the kernel's CONFIG_CC_* probes and W=1 set
+# were made for gcc-10, so we extract bullseye's gcc-10 next to the headers
+# and point the headers' Makefile at it. The other series use the host gcc.
+extra_packages() {
+	case $1 in
+	5.10) echo gcc-10 cpp-10 libgcc-10-dev gcc-10-base ;;
+	esac
+}
+
+# ---------------------------------------------------------------- apt setup
+apt_setup() {
+	mkdir -p "$APTDIR"/{lists/partial,cache/archives/partial,state,debs}
+	mkdir -p "$APTDIR"/etc/{apt.conf.d,sources.list.d,preferences.d}
+	: >"$APTDIR/state/status"
+	cat >"$APTDIR/etc/sources.list" <<-EOF
+		deb [signed-by=$KEYRING] $MIRROR bullseye main
+		deb [signed-by=$KEYRING] $SECMIRROR bullseye-security main
+		deb [signed-by=$KEYRING] $MIRROR bookworm main
+		deb [signed-by=$KEYRING] $SECMIRROR bookworm-security main
+		deb [signed-by=$KEYRING] $MIRROR bookworm-backports main
+	EOF
+	cat >"$APTDIR/etc/apt.conf" <<-EOF
+		Dir::Etc::Parts "$APTDIR/etc/apt.conf.d";
+		Dir::Etc::SourceList "$APTDIR/etc/sources.list";
+		Dir::Etc::SourceParts "$APTDIR/etc/sources.list.d";
+		Dir::Etc::PreferencesParts "$APTDIR/etc/preferences.d";
+		Dir::Etc::Preferences "$APTDIR/etc/preferences";
+		Dir::State "$APTDIR/state";
+		Dir::State::Lists "$APTDIR/lists";
+		Dir::State::status "$APTDIR/state/status";
+		Dir::Cache "$APTDIR/cache";
+		Dir::Cache::pkgcache "pkgcache.bin";
+		Dir::Cache::srcpkgcache "srcpkgcache.bin";
+		APT::Architecture "amd64";
+		APT::Architectures { "amd64"; };
+		Acquire::Languages "none";
+		Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled "false";
+		APT::Sandbox::User "$(id -un)";
+	EOF
+	export APT_CONFIG=$APTDIR/etc/apt.conf
+}
+
+# Refresh the private package lists when missing or older than MAX_AGE.
+apt_refresh() {
+	local stamp=$APTDIR/update-stamp force=${1:-}
+	if [ -z "$force" ] && [ -e "$stamp" ] &&
+		[ -z "$(find "$stamp" -mmin +"$MAX_AGE" 2>/dev/null)" ]; then
+		return 0
+	fi
+	[ "${EMBER_OFFLINE:-}" = 1 ] && return 1
+	log "updating private package lists (bullseye, bookworm, backports)"
+	if apt-get -q update >"$APTDIR/update.log" 2>&1; then
+		touch "$stamp"
+		return 0
+	fi
+	log "apt-get update failed (see $APTDIR/update.log):"
+	tail -n 5 "$APTDIR/update.log" >&2
+	return 1
+}
+
+# Newest package matching a series' image pattern.
+resolve_image() {
+	local pat
+	pat=$(image_pattern "$1")
+	apt-cache pkgnames linux-image- 2>/dev/null | grep -E "$pat" | sort -V | tail -n 1
+}
+
+# Field of a package's candidate version.
+pkg_field() {
+	apt-cache show --no-all-versions "$1" 2>/dev/null |
+		sed -n "s/^$2: //p" | head -n 1
+}
+
+# The linux-headers-*/linux-kbuild-* packages a headers package depends on,
+# as NAME=VERSION (exact versions keep common, arch and kbuild in step).
+headers_deps() {
+	pkg_field "$1" Depends | tr ',' '\n' | sed 's/|.*//; s/^ *//; s/ *$//' |
+		sed -nE 's/^(linux-(headers|kbuild)-[^ ]+)( \(= ([^)]+)\))?.*$/\1 \4/p' |
+		while read -r name ver; do
+			if [ -n "$ver" ]; then echo "$name=$ver"; else echo "$name"; fi
+		done
+}
+
+# ------------------------------------------------------------------- fetch
+fetch_series() {
+	local series=$1 dir=$KDIR_BASE/$1 image abi headers pkgs=() p debs=()
+	image_pattern "$series" >/dev/null
+
+	if ! apt_refresh; then
+		if [ -e "$dir/info" ]; then
+			log "$series: offline, using cached $(sed -n 's/^VERSION=//p' "$dir/info")"
+			return 0
+		fi
+		die "$series: cannot update package lists and nothing cached"
+	fi
+
+	image=$(resolve_image "$series")
+	[ -n "$image" ] || die "$series: no package matches $(image_pattern "$series")"
+	abi=${image#linux-image-}
+	abi=${abi%-unsigned}
+	headers=linux-headers-$abi
+	if [ -e "$dir/info" ] && grep -qx "IMAGE=$image" "$dir/info"; then
+		fixup_tree "$series"
+		return 0
+	fi
+
+	local iver
+	iver=$(pkg_field "$image" Version)
+	pkgs=("$image=$iver" "$headers=$(pkg_field "$headers" Version)")
+	while read -r p; do pkgs+=("$p"); done < <(headers_deps "$headers")
+	for p in $(extra_packages "$series"); do pkgs+=("$p"); done
+	log "$series: newest is $abi; fetching ${pkgs[*]}"
+
+	(cd "$APTDIR/debs" && apt-get -q download "${pkgs[@]}" >"$APTDIR/download.log" 2>&1) || {
+		# A stale list may name a version the mirror no longer has.
+		tail -n 5 "$APTDIR/download.log" >&2
+		die "$series: apt-get download failed (see $APTDIR/download.log)"
+	}
+	for p in "${pkgs[@]}"; do
+		local n=${p%%=*} v
+		v=$(pkg_field "$p" Version)
+		[ -n "$v" ] || v=${p#*=}
+		# apt-get download names files NAME_VERSION_ARCH.deb with ':' escaped.
+		debs+=("$(ls "$APTDIR/debs/${n}_${v//:/%3a}"_*.deb)")
+	done
+
+	rm -rf "$dir.new"
+	mkdir -p "$dir.new/root"
+	for p in "${debs[@]}"; do
+		dpkg-deb -x "$p" "$dir.new/root"
+	done
+	rm -rf "$dir"
+	mv "$dir.new" "$dir"
+
+	local release vmlinuz
+	vmlinuz=$(ls "$dir"/root/boot/vmlinuz-* | head -n 1)
+	release=${vmlinuz##*/vmlinuz-}
+	{
+		echo "IMAGE=$image"
+		echo "VERSION=$release"
+		echo "PACKAGES=${pkgs[*]}"
+	} >"$dir/info"
+	fixup_tree "$series"
+	# Old .debs of superseded ABIs are dead weight.
+	prune_debs
+	log "$series: ready: $release"
+}
+
+# Make the extracted headers usable where they are: Debian's arch Makefile
+# includes /usr/src/linux-headers-X-common by absolute path and some
+# symlinks point at /usr/lib/linux-kbuild-X or /usr/src absolutely. We
+# re-point them into the extracted root. Runs on every fetch (cheap) so a
+# moved checkout heals itself.
+fixup_tree() {
+	local series=$1 root=$KDIR_BASE/$1/root f target
+	# Absolute symlinks under usr/src and lib/modules -> inside root.
+	while IFS= read -r f; do
+		target=$(readlink "$f")
+		case $target in
+		/usr/* | /lib/*) ln -sfn "$root$target" "$f" ;;
+		"$KDIR_BASE"/*/root/*) ln -sfn "$root/${target#*/root/}" "$f" ;;
+		esac
+	done < <(find "$root/usr/src" "$root/lib/modules" -maxdepth 3 -type l 2>/dev/null)
+	# Makefiles and kbuild variable files naming /usr/src or /usr/lib.
+	for f in "$root"/usr/src/linux-headers-*/Makefile "$root"/usr/src/linux-headers-*/.kernelvariables; do
+		[ -e "$f" ] || continue
+		[ -e "$f.debian" ] || cp -p "$f" "$f.debian"
+		sed -e "s#\(^\|[ =]\)/usr/src/#\1$root/usr/src/#g" \
+			-e "s#\(^\|[ =]\)/usr/lib/linux-kbuild#\1$root/usr/lib/linux-kbuild#g" \
+			"$f.debian" >"$f"
+	done
+	set_compiler "$series"
+}
+
+# Record which compiler the headers want, and for 5.10 point it at the
+# extracted gcc-10 (absolute path, so `make -C KDIR M=...` needs no PATH).
+set_compiler() {
+	local series=$1 root=$KDIR_BASE/$1/root kv cc
+	kv=$(ls "$root"/usr/src/linux-headers-*-amd64/.kernelvariables 2>/dev/null | head -n 1)
+	# The others name the host's gcc-NN in .kernelvariables.
+	cc=$(sed -nE 's/^CC *=.*[) ](gcc-[0-9]+)$/\1/p' "$kv" 2>/dev/null | head -n 1)
+	[ -n "$cc" ] || cc=gcc
+	if [ "$series" = 5.10 ]; then
+		cc=$root/usr/bin/x86_64-linux-gnu-gcc-10
+		[ -x "$cc" ] || cc=$root/usr/bin/gcc-10
+		[ -x "$cc" ] || die "5.10: extracted gcc-10 not found"
+		if [ -n "$kv" ]; then
+			sed -i -E "s|^(override +)?CC *[:?]?= .*|\1CC = $cc|" "$kv"
+		fi
+	fi
+	sed -i '/^CC=/d' "$KDIR_BASE/$series/info"
+	echo "CC=$cc" >>"$KDIR_BASE/$series/info"
+}
+
+prune_debs() {
+	local keep f
+	keep=$(cat "$KDIR_BASE"/*/info 2>/dev/null | sed -n 's/^PACKAGES=//p' | tr ' ' '\n' | sed 's/=.*//')
+	for f in "$APTDIR"/debs/*.deb; do
+		[ -e "$f" ] || continue
+		grep -qx "$(basename "$f" | sed 's/_.*//')" <<<"$keep" || rm -f "$f"
+	done
+}
+
+# ------------------------------------------------------------------ queries
+info_get() { # SERIES KEY
+	local info=$KDIR_BASE/$1/info
+	if [ ! -e "$info" ]; then
+		fetch_series "$1" >&2 || exit 1
+	fi
+	sed -n "s/^$2=//p" "$info"
+}
+
+query() {
+	local what=$1 series=$2 ver root=$KDIR_BASE/$2/root
+	image_pattern "$series" >/dev/null
+	apt_setup
+	ver=$(info_get "$series" VERSION)
+	[ -n "$ver" ] || die "$series: no kernel cached"
+	case $what in
+	--kdir) echo "$root/usr/src/linux-headers-$ver" ;;
+	--vmlinuz) echo "$root/boot/vmlinuz-$ver" ;;
+	--modules-dir) echo "$root/lib/modules/$ver" ;;
+	--version) echo "$ver" ;;
+	--cc) info_get "$series" CC ;;
+	esac
+}
+
+main() {
+	case ${1:-} in
+	--kdir | --vmlinuz | --modules-dir | --version | --cc)
+		[ $# -eq 2 ] || die "usage: $0 $1 SERIES"
+		query "$1" "$2"
+		return
+		;;
+	-h | --help)
+		sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		return
+		;;
+	-*) die "unknown option $1 (see --help)" ;;
+	esac
+	local series=("$@") s rc=0
+	[ ${#series[@]} -gt 0 ] || series=("${DEFAULT_SERIES[@]}")
+	for s in "${series[@]}"; do image_pattern "$s" >/dev/null; done
+	apt_setup
+	for s in "${series[@]}"; do
+		(fetch_series "$s") || rc=1
+	done
+	return $rc
+}
+
+main "$@"
