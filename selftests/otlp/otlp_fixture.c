@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Test driver: encode a hand-built struct profile (profile.h is plain data)
+ * with the real OTLP encoder and write the ExportProfilesServiceRequest to
+ * the file named by argv[1]. check_otlp.py then decodes it independently.
+ *
+ * What the fixture exercises: two processes (one containerized through its
+ * cgroup path, one with container_id set), kernel + native frames, an
+ * inline chain, an unresolved frame (mapping + build-id only), on-CPU
+ * samples with capped timestamps, off-CPU time, a stack-less sample, and a
+ * stack shared by two threads (one stack entry in the dictionary).
+ *
+ * Totals it encodes (checked by 50-otlp.sh): on-CPU count 5+2+1+4 = 12,
+ * off-CPU 123456789 ns, 2 processes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "output_otlp.h"
+
+#define BID_APP "0123456789abcdef0123456789abcdef01234567"
+#define BID_LIBC "fedcba9876543210fedcba9876543210fedcba98"
+#define CID "9d1c7f0e2b3a4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5"
+
+static const struct sym_frame k_sys = {
+	.kind = SYM_FRAME_KERNEL, .function = "do_syscall_64",
+	.module = "[kernel.kallsyms]", .address = 0xffffffff81000100ULL,
+};
+static const struct sym_frame k_read = {
+	.kind = SYM_FRAME_KERNEL, .function = "ksys_read",
+	.module = "[kernel.kallsyms]", .address = 0xffffffff81200200ULL,
+};
+/* inline_helper is inlined into compute, at the same address. */
+static const struct sym_frame u_inl = {
+	.kind = SYM_FRAME_NATIVE, .function = "inline_helper",
+	.module = "/usr/bin/app", .build_id = BID_APP,
+	.source_file = "app.c", .line = 12, .inlined = true,
+	.address = 0x401234, .map_start = 0x400000, .map_end = 0x410000,
+	.map_pgoff = 0, .module_offset = 0x1234,
+};
+static const struct sym_frame u_compute = {
+	.kind = SYM_FRAME_NATIVE, .function = "compute",
+	.module = "/usr/bin/app", .build_id = BID_APP,
+	.source_file = "app.c", .line = 40,
+	.address = 0x401234, .map_start = 0x400000, .map_end = 0x410000,
+	.map_pgoff = 0, .module_offset = 0x1234,
+};
+static const struct sym_frame u_main = {
+	.kind = SYM_FRAME_NATIVE, .function = "main",
+	.module = "/usr/bin/app", .build_id = BID_APP,
+	.source_file = "app.c", .line = 80,
+	.address = 0x401400, .map_start = 0x400000, .map_end = 0x410000,
+	.module_offset = 0x1400,
+};
+static const struct sym_frame u_libc = {
+	.kind = SYM_FRAME_NATIVE, .function = NULL,
+	.module = "/usr/lib/x86_64-linux-gnu/libc.so.6", .build_id = BID_LIBC,
+	.address = 0x7f0000012345ULL, .map_start = 0x7f0000000000ULL,
+	.map_end = 0x7f0000100000ULL, .map_pgoff = 0x28000,
+	.module_offset = 0x3a345,
+};
+static const struct sym_frame w_loop = {
+	.kind = SYM_FRAME_NATIVE, .function = "worker_loop",
+	.module = "/opt/w/worker", .address = 0x55550000aaaaULL,
+	.map_start = 0x555500000000ULL, .map_end = 0x555500100000ULL,
+};
+
+/* Leaf first: kernel frames, then user frames, as on the stack. */
+static const struct sym_frame *const st_cpu[] = {
+	&k_sys, &u_inl, &u_compute, &u_main,
+};
+static const struct sym_frame *const st_off[] = {
+	&k_read, &k_sys, &u_libc, &u_main,
+};
+static const struct sym_frame *const st_w[] = { &w_loop };
+
+static const uint64_t ts_a[] = {
+	1700000000100000000ULL, 1700000000200000000ULL, 1700000000300000000ULL,
+};
+static const uint64_t ts_b[] = {
+	1700000001000000000ULL, 1700000001100000000ULL,
+};
+
+int main(int argc, char **argv)
+{
+	struct prof_process procs[2] = {
+		{ .pid = 100, .comm = "app", .exe_path = "/usr/bin/app",
+		  .exe_build_id = BID_APP,
+		  .cgroup_path = "/system.slice/docker-" CID ".scope" },
+		{ .pid = 200, .comm = "worker", .exe_path = NULL,
+		  .container_id = "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00" },
+	};
+	struct prof_sample samples[] = {
+		/* 5 samples, only 3 timestamps kept: split in two OTLP samples. */
+		{ &procs[0], 101, "app-main", PROF_EV_CPU, 4, st_cpu, 5,
+		  5 * 52631578ULL, 3, ts_a },
+		/* Same stack, another thread: same stack_index. */
+		{ &procs[0], 102, "app-io", PROF_EV_CPU, 4, st_cpu, 2,
+		  2 * 52631578ULL, 2, ts_b },
+		/* No frames at all (stack index 0 is legal). */
+		{ &procs[0], 101, "app-main", PROF_EV_CPU, 0, NULL, 1,
+		  52631578ULL, 0, NULL },
+		{ &procs[0], 103, "app-io", PROF_EV_OFFCPU, 4, st_off, 2,
+		  123456789ULL, 0, NULL },
+		{ &procs[1], 200, "worker", PROF_EV_CPU, 1, st_w, 4,
+		  4 * 52631578ULL, 0, NULL },
+	};
+	struct profile p = {
+		.meta = {
+			.host_name = "fixture-host", .backend = "bpf",
+			.events = (1U << PROF_EV_CPU) | (1U << PROF_EV_OFFCPU),
+			.freq_hz = 19, .period_ns = 1000000000ULL / 19,
+			.start_ns = 1700000000000000000ULL,
+			.end_ns = 1700000010000000000ULL,
+		},
+		.nr_processes = 2, .processes = procs,
+		.nr_samples = sizeof(samples) / sizeof(samples[0]),
+		.samples = samples,
+	};
+	FILE *f;
+	int ret;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s OUT.otlp\n", argv[0]);
+		return 2;
+	}
+	f = fopen(argv[1], "we");
+	if (!f) {
+		perror(argv[1]);
+		return 1;
+	}
+	ret = output_otlp(&p, f);
+	if (fclose(f) || ret) {
+		fprintf(stderr, "output_otlp failed: %d\n", ret);
+		return 1;
+	}
+	return 0;
+}
