@@ -1,0 +1,731 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * OTLP/HTTP profiles exporter (see otlp_export.h).
+ *
+ * One sender thread owns the curl handle. The queue is a FIFO protected by
+ * a mutex; the producer (the sampling loop) only appends and, when full,
+ * frees the oldest waiting item: it never waits for the network. The item
+ * being sent is out of the queue, so drop-oldest only ever drops waiting
+ * profiles and what is in flight is delivered in order once the receiver
+ * recovers.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "otlp_export.h"
+
+#ifndef EMBER_VERSION
+#define EMBER_VERSION "0"
+#endif
+#define RESPONSE_MAX (64 * 1024)	/* bytes of a response body we keep */
+
+struct item {
+	struct item *next;
+	uint8_t *buf;
+	size_t len;
+};
+
+struct cfg_copy {
+	char *endpoint, *ca_file, *client_cert, *client_key;
+	struct curl_slist *headers;	/* the user's (OTEL_EXPORTER_OTLP_HEADERS) */
+	unsigned int timeout_ms, retry_initial_ms, retry_max_ms, retry_max_elapsed_ms;
+	size_t queue_max, queue_max_bytes;
+	bool gzip, quiet;
+};
+
+struct otlp_exporter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* queue changed, stop asked, config changed */
+	pthread_t thread;
+	struct item *head, *tail;
+	size_t depth, bytes;
+	struct cfg_copy cfg;		/* under lock; sender copies what it needs */
+	unsigned int cfg_gen;
+	bool stopping;			/* shutdown asked: drain until deadline */
+	bool abort;			/* deadline passed: give up now */
+	struct timespec deadline;
+	struct otlp_export_stats st;
+	uint64_t rng;
+};
+
+static void xlog(const struct otlp_exporter *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (x->cfg.quiet)
+		return;
+	va_start(ap, fmt);
+	fputs("ember run: otlp: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int otlp_global_init(void)
+{
+	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO;
+}
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void cfg_free(struct cfg_copy *c)
+{
+	free(c->endpoint);
+	free(c->ca_file);
+	free(c->client_cert);
+	free(c->client_key);
+	curl_slist_free_all(c->headers);
+	memset(c, 0, sizeof(*c));
+}
+
+static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
+		    char *err, size_t err_len)
+{
+	struct curl_slist *h = NULL, *t;
+
+	memset(c, 0, sizeof(*c));
+	if (!in->endpoint || (strncmp(in->endpoint, "http://", 7) &&
+			      strncmp(in->endpoint, "https://", 8))) {
+		snprintf(err, err_len,
+			 "OTLP endpoint '%s' is not an http:// or https:// URL",
+			 in->endpoint ? in->endpoint : "");
+		return -EINVAL;
+	}
+	c->endpoint = xstrdup(in->endpoint);
+	c->ca_file = xstrdup(in->ca_file);
+	c->client_cert = xstrdup(in->client_cert);
+	c->client_key = xstrdup(in->client_key);
+	c->timeout_ms = in->timeout_ms ? in->timeout_ms : 10000;
+	c->retry_initial_ms = in->retry_initial_ms ? in->retry_initial_ms : 1000;
+	c->retry_max_ms = in->retry_max_ms ? in->retry_max_ms : 30000;
+	c->retry_max_elapsed_ms = in->retry_max_elapsed_ms ?
+				  in->retry_max_elapsed_ms : 300000;
+	c->queue_max = in->queue_max ? in->queue_max : 8;
+	c->queue_max_bytes = in->queue_max_bytes ? in->queue_max_bytes : 64 << 20;
+	c->gzip = in->gzip;
+	c->quiet = in->quiet;
+	for (size_t i = 0; in->headers && in->headers[i]; i++) {
+		t = curl_slist_append(h, in->headers[i]);
+		if (!t) {
+			curl_slist_free_all(h);
+			h = NULL;
+			break;
+		}
+		h = t;
+	}
+	c->headers = h;
+	if (!c->endpoint || (in->headers && in->headers[0] && !h)) {
+		cfg_free(c);
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cfg_dup(struct cfg_copy *d, const struct cfg_copy *s)
+{
+	struct curl_slist *t;
+
+	*d = *s;
+	d->endpoint = xstrdup(s->endpoint);
+	d->ca_file = xstrdup(s->ca_file);
+	d->client_cert = xstrdup(s->client_cert);
+	d->client_key = xstrdup(s->client_key);
+	d->headers = NULL;
+	for (const struct curl_slist *h = s->headers; h; h = h->next) {
+		t = curl_slist_append(d->headers, h->data);
+		if (!t)
+			goto oom;
+		d->headers = t;
+	}
+	if (!d->endpoint || (s->ca_file && !d->ca_file) ||
+	    (s->client_cert && !d->client_cert) || (s->client_key && !d->client_key))
+		goto oom;
+	return 0;
+oom:
+	cfg_free(d);
+	return -ENOMEM;
+}
+
+/* The request's headers: fixed ones first, then the user's. */
+static struct curl_slist *request_headers(const struct cfg_copy *c, bool gzipped)
+{
+	struct curl_slist *h = NULL, *t;
+	const char *fixed[] = {
+		/* Exactly this Content-Type: Pyroscope matches it verbatim. */
+		"Content-Type: application/x-protobuf",
+		/* No "Expect: 100-continue" round trip before each POST. */
+		"Expect:",
+		gzipped ? "Content-Encoding: gzip" : NULL,
+	};
+
+	for (size_t i = 0; i < 3; i++) {
+		if (!fixed[i])
+			continue;
+		t = curl_slist_append(h, fixed[i]);
+		if (!t)
+			goto oom;
+		h = t;
+	}
+	for (const struct curl_slist *u = c->headers; u; u = u->next) {
+		t = curl_slist_append(h, u->data);
+		if (!t)
+			goto oom;
+		h = t;
+	}
+	return h;
+oom:
+	curl_slist_free_all(h);
+	return NULL;
+}
+
+/* ---- time and backoff ---- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct timespec mono_after(uint64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+static uint64_t ts_ms(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000 + (uint64_t)ts->tv_nsec / 1000000;
+}
+
+/* xorshift64*: jitter only, no need for quality. */
+static uint64_t rnd(struct otlp_exporter *x)
+{
+	x->rng ^= x->rng >> 12;
+	x->rng ^= x->rng << 25;
+	x->rng ^= x->rng >> 27;
+	return x->rng * 0x2545F4914F6CDD1DULL;
+}
+
+/* Exponential backoff with +-50% jitter so a fleet does not retry in step. */
+static uint64_t backoff_ms(struct otlp_exporter *x, const struct cfg_copy *c,
+			   unsigned int attempt)
+{
+	uint64_t d = c->retry_initial_ms;
+
+	while (attempt-- > 0 && d < c->retry_max_ms)
+		d *= 2;
+	if (d > c->retry_max_ms)
+		d = c->retry_max_ms;
+	return d / 2 + rnd(x) % (d + 1);
+}
+
+/* ---- queue ---- */
+
+static void free_item(struct item *it)
+{
+	if (it) {
+		free(it->buf);
+		free(it);
+	}
+}
+
+static struct item *pop_locked(struct otlp_exporter *x)
+{
+	struct item *it = x->head;
+
+	if (it) {
+		x->head = it->next;
+		if (!x->head)
+			x->tail = NULL;
+		x->depth--;
+		x->bytes -= it->len;
+		it->next = NULL;
+	}
+	return it;
+}
+
+void otlp_exporter_enqueue(struct otlp_exporter *x, uint8_t *buf, size_t len)
+{
+	struct item *it = malloc(sizeof(*it));
+	struct item *dropped[16];
+	size_t nr_dropped = 0;
+
+	pthread_mutex_lock(&x->lock);
+	x->st.enqueued++;
+	if (!it || x->stopping) {
+		x->st.failed++;
+		pthread_mutex_unlock(&x->lock);
+		free(buf);
+		free(it);
+		return;
+	}
+	it->buf = buf;
+	it->len = len;
+	it->next = NULL;
+	/* Drop-oldest: fresh profiles matter more than stale ones. */
+	while (x->head && (x->depth + 1 > x->cfg.queue_max ||
+			   x->bytes + len > x->cfg.queue_max_bytes) &&
+	       nr_dropped < 16) {
+		dropped[nr_dropped++] = pop_locked(x);
+		x->st.dropped_queue_full++;
+	}
+	if (x->tail)
+		x->tail->next = it;
+	else
+		x->head = it;
+	x->tail = it;
+	x->depth++;
+	x->bytes += len;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
+	/* Free outside the lock (and log once, not per profile). */
+	for (size_t i = 0; i < nr_dropped; i++)
+		free_item(dropped[i]);
+	if (nr_dropped)
+		xlog(x, "queue full: dropped %zu oldest profile(s)", nr_dropped);
+}
+
+/* ---- one HTTP attempt ---- */
+
+struct response {
+	uint8_t *body;
+	size_t len;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+{
+	struct response *r = ctx;
+	size_t total = size * n, keep = total;
+
+	if (r->len + keep > RESPONSE_MAX)
+		keep = RESPONSE_MAX - r->len;
+	if (keep) {
+		uint8_t *b = realloc(r->body, r->len + keep);
+
+		if (!b)
+			return total;	/* ignore the body, keep the status */
+		memcpy(b + r->len, p, keep);
+		r->body = b;
+		r->len += keep;
+	}
+	return total;
+}
+
+static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+		       curl_off_t un)
+{
+	struct otlp_exporter *x = ctx;
+	bool abort;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	pthread_mutex_lock(&x->lock);
+	abort = x->abort;
+	pthread_mutex_unlock(&x->lock);
+	return abort;	/* non-zero aborts the transfer at shutdown */
+}
+
+static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+{
+	z_stream z;
+	size_t cap = compressBound(len) + 64;
+	uint8_t *b = malloc(cap);
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	memset(&z, 0, sizeof(z));
+	/* windowBits 15 + 16: a gzip wrapper, as Content-Encoding: gzip wants. */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(b);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	z.next_out = b;
+	z.avail_out = (uInt)cap;
+	ret = deflate(&z, Z_FINISH);
+	*out_len = z.total_out;
+	deflateEnd(&z);
+	if (ret != Z_STREAM_END) {
+		free(b);
+		return -EIO;
+	}
+	*out = b;
+	return 0;
+}
+
+/* Log a partial success; returns the rejected count. */
+static int64_t check_partial(struct otlp_exporter *x, const struct response *r)
+{
+	Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse *resp;
+	int64_t rejected = 0;
+
+	if (!r->len)
+		return 0;
+	resp = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__unpack(NULL, r->len, r->body);
+	if (!resp)
+		return 0;	/* not protobuf (a proxy's text): nothing to report */
+	if (resp->partial_success && (resp->partial_success->rejected_profiles ||
+				      (resp->partial_success->error_message &&
+				       *resp->partial_success->error_message))) {
+		rejected = resp->partial_success->rejected_profiles;
+		xlog(x, "partial success: receiver rejected %lld profile(s): %s",
+		     (long long)rejected,
+		     resp->partial_success->error_message ?
+		     resp->partial_success->error_message : "");
+	}
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__free_unpacked(resp, NULL);
+	return rejected;
+}
+
+enum outcome { SENT, RETRY, DROP };
+
+/*
+ * POST one body. On RETRY, *retry_after_ms is what the server asked for
+ * (0 = no Retry-After).
+ */
+static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy *cfg,
+			 const uint8_t *body, size_t len, bool gzipped,
+			 uint64_t budget_ms, uint64_t *retry_after_ms)
+{
+	struct curl_slist *headers = request_headers(cfg, gzipped);
+	struct response r = { NULL, 0 };
+	char errbuf[CURL_ERROR_SIZE] = "";
+	long status = 0;
+	curl_off_t ra = 0;
+	uint64_t timeout = cfg->timeout_ms;
+	enum outcome out;
+	CURLcode rc;
+
+	*retry_after_ms = 0;
+	if (!headers)
+		return RETRY;	/* out of memory: try again later */
+	if (budget_ms && budget_ms < timeout)
+		timeout = budget_ms;
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, cfg->endpoint);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout ? timeout : 1));
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout ? timeout : 1));
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "ember/" EMBER_VERSION);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	/* Only http(s), never follow redirects to elsewhere. */
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (cfg->ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, cfg->ca_file);
+	if (cfg->client_cert)
+		curl_easy_setopt(c, CURLOPT_SSLCERT, cfg->client_cert);
+	if (cfg->client_key)
+		curl_easy_setopt(c, CURLOPT_SSLKEY, cfg->client_key);
+
+	rc = curl_easy_perform(c);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(headers);
+	if (rc != CURLE_OK) {
+		xlog(x, "POST %s failed: %s", cfg->endpoint,
+		     *errbuf ? errbuf : curl_easy_strerror(rc));
+		free(r.body);
+		pthread_mutex_lock(&x->lock);
+		x->st.last_status = 0;
+		pthread_mutex_unlock(&x->lock);
+		/* Bad URL, TLS setup or options: retrying will not help. */
+		switch (rc) {
+		case CURLE_URL_MALFORMAT:
+		case CURLE_UNSUPPORTED_PROTOCOL:
+		case CURLE_SSL_CACERT_BADFILE:
+		case CURLE_SSL_CERTPROBLEM:
+			return DROP;
+		default:
+			return RETRY;
+		}
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	pthread_mutex_lock(&x->lock);
+	x->st.last_status = (int)status;
+	pthread_mutex_unlock(&x->lock);
+	if (status >= 200 && status < 300) {
+		int64_t rejected = check_partial(x, &r);
+
+		pthread_mutex_lock(&x->lock);
+		x->st.partial_rejected += rejected > 0 ? (uint64_t)rejected : 0;
+		pthread_mutex_unlock(&x->lock);
+		out = SENT;
+	} else if (status == 429 || status >= 500) {
+		if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+			*retry_after_ms = (uint64_t)ra * 1000;
+		xlog(x, "receiver answered %ld, will retry%s", status,
+		     *retry_after_ms ? " after its Retry-After" : "");
+		out = RETRY;
+	} else {
+		xlog(x, "receiver answered %ld: profile dropped (%.*s)", status,
+		     (int)(r.len > 200 ? 200 : r.len), r.body ? (char *)r.body : "");
+		out = DROP;
+	}
+	free(r.body);
+	return out;
+}
+
+/* ---- sender thread ---- */
+
+/* Wait until the timespec or a stop/abort; true when aborted. */
+static bool wait_until(struct otlp_exporter *x, const struct timespec *until)
+{
+	bool aborted;
+
+	pthread_mutex_lock(&x->lock);
+	while (!x->abort) {
+		struct timespec t = *until;
+
+		if (x->stopping && ts_ms(&x->deadline) < ts_ms(&t))
+			t = x->deadline;
+		if (pthread_cond_timedwait(&x->cond, &x->lock, &t) == ETIMEDOUT)
+			break;
+	}
+	aborted = x->abort;
+	pthread_mutex_unlock(&x->lock);
+	return aborted;
+}
+
+static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
+{
+	uint64_t start = now_ms();
+	unsigned int attempt = 0;
+	struct cfg_copy cfg;
+
+	for (;;) {
+		uint8_t *gz = NULL;
+		const uint8_t *body = it->buf;
+		size_t len = it->len;
+		uint64_t ra, wait, budget = 0;
+		enum outcome o;
+		struct timespec until;
+		bool stopping;
+
+		/* Snapshot the configuration: SIGHUP may change it meanwhile. */
+		pthread_mutex_lock(&x->lock);
+		stopping = x->stopping;
+		if (stopping) {
+			uint64_t d = ts_ms(&x->deadline), n = now_ms();
+
+			budget = d > n ? d - n : 1;
+		}
+		if (cfg_dup(&cfg, &x->cfg)) {
+			x->st.failed++;
+			x->st.in_flight = 0;
+			pthread_mutex_unlock(&x->lock);
+			return;
+		}
+		pthread_mutex_unlock(&x->lock);
+
+		/* Without memory to compress, send it plain rather than not. */
+		if (cfg.gzip && gzip_buf(it->buf, it->len, &gz, &len) == 0)
+			body = gz;
+		else
+			len = it->len;
+		o = post(x, c, &cfg, body, len, gz != NULL, budget, &ra);
+		free(gz);
+
+		if (o == SENT || o == DROP) {
+			pthread_mutex_lock(&x->lock);
+			if (o == SENT) {
+				x->st.exported++;
+				x->st.bytes_sent += len;
+			} else {
+				x->st.failed++;
+			}
+			x->st.in_flight = 0;
+			pthread_mutex_unlock(&x->lock);
+			cfg_free(&cfg);
+			return;
+		}
+		wait = backoff_ms(x, &cfg, attempt++);
+		if (ra > wait)
+			wait = ra;	/* the server knows its load best */
+		if (now_ms() + wait - start > cfg.retry_max_elapsed_ms) {
+			xlog(x, "giving up on a profile after %u attempts", attempt);
+			pthread_mutex_lock(&x->lock);
+			x->st.failed++;
+			x->st.in_flight = 0;
+			pthread_mutex_unlock(&x->lock);
+			cfg_free(&cfg);
+			return;
+		}
+		cfg_free(&cfg);
+		until = mono_after(wait);
+		if (wait_until(x, &until)) {
+			pthread_mutex_lock(&x->lock);
+			x->st.failed++;
+			x->st.in_flight = 0;
+			pthread_mutex_unlock(&x->lock);
+			return;
+		}
+		pthread_mutex_lock(&x->lock);
+		x->st.retries++;
+		pthread_mutex_unlock(&x->lock);
+	}
+}
+
+static void *sender(void *arg)
+{
+	struct otlp_exporter *x = arg;
+	CURL *c = curl_easy_init();
+
+	for (;;) {
+		struct item *it;
+
+		pthread_mutex_lock(&x->lock);
+		while (!x->head && !x->stopping)
+			pthread_cond_wait(&x->cond, &x->lock);
+		if (x->abort || (x->stopping && !x->head)) {
+			pthread_mutex_unlock(&x->lock);
+			break;
+		}
+		it = pop_locked(x);
+		x->st.in_flight = 1;
+		pthread_mutex_unlock(&x->lock);
+		if (!c) {
+			pthread_mutex_lock(&x->lock);
+			x->st.failed++;
+			x->st.in_flight = 0;
+			pthread_mutex_unlock(&x->lock);
+		} else {
+			deliver(x, c, it);
+		}
+		free_item(it);
+		/* Wake a shutdown waiting for the queue to drain. */
+		pthread_mutex_lock(&x->lock);
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+	}
+	if (c)
+		curl_easy_cleanup(c);
+	return NULL;
+}
+
+struct otlp_exporter *otlp_exporter_new(const struct otlp_export_config *cfg,
+					char *err, size_t err_len)
+{
+	struct otlp_exporter *x = calloc(1, sizeof(*x));
+	pthread_condattr_t ca;
+	struct timespec ts;
+
+	if (!x) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	if (cfg_copy(&x->cfg, cfg, err, err_len)) {
+		free(x);
+		return NULL;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	x->rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uintptr_t)x;
+	if (!x->rng)
+		x->rng = 88172645463325252ULL;
+	pthread_mutex_init(&x->lock, NULL);
+	/* Timed waits on CLOCK_MONOTONIC: immune to wall-clock jumps. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&x->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&x->thread, NULL, sender, x)) {
+		snprintf(err, err_len, "cannot start the exporter thread");
+		cfg_free(&x->cfg);
+		pthread_mutex_destroy(&x->lock);
+		pthread_cond_destroy(&x->cond);
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
+void otlp_exporter_stats(struct otlp_exporter *x, struct otlp_export_stats *st)
+{
+	pthread_mutex_lock(&x->lock);
+	*st = x->st;
+	st->queue_depth = x->depth;
+	pthread_mutex_unlock(&x->lock);
+}
+
+int otlp_exporter_reconfigure(struct otlp_exporter *x,
+			      const struct otlp_export_config *cfg,
+			      char *err, size_t err_len)
+{
+	struct cfg_copy c;
+	int ret = cfg_copy(&c, cfg, err, err_len);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&x->lock);
+	cfg_free(&x->cfg);
+	x->cfg = c;
+	x->cfg_gen++;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
+	return 0;
+}
+
+void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms)
+{
+	struct item *it;
+
+	if (!x)
+		return;
+	pthread_mutex_lock(&x->lock);
+	x->stopping = true;
+	x->deadline = mono_after(deadline_ms);
+	pthread_cond_broadcast(&x->cond);
+	/* Wait for the queue to drain or the deadline to pass. */
+	while ((x->head || x->st.in_flight) && !x->abort) {
+		struct timespec d = x->deadline;
+
+		if (pthread_cond_timedwait(&x->cond, &x->lock, &d) == ETIMEDOUT)
+			x->abort = true;
+		if (!x->head && !x->st.in_flight)
+			break;
+	}
+	x->abort = true;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
+	pthread_join(x->thread, NULL);
+	while ((it = pop_locked(x))) {
+		x->st.failed++;
+		free_item(it);
+	}
+	if (x->st.failed && !x->cfg.quiet)
+		xlog(x, "shutdown: %llu profile(s) not delivered",
+		     (unsigned long long)x->st.failed);
+	cfg_free(&x->cfg);
+	pthread_mutex_destroy(&x->lock);
+	pthread_cond_destroy(&x->cond);
+	free(x);
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * OTLP/HTTP profiles exporter: a bounded queue drained by one thread that
+ * POSTs each ExportProfilesServiceRequest through libcurl
+ * (Content-Type: application/x-protobuf, optional gzip, TLS with a custom
+ * CA). Producers never block: enqueue drops the oldest queued profile when
+ * the queue is full and counts it.
+ *
+ * Delivery: success on 2xx (a partial-success body is logged and its
+ * rejected count kept); retry with exponential backoff and jitter on
+ * connection errors, timeouts, 429 and 5xx, waiting at least what
+ * Retry-After asks; any other 4xx drops the profile with a log line.
+ * A profile that is still failing after retry_max_elapsed_ms is dropped.
+ */
+#ifndef EMBER_OTLP_EXPORT_H
+#define EMBER_OTLP_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct otlp_export_config {
+	const char *endpoint;		/* full URL, e.g. http://h:4318/v1development/profiles */
+	const char *const *headers;	/* "Name: value" lines, NULL-terminated; may be NULL */
+	unsigned int timeout_ms;	/* per request, 0 = 10000 */
+	bool gzip;
+	const char *ca_file;		/* custom CA bundle (https) */
+	const char *client_cert;	/* mTLS, optional */
+	const char *client_key;
+	size_t queue_max;		/* profiles, 0 = 8 */
+	size_t queue_max_bytes;		/* 0 = 64 MiB */
+	unsigned int retry_initial_ms;	/* 0 = 1000 */
+	unsigned int retry_max_ms;	/* 0 = 30000 */
+	unsigned int retry_max_elapsed_ms;	/* 0 = 300000 */
+	bool quiet;			/* no log lines (tests) */
+};
+
+struct otlp_export_stats {
+	uint64_t enqueued;		/* profiles handed to the exporter */
+	uint64_t exported;		/* accepted by the receiver (2xx) */
+	uint64_t failed;		/* given up: 4xx, retries exhausted, shutdown */
+	uint64_t dropped_queue_full;	/* oldest dropped to make room */
+	uint64_t retries;		/* re-sends after a retryable failure */
+	uint64_t partial_rejected;	/* rejected_profiles from partial successes */
+	uint64_t bytes_sent;		/* request bodies of successful sends */
+	uint64_t queue_depth;		/* waiting, not counting the one in flight */
+	uint64_t in_flight;		/* 0 or 1 */
+	int last_status;		/* last HTTP status, 0 = no response */
+};
+
+struct otlp_exporter;
+
+/* Validate cfg and start the sender thread. NULL with err set on failure. */
+struct otlp_exporter *otlp_exporter_new(const struct otlp_export_config *cfg,
+					char *err, size_t err_len);
+/* Take ownership of buf (malloc'd packed request). Never blocks on I/O. */
+void otlp_exporter_enqueue(struct otlp_exporter *x, uint8_t *buf, size_t len);
+void otlp_exporter_stats(struct otlp_exporter *x, struct otlp_export_stats *st);
+/* Apply a new configuration (SIGHUP) from the next request on. */
+int otlp_exporter_reconfigure(struct otlp_exporter *x,
+			      const struct otlp_export_config *cfg,
+			      char *err, size_t err_len);
+/*
+ * Deliver what is queued for up to deadline_ms, then abort, count what is
+ * left as failed, stop the thread and free everything.
+ */
+void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms);
+
+/* Call once before any thread starts (curl_global_init is not thread-safe). */
+int otlp_global_init(void);
+
+#endif /* EMBER_OTLP_EXPORT_H */
