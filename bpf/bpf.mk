@@ -1,0 +1,74 @@
+# bpf/bpf.mk: ember's CO-RE eBPF programs and their libbpf skeleton.
+#
+#   bpf/.output/vmlinux.h      kernel types, dumped from the build host's BTF
+#                              (/sys/kernel/btf/vmlinux) with bpftool; CO-RE
+#                              relocates them to the running kernel at load.
+#   bpf/.output/ember.bpf.o    clang -target bpf -O2 -g
+#   bpf/.output/ember.skel.h   bpftool gen skeleton (agent/source_bpf.c)
+#   make bpf-tests             test programs used by selftests/suites/20-bpf.sh
+#
+# Without BTF on the build host, vmlinux.h comes from bpf/vmlinux-min.h, a
+# hand-written subset holding only the types and fields ember.bpf.c uses
+# (CO-RE still relocates every field access at load time).
+
+BPF_OUT := bpf/.output
+BPFTOOL ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
+BPF_VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
+	-I$(BPF_OUT) -Ibpf -Iinclude
+
+ALL_TARGETS += $(BPF_OUT)/ember.skel.h
+CLEAN_FILES += $(BPF_OUT)
+
+.PHONY: bpf bpf-tests
+bpf: $(BPF_OUT)/ember.skel.h
+
+$(BPF_OUT)/vmlinux.h:
+	$(Q)mkdir -p $(BPF_OUT)
+	$(Q)if [ -r $(BPF_VMLINUX_BTF) ]; then \
+		echo "  BTF     $@ (from $(BPF_VMLINUX_BTF))"; \
+		$(BPFTOOL) btf dump file $(BPF_VMLINUX_BTF) format c > $@.tmp && \
+		mv $@.tmp $@; \
+	else \
+		echo "  BTF     $@: $(BPF_VMLINUX_BTF) not found on this build host;" \
+			"using the hand-written subset bpf/vmlinux-min.h" \
+			"(CO-RE relocates it at load time)"; \
+		cp bpf/vmlinux-min.h $@; \
+	fi
+
+$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c bpf/ember_bpf.h include/uapi/ember.h \
+		$(BPF_OUT)/vmlinux.h
+	@echo "  CLANG   $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BPF_OUT)/ember.skel.h: $(BPF_OUT)/ember.bpf.o
+	@echo "  GEN     $@"
+	$(Q)$(BPFTOOL) gen skeleton $< name ember_bpf > $@.tmp && mv $@.tmp $@
+
+# Test programs (selftests/bpf/): the record dumper, linked with the
+# backend exactly as the agent links it, and workloads with known stacks.
+BPF_TEST_OUT := $(BPF_OUT)/tests
+BPF_TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
+	-Iagent -Iinclude -Ibpf -I$(BPF_OUT)
+BPF_TEST_BINS := $(BPF_TEST_OUT)/bpf-dump $(BPF_TEST_OUT)/fp-burn \
+	$(BPF_TEST_OUT)/syscall-burn $(BPF_TEST_OUT)/offcpu-wait
+
+bpf-tests: $(BPF_TEST_BINS)
+
+$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source_bpf.c \
+		agent/record.c agent/source.h bpf/ember_bpf.h $(BPF_OUT)/ember.skel.h
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(BPF_TEST_OUT)
+	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \
+		agent/source_bpf.c agent/record.c -lbpf -lelf -lz
+
+# Frame pointers everywhere, leaf functions included: clang honours
+# -mno-omit-leaf-frame-pointer, gcc 12 does not.
+BPF_FP_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	-fno-inline -Wall -Werror
+
+$(BPF_TEST_OUT)/%: selftests/bpf/%.c
+	@echo "  CLANG   $@"
+	$(Q)mkdir -p $(BPF_TEST_OUT)
+	$(Q)$(CLANG) $(BPF_FP_CFLAGS) -o $@ $< -lpthread

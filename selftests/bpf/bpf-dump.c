@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * bpf-dump: run ember's eBPF backend (agent/source_bpf.c) and print every
+ * record it delivers, one line each, then a STATS line. Used by
+ * selftests/suites/20-bpf.sh and by anyone who wants to see the records.
+ *
+ *   bpf-dump [-d secs] [-F hz] [-e on,off,life] [-p pid[,pid..]] [-c cgroup-dir]
+ *            [-i] [-C] [-k frames] [-u frames] [-m offcpu-min-ns] [-s ppm]
+ *            [-r ring-bytes] [-S stall-ms] [-q]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "source.h"
+
+static bool quiet;
+static uint64_t nrec[__EMBER_REC_MAX], lost_sum;
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void print_ips(const char *tag, const __u64 *ips, unsigned int n)
+{
+	printf(" %s=", tag);
+	for (unsigned int i = 0; i < n; i++)
+		printf("%s%llx", i ? "," : "", (unsigned long long)ips[i]);
+}
+
+static void on_record(const struct ember_rec_header *h, void *ctx)
+{
+	(void)ctx;
+	if (h->type < __EMBER_REC_MAX)
+		nrec[h->type]++;
+	if (h->type == EMBER_REC_LOST)
+		lost_sum += ((const struct ember_lost *)h)->lost;
+	if (quiet)
+		return;
+	switch (h->type) {
+	case EMBER_REC_SAMPLE:
+	case EMBER_REC_OFFCPU: {
+		const struct ember_sample *s = (const void *)h;
+
+		printf("%s time=%llu weight=%llu cg=%llu"
+		       " pid=%u tid=%u cpu=%u flags=0x%x state=%u nk=%u nu=%u comm=%s",
+		       h->type == EMBER_REC_SAMPLE ? "SAMPLE" : "OFFCPU",
+		       (unsigned long long)s->time_ns, (unsigned long long)s->weight_ns,
+		       (unsigned long long)s->cgroup_id, s->pid, s->tid,
+		       s->cpu, s->flags, s->state, s->nr_kernel, s->nr_user, s->comm);
+		print_ips("k", s->ips, s->nr_kernel);
+		print_ips("u", s->ips + s->nr_kernel, s->nr_user);
+		printf("\n");
+		break;
+	}
+	case EMBER_REC_EXEC: {
+		const struct ember_exec *e = (const void *)h;
+
+		printf("EXEC time=%llu pid=%u tid=%u comm=%s file=%s\n",
+		       (unsigned long long)e->time_ns, e->pid, e->tid, e->comm, e->filename);
+		break;
+	}
+	case EMBER_REC_EXIT: {
+		const struct ember_exit *e = (const void *)h;
+
+		printf("EXIT time=%llu pid=%u tid=%u comm=%s code=%d\n",
+		       (unsigned long long)e->time_ns, e->pid, e->tid, e->comm, e->exit_code);
+		break;
+	}
+	case EMBER_REC_LOST: {
+		const struct ember_lost *l = (const void *)h;
+
+		printf("LOST cpu=%u lost=%llu\n", l->cpu, (unsigned long long)l->lost);
+		break;
+	}
+	default:
+		printf("TYPE%u size=%u\n", h->type, h->size);
+	}
+}
+
+static uint32_t *parse_pids(char *arg, size_t *nr)
+{
+	uint32_t *pids = calloc(EMBER_MAX_FILTER_PIDS, sizeof(*pids));
+	char *tok, *save = NULL;
+
+	*nr = 0;
+	for (tok = strtok_r(arg, ",", &save); tok && pids && *nr < EMBER_MAX_FILTER_PIDS;
+	     tok = strtok_r(NULL, ",", &save))
+		pids[(*nr)++] = strtoul(tok, NULL, 10);
+	return pids;
+}
+
+static uint32_t parse_events(const char *arg)
+{
+	uint32_t ev = 0;
+
+	if (strstr(arg, "on"))
+		ev |= EMBER_EV_ONCPU;
+	if (strstr(arg, "off"))
+		ev |= EMBER_EV_OFFCPU;
+	if (strstr(arg, "life"))
+		ev |= EMBER_EV_LIFECYCLE;
+	return ev;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	struct ember_source_config cfg = {
+		.events = EMBER_EV_ONCPU,
+		.freq_hz = EMBER_DEFAULT_FREQ,
+		.kstack_max = EMBER_DEFAULT_FRAMES,
+		.ustack_max = EMBER_DEFAULT_FRAMES,
+	};
+	const struct ember_source_ops *ops = &ember_source_bpf;
+	struct ember_source_stats st;
+	struct ember_source *src;
+	double secs = 3, end;
+	unsigned int stall_ms = 0;
+	uint32_t *pids = NULL;
+	char err[512];
+	struct stat sb;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "d:F:e:p:c:iCk:u:m:s:r:S:q")) != -1) {
+		switch (opt) {
+		case 'd': secs = atof(optarg); break;
+		case 'F': cfg.freq_hz = strtoul(optarg, NULL, 10); break;
+		case 'e': cfg.events = parse_events(optarg); break;
+		case 'p':
+			pids = parse_pids(optarg, &cfg.nr_pids);
+			cfg.pids = pids;
+			break;
+		case 'c':
+			if (stat(optarg, &sb)) {
+				perror(optarg);
+				return 2;
+			}
+			cfg.cgroup_id = sb.st_ino;
+			break;
+		case 'i': cfg.include_idle = true; break;
+		case 'C': cfg.use_cycles = true; break;
+		case 'k': cfg.kstack_max = strtoul(optarg, NULL, 10); break;
+		case 'u': cfg.ustack_max = strtoul(optarg, NULL, 10); break;
+		case 'm': cfg.offcpu_min_ns = strtoull(optarg, NULL, 10); break;
+		case 's': cfg.offcpu_sample_ppm = strtoul(optarg, NULL, 10); break;
+		case 'r': cfg.ring_bytes = strtoul(optarg, NULL, 10); break;
+		case 'S': stall_ms = strtoul(optarg, NULL, 10); break;
+		case 'q': quiet = true; break;
+		default:
+			fprintf(stderr, "usage: see the comment at the top of selftests/bpf/bpf-dump.c\n");
+			return 2;
+		}
+	}
+	ret = ops->probe(err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "bpf-dump: eBPF backend unavailable: %s\n", err);
+		return 1;
+	}
+	ret = ops->open(&src, &cfg, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "bpf-dump: open: %s\n", err);
+		return 1;
+	}
+	ret = ops->start(src);
+	if (ret) {
+		fprintf(stderr, "bpf-dump: start: %s\n", strerror(-ret));
+		ops->close(src);
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	printf("START time=%.0f\n", now_s() * 1e9);
+	fflush(stdout);
+	if (stall_ms)
+		usleep(stall_ms * 1000);
+	end = now_s() + secs;
+	while (!stop && now_s() < end) {
+		ret = ops->poll(src, 100, on_record, NULL);
+		if (ret < 0 && ret != -EINTR) {
+			fprintf(stderr, "bpf-dump: poll: %s\n", strerror(-ret));
+			break;
+		}
+	}
+	ops->stop(src);
+	while (ops->poll(src, 0, on_record, NULL) > 0)
+		;
+	ops->stats(src, &st);
+	printf("STATS samples=%" PRIu64 " records=%" PRIu64 " lost=%" PRIu64
+	       " filtered=%" PRIu64 " handler_ns=%" PRIu64 " overflow=%" PRIu64
+	       " corrupt=%" PRIu64 " cpus=%u got_sample=%" PRIu64 " got_offcpu=%" PRIu64
+	       " got_exec=%" PRIu64 " got_exit=%" PRIu64 " got_lost=%" PRIu64 "\n",
+	       st.samples, st.records, st.lost, st.filtered, st.handler_ns,
+	       st.offcpu_overflow, st.corrupt, st.nr_cpus,
+	       nrec[EMBER_REC_SAMPLE], nrec[EMBER_REC_OFFCPU], nrec[EMBER_REC_EXEC],
+	       nrec[EMBER_REC_EXIT], lost_sum);
+	ops->close(src);
+	free(pids);
+	return 0;
+}

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * syscall-burn: spends its time inside the kernel on behalf of a known
+ * user call chain: main -> sc_level1 -> sc_write_loop -> write(/dev/null)
+ * with large buffers, so most samples land in the kernel under these
+ * frames. Runs for argv[1] seconds (default 5).
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static char buf[1 << 16];
+
+__attribute__((noinline)) void sc_write_loop(int fd)
+{
+	/* raw syscall: libc's write() has no frame pointer */
+	for (int i = 0; i < 200; i++)
+		syscall(SYS_getppid), syscall(SYS_read, fd, buf, sizeof(buf));
+}
+
+__attribute__((noinline)) void sc_level1(int fd)
+{
+	sc_write_loop(fd);
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 5;
+	int fd = open("/dev/zero", O_RDONLY);
+	struct timespec a, b;
+
+	if (fd < 0)
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		sc_level1(fd);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < secs);
+	return 0;
+}
