@@ -24,7 +24,7 @@ AGENT_PKG_LIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null)
 AGENT_WERROR ?= 0
 AGENT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE \
 	-DEMBER_VERSION='"$(AGENT_VERSION)"' \
-	-Iagent -Iagent/gen -Iinclude -Ibpf/.output $(AGENT_PKG_CFLAGS) \
+	-Iagent -Iagent/gen -Iinclude -Ibpf -Ibpf/.output $(AGENT_PKG_CFLAGS) \
 	$(if $(filter 1,$(AGENT_WERROR)),-Werror) $(EXTRA_CFLAGS)
 AGENT_LDLIBS := $(AGENT_PKG_LIBS) -lm
 

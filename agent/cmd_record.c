@@ -1,12 +1,690 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Placeholder: ember record is being written (issue 4). */
+/*
+ * ember record: profile the whole system, chosen processes/cgroup, or a
+ * command started for the purpose, then write one profile (folded, svg,
+ * pprof or otlp). Ctrl-C ends a recording and still writes the output.
+ *
+ * A command is put in a cgroup of its own before it execs, so all its
+ * threads and children are profiled through the backends' cgroup filter;
+ * where no cgroup can be created, its pid is filtered and its descendants
+ * are followed by scanning /proc (session_run).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/magic.h>
 #include "commands.h"
+#include "record_opts.h"
+#include "session.h"
+
+/* Writers other components own; a build without them says so. */
+#pragma weak output_svg
+#pragma weak output_pprof
+#pragma weak output_otlp
+
+#define CGROUP_ROOT	"/sys/fs/cgroup"
+
+static const char usage_text[] =
+"usage: ember record [-F HZ] [-e cpu|offcpu|cpu,offcpu] [-p PID,...]\n"
+"                    [--cgroup PATH] [-a] [-d SECONDS] [-o FILE]\n"
+"                    [--format folded|svg|pprof|otlp] [--backend auto|kmod|bpf]\n"
+"                    [-- COMMAND [ARGS...]]\n"
+"\n"
+"Record stack samples and write a profile.\n"
+"\n"
+"  -F, --freq HZ          on-CPU sampling frequency (default 99, 1..10000)\n"
+"  -e, --event EVENTS     cpu (default), offcpu, or cpu,offcpu\n"
+"  -p, --pid PID,...      only these processes (all their threads)\n"
+"      --cgroup PATH      only this cgroup v2 (path, or relative to " CGROUP_ROOT ")\n"
+"  -a, --all-cpus         the whole system (default without -p/--cgroup/COMMAND)\n"
+"  -d, --duration SECS    stop after SECS seconds (default: Ctrl-C, or COMMAND's end)\n"
+"  -o, --output FILE      where to write (default ember.svg; - = stdout)\n"
+"      --format FMT       folded, svg, pprof or otlp (default: from FILE's\n"
+"                         extension: .folded/.txt, .svg, .pb.gz/.pprof, .otlp)\n"
+"      --backend B        auto (default: the module if loaded or loadable,\n"
+"                         else eBPF), kmod or bpf\n"
+"      --max-stacks N     unique stacks kept in memory (default 65536)\n"
+"      --idle             include samples of idle CPUs\n"
+"  -- COMMAND [ARGS...]   start COMMAND, profile it and its children until it\n"
+"                         exits; its stdio and exit status pass through\n"
+"\n"
+"Folded output is \"comm;root;...;leaf VALUE\": VALUE counts samples, or\n"
+"microseconds when off-CPU time is recorded. See ember(1).\n";
+
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE };
+
+static const struct option long_opts[] = {
+	{ "freq", required_argument, NULL, 'F' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "all-cpus", no_argument, NULL, 'a' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+	{ "idle", no_argument, NULL, OPT_IDLE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcasecmp(s + n - m, suffix);
+}
+
+enum out_format format_from_name(const char *path)
+{
+	if (!path)
+		return OUT_AUTO;
+	if (ends_with(path, ".folded") || ends_with(path, ".txt"))
+		return OUT_FOLDED;
+	if (ends_with(path, ".svg"))
+		return OUT_SVG;
+	if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof"))
+		return OUT_PPROF;
+	if (ends_with(path, ".otlp"))
+		return OUT_OTLP;
+	return OUT_AUTO;
+}
+
+const char *format_name(enum out_format f)
+{
+	static const char *const names[] = {
+		[OUT_AUTO] = "auto", [OUT_FOLDED] = "folded", [OUT_SVG] = "svg",
+		[OUT_PPROF] = "pprof", [OUT_OTLP] = "otlp",
+	};
+
+	return f <= OUT_OTLP ? names[f] : "?";
+}
+
+static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end || x < min || x > max)
+		return false;
+	*v = x;
+	return true;
+}
+
+static int parse_events(const char *s, uint32_t *ev)
+{
+	char buf[64], *tok, *save;
+
+	*ev = 0;
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "cpu") || !strcmp(tok, "oncpu"))
+			*ev |= EMBER_EV_ONCPU;
+		else if (!strcmp(tok, "offcpu"))
+			*ev |= EMBER_EV_OFFCPU;
+		else
+			return -1;
+	}
+	return *ev ? 0 : -1;
+}
+
+static int parse_pids(const char *s, struct record_opts *o)
+{
+	const char *p = s;
+
+	while (*p) {
+		char num[16];
+		size_t len = strcspn(p, ",");
+		uint64_t v;
+		uint32_t *np;
+
+		if (!len || len >= sizeof(num))
+			return -1;
+		memcpy(num, p, len);
+		num[len] = '\0';
+		if (!parse_u64(num, 1, UINT32_MAX, &v))
+			return -1;
+		if (o->nr_pids >= EMBER_MAX_FILTER_PIDS)
+			return -1;
+		np = realloc(o->pids, (o->nr_pids + 1) * sizeof(*np));
+		if (!np)
+			return -1;
+		o->pids = np;
+		o->pids[o->nr_pids++] = v;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return o->nr_pids ? 0 : -1;
+}
+
+#define FAIL(...) do { snprintf(err, err_len, __VA_ARGS__); return -1; } while (0)
+
+int record_parse_args(int argc, char **argv, struct record_opts *o,
+		      char *err, size_t err_len)
+{
+	uint64_t v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->freq_hz = EMBER_DEFAULT_FREQ;
+	o->events = EMBER_EV_ONCPU;
+	o->backend = "auto";
+	optind = 0;		/* full reset: tests parse many times */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+F:e:p:ad:o:h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (!parse_u64(optarg, EMBER_MIN_FREQ, EMBER_MAX_FREQ, &v))
+				FAIL("-F wants a frequency from %d to %d Hz, not '%s'",
+				     EMBER_MIN_FREQ, EMBER_MAX_FREQ, optarg);
+			o->freq_hz = v;
+			break;
+		case 'e':
+			if (parse_events(optarg, &o->events))
+				FAIL("-e wants cpu, offcpu or cpu,offcpu, not '%s'", optarg);
+			break;
+		case 'p':
+			if (parse_pids(optarg, o))
+				FAIL("-p wants a list of process ids like 12,345 (at most %d), not '%s'",
+				     EMBER_MAX_FILTER_PIDS, optarg);
+			break;
+		case OPT_CGROUP:
+			o->cgroup_path = optarg;
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case 'd': {
+			char *end;
+			double d;
+
+			errno = 0;
+			d = strtod(optarg, &end);
+			if (errno || *end || !(d > 0) || d > 365 * 86400.0)
+				FAIL("-d wants a positive number of seconds, not '%s'", optarg);
+			o->duration_ms = (uint64_t)(d * 1000 + 0.5);
+			if (!o->duration_ms)
+				o->duration_ms = 1;
+			break;
+		}
+		case 'o':
+			if (!*optarg)
+				FAIL("-o wants a file name");
+			o->output = optarg;
+			break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "folded"))
+				o->format = OUT_FOLDED;
+			else if (!strcmp(optarg, "svg"))
+				o->format = OUT_SVG;
+			else if (!strcmp(optarg, "pprof"))
+				o->format = OUT_PPROF;
+			else if (!strcmp(optarg, "otlp"))
+				o->format = OUT_OTLP;
+			else
+				FAIL("--format wants folded, svg, pprof or otlp, not '%s'", optarg);
+			break;
+		case OPT_BACKEND:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "kmod") &&
+			    strcmp(optarg, "bpf"))
+				FAIL("--backend wants auto, kmod or bpf, not '%s'", optarg);
+			o->backend = optarg;
+			break;
+		case OPT_MAX_STACKS:
+			if (!parse_u64(optarg, 1, 1u << 24, &v))
+				FAIL("--max-stacks wants a number from 1 to %u, not '%s'",
+				     1u << 24, optarg);
+			o->max_stacks = v;
+			break;
+		case OPT_IDLE:
+			o->include_idle = true;
+			break;
+		case 'h':
+			o->help = true;
+			return 0;
+		default:
+			if (optopt && strchr("Fepdo", optopt))
+				FAIL("option -%c needs a value", optopt);
+			FAIL("unknown option '%s' (see ember record --help)",
+			     argv[optind - 1]);
+		}
+	}
+	if (optind < argc) {
+		/* getopt's '+' stops at the first non-option; a command must
+		 * come after "--" so its own options are never ours */
+		if (strcmp(argv[optind - 1], "--"))
+			FAIL("unexpected argument '%s': put the command after --",
+			     argv[optind]);
+		o->command = &argv[optind];
+	}
+	if (o->command && (o->nr_pids || o->cgroup_path || o->all))
+		FAIL("a COMMAND cannot be combined with -a, -p or --cgroup");
+	if (o->all && (o->nr_pids || o->cgroup_path))
+		FAIL("-a (whole system) cannot be combined with -p or --cgroup");
+	if (!o->command && !o->nr_pids && !o->cgroup_path)
+		o->all = true;
+	if (!o->output)
+		o->output = o->format == OUT_AUTO || o->format == OUT_SVG ?
+			    "ember.svg" : o->format == OUT_FOLDED ? "ember.folded" :
+			    o->format == OUT_PPROF ? "ember.pb.gz" : "ember.otlp";
+	if (o->format == OUT_AUTO) {
+		if (!strcmp(o->output, "-"))
+			o->format = OUT_FOLDED;
+		else
+			o->format = format_from_name(o->output);
+		if (o->format == OUT_AUTO)
+			FAIL("cannot tell the output format from '%s': use --format or an extension (.folded, .svg, .pb.gz, .otlp)",
+			     o->output);
+	}
+	return 0;
+}
+
+void record_opts_free(struct record_opts *o)
+{
+	free(o->pids);
+	o->pids = NULL;
+}
+
+/* ---- targets ----------------------------------------------------------- */
+
+/* Where cgroup v2 is mounted, or NULL. */
+static const char *cgroup2_root(void)
+{
+	struct statfs sfs;
+
+	if (!statfs(CGROUP_ROOT, &sfs) && sfs.f_type == CGROUP2_SUPER_MAGIC)
+		return CGROUP_ROOT;
+	if (!statfs(CGROUP_ROOT "/unified", &sfs) && sfs.f_type == CGROUP2_SUPER_MAGIC)
+		return CGROUP_ROOT "/unified";
+	return NULL;
+}
+
+/* A cgroup's id is the inode number of its directory. */
+static int cgroup_id_of(const char *path, uint64_t *id, char *err, size_t err_len)
+{
+	const char *root = cgroup2_root();
+	char full[4096];
+	struct stat st;
+
+	if (path[0] == '/' && !strncmp(path, "/sys/", 5))
+		snprintf(full, sizeof(full), "%s", path);
+	else
+		snprintf(full, sizeof(full), "%s/%s", root ? root : CGROUP_ROOT,
+			 path[0] == '/' ? path + 1 : path);
+	if (stat(full, &st) || !S_ISDIR(st.st_mode)) {
+		snprintf(err, err_len, "--cgroup %.300s: no cgroup v2 directory %.600s",
+			 path, full);
+		return -1;
+	}
+	*id = st.st_ino;
+	return 0;
+}
+
+struct child_cgroup {
+	char path[4096];
+	uint64_t id;
+};
+
+/* A fresh cgroup below our own for the command (no controllers needed). */
+static int child_cgroup_create(struct child_cgroup *cg)
+{
+	const char *root = cgroup2_root();
+	char own[2048] = "", line[2040];
+	struct stat st;
+	FILE *f;
+
+	if (!root)
+		return -1;
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(own, sizeof(own), "%s", line + 3);
+		}
+	fclose(f);
+	if (!own[0])
+		return -1;
+	snprintf(cg->path, sizeof(cg->path), "%s%s/ember-record-%d", root,
+		 strcmp(own, "/") ? own : "", getpid());
+	if (mkdir(cg->path, 0755) && errno != EEXIST)
+		return -1;
+	if (stat(cg->path, &st)) {
+		rmdir(cg->path);
+		return -1;
+	}
+	cg->id = st.st_ino;
+	return 0;
+}
+
+static int child_cgroup_enter(struct child_cgroup *cg, pid_t pid)
+{
+	char path[4200];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg->path);
+	f = fopen(path, "we");
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%d\n", pid) > 0;
+	ok = !fclose(f) && ok;
+	return ok ? 0 : -1;
+}
+
+/* The command waits on go[0] until the session runs, then execs. */
+struct child {
+	pid_t pid;
+	int go_fd;		/* write end: one byte releases it */
+	int err_fd;		/* read end: errno if exec failed, EOF if it ran */
+};
+
+static int child_spawn(char **command, struct child *ch)
+{
+	int go[2], ep[2];
+
+	if (pipe2(go, O_CLOEXEC))
+		return -errno;
+	if (pipe2(ep, O_CLOEXEC)) {
+		close(go[0]);
+		close(go[1]);
+		return -errno;
+	}
+	ch->pid = fork();
+	if (ch->pid < 0) {
+		int e = errno;
+
+		close(go[0]); close(go[1]); close(ep[0]); close(ep[1]);
+		return -e;
+	}
+	if (ch->pid == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(ep[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);	/* ember gave up before starting it */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		execvp(command[0], command);
+		e = errno;
+		if (write(ep[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ep[1]);
+	ch->go_fd = go[1];
+	ch->err_fd = ep[0];
+	return 0;
+}
+
+/* Release the command; 0 once it exec'd, else the exec errno. */
+static int child_release(struct child *ch)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(ch->go_fd, "g", 1) != 1)
+		e = errno;
+	close(ch->go_fd);
+	ch->go_fd = -1;
+	do {
+		n = read(ch->err_fd, &e, sizeof(e));
+	} while (n < 0 && errno == EINTR);
+	close(ch->err_fd);
+	ch->err_fd = -1;
+	return n == sizeof(e) ? e : 0;
+}
+
+static void child_abort(struct child *ch)
+{
+	int st;
+
+	if (ch->go_fd >= 0)
+		close(ch->go_fd);	/* read() sees EOF: it exits 127 */
+	if (ch->err_fd >= 0)
+		close(ch->err_fd);
+	while (waitpid(ch->pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* ---- signals ----------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_requested;
+static volatile pid_t forward_to;
+
+static void on_signal(int sig)
+{
+	if (forward_to > 0) {
+		/* the command decides when the recording ends */
+		if (sig != SIGINT)
+			kill(forward_to, sig);
+		return;
+	}
+	stop_requested = 1;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static int write_profile(const struct profile *p, enum out_format fmt,
+			 const char *path)
+{
+	int (*writer)(const struct profile *, FILE *) = NULL;
+	bool to_stdout = !strcmp(path, "-");
+	FILE *f;
+	int r;
+
+	switch (fmt) {
+	case OUT_FOLDED: writer = output_folded; break;
+	case OUT_SVG: writer = output_svg; break;
+	case OUT_PPROF: writer = output_pprof; break;
+	case OUT_OTLP: writer = output_otlp; break;
+	default: break;
+	}
+	if (!writer) {
+		fprintf(stderr, "ember: %s output is not available in this build: use -o FILE.folded\n",
+			format_name(fmt));
+		return -ENOTSUP;
+	}
+	f = to_stdout ? stdout : fopen(path, "we");
+	if (!f) {
+		r = -errno;
+		fprintf(stderr, "ember: cannot write %s: %s\n", path, strerror(errno));
+		return r;
+	}
+	r = writer(p, f);
+	if (!to_stdout && fclose(f) && !r)
+		r = -errno;
+	else if (to_stdout && fflush(f) && !r)
+		r = -errno;
+	if (r)
+		fprintf(stderr, "ember: writing %s failed: %s\n", path, strerror(-r));
+	return r;
+}
+
+static void print_summary(const struct profile *p, const struct record_opts *o,
+			  int written)
+{
+	const struct prof_meta *m = &p->meta;
+
+	fprintf(stderr, "ember: %llu samples", (unsigned long long)m->samples[PROF_EV_CPU]);
+	if (o->events & EMBER_EV_OFFCPU)
+		fprintf(stderr, ", %llu off-CPU intervals",
+			(unsigned long long)m->samples[PROF_EV_OFFCPU]);
+	fprintf(stderr, ", %zu processes, %llu lost", p->nr_processes,
+		(unsigned long long)m->lost);
+	if (m->bad_records)
+		fprintf(stderr, ", %llu bad records skipped",
+			(unsigned long long)m->bad_records);
+	if (m->dropped_stacks)
+		fprintf(stderr, ", %llu samples dropped (stack table full: raise --max-stacks)",
+			(unsigned long long)m->dropped_stacks);
+	if (!written)
+		fprintf(stderr, "; wrote %s (%s)\n",
+			strcmp(o->output, "-") ? o->output : "stdout",
+			format_name(o->format));
+	else
+		fprintf(stderr, "; no output written\n");
+	if (m->lost)
+		fprintf(stderr, "ember: the profile misses %llu lost records: lower -F or raise ring sizes\n",
+			(unsigned long long)m->lost);
+}
+
+/* ---- the command ------------------------------------------------------- */
+
+static int exit_status_of(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 1;
+}
 
 int cmd_record(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "ember record: not built yet\n");
-	return 2;
+	struct session_options so = { 0 };
+	struct record_opts o;
+	struct child_cgroup cg = { .id = 0 };
+	struct child ch = { .pid = -1, .go_fd = -1, .err_fd = -1 };
+	struct session s;
+	struct profile *p;
+	char err[1024];
+	uint32_t child_pid;
+	int wstatus = 0, rc = 0, r;
+
+	if (record_parse_args(argc, argv, &o, err, sizeof(err))) {
+		fprintf(stderr, "ember record: %s\n", err);
+		return 2;
+	}
+	if (o.help) {
+		fputs(usage_text, stdout);
+		record_opts_free(&o);
+		return 0;
+	}
+
+	so.backend = o.backend;
+	so.src.events = o.events | EMBER_EV_LIFECYCLE;
+	so.src.freq_hz = o.freq_hz;
+	so.src.include_idle = o.include_idle;
+	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
+	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
+	so.src.pids = o.pids;
+	so.src.nr_pids = o.nr_pids;
+	so.pb.max_stacks = o.max_stacks;
+	if (o.cgroup_path &&
+	    cgroup_id_of(o.cgroup_path, &so.src.cgroup_id, err, sizeof(err))) {
+		fprintf(stderr, "ember record: %s\n", err);
+		record_opts_free(&o);
+		return 2;
+	}
+
+	install_signals();
+	if (o.command) {
+		bool in_cgroup = false;
+
+		if (!child_cgroup_create(&cg))
+			in_cgroup = true;
+		r = child_spawn(o.command, &ch);
+		if (r) {
+			fprintf(stderr, "ember record: cannot start %s: %s\n",
+				o.command[0], strerror(-r));
+			rc = 127;
+			goto out;
+		}
+		if (in_cgroup && child_cgroup_enter(&cg, ch.pid))
+			in_cgroup = false;
+		if (in_cgroup) {
+			so.src.cgroup_id = cg.id;
+		} else {
+			child_pid = ch.pid;
+			so.src.pids = &child_pid;
+			so.src.nr_pids = 1;
+		}
+	}
+
+	r = session_open(&s, &so, err, sizeof(err));
+	if (!r) {
+		s.track_children = o.command && !so.src.cgroup_id;
+		r = session_start(&s, err, sizeof(err));
+		if (r)
+			session_close(&s);
+	}
+	if (r) {
+		fprintf(stderr, "ember: %s\n", err);
+		if (o.command)
+			child_abort(&ch);
+		rc = 1;
+		goto out;
+	}
+
+	if (o.command) {
+		forward_to = ch.pid;
+		r = child_release(&ch);
+		if (r) {
+			fprintf(stderr, "ember record: cannot run %s: %s\n",
+				o.command[0], strerror(r));
+			child_abort(&ch);
+			session_close(&s);
+			rc = r == ENOENT ? 127 : 126;
+			goto out;
+		}
+	}
+
+	session_run(&s, o.duration_ms, &stop_requested, o.command ? ch.pid : 0,
+		    &wstatus);
+	forward_to = 0;
+	if (s.ops->stop)
+		s.ops->stop(s.src);
+	session_drain(&s);
+	p = session_snapshot(&s);
+	if (!p) {
+		fprintf(stderr, "ember: out of memory building the profile\n");
+		rc = 1;
+	} else {
+		r = write_profile(p, o.format, o.output);
+		print_summary(p, &o, r);
+		if (r)
+			rc = 1;
+		profile_free(p);
+	}
+	session_close(&s);
+	/* the command's exit status is ours, as with time(1); our own
+	 * failures were reported on stderr */
+	if (o.command)
+		rc = exit_status_of(wstatus);
+out:
+	if (cg.id)
+		rmdir(cg.path);		/* fails harmlessly if something lingers */
+	record_opts_free(&o);
+	return rc;
 }
