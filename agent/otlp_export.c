@@ -697,6 +697,7 @@ int otlp_exporter_reconfigure(struct otlp_exporter *x,
 void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms)
 {
 	struct item *it;
+	size_t left = 0;
 
 	if (!x)
 		return;
@@ -719,11 +720,12 @@ void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms)
 	pthread_join(x->thread, NULL);
 	while ((it = pop_locked(x))) {
 		x->st.failed++;
+		left++;
 		free_item(it);
 	}
-	if (x->st.failed && !x->cfg.quiet)
-		xlog(x, "shutdown: %llu profile(s) not delivered",
-		     (unsigned long long)x->st.failed);
+	if (left)
+		xlog(x, "shutdown deadline: %zu queued profile(s) not delivered",
+		     left);
 	cfg_free(&x->cfg);
 	pthread_mutex_destroy(&x->lock);
 	pthread_cond_destroy(&x->cond);
