@@ -116,7 +116,34 @@ static int kmod_try_load(char *why, size_t why_len)
 	return -EIO;
 }
 
-static int kmod_available(char *why, size_t why_len)
+/* Without loading: why the module cannot be loaded, or 0 if it might be. */
+static int kmod_loadable(char *why, size_t why_len)
+{
+	char *mp[] = { "modprobe", "-n", "ember", NULL };
+	char out[256];
+	long disabled = 0;
+
+	if (access("/proc/modules", F_OK)) {
+		snprintf(why, why_len, "kernel without loadable module support");
+		return -ENOTSUP;
+	}
+	if (read_int("/proc/sys/kernel/modules_disabled", &disabled) && disabled) {
+		snprintf(why, why_len,
+			 "module loading disabled (kernel.modules_disabled=1)");
+		return -EPERM;
+	}
+	if (run_capture(mp, out, sizeof(out))) {
+		snprintf(why, why_len,
+			 "the ember module is neither loaded nor installed (%s)",
+			 out[0] ? out : "modprobe -n ember failed");
+		return -ENOENT;
+	}
+	snprintf(why, why_len,
+		 "the ember module is installed but not loaded (modprobe ember)");
+	return 0;
+}
+
+int backend_kmod_check(char *why, size_t why_len, bool try_load)
 {
 	char probe_why[256];
 	int r = ember_source_kmod.probe(probe_why, sizeof(probe_why));
@@ -125,14 +152,18 @@ static int kmod_available(char *why, size_t why_len)
 		snprintf(why, why_len, "the ember module is loaded");
 		return 0;
 	}
-	if (r != -ENOENT) {		/* loaded but unusable: say why */
+	if (r != -ENOENT) {
 		snprintf(why, why_len, "%s", probe_why);
 		return r;
+	}
+	if (!try_load) {
+		r = kmod_loadable(why, why_len);
+		return r ? r : 1;	/* 1: loadable, not loaded */
 	}
 	return kmod_try_load(why, why_len);
 }
 
-static int bpf_available(char *why, size_t why_len)
+int backend_bpf_check(char *why, size_t why_len)
 {
 	if (!&ember_source_bpf || !ember_source_bpf.probe) {
 		snprintf(why, why_len, "this ember was built without the eBPF backend");
@@ -148,11 +179,11 @@ const struct ember_source_ops *backend_choose(const char *want, char *why,
 	char kwhy[256] = "", bwhy[256] = "";
 
 	if (!want || !strcmp(want, "auto")) {
-		if (!kmod_available(kwhy, sizeof(kwhy))) {
+		if (!backend_kmod_check(kwhy, sizeof(kwhy), true)) {
 			snprintf(why, why_len, "%s: using the module backend", kwhy);
 			return &ember_source_kmod;
 		}
-		if (!bpf_available(bwhy, sizeof(bwhy))) {
+		if (!backend_bpf_check(bwhy, sizeof(bwhy))) {
 			snprintf(why, why_len, "%s: using eBPF", kwhy);
 			return &ember_source_bpf;
 		}
@@ -165,7 +196,7 @@ const struct ember_source_ops *backend_choose(const char *want, char *why,
 		return NULL;
 	}
 	if (!strcmp(want, "kmod")) {
-		if (!kmod_available(kwhy, sizeof(kwhy))) {
+		if (!backend_kmod_check(kwhy, sizeof(kwhy), true)) {
 			snprintf(why, why_len, "%s: using the module backend (--backend kmod)",
 				 kwhy);
 			return &ember_source_kmod;
@@ -176,7 +207,7 @@ const struct ember_source_ops *backend_choose(const char *want, char *why,
 		return NULL;
 	}
 	if (!strcmp(want, "bpf")) {
-		if (!bpf_available(bwhy, sizeof(bwhy))) {
+		if (!backend_bpf_check(bwhy, sizeof(bwhy))) {
 			snprintf(why, why_len, "using eBPF (--backend bpf)");
 			return &ember_source_bpf;
 		}
