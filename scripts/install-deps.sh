@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
 	# toolchain and kernel build
 	build-essential gcc clang llvm make pkg-config bc flex bison libssl-dev
-	libelf-dev kmod cpio busybox-static sparse dkms
+	libelf-dev kmod cpio busybox-static sparse dkms linux-source-6.1
 	# pahole: the 6.12 kbuild (bookworm-backports) runs it for module BTF
 	pahole
 	# agent libraries
