@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ember.ko internals shared between the module's files. The user-visible
+ * format lives in include/uapi/ember.h; nothing here is ABI.
+ */
+#ifndef EMBER_KMOD_H
+#define EMBER_KMOD_H
+
+#include <linux/types.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/wait.h>
+#include <net/netlink.h>
+#include <asm/local64.h>
+
+#include "compat.h"
+#include "../include/uapi/ember.h"
+
+/* event sources compiled in (flipped on as they are implemented) */
+#define EMBER_HAVE_OFFCPU	0
+#define EMBER_HAVE_LIFECYCLE	0
+
+#define EMBER_MIN_RING_SIZE	(16U * 1024)
+#define EMBER_MAX_RING_SIZE	(64U * 1024 * 1024)
+
+/* One START request, validated. */
+struct ember_config {
+	u32 events;		/* EMBER_EV_* */
+	u32 clock;		/* enum ember_clock_event asked */
+	u32 clock_used;		/* after fallback */
+	u32 freq;
+	u32 kstack_max;
+	u32 ustack_max;
+	u32 flags;		/* EMBER_F_* */
+	u32 ring_size;
+	u32 watermark;
+	u64 offcpu_min_ns;
+	u32 offcpu_ppm;
+};
+
+/* Per-CPU counters; local64_t so nested writers on one CPU never lose one. */
+struct ember_cpu_stats {
+	local64_t samples;
+	local64_t filtered;
+	local64_t records;
+	local64_t lost;
+	local64_t handler_ns;
+	local64_t offcpu_switches;
+	local64_t offcpu_overflow;
+	local64_t offcpu_ns;
+	bool online;
+};
+
+struct ember_ringset;
+
+/* main.c: the global state, guarded by ember_lock where noted */
+extern struct mutex ember_lock;
+extern struct ember_config ember_cfg;		/* ember_lock; stable while running */
+extern bool ember_running;			/* ember_lock */
+extern struct ember_ringset *ember_cur_set;	/* ember_lock; last started */
+extern struct ember_ringset *ember_active_set;	/* writers: READ_ONCE */
+extern struct ember_cpu_stats __percpu *ember_stats;
+extern unsigned int ember_param_ring_size;
+extern wait_queue_head_t ember_wq;
+extern u64 ember_caps;
+
+/* session.c */
+int ember_session_start(const struct ember_config *cfg, u32 portid,
+			struct net *net, struct netlink_ext_ack *extack);
+void ember_session_stop(void);
+bool ember_session_owned_by(u32 portid, struct net *net);
+int ember_session_init(void);
+void ember_session_exit(void);
+
+/* record.c: building and emitting records (any context) */
+int ember_record_init(const struct ember_config *cfg);
+void ember_record_exit(void);
+void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
+		       u64 weight_ns, struct ember_cpu_stats *st);
+void *ember_scratch_get(unsigned int *level);
+void ember_scratch_put(unsigned int level);
+int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st);
+void ember_fill_sample_header(struct ember_sample *s, u16 type,
+			      struct task_struct *t, u64 time_ns, u64 weight_ns);
+
+/* unwind_kernel.c / unwind_user.c */
+unsigned int ember_unwind_kernel(struct task_struct *task,
+				 struct pt_regs *regs, u64 *ips,
+				 unsigned int max, u16 *flags);
+unsigned int ember_unwind_user(struct pt_regs *uregs, u64 *ips,
+			       unsigned int max, u16 *flags);
+
+/* filter.c */
+int ember_filter_set(const u32 *pids, unsigned int nr_pids, u64 cgroup_id);
+void ember_filter_clear(void);
+bool ember_filter_pass(struct task_struct *t);
+u64 ember_task_cgroup_id(struct task_struct *t);
+
+/* oncpu.c */
+int ember_oncpu_start(struct ember_config *cfg,
+		      struct netlink_ext_ack *extack);
+void ember_oncpu_stop(void);
+bool ember_cycles_available(void);
+
+/* offcpu.c and lifecycle.c */
+int ember_offcpu_start(const struct ember_config *cfg,
+		       struct netlink_ext_ack *extack);
+void ember_offcpu_stop(void);
+int ember_lifecycle_start(struct netlink_ext_ack *extack);
+void ember_lifecycle_stop(void);
+void *ember_find_tracepoint(const char *name);
+
+/* chardev.c */
+int ember_chardev_init(void);
+void ember_chardev_exit(void);
+
+/* control.c */
+int ember_control_init(void);
+void ember_control_exit(void);
+
+#endif /* EMBER_KMOD_H */

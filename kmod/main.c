@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ember.ko: on-CPU and off-CPU stack sampling into per-CPU rings that user
+ * space maps from /dev/ember, controlled over the generic netlink family
+ * "ember". See include/uapi/ember.h for the format and the protocol.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/log2.h>
+#include <linux/percpu.h>
+#include <linux/tracepoint.h>
+
+#include "ember_kmod.h"
+
+DEFINE_MUTEX(ember_lock);
+struct ember_config ember_cfg;
+bool ember_running;
+struct ember_ringset *ember_cur_set;
+struct ember_ringset *ember_active_set;
+struct ember_cpu_stats __percpu *ember_stats;
+DECLARE_WAIT_QUEUE_HEAD(ember_wq);
+u64 ember_caps;
+
+unsigned int ember_param_ring_size = 512 * 1024;
+module_param_named(ring_size, ember_param_ring_size, uint, 0444);
+MODULE_PARM_DESC(ring_size,
+		 "default data bytes per CPU ring, power of two (16 KiB..64 MiB)");
+
+static int __init ember_init(void)
+{
+	int ret;
+
+	if (!is_power_of_2(ember_param_ring_size) ||
+	    ember_param_ring_size < EMBER_MIN_RING_SIZE ||
+	    ember_param_ring_size > EMBER_MAX_RING_SIZE) {
+		pr_err("ember: ring_size must be a power of two in [%u, %u]\n",
+		       EMBER_MIN_RING_SIZE, EMBER_MAX_RING_SIZE);
+		return -EINVAL;
+	}
+	ember_stats = alloc_percpu(struct ember_cpu_stats);
+	if (!ember_stats)
+		return -ENOMEM;
+
+	ember_caps = EMBER_CAP_ONCPU | EMBER_CAP_USER_STACKS |
+		     EMBER_CAP_KERNEL_STACKS;
+	if (IS_ENABLED(CONFIG_CGROUPS))
+		ember_caps |= EMBER_CAP_CGROUP_FILTER;
+	if (EMBER_HAVE_OFFCPU && ember_find_tracepoint("sched_switch"))
+		ember_caps |= EMBER_CAP_OFFCPU;
+	if (EMBER_HAVE_LIFECYCLE &&
+	    ember_find_tracepoint("sched_process_exec") &&
+	    ember_find_tracepoint("sched_process_exit"))
+		ember_caps |= EMBER_CAP_LIFECYCLE;
+	if (ember_cycles_available())
+		ember_caps |= EMBER_CAP_CYCLES;
+
+	ret = ember_session_init();
+	if (ret)
+		goto err_stats;
+	ret = ember_chardev_init();
+	if (ret)
+		goto err_session;
+	ret = ember_control_init();
+	if (ret)
+		goto err_chardev;
+	pr_info("ember: loaded, ABI %u, %u rings of %u bytes by default\n",
+		EMBER_ABI_VERSION, nr_cpu_ids, ember_param_ring_size);
+	return 0;
+
+err_chardev:
+	ember_chardev_exit();
+err_session:
+	ember_session_exit();
+err_stats:
+	free_percpu(ember_stats);
+	return ret;
+}
+
+static void __exit ember_exit(void)
+{
+	/* no new commands, then no session, then no device */
+	ember_control_exit();
+	ember_session_exit();
+	ember_chardev_exit();
+	/* filters are freed with kfree_rcu */
+	rcu_barrier();
+	free_percpu(ember_stats);
+	pr_info("ember: unloaded\n");
+}
+
+module_init(ember_init);
+module_exit(ember_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("ember authors");
+MODULE_DESCRIPTION("ember: on-CPU and off-CPU stack sampling profiler");
+MODULE_VERSION("0.1");

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Building records. Stacks are unwound into a per-CPU scratch buffer (one
+ * per context level, so an NMI or hardirq sample nested inside a tracepoint
+ * writer never shares a buffer) and then copied into the ring with the exact
+ * size: reserving the worst case in the ring would waste most of it.
+ */
+#include <linux/slab.h>
+#include <linux/sched.h>
+#include <linux/sched/task_stack.h>
+#include <linux/preempt.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/percpu.h>
+
+#include "ember_kmod.h"
+#include "ring.h"
+
+#define EMBER_NR_LEVELS 4	/* task, softirq, hardirq, NMI */
+
+static void *ember_scratch;	/* nr_cpu_ids * EMBER_NR_LEVELS slots */
+static size_t ember_slot_size;
+static DEFINE_PER_CPU(u8 [EMBER_NR_LEVELS], ember_scratch_busy);
+static unsigned int ember_kmax, ember_umax;
+
+int ember_record_init(const struct ember_config *cfg)
+{
+	ember_kmax = cfg->kstack_max;
+	ember_umax = cfg->ustack_max;
+	ember_slot_size = sizeof(struct ember_sample) +
+			  (size_t)(EMBER_MAX_FRAMES * 2) * sizeof(u64);
+	ember_scratch = kvcalloc((size_t)nr_cpu_ids * EMBER_NR_LEVELS,
+				 ember_slot_size, GFP_KERNEL);
+	return ember_scratch ? 0 : -ENOMEM;
+}
+
+void ember_record_exit(void)
+{
+	kvfree(ember_scratch);
+	ember_scratch = NULL;
+}
+
+static unsigned int ember_ctx_level(void)
+{
+	if (in_nmi())
+		return 3;
+	if (hardirq_count())
+		return 2;
+	if (in_serving_softirq())
+		return 1;
+	return 0;
+}
+
+/*
+ * Returns this CPU's scratch buffer for the current context level, or NULL
+ * if it is in use (a recursion that should not happen). Preemption must be
+ * off.
+ */
+void *ember_scratch_get(unsigned int *level)
+{
+	unsigned int l = ember_ctx_level();
+	u8 *busy = *this_cpu_ptr(&ember_scratch_busy);
+
+	if (busy[l])
+		return NULL;
+	busy[l] = 1;
+	barrier();
+	*level = l;
+	return (u8 *)ember_scratch +
+	       ((size_t)smp_processor_id() * EMBER_NR_LEVELS + l) *
+	       ember_slot_size;
+}
+
+void ember_scratch_put(unsigned int level)
+{
+	barrier();
+	this_cpu_write(ember_scratch_busy[level], 0);
+}
+
+void ember_fill_sample_header(struct ember_sample *s, u16 type,
+			      struct task_struct *t, u64 time_ns, u64 weight_ns)
+{
+	s->hdr.type = type;
+	s->hdr.__reserved = 0;
+	s->time_ns = time_ns;
+	s->weight_ns = weight_ns;
+	s->cgroup_id = ember_task_cgroup_id(t);
+	s->pid = t->tgid;
+	s->tid = t->pid;
+	s->cpu = smp_processor_id();
+	s->flags = 0;
+	s->state = 0;
+	s->__reserved = 0;
+	s->nr_kernel = 0;
+	s->nr_user = 0;
+	s->__reserved2 = 0;
+	/* comm can change under us (prctl): copy, then terminate */
+	memcpy(s->comm, t->comm, EMBER_COMM_LEN);
+	s->comm[EMBER_COMM_LEN - 1] = '\0';
+	if (is_idle_task(t))
+		s->flags |= EMBER_SF_IDLE;
+	if (t->flags & PF_KTHREAD || !t->mm)
+		s->flags |= EMBER_SF_KTHREAD;
+}
+
+/* Copies a finished record into this CPU's ring; counts record or loss. */
+int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st)
+{
+	struct ember_ringset *set = READ_ONCE(ember_active_set);
+	struct ember_ring *rb;
+	void *dst;
+
+	if (!set)
+		return -ENODEV;
+	rb = set->rings[smp_processor_id()];
+	dst = ember_ring_reserve(rb, size);
+	if (!dst) {
+		local64_inc(&st->lost);
+		return -ENOSPC;
+	}
+	memcpy(dst, rec, size);
+	ember_ring_commit(rb);
+	local64_inc(&st->records);
+	return 0;
+}
+
+/*
+ * An on-CPU sample of current, interrupted with regs. Runs in hardirq
+ * (cpu-clock) or NMI (hardware events) context.
+ */
+void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
+		       u64 weight_ns, struct ember_cpu_stats *st)
+{
+	struct task_struct *t = current;
+	struct ember_sample *s;
+	unsigned int level, nk = 0, nu = 0;
+	u16 flags;
+	u32 size;
+
+	s = ember_scratch_get(&level);
+	if (!s) {
+		local64_inc(&st->lost);
+		return;
+	}
+	ember_fill_sample_header(s, type, t, time_ns, weight_ns);
+	flags = s->flags;
+	if (regs && !user_mode(regs)) {
+		flags |= EMBER_SF_IN_KERNEL;
+		if (ember_kmax)
+			nk = ember_unwind_kernel(t, regs, s->ips, ember_kmax,
+						 &flags);
+	}
+	if (ember_umax && !(flags & (EMBER_SF_KTHREAD | EMBER_SF_IDLE))) {
+		struct pt_regs *uregs = regs && user_mode(regs) ?
+					regs : task_pt_regs(t);
+
+		nu = ember_unwind_user(uregs, s->ips + nk, ember_umax, &flags);
+	}
+	s->flags = flags;
+	s->nr_kernel = nk;
+	s->nr_user = nu;
+	size = sizeof(*s) + (nk + nu) * sizeof(u64);
+	s->hdr.size = size;
+	ember_emit_buf(s, size, st);
+	ember_scratch_put(level);
+}
