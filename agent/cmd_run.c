@@ -1,12 +1,366 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Placeholder until the OTLP daemon lands (issue 5). */
+/*
+ * ember run: the continuous-profiling daemon.
+ *
+ * The main thread samples: it drains the rings into the profile builder
+ * and, once per interval, snapshots and resets the aggregation, encodes the
+ * snapshot as an OTLP ExportProfilesServiceRequest and hands it to the
+ * exporter. The exporter's own thread does all network I/O against a
+ * bounded drop-oldest queue, so a slow or absent receiver never stalls
+ * sampling. SIGHUP reloads the configuration; SIGTERM/SIGINT stop
+ * sampling, export the last partial interval and give the exporter
+ * --shutdown-timeout seconds to deliver what is queued.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "commands.h"
+#include "config.h"
+#include "metrics.h"
+#include "otlp_export.h"
+#include "output_otlp.h"
+#include "session.h"
+
+#define POLL_MS 200		/* ring drain period: bounds signal latency too */
+#define TIMESTAMPS_PER_STACK 1024
+
+static volatile sig_atomic_t stop_requested, reload_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	reload_requested = 1;
+}
+
+/* Daemon counters, read by the metrics thread. */
+struct run_counters {
+	pthread_mutex_t lock;
+	uint64_t samples[PROF_EV__COUNT];
+	uint64_t lost, bad_records, dropped_stacks;
+	uint64_t intervals, empty_intervals, encode_failures;
+	uint64_t last_export_bytes;
+	struct otlp_exporter *x;
+	const char *backend;
+};
+
+static void fill_metrics(FILE *f, void *ctx)
+{
+	struct run_counters *c = ctx;
+	struct otlp_export_stats st = { 0 };
+	struct run_counters snap;
+
+	pthread_mutex_lock(&c->lock);
+	snap = *c;
+	pthread_mutex_unlock(&c->lock);
+	if (snap.x)
+		otlp_exporter_stats(snap.x, &st);
+	fprintf(f,
+		"# HELP ember_samples_total Samples aggregated, by event.\n"
+		"# TYPE ember_samples_total counter\n"
+		"ember_samples_total{event=\"cpu\"} %" PRIu64 "\n"
+		"ember_samples_total{event=\"offcpu\"} %" PRIu64 "\n"
+		"# HELP ember_lost_total Records the kernel side dropped (rings full).\n"
+		"# TYPE ember_lost_total counter\n"
+		"ember_lost_total %" PRIu64 "\n"
+		"# TYPE ember_bad_records_total counter\n"
+		"ember_bad_records_total %" PRIu64 "\n"
+		"# TYPE ember_dropped_stacks_total counter\n"
+		"ember_dropped_stacks_total %" PRIu64 "\n"
+		"# TYPE ember_intervals_total counter\n"
+		"ember_intervals_total %" PRIu64 "\n"
+		"# TYPE ember_empty_intervals_total counter\n"
+		"ember_empty_intervals_total %" PRIu64 "\n"
+		"# TYPE ember_encode_failures_total counter\n"
+		"ember_encode_failures_total %" PRIu64 "\n"
+		"# HELP ember_profiles_exported_total OTLP requests the receiver accepted.\n"
+		"# TYPE ember_profiles_exported_total counter\n"
+		"ember_profiles_exported_total %" PRIu64 "\n"
+		"# HELP ember_profiles_failed_total OTLP requests given up (4xx, retries exhausted, shutdown).\n"
+		"# TYPE ember_profiles_failed_total counter\n"
+		"ember_profiles_failed_total %" PRIu64 "\n"
+		"# HELP ember_profiles_dropped_total Oldest queued requests dropped, queue full.\n"
+		"# TYPE ember_profiles_dropped_total counter\n"
+		"ember_profiles_dropped_total %" PRIu64 "\n"
+		"# TYPE ember_export_retries_total counter\n"
+		"ember_export_retries_total %" PRIu64 "\n"
+		"# TYPE ember_export_rejected_total counter\n"
+		"ember_export_rejected_total %" PRIu64 "\n"
+		"# TYPE ember_export_bytes_total counter\n"
+		"ember_export_bytes_total %" PRIu64 "\n"
+		"# TYPE ember_export_queue_depth gauge\n"
+		"ember_export_queue_depth %" PRIu64 "\n"
+		"# TYPE ember_export_last_http_status gauge\n"
+		"ember_export_last_http_status %d\n"
+		"# TYPE ember_resident_memory_bytes gauge\n"
+		"ember_resident_memory_bytes %" PRIu64 "\n"
+		"# TYPE ember_cpu_seconds_total counter\n"
+		"ember_cpu_seconds_total %.3f\n"
+		"# TYPE ember_info gauge\n"
+		"ember_info{backend=\"%s\"} 1\n",
+		snap.samples[PROF_EV_CPU], snap.samples[PROF_EV_OFFCPU],
+		snap.lost, snap.bad_records, snap.dropped_stacks, snap.intervals,
+		snap.empty_intervals, snap.encode_failures, st.exported, st.failed,
+		st.dropped_queue_full, st.retries, st.partial_rejected, st.bytes_sent,
+		st.queue_depth + st.in_flight, st.last_status,
+		metrics_self_rss_bytes(), metrics_self_cpu_seconds(),
+		snap.backend ? snap.backend : "");
+}
+
+static void export_config(const struct run_config *rc, struct otlp_export_config *ec)
+{
+	memset(ec, 0, sizeof(*ec));
+	ec->endpoint = rc->endpoint;
+	ec->headers = (const char *const *)rc->headers;
+	ec->timeout_ms = rc->timeout_ms;
+	ec->gzip = rc->gzip;
+	ec->ca_file = rc->ca_file;
+	ec->client_cert = rc->client_cert;
+	ec->client_key = rc->client_key;
+	ec->queue_max = rc->queue_max;
+	ec->retry_initial_ms = rc->retry_initial_ms;
+	ec->retry_max_ms = rc->retry_max_ms;
+	ec->retry_max_elapsed_ms = rc->retry_max_elapsed_ms;
+	ec->quiet = rc->quiet;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Snapshot + reset the aggregation and queue its OTLP encoding. */
+static void export_interval(struct session *s, const struct run_config *rc,
+			    struct run_counters *c, struct otlp_exporter *x)
+{
+	struct otlp_encode_options eo = {
+		.service_name = rc->service_name,
+		.attrs = rc->attrs, .nr_attrs = rc->nr_attrs,
+	};
+	struct profile *p = session_snapshot(s);
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	session_reset(s);
+	pthread_mutex_lock(&c->lock);
+	c->intervals++;
+	if (p) {
+		for (int ev = 0; ev < PROF_EV__COUNT; ev++)
+			c->samples[ev] += p->meta.samples[ev];
+		c->lost += p->meta.lost;
+		c->bad_records += p->meta.bad_records;
+		c->dropped_stacks += p->meta.dropped_stacks;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!p) {
+		fprintf(stderr, "ember run: out of memory building the profile; "
+			"interval skipped\n");
+		return;
+	}
+	if (!p->nr_samples) {
+		/* Nothing ran: sending an empty request helps nobody. */
+		pthread_mutex_lock(&c->lock);
+		c->empty_intervals++;
+		pthread_mutex_unlock(&c->lock);
+		profile_free(p);
+		return;
+	}
+	r = otlp_encode_request(p, &eo, &buf, &len);
+	profile_free(p);
+	if (r) {
+		pthread_mutex_lock(&c->lock);
+		c->encode_failures++;
+		pthread_mutex_unlock(&c->lock);
+		fprintf(stderr, "ember run: encoding the profile failed: %s\n",
+			strerror(-r));
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->last_export_bytes = len;
+	pthread_mutex_unlock(&c->lock);
+	otlp_exporter_enqueue(x, buf, len);	/* takes buf; never blocks */
+}
+
+/* SIGHUP: reload; settings baked into the running session need a restart. */
+static void reload(struct run_config *rc, int argc, char **argv,
+		   struct otlp_exporter *x)
+{
+	struct otlp_export_config ec;
+	struct run_config nc;
+	char err[512];
+	int r = run_config_load(&nc, argc, argv, err, sizeof(err));
+
+	if (r) {
+		fprintf(stderr, "ember run: reload failed, keeping the current "
+			"configuration: %s\n", r > 0 ? "--help" : err);
+		if (r > 0)
+			run_config_free(&nc);
+		return;
+	}
+	export_config(&nc, &ec);
+	if (otlp_exporter_reconfigure(x, &ec, err, sizeof(err))) {
+		fprintf(stderr, "ember run: reload failed, keeping the current "
+			"configuration: %s\n", err);
+		run_config_free(&nc);
+		return;
+	}
+	if (nc.freq_hz != rc->freq_hz || nc.off_cpu != rc->off_cpu ||
+	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
+	    (nc.metrics_addr ? !rc->metrics_addr || strcmp(nc.metrics_addr, rc->metrics_addr)
+			     : rc->metrics_addr != NULL))
+		fprintf(stderr, "ember run: reloaded; frequency, off-CPU, backend, "
+			"pid and metrics-addr changes take effect on restart\n");
+	else if (!nc.quiet)
+		fprintf(stderr, "ember run: configuration reloaded (endpoint %s, "
+			"interval %us)\n", nc.endpoint, nc.interval_s);
+	/* Keep the session-bound settings as they run. */
+	nc.freq_hz = rc->freq_hz;
+	nc.off_cpu = rc->off_cpu;
+	run_config_free(rc);
+	*rc = nc;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	/* No SA_RESTART: a signal interrupts the ring poll at once. */
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_hup;
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
 
 int cmd_run(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "ember run: the OTLP daemon is not built yet\n");
-	return 2;
+	struct run_counters counters = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct session_options so = { 0 };
+	struct otlp_export_config ec;
+	struct otlp_export_stats fin = { 0 };
+	struct metrics_server *ms = NULL;
+	struct otlp_exporter *x;
+	struct run_config rc;
+	struct session s;
+	uint64_t next;
+	char err[1024];
+	int r;
+
+	r = run_config_load(&rc, argc, argv, err, sizeof(err));
+	if (r) {
+		if (r > 0)
+			return 0;	/* --help */
+		fprintf(stderr, "ember run: %s\n", err);
+		run_config_free(&rc);
+		return 2;
+	}
+	if (otlp_global_init()) {
+		fprintf(stderr, "ember run: libcurl initialization failed\n");
+		run_config_free(&rc);
+		return 1;
+	}
+	export_config(&rc, &ec);
+	x = otlp_exporter_new(&ec, err, sizeof(err));
+	if (!x) {
+		fprintf(stderr, "ember run: %s\n", err);
+		run_config_free(&rc);
+		return 2;
+	}
+
+	so.backend = strcmp(rc.backend, "auto") ? rc.backend : NULL;
+	so.src.events = EMBER_EV_ONCPU | EMBER_EV_LIFECYCLE |
+			(rc.off_cpu ? EMBER_EV_OFFCPU : 0);
+	so.src.freq_hz = rc.freq_hz;
+	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
+	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
+	so.src.pids = rc.pids;
+	so.src.nr_pids = rc.nr_pids;
+	so.pb.max_timestamps = TIMESTAMPS_PER_STACK;
+	so.quiet = rc.quiet;
+	install_signals();
+	r = session_open(&s, &so, err, sizeof(err));
+	if (!r) {
+		r = session_start(&s, err, sizeof(err));
+		if (r)
+			session_close(&s);
+	}
+	if (r) {
+		fprintf(stderr, "ember run: %s\n", err);
+		otlp_exporter_shutdown(x, 0, NULL);
+		run_config_free(&rc);
+		return 1;
+	}
+	counters.x = x;
+	counters.backend = s.ops->name;
+	if (rc.metrics_addr) {
+		ms = metrics_start(rc.metrics_addr, fill_metrics, &counters, err,
+				   sizeof(err));
+		if (!ms)
+			fprintf(stderr, "ember run: metrics disabled: %s\n", err);
+	}
+	if (!rc.quiet)
+		fprintf(stderr, "ember run: %s backend, %u Hz%s, exporting every %u s "
+			"to %s\n", s.ops->name, rc.freq_hz,
+			rc.off_cpu ? " + off-CPU" : "", rc.interval_s, rc.endpoint);
+	if (ms && !rc.quiet)
+		fprintf(stderr, "ember run: metrics at http://%s/metrics (port %d)\n",
+			rc.metrics_addr, metrics_port(ms));
+
+	next = mono_ms() + (uint64_t)rc.interval_s * 1000;
+	while (!stop_requested) {
+		uint64_t now = mono_ms();
+		int wait = next > now ? (int)(next - now) : 0;
+
+		r = session_poll(&s, wait < POLL_MS ? wait : POLL_MS);
+		if (r < 0 && r != -EINTR) {
+			fprintf(stderr, "ember run: reading the rings failed: %s\n",
+				strerror(-r));
+			break;
+		}
+		if (reload_requested) {
+			reload_requested = 0;
+			reload(&rc, argc, argv, x);
+		}
+		now = mono_ms();
+		if (now >= next) {
+			export_interval(&s, &rc, &counters, x);
+			next += (uint64_t)rc.interval_s * 1000;
+			if (next <= now)	/* fell behind: do not burst */
+				next = now + (uint64_t)rc.interval_s * 1000;
+		}
+	}
+
+	/* Stop sampling, export the last partial interval, flush. */
+	if (s.ops->stop)
+		s.ops->stop(s.src);
+	session_drain(&s);
+	export_interval(&s, &rc, &counters, x);
+	/* The metrics thread reads the exporter: stop it first. */
+	metrics_stop(ms);
+	otlp_exporter_shutdown(x, rc.shutdown_timeout_s * 1000, &fin);
+	if (!rc.quiet)
+		fprintf(stderr, "ember run: stopped: %" PRIu64 " intervals, profiles "
+			"exported %" PRIu64 ", failed %" PRIu64 ", dropped %" PRIu64
+			", retries %" PRIu64 "\n", counters.intervals, fin.exported,
+			fin.failed, fin.dropped_queue_full, fin.retries);
+	session_close(&s);
+	run_config_free(&rc);
+	return 0;
 }

@@ -694,7 +694,8 @@ int otlp_exporter_reconfigure(struct otlp_exporter *x,
 	return 0;
 }
 
-void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms)
+void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms,
+			    struct otlp_export_stats *final)
 {
 	struct item *it;
 	size_t left = 0;
@@ -726,6 +727,11 @@ void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms)
 	if (left)
 		xlog(x, "shutdown deadline: %zu queued profile(s) not delivered",
 		     left);
+	if (final) {
+		*final = x->st;
+		final->queue_depth = 0;
+		final->in_flight = 0;
+	}
 	cfg_free(&x->cfg);
 	pthread_mutex_destroy(&x->lock);
 	pthread_cond_destroy(&x->cond);

@@ -62,9 +62,11 @@ int otlp_exporter_reconfigure(struct otlp_exporter *x,
 			      char *err, size_t err_len);
 /*
  * Deliver what is queued for up to deadline_ms, then abort, count what is
- * left as failed, stop the thread and free everything.
+ * left as failed, stop the thread and free everything. The final counters
+ * go to *final when it is not NULL.
  */
-void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms);
+void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms,
+			    struct otlp_export_stats *final);
 
 /* Call once before any thread starts (curl_global_init is not thread-safe). */
 int otlp_global_init(void);

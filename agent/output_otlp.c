@@ -50,6 +50,7 @@ struct enc {
 	struct table t_str, t_fn, t_map, t_loc, t_stack, t_attr;
 	int32_t s_thread_id, s_thread_name, s_frame_type, s_build_id;
 	int32_t a_frame_kernel, a_frame_native;
+	uint64_t start_ns, end_ns;	/* covers meta and every timestamp */
 	int err;
 };
 
@@ -563,9 +564,8 @@ static PProfile *new_profile(struct enc *e, const struct profile *p,
 		return NULL;
 	prof->profile_id.len = 16;
 	fill_profile_id(prof->profile_id.data);
-	prof->time_unix_nano = p->meta.start_ns;
-	prof->duration_nano = p->meta.end_ns > p->meta.start_ns ?
-			      p->meta.end_ns - p->meta.start_ns : 0;
+	prof->time_unix_nano = e->start_ns;
+	prof->duration_nano = e->end_ns - e->start_ns;
 	if (ev == PROF_EV_CPU) {
 		uint64_t period = p->meta.period_ns;
 
@@ -862,6 +862,23 @@ int otlp_encode_request(const struct profile *p,
 
 		if ((unsigned int)s->event < PROF_EV__COUNT)
 			counts[proc_slot(p, s) * PROF_EV__COUNT + s->event]++;
+	}
+	/*
+	 * Records still in the rings when the previous interval was cut are
+	 * aggregated into this one: widen the time range so every sample
+	 * timestamp falls inside it, as receivers expect.
+	 */
+	e.start_ns = p->meta.start_ns;
+	e.end_ns = p->meta.end_ns > p->meta.start_ns ? p->meta.end_ns : p->meta.start_ns;
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+
+		for (uint32_t j = 0; s->timestamps_ns && j < s->nr_timestamps; j++) {
+			if (s->timestamps_ns[j] < e.start_ns)
+				e.start_ns = s->timestamps_ns[j];
+			if (s->timestamps_ns[j] > e.end_ns)
+				e.end_ns = s->timestamps_ns[j];
+		}
 	}
 	if (dict_init(&e))
 		goto out;

@@ -147,6 +147,8 @@ int main(int argc, char **argv)
 		sleep_ms(20);
 	}
 	otlp_exporter_stats(x, &st);
+	if (getenv("OTLP_SEND_AFTER_SHUTDOWN"))
+		otlp_exporter_shutdown(x, shutdown, &st);
 	printf("enqueued=%llu\nexported=%llu\nfailed=%llu\ndropped=%llu\n"
 	       "retries=%llu\npartial_rejected=%llu\nqueue_depth=%llu\n"
 	       "last_status=%d\n",
@@ -157,6 +159,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.partial_rejected,
 	       (unsigned long long)st.queue_depth, st.last_status);
 	fflush(stdout);
-	otlp_exporter_shutdown(x, shutdown);
+	if (!getenv("OTLP_SEND_AFTER_SHUTDOWN"))
+		otlp_exporter_shutdown(x, shutdown, NULL);
 	return 0;
 }
