@@ -75,6 +75,6 @@ agent/gen/tests/test_%: selftests/agent/test_%.c $(AGENT_LIB_OBJS)
 	@echo "  CC      $@"
 	$(Q)mkdir -p agent/gen/tests
 	$(Q)$(CC) $(AGENT_CFLAGS) -Iselftests/agent -o $@ $< $(AGENT_LIB_OBJS) \
-		$(AGENT_LDLIBS) -lcmocka
+		$(AGENT_LDLIBS) $(LDFLAGS)
 
 -include $(wildcard agent/gen/deps/*.d)

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Aggregation: identical stacks merge, distinct ones do not, the table's
+ * bounds hold (overflow counted in dropped_stacks), filters, idle, lost
+ * records, reset, timestamps.
+ */
+#include <string.h>
+#include "profile_builder.h"
+#include "source.h"
+#include "test_util.h"
+
+static uint64_t buf[1024];
+
+static const struct ember_rec_header *sample(uint32_t type, uint32_t pid,
+					     uint32_t tid, const char *comm,
+					     uint16_t nk, uint16_t nu,
+					     uint64_t base, uint64_t weight)
+{
+	struct ember_sample *s = (void *)buf;
+
+	memset(buf, 0, sizeof(buf));
+	s->hdr.type = type;
+	s->hdr.size = sizeof(*s) + 8 * (nk + nu);
+	s->pid = pid;
+	s->tid = tid;
+	s->nr_kernel = nk;
+	s->nr_user = nu;
+	s->weight_ns = weight;
+	s->time_ns = 1000 + base;
+	strcpy(s->comm, comm);
+	for (int i = 0; i < nk + nu; i++)
+		s->ips[i] = base + i;
+	return &s->hdr;
+}
+
+static const struct prof_sample *find(const struct profile *p, uint32_t tid,
+				      uint64_t first_ip)
+{
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (p->samples[i].tid == tid && p->samples[i].nr_frames &&
+		    p->samples[i].event == PROF_EV_CPU &&
+		    p->samples[i].frames[0]->address == first_ip)
+			return &p->samples[i];
+	return NULL;
+}
+
+int main(void)
+{
+	/* pids far above pid_max: /proc lookups find nothing, as in tests */
+	const uint32_t P = 4000000001u, Q = 4000000002u;
+	struct profile_builder *pb = pb_new(NULL, NULL);
+	struct pb_counters c;
+	struct profile *p;
+	const struct prof_sample *ps;
+
+	for (int i = 0; i < 5; i++)
+		pb_add_record(pb, sample(EMBER_REC_SAMPLE, P, P, "prog", 2, 3, 0x100, 1000));
+	pb_add_record(pb, sample(EMBER_REC_SAMPLE, P, P + 1, "worker", 2, 3, 0x100, 1000));
+	pb_add_record(pb, sample(EMBER_REC_SAMPLE, P, P, "prog", 2, 3, 0x200, 1000));
+	pb_add_record(pb, sample(EMBER_REC_OFFCPU, P, P, "prog", 2, 3, 0x100, 777));
+	pb_add_record(pb, sample(EMBER_REC_SAMPLE, Q, Q, "other", 0, 1, 0x300, 1000));
+	pb_get_counters(pb, &c);
+	T_CHECK("agg_unique_stacks", c.unique_stacks == 5, "%zu unique", c.unique_stacks);
+	T_CHECK("agg_samples_counted", c.samples[PROF_EV_CPU] == 8 &&
+		c.samples[PROF_EV_OFFCPU] == 1, "cpu %llu off %llu",
+		(unsigned long long)c.samples[PROF_EV_CPU],
+		(unsigned long long)c.samples[PROF_EV_OFFCPU]);
+	T_CHECK("agg_processes", c.processes == 2, "%u processes", c.processes);
+
+	p = pb_finish(pb, NULL);
+	T_CHECK("finish_ok", p != NULL, "NULL profile");
+	if (!p)
+		return 1;
+	ps = find(p, P, 0x100);
+	T_CHECK("agg_merge_identical", ps && ps->count == 5 + 0 && ps->event == PROF_EV_CPU,
+		"count %llu", ps ? (unsigned long long)ps->count : 0ull);
+	T_CHECK("agg_weight_summed", ps && ps->weight_ns == 5000, "weight %llu",
+		ps ? (unsigned long long)ps->weight_ns : 0ull);
+	T_CHECK("agg_frames_kernel_first", ps && ps->nr_frames == 5 &&
+		ps->frames[0]->kind == SYM_FRAME_KERNEL &&
+		ps->frames[1]->kind == SYM_FRAME_KERNEL &&
+		ps->frames[2]->kind != SYM_FRAME_KERNEL &&
+		ps->frames[4]->address == 0x104, "frame layout wrong");
+	T_CHECK("agg_process_linked", ps && ps->process && ps->process->pid == P &&
+		!strcmp(ps->process->comm, "prog"), "process missing or misnamed");
+	ps = find(p, P + 1, 0x100);
+	T_CHECK("agg_threads_apart", ps && ps->count == 1 &&
+		!strcmp(ps->thread_name, "worker"), "thread sample missing");
+	T_CHECK("agg_process_count", p->nr_processes == 2, "%zu processes", p->nr_processes);
+	T_CHECK("agg_meta_samples", p->meta.samples[PROF_EV_CPU] == 8, "meta samples %llu",
+		(unsigned long long)p->meta.samples[PROF_EV_CPU]);
+	{
+		size_t off = 0;
+
+		for (size_t i = 0; i < p->nr_samples; i++)
+			if (p->samples[i].event == PROF_EV_OFFCPU)
+				off += p->samples[i].weight_ns == 777;
+		T_CHECK("agg_event_apart", off == 1, "off-CPU sample merged with on-CPU");
+	}
+	profile_free(p);
+
+	/* reset: an interval starts empty */
+	pb_reset(pb);
+	pb_get_counters(pb, &c);
+	T_CHECK("reset_empties", c.unique_stacks == 0 && c.samples[PROF_EV_CPU] == 0,
+		"%zu stacks after reset", c.unique_stacks);
+	p = pb_finish(pb, NULL);
+	T_CHECK("reset_profile_empty", p && p->nr_samples == 0, "samples after reset");
+	profile_free(p);
+	pb_free(pb);
+
+	/* bounds: a full table keeps aggregating known stacks, counts the rest */
+	{
+		struct pb_options o = { .max_stacks = 3 };
+
+		pb = pb_new(&o, NULL);
+		for (int i = 0; i < 10; i++)
+			pb_add_record(pb, sample(EMBER_REC_SAMPLE, P, P, "prog", 1, 1,
+						 0x1000 * (i + 1), 1));
+		pb_add_record(pb, sample(EMBER_REC_SAMPLE, P, P, "prog", 1, 1, 0x1000, 1));
+		pb_get_counters(pb, &c);
+		T_CHECK("bound_max_stacks", c.unique_stacks == 3 && c.dropped_stacks == 7,
+			"%zu stacks, %llu dropped", c.unique_stacks,
+			(unsigned long long)c.dropped_stacks);
+		T_CHECK("bound_known_still_counted", c.samples[PROF_EV_CPU] == 4,
+			"%llu samples", (unsigned long long)c.samples[PROF_EV_CPU]);
+		p = pb_finish(pb, NULL);
+		T_CHECK("bound_dropped_in_meta", p && p->meta.dropped_stacks == 7,
+			"meta.dropped_stacks wrong");
+		profile_free(p);
+		pb_free(pb);
+	}
+	{
+		struct pb_options o = { .max_bytes = 64 * 1024 };
+
+		pb = pb_new(&o, NULL);
+		for (int i = 0; i < 20000; i++)
+			pb_add_record(pb, sample(EMBER_REC_SAMPLE, P, P, "prog", 60, 60,
+						 0x10000ull * (i + 1), 1));
+		pb_get_counters(pb, &c);
+		T_CHECK("bound_max_bytes", c.bytes <= 64 * 1024 && c.dropped_stacks > 0 &&
+			c.unique_stacks + c.dropped_stacks == 20000,
+			"%zu bytes, %zu stacks, %llu dropped", c.bytes, c.unique_stacks,
+			(unsigned long long)c.dropped_stacks);
+		pb_free(pb);
+	}
+
+	/* filters, idle, lost */
+	{
+		uint32_t keep = Q;
+		struct pb_options o = { .pids = &keep, .nr_pids = 1, .max_timestamps = 4 };
+		struct ember_lost l = { .hdr = { EMBER_REC_LOST, 0, sizeof(l) }, .lost = 42 };
+		struct ember_sample *s;
+
+		pb = pb_new(&o, NULL);
+		pb_add_record(pb, sample(EMBER_REC_SAMPLE, P, P, "prog", 1, 1, 0x10, 1));
+		for (int i = 0; i < 6; i++)
+			pb_add_record(pb, sample(EMBER_REC_SAMPLE, Q, Q, "other", 1, 1, 0x10, 1));
+		sample(EMBER_REC_SAMPLE, Q, Q, "other", 1, 1, 0x20, 1);
+		s = (void *)buf;
+		s->flags = EMBER_SF_IDLE;
+		pb_add_record(pb, &s->hdr);
+		pb_add_record(pb, &l.hdr);
+		pb_get_counters(pb, &c);
+		T_CHECK("filter_pids", c.samples[PROF_EV_CPU] == 6 && c.filtered == 2,
+			"%llu kept, %llu filtered", (unsigned long long)c.samples[PROF_EV_CPU],
+			(unsigned long long)c.filtered);
+		p = pb_finish(pb, NULL);
+		T_CHECK("lost_in_meta", p && p->meta.lost == 42, "lost %llu",
+			p ? (unsigned long long)p->meta.lost : 0ull);
+		T_CHECK("timestamps_bounded", p && p->nr_samples == 1 &&
+			p->samples[0].nr_timestamps == 4 &&
+			p->samples[0].timestamps_ns[0] > 1000000000ull,
+			"timestamps not bounded to 4 or not converted to realtime");
+		profile_free(p);
+		pb_free(pb);
+	}
+	T_EXIT();
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Agent unit tests: record decoding (corrupt and fuzzed input), aggregation
+# bounds, the folded writer, ember record's command line; plus CLI smoke
+# tests of the built binary and a -Werror build of every agent source.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. selftests/lib.sh
+
+if ! out=$(make -s -j2 agent-tests 2>&1); then
+	t_fail agent_tests_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
+	exit 1
+fi
+t_pass agent_tests_build
+
+for t in agent/gen/tests/test_*; do
+	[ -x "$t" ] || continue
+	"$t"
+	rc=$?
+	[ $rc -eq 0 ] || echo "# $t exited with $rc"
+done
+
+# -Werror: the standard for user-space C (the default build does not stop
+# everyone on a warning, this test reports it).
+flags=$(make -s --no-print-directory -p -n agent/ember 2>/dev/null |
+	sed -n 's/^AGENT_CFLAGS := //p' | head -1)
+bad=()
+for src in agent/*.c; do
+	gcc $(eval echo "$flags") -Werror -c -o /dev/null "$src" >/dev/null 2>&1 || bad+=("$src")
+done
+if [ ${#bad[@]} -eq 0 ]; then
+	t_pass agent_werror_clean
+else
+	t_fail agent_werror_clean "warnings in ${bad[*]}"
+fi
+
+E=agent/ember
+t_check cli_version bash -c "$E --version | grep -q '^ember $(cat VERSION)'"
+t_check cli_help bash -c "$E --help | grep -q record"
+t_check cli_record_help bash -c "$E record --help | grep -q -- '--backend auto|kmod|bpf'"
+t_check cli_bad_option_exit2 bash -c "$E record --bogus 2>&1 | grep -q 'unknown option'; [ \${PIPESTATUS[0]} -eq 2 ]"
+t_check cli_unknown_command bash -c "! $E frobnicate 2>/dev/null"
+t_check cli_status_runs bash -c "$E status | grep -q '^ember $(cat VERSION)'"
+t_check cli_status_names_backends bash -c "$E status | grep -q '^module backend:' && $E status | grep -q '^eBPF backend:'"
+t_check man_page_renders bash -c "MANWIDTH=80 man -l doc/ember.1 2>/dev/null | grep -q 'ember record' || groff -man -Tutf8 doc/ember.1 2>/dev/null | grep -q 'record'"
