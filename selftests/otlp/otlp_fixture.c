@@ -12,10 +12,14 @@
  *
  * Totals it encodes (checked by 50-otlp.sh): on-CPU count 5+2+1+4 = 12,
  * off-CPU 123456789 ns, 2 processes.
+ *
+ * otlp_fixture --container CGROUP_PATH prints the container.id ember
+ * derives from a cgroup path (empty line when none).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "container.h"
 #include "output_otlp.h"
 
 #define BID_APP "0123456789abcdef0123456789abcdef01234567"
@@ -120,6 +124,12 @@ int main(int argc, char **argv)
 	FILE *f;
 	int ret;
 
+	if (argc == 3 && !strcmp(argv[1], "--container")) {
+		char id[CONTAINER_ID_LEN + 1];
+
+		printf("%s\n", container_id_from_cgroup(argv[2], id, sizeof(id)) ? id : "");
+		return 0;
+	}
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s OUT.otlp\n", argv[0]);
 		return 2;
