@@ -436,7 +436,10 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 {
 	int ret;
 
-	for (int attempt = 0; attempt < 2; attempt++) {
+	/* EMBER_BPF_RAW_TP=1 tests the fallback on kernels that have tp_btf */
+	const char *force_raw = getenv("EMBER_BPF_RAW_TP");
+
+	for (int attempt = force_raw && *force_raw == '1'; attempt < 2; attempt++) {
 		s->raw_tp = attempt == 1;
 		s->skel = ember_bpf__open();
 		if (!s->skel) {

@@ -28,8 +28,8 @@ $(BPF_OUT)/vmlinux.h:
 	$(Q)mkdir -p $(BPF_OUT)
 	$(Q)if [ -r $(BPF_VMLINUX_BTF) ]; then \
 		echo "  BTF     $@ (from $(BPF_VMLINUX_BTF))"; \
-		$(BPFTOOL) btf dump file $(BPF_VMLINUX_BTF) format c > $@.tmp && \
-		mv $@.tmp $@; \
+		$(BPFTOOL) btf dump file $(BPF_VMLINUX_BTF) format c > $@.tmp.$$$$ && \
+		mv $@.tmp.$$$$ $@; \
 	else \
 		echo "  BTF     $@: $(BPF_VMLINUX_BTF) not found on this build host;" \
 			"using the hand-written subset bpf/vmlinux-min.h" \
@@ -44,7 +44,7 @@ $(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c bpf/ember_bpf.h include/uapi/ember.h \
 
 $(BPF_OUT)/ember.skel.h: $(BPF_OUT)/ember.bpf.o
 	@echo "  GEN     $@"
-	$(Q)$(BPFTOOL) gen skeleton $< name ember_bpf > $@.tmp && mv $@.tmp $@
+	$(Q)$(BPFTOOL) gen skeleton $< name ember_bpf > $@.tmp.$$$$ && mv $@.tmp.$$$$ $@
 
 # Test programs (selftests/bpf/): the record dumper, linked with the
 # backend exactly as the agent links it, and workloads with known stacks.

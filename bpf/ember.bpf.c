@@ -428,7 +428,7 @@ static __always_inline int handle_exec(void *ctx, struct task_struct *p,
 	/* Zero the padding up to the 8-byte boundary. */
 	end = (len + 7) & ~7U;
 	for (i = 0; i < 7; i++) {
-		__u32 off = (len + i) & (EMBER_BPF_FILENAME_MAX + 8 - 1);
+		__u32 off = (len + i) & (EMBER_BPF_FILENAME_MAX - 1);
 
 		if (len + i >= end)
 			break;

@@ -6,7 +6,11 @@
  *
  *   bpf-dump [-d secs] [-F hz] [-e on,off,life] [-p pid[,pid..]] [-c cgroup-dir]
  *            [-i] [-C] [-k frames] [-u frames] [-m offcpu-min-ns] [-s ppm]
- *            [-r ring-bytes] [-S stall-ms] [-q]
+ *            [-r ring-bytes] [-S stall-ms] [-q] [-- command args...]
+ *
+ * With a command, bpf-dump forks it, filters on its pid, starts the
+ * backend, then lets it exec, and stops after it exits (and -d seconds at
+ * most); its exit status is printed as "CHILD pid=N status=S".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,11 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "source.h"
 
 static bool quiet;
+static pid_t maps_pid;		/* print this process's maps once it exec'd */
 static uint64_t nrec[__EMBER_REC_MAX], lost_sum;
 static volatile sig_atomic_t stop;
 
@@ -35,6 +41,21 @@ static void print_ips(const char *tag, const __u64 *ips, unsigned int n)
 	printf(" %s=", tag);
 	for (unsigned int i = 0; i < n; i++)
 		printf("%s%llx", i ? "," : "", (unsigned long long)ips[i]);
+}
+
+/* What an agent reads on EXEC: lets the tests symbolize user frames. */
+static void print_maps(pid_t pid)
+{
+	char path[64], line[1024];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("MAPS pid=%d %s", pid, line);
+	fclose(f);
 }
 
 static void on_record(const struct ember_rec_header *h, void *ctx)
@@ -67,6 +88,10 @@ static void on_record(const struct ember_rec_header *h, void *ctx)
 
 		printf("EXEC time=%llu pid=%u tid=%u comm=%s file=%s\n",
 		       (unsigned long long)e->time_ns, e->pid, e->tid, e->comm, e->filename);
+		if (maps_pid && e->pid == (uint32_t)maps_pid) {
+			print_maps(maps_pid);
+			maps_pid = 0;
+		}
 		break;
 	}
 	case EMBER_REC_EXIT: {
@@ -133,12 +158,14 @@ int main(int argc, char **argv)
 	struct ember_source *src;
 	double secs = 3, end;
 	unsigned int stall_ms = 0;
-	uint32_t *pids = NULL;
+	uint32_t *pids = NULL, child_pid;
+	pid_t child = 0;
+	int go[2], status;
 	char err[512];
 	struct stat sb;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "d:F:e:p:c:iCk:u:m:s:r:S:q")) != -1) {
+	while ((opt = getopt(argc, argv, "+d:F:e:p:c:iCk:u:m:s:r:S:q")) != -1) {
 		switch (opt) {
 		case 'd': secs = atof(optarg); break;
 		case 'F': cfg.freq_hz = strtoul(optarg, NULL, 10); break;
@@ -168,6 +195,33 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (optind < argc) {
+		if (pipe(go)) {
+			perror("pipe");
+			return 2;
+		}
+		child = fork();
+		if (child < 0) {
+			perror("fork");
+			return 2;
+		}
+		if (child == 0) {
+			char c;
+
+			close(go[1]);
+			dup2(2, 1);	/* stdout is for records */
+			if (read(go[0], &c, 1) != 1)
+				_exit(126);
+			execvp(argv[optind], argv + optind);
+			perror(argv[optind]);
+			_exit(127);
+		}
+		close(go[0]);
+		child_pid = child;
+		maps_pid = child;
+		cfg.pids = &child_pid;
+		cfg.nr_pids = 1;
+	}
 	ret = ops->probe(err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "bpf-dump: eBPF backend unavailable: %s\n", err);
@@ -188,10 +242,18 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	printf("START time=%.0f\n", now_s() * 1e9);
 	fflush(stdout);
+	if (child > 0 && write(go[1], "g", 1) != 1)
+		perror("write");
 	if (stall_ms)
 		usleep(stall_ms * 1000);
 	end = now_s() + secs;
 	while (!stop && now_s() < end) {
+		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
+			printf("CHILD pid=%d status=%d\n", child, status);
+			child = 0;
+			/* its exit record may still be on its way */
+			end = now_s() + 0.3;
+		}
 		ret = ops->poll(src, 100, on_record, NULL);
 		if (ret < 0 && ret != -EINTR) {
 			fprintf(stderr, "bpf-dump: poll: %s\n", strerror(-ret));
@@ -211,6 +273,10 @@ int main(int argc, char **argv)
 	       nrec[EMBER_REC_SAMPLE], nrec[EMBER_REC_OFFCPU], nrec[EMBER_REC_EXEC],
 	       nrec[EMBER_REC_EXIT], lost_sum);
 	ops->close(src);
+	if (child > 0) {
+		kill(child, SIGTERM);
+		waitpid(child, NULL, 0);
+	}
 	free(pids);
 	return 0;
 }

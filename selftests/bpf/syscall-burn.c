@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * syscall-burn: spends its time inside the kernel on behalf of a known
- * user call chain: main -> sc_level1 -> sc_write_loop -> write(/dev/null)
- * with large buffers, so most samples land in the kernel under these
+ * user call chain: main -> sc_level1 -> sc_write_loop -> sc_raw_read ->
+ * read(/dev/zero) of 64 KiB, so most samples land in the kernel under these
  * frames. Runs for argv[1] seconds (default 5).
  */
 #include <fcntl.h>
@@ -13,11 +13,25 @@
 
 static char buf[1 << 16];
 
+/*
+ * The syscall instruction right here: libc's wrappers keep no frame
+ * pointer, which would hide their caller from the user stack walk.
+ */
+__attribute__((noinline)) long sc_raw_read(int fd, void *p, unsigned long n)
+{
+	long ret;
+
+	asm volatile("syscall"
+		     : "=a"(ret)
+		     : "0"((long)SYS_read), "D"((long)fd), "S"(p), "d"(n)
+		     : "rcx", "r11", "memory");
+	return ret;
+}
+
 __attribute__((noinline)) void sc_write_loop(int fd)
 {
-	/* raw syscall: libc's write() has no frame pointer */
 	for (int i = 0; i < 200; i++)
-		syscall(SYS_getppid), syscall(SYS_read, fd, buf, sizeof(buf));
+		sc_raw_read(fd, buf, sizeof(buf));
 }
 
 __attribute__((noinline)) void sc_level1(int fd)

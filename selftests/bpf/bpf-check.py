@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Checks on bpf-dump output (selftests/suites/20-bpf.sh).
+
+Each subcommand reads a dump (one record per line, see bpf-dump.c), prints
+what it found and exits 0 when the property holds, 1 otherwise:
+
+  rate DUMP HZ [COMM]           every online CPU sampled at HZ within 10%
+  chain DUMP PID F1,F2,..       PID's samples: user stack leaf-first is F1,F2,..
+  syscall DUMP PID F1,F2,..     in-kernel samples: kernel frames from the
+                                syscall entry, the user chain F1,F2,.. beneath
+  only DUMP PID                 every sample/off-CPU record is from PID
+  offcpu DUMP PID MEASURED      off-CPU ns per function within 10% of the
+                                program's own MEASURED line, wait frames seen
+  lost DUMP                     lost counts exact: delivered == written,
+                                LOST records == lost, written+lost == produced
+  lifecycle DUMP PID FILE       EXEC of FILE and EXIT for PID arrived
+
+User addresses are symbolized with the MAPS lines in the dump (or
+/proc/PID/maps snapshots in the same format) and the binaries' symbol
+tables (nm), kernel ones with /proc/kallsyms.
+"""
+import bisect
+import os
+import re
+import subprocess
+import sys
+
+KV = re.compile(r'(\w+)=(\S*)')
+
+
+def parse(path):
+    recs, maps, stats = [], {}, None
+    with open(path, errors='replace') as f:
+        for line in f:
+            kind = line.split(' ', 1)[0]
+            if kind == 'MAPS':
+                m = re.match(r'MAPS pid=(\d+) (\S+)-(\S+) \S+ (\S+) \S+ \S+\s*(\S*)', line)
+                if m:
+                    maps.setdefault(int(m.group(1)), []).append(
+                        (int(m.group(2), 16), int(m.group(3), 16),
+                         int(m.group(4), 16), m.group(5)))
+                continue
+            if kind not in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT', 'LOST', 'STATS'):
+                continue
+            d = dict(KV.findall(line))
+            d['kind'] = kind
+            for key in ('k', 'u'):
+                if key in d:
+                    d[key] = [int(x, 16) for x in d[key].split(',') if x]
+            if kind == 'STATS':
+                stats = d
+            else:
+                recs.append(d)
+    return recs, maps, stats
+
+
+class ElfSyms:
+    cache = {}
+
+    def __init__(self, path):
+        self.segs = []
+        out = subprocess.run(['readelf', '-lW', path], capture_output=True,
+                             text=True).stdout
+        for line in out.splitlines():
+            p = line.split()
+            if p and p[0] == 'LOAD':
+                self.segs.append((int(p[1], 16), int(p[2], 16), int(p[4], 16)))
+        self.syms = []
+        for dyn in ([], ['-D']):     # stripped libraries: dynamic symbols
+            out = subprocess.run(['nm', '-n', '--defined-only'] + dyn + [path],
+                                 capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                p = line.split()
+                if len(p) == 3 and p[1] in 'tTwWiI':
+                    self.syms.append((int(p[0], 16), p[2]))
+            if self.syms:
+                break
+        self.syms.sort()
+        self.addrs = [a for a, _ in self.syms]
+
+    @classmethod
+    def get(cls, path):
+        if path not in cls.cache:
+            cls.cache[path] = cls(path)
+        return cls.cache[path]
+
+    def lookup(self, file_off):
+        vaddr = None
+        for off, va, fsz in self.segs:
+            if off <= file_off < off + fsz:
+                vaddr = file_off - off + va
+        if vaddr is None:
+            return None
+        i = bisect.bisect_right(self.addrs, vaddr) - 1
+        return self.syms[i][1] if i >= 0 else None
+
+
+def user_syms(rec, maps):
+    out = []
+    for i, ip in enumerate(rec.get('u', [])):
+        a = ip - 1 if i else ip
+        name = '?'
+        for start, end, off, path in maps.get(int(rec['pid']), []):
+            if start <= a < end:
+                if path.startswith('/') and os.path.exists(path):
+                    name = ElfSyms.get(path).lookup(a - start + off) or '?'
+                else:
+                    name = path or '?'
+                break
+        out.append(name)
+    return out
+
+
+_ksyms = None
+
+
+def kernel_syms(rec):
+    global _ksyms
+    if _ksyms is None:
+        syms = []
+        with open('/proc/kallsyms') as f:
+            for line in f:
+                p = line.split()
+                syms.append((int(p[0], 16), p[2]))
+        syms.sort()
+        _ksyms = ([a for a, _ in syms], [n for _, n in syms])
+    out = []
+    for i, ip in enumerate(rec.get('k', [])):
+        a = ip - 1 if i else ip
+        j = bisect.bisect_right(_ksyms[0], a) - 1
+        out.append(_ksyms[1][j] if j >= 0 else '?')
+    return out
+
+
+def ok(cond, msg):
+    print(msg)
+    sys.exit(0 if cond else 1)
+
+
+def cmd_rate(dump, hz, comm=None):
+    hz = float(hz)
+    recs, _, _ = parse(dump)
+    per = {}
+    for r in recs:
+        if r['kind'] != 'SAMPLE' or (comm and r['comm'] != comm):
+            continue
+        per.setdefault(int(r['cpu']), []).append(int(r['time']))
+    online = os.sysconf('SC_NPROCESSORS_ONLN')
+    bad, parts = [], []
+    for cpu in range(online):
+        t = sorted(per.get(cpu, []))
+        rate = (len(t) - 1) / ((t[-1] - t[0]) / 1e9) if len(t) > 2 else 0
+        parts.append('cpu%d %.1f Hz (%d)' % (cpu, rate, len(t)))
+        if abs(rate - hz) > 0.1 * hz:
+            bad.append(cpu)
+    ok(not bad, 'asked %g Hz: %s' % (hz, ', '.join(parts)))
+
+
+def cmd_chain(dump, pid, chain):
+    want = chain.split(',')
+    recs, maps, _ = parse(dump)
+    mine = [r for r in recs if r['kind'] == 'SAMPLE' and r['pid'] == pid]
+    good = 0
+    bad = []
+    for r in mine:
+        names = user_syms(r, maps)
+        if names[:len(want)] == want:
+            good += 1
+        elif len(bad) < 3:
+            bad.append(names)
+    frac = good / len(mine) if mine else 0
+    ok(len(mine) >= 20 and frac >= 0.9,
+       '%d/%d samples of pid %s have the user chain %s (need 90%%); e.g. other: %s'
+       % (good, len(mine), pid, '<-'.join(want), bad[:2]))
+
+
+def cmd_syscall(dump, pid, chain):
+    want = chain.split(',')
+    recs, maps, _ = parse(dump)
+    mine = [r for r in recs if r['kind'] == 'SAMPLE' and r['pid'] == pid]
+    ink = [r for r in mine if int(r['flags'], 16) & 0x8]
+    good = 0
+    example = None
+    for r in ink:
+        k = kernel_syms(r)
+        u = user_syms(r, maps)
+        entry = any(n.startswith('entry_SYSCALL_64') for n in k[-2:])
+        if entry and want[0] in u and u[u.index(want[0]):u.index(want[0]) + len(want)] == want:
+            good += 1
+        elif example is None:
+            example = (k, u)
+    frac = good / len(ink) if ink else 0
+    ok(len(ink) >= 20 and frac >= 0.9,
+       '%d samples of pid %s, %d in the kernel, %d of those with kernel frames down '
+       'to entry_SYSCALL_64 above the user chain %s; e.g. other: %s'
+       % (len(mine), pid, len(ink), good, '<-'.join(want), example))
+
+
+def cmd_only(dump, pid):
+    recs, _, _ = parse(dump)
+    mine = [r for r in recs if r['kind'] in ('SAMPLE', 'OFFCPU')]
+    others = sorted({r['pid'] for r in mine if r['pid'] != pid})
+    ok(mine and not others,
+       '%d records, from pids other than %s: %s' % (len(mine), pid, others[:10]))
+
+
+def cmd_offcpu(dump, pid, measured):
+    want = dict(KV.findall(measured))
+    frames = {'wait_sleep30': 'do_nanosleep', 'wait_sleep10': 'do_nanosleep',
+              'wait_pipe20': 'pipe_read'}
+    recs, maps, _ = parse(dump)
+    got = {f: 0 for f in want}
+    kframe = {f: 0 for f in want}
+    nrec = {f: 0 for f in want}
+    for r in recs:
+        if r['kind'] != 'OFFCPU' or r['pid'] != pid:
+            continue
+        u = user_syms(r, maps)
+        for f in want:
+            if f in u:
+                got[f] += int(r['weight'])
+                nrec[f] += 1
+                if any(frames[f] in k for k in kernel_syms(r)):
+                    kframe[f] += 1
+                break
+    fails, parts = [], []
+    for f, v in want.items():
+        v = int(v)
+        parts.append('%s: ember %.1f ms / own %.1f ms, %d/%d records with %s'
+                     % (f, got[f] / 1e6, v / 1e6, kframe[f], nrec[f], frames[f]))
+        if abs(got[f] - v) > 0.1 * v or not nrec[f] or kframe[f] != nrec[f]:
+            fails.append(f)
+    ok(not fails, '; '.join(parts))
+
+
+def cmd_lost(dump):
+    recs, _, st = parse(dump)
+    if st is None:
+        ok(False, 'no STATS line')
+    n = {k: int(v) for k, v in st.items() if v.isdigit()}
+    delivered = sum(1 for r in recs if r['kind'] in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT'))
+    lost_recs = sum(int(r['lost']) for r in recs if r['kind'] == 'LOST')
+    produced = n['samples'] - n['filtered']
+    ok(n['lost'] > 0 and delivered == n['records'] and lost_recs == n['lost'] and
+       n['records'] + n['lost'] == produced and n['corrupt'] == 0,
+       'produced %d, written %d, lost %d; delivered %d, LOST records sum %d, corrupt %d'
+       % (produced, n['records'], n['lost'], delivered, lost_recs, n['corrupt']))
+
+
+def cmd_lifecycle(dump, pid, path):
+    recs, _, _ = parse(dump)
+    ex = [r for r in recs if r['kind'] == 'EXEC' and r['pid'] == pid]
+    ext = [r for r in recs if r['kind'] == 'EXIT' and r['pid'] == pid]
+    ok(any(r['file'] == path for r in ex) and len(ext) == 1,
+       'EXEC records for %s: %s; EXIT records: %d'
+       % (pid, [r['file'] for r in ex], len(ext)))
+
+
+if __name__ == '__main__':
+    cmds = {'rate': cmd_rate, 'chain': cmd_chain, 'syscall': cmd_syscall,
+            'only': cmd_only, 'offcpu': cmd_offcpu, 'lost': cmd_lost,
+            'lifecycle': cmd_lifecycle}
+    if len(sys.argv) < 3 or sys.argv[1] not in cmds:
+        print(__doc__)
+        sys.exit(2)
+    cmds[sys.argv[1]](*sys.argv[2:])
