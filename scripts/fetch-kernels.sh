@@ -5,6 +5,8 @@
 #   scripts/fetch-kernels.sh [SERIES...]      fetch (default: 5.10 6.1 6.12)
 #   scripts/fetch-kernels.sh --kdir SERIES    print the kernel build dir (KDIR)
 #   scripts/fetch-kernels.sh --vmlinuz SERIES print the path of the vmlinuz
+#   scripts/fetch-kernels.sh --vmlinux SERIES print the uncompressed ELF vmlinux
+#                                             (qemu boots it via PVH: faster)
 #   scripts/fetch-kernels.sh --modules-dir SERIES
 #                                             print the image's lib/modules/<ver>
 #   scripts/fetch-kernels.sh --version SERIES print the kernel release (uname -r)
@@ -196,6 +198,8 @@ fetch_series() {
 		echo "PACKAGES=${pkgs[*]}"
 	} >"$dir/info"
 	fixup_tree "$series"
+	extract_vmlinux "$dir/root/boot/vmlinuz-$release" "$dir/vmlinux" ||
+		log "$series: could not extract vmlinux (harness falls back to vmlinuz)"
 	# Old .debs of superseded ABIs are dead weight.
 	prune_debs
 	log "$series: ready: $release"
@@ -256,6 +260,32 @@ prune_debs() {
 	done
 }
 
+# Uncompressed vmlinux out of the bzImage. Under TCG the kernel's own
+# decompressor costs several seconds per boot; qemu boots the ELF directly
+# through its PVH note (CONFIG_PVH=y in Debian's configs).
+extract_vmlinux() {
+	local bz=$1 dst=$2 magic tool off
+	for magic in 'xz:\xfd7zXZ\x00' 'zstd:\x28\xb5\x2f\xfd' 'gzip:\x1f\x8b\x08'; do
+		tool=${magic%%:*}
+		off=$(LC_ALL=C grep -obUaP "${magic#*:}" "$bz" | head -n 1 | cut -d: -f1)
+		[ -n "$off" ] || continue
+		case $tool in
+		xz) tail -c +$((off + 1)) "$bz" | xz -dc --single-stream >"$dst.tmp" 2>/dev/null || true ;;
+		# The kernel appends the decompressed size: zstd calls that
+		# trailing garbage after the complete frame.
+		zstd) tail -c +$((off + 1)) "$bz" | zstd -dc >"$dst.tmp" 2>/dev/null || true ;;
+		gzip) tail -c +$((off + 1)) "$bz" | gzip -dc >"$dst.tmp" 2>/dev/null || true ;;
+		esac
+		if [ "$(head -c 4 "$dst.tmp" | od -An -c | tr -d ' ')" = "177ELF" ] &&
+			readelf -n "$dst.tmp" 2>/dev/null | grep -q 'Xen.*0x00000012'; then
+			mv "$dst.tmp" "$dst"
+			return 0
+		fi
+	done
+	rm -f "$dst.tmp"
+	return 1
+}
+
 # ------------------------------------------------------------------ queries
 info_get() { # SERIES KEY
 	local info=$KDIR_BASE/$1/info
@@ -274,6 +304,12 @@ query() {
 	case $what in
 	--kdir) echo "$root/usr/src/linux-headers-$ver" ;;
 	--vmlinuz) echo "$root/boot/vmlinuz-$ver" ;;
+	--vmlinux)
+		local v=$KDIR_BASE/$series/vmlinux
+		[ -e "$v" ] || extract_vmlinux "$root/boot/vmlinuz-$ver" "$v" ||
+			die "$series: no PVH-bootable vmlinux could be extracted"
+		echo "$v"
+		;;
 	--modules-dir) echo "$root/lib/modules/$ver" ;;
 	--version) echo "$ver" ;;
 	--cc) info_get "$series" CC ;;
@@ -282,7 +318,7 @@ query() {
 
 main() {
 	case ${1:-} in
-	--kdir | --vmlinuz | --modules-dir | --version | --cc)
+	--kdir | --vmlinuz | --vmlinux | --modules-dir | --version | --cc)
 		[ $# -eq 2 ] || die "usage: $0 $1 SERIES"
 		query "$1" "$2"
 		return

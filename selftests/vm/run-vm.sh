@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# Boot one of Debian's test kernels under qemu (TCG) with a busybox
+# initramfs, run a command in it as root, and report.
+#
+#   selftests/vm/run-vm.sh --kernel SERIES --payload DIR [--payload DIR2 ...]
+#       [--module FILE] [--host-file PATH ...] [--kmod NAME ...]
+#       [--cmd "sh /payload/x/guest.sh"] [--append "kernel args"]
+#       [--smp 2] [--mem 1G] [--timeout S] [--out HOSTDIR] [--log FILE]
+#       [--result FILE] [--quiet]
+#
+# Guest: each payload DIR appears as /payload/<basename of DIR>, with the
+# shared-library closure (ldd) of every ELF in it; --module FILE appears as
+# /payload/ember.ko; --host-file PATH copies a host file (plus closure) to the
+# same path in the guest (e.g. /usr/bin/bash, /usr/sbin/bpftool); --kmod NAME
+# loads that module of the booted image (and its dependencies) before the
+# command. See selftests/vm/README.md for the guest environment.
+#
+# Output: the command's output on stdout (the console log with kernel
+# messages goes to --log, default a temporary file that is kept and named
+# on failure); files the guest leaves in /out are copied to --out HOSTDIR.
+#
+# Exit status: the command's exit status when the kernel log is clean;
+#   124  timeout (the VM was killed)
+#   125  harness or boot failure (no exit status came back, e.g. a panic)
+#   126  kernel problem in the guest log (WARNING, BUG:, Oops, ...), even
+#        when the command succeeded
+# Every failure reason is also printed on stderr as "run-vm: ..." and, with
+# --result FILE, as key=value lines (status, exit, timeout, kernel_problems,
+# boot_s, total_s) so callers can report each aspect as its own test.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+FETCH=$TOP/scripts/fetch-kernels.sh
+
+series="" cmd="" append="" smp=2 mem=1G timeout_s=120 out_dir="" log="" result="" quiet=0
+module=""
+payloads=() host_files=() kmods=()
+
+die() { echo "run-vm: $*" >&2; exit 125; }
+usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) series=$2; shift 2 ;;
+	--payload) payloads+=("$2"); shift 2 ;;
+	--module) module=$2; shift 2 ;;
+	--host-file) host_files+=("$2"); shift 2 ;;
+	--kmod) kmods+=("$2"); shift 2 ;;
+	--cmd) cmd=$2; shift 2 ;;
+	--append) append="$append $2"; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	--out) out_dir=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--result) result=$2; shift 2 ;;
+	--quiet) quiet=1; shift ;;
+	-h | --help) usage 0 ;;
+	*) echo "run-vm: unknown argument '$1'" >&2; usage 125 >&2 ;;
+	esac
+done
+[ -n "$series" ] || die "--kernel SERIES is required (5.10, 6.1 or 6.12)"
+[ ${#payloads[@]} -gt 0 ] || [ -n "$cmd" ] || die "--payload DIR or --cmd is required"
+for p in "${payloads[@]}"; do [ -d "$p" ] || die "payload $p is not a directory"; done
+[ -z "$module" ] || [ -f "$module" ] || die "module $module not found"
+if [ -z "$cmd" ]; then
+	cmd="sh /payload/$(basename "${payloads[0]}")/guest.sh"
+fi
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run scripts/install-deps.sh"
+command -v cpio >/dev/null || die "cpio missing: run scripts/install-deps.sh"
+BUSYBOX=$(command -v busybox || true)
+[ -n "$BUSYBOX" ] && file -L "$BUSYBOX" | grep -q 'statically linked' ||
+	die "a static busybox is needed: run scripts/install-deps.sh (busybox-static)"
+
+# The uncompressed ELF boots through PVH and skips the in-guest
+# decompression, seconds under TCG; the bzImage is the fallback.
+vmlinuz=${EMBER_VM_VMLINUZ:-}
+[ -n "$vmlinuz" ] || vmlinuz=$("$FETCH" --vmlinux "$series" 2>/dev/null) ||
+	vmlinuz=$("$FETCH" --vmlinuz "$series") || die "cannot fetch kernel $series"
+moddir=$("$FETCH" --modules-dir "$series")
+release=$("$FETCH" --version "$series")
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ember-vm.XXXXXX")
+keep_log=0
+cleanup() {
+	rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "$log" ] || { log=$(mktemp "${TMPDIR:-/tmp}/ember-vm-$series.XXXXXX.log"); keep_log=1; }
+mkdir -p "$(dirname "$log")"
+
+# ------------------------------------------------------------ initramfs
+root=$work/root
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,run,root,home/user,out,payload,lib/modules}
+cp "$BUSYBOX" "$root/bin/busybox"
+
+# Copy a host file to the same path in the guest (following symlinks).
+copy_to_guest() {
+	local src=$1 dst=$root$1
+	[ -e "$dst" ] && return 0
+	mkdir -p "$(dirname "$dst")"
+	cp -L "$src" "$dst"
+}
+
+# The shared libraries an ELF needs, as absolute host paths (none when it
+# is static or not a dynamic executable/library, e.g. a .ko).
+elf_closure() {
+	ldd "$1" 2>/dev/null | sed -nE 's/^\s*(\S+ => )?(\/\S+) \(0x[0-9a-f]+\)$/\2/p' || true
+}
+
+is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = "177ELF" ]; }
+
+add_closure_of() {
+	local f=$1 lib
+	is_elf "$f" || return 0
+	while IFS= read -r lib; do
+		[ -n "$lib" ] && copy_to_guest "$lib"
+	done < <(elf_closure "$f")
+}
+
+for p in "${payloads[@]}"; do
+	name=$(basename "$(cd "$p" && pwd)")
+	[ ! -e "$root/payload/$name" ] || die "two payloads named $name"
+	cp -rL "$p" "$root/payload/$name"
+	while IFS= read -r -d '' f; do
+		add_closure_of "$f"
+	done < <(find "$root/payload/$name" -type f -print0)
+done
+[ -z "$module" ] || cp "$module" "$root/payload/ember.ko"
+for f in "${host_files[@]}"; do
+	[ -e "$f" ] || die "host file $f not found"
+	copy_to_guest "$f"
+	add_closure_of "$f"
+done
+
+# Image modules asked for: with dependencies (modules.dep), decompressed on
+# the host because busybox insmod does not read .ko.xz. Load order: deps
+# first, as modprobe would.
+kmod_list=$work/kmods
+: >"$kmod_list"
+add_kmod() {
+	local name=$1 line path deps d
+	line=$(grep -E "(^|/)${name//[-_]/[-_]}\.ko(\.xz|\.zst|\.gz)?:" "$moddir/modules.dep" | head -n 1) ||
+		die "kernel module $name not found in $moddir/modules.dep"
+	path=${line%%:*}
+	deps=${line#*:}
+	for d in $deps; do
+		add_kmod "$(basename "$d" | sed -E 's/\.ko(\.xz|\.zst|\.gz)?$//')"
+	done
+	grep -qx "$path" "$kmod_list" && return 0
+	mkdir -p "$root/lib/modules/$release/$(dirname "$path")"
+	case $path in
+	*.xz) xz -dc "$moddir/$path" >"$root/lib/modules/$release/${path%.xz}" ;;
+	*.zst) zstd -qdc "$moddir/$path" >"$root/lib/modules/$release/${path%.zst}" ;;
+	*.gz) gzip -dc "$moddir/$path" >"$root/lib/modules/$release/${path%.gz}" ;;
+	*) cp "$moddir/$path" "$root/lib/modules/$release/$path" ;;
+	esac
+	echo "$path" >>"$kmod_list"
+}
+for m in "${kmods[@]}"; do add_kmod "$m"; done
+sed -E "s|^|/lib/modules/$release/|; s/\.(xz|zst|gz)$//" "$kmod_list" >"$root/etc/ember-kmods"
+
+cat >"$root/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/sh
+user:x:1000:1000:unprivileged test user:/home/user:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+EOF
+cat >"$root/etc/group" <<'EOF'
+root:x:0:
+user:x:1000:
+nogroup:x:65534:
+EOF
+echo "ember-vm" >"$root/etc/hostname"
+chown -R 1000:1000 "$root/home/user" 2>/dev/null || true
+
+printf '%s\n' "$cmd" >"$root/etc/ember-cmd"
+cat >"$root/etc/ember-env" <<EOF
+export EMBER_VM=1
+export EMBER_VM_KERNEL='$series'
+export EMBER_VM_RELEASE='$release'
+export EMBER_OUT=/out
+export EMBER_MODULE=$([ -n "$module" ] && echo /payload/ember.ko)
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root
+EOF
+
+# Run a command as the unprivileged user: as-user CMD [ARGS...]
+mkdir -p "$root/usr/local/bin"
+cat >"$root/usr/local/bin/as-user" <<'EOF'
+#!/bin/sh
+# as-user CMD [ARGS...]: run CMD as uid/gid 1000 ("user"). Root's su needs
+# no password; busybox su would parse CMD's options, so quote the words
+# into one -c string.
+cd /home/user 2>/dev/null || cd /tmp
+line=exec
+for a in "$@"; do
+	line="$line '$(printf '%s' "$a" | sed "s/'/'\\\\''/g")'"
+done
+exec su -s /bin/sh -c "$line" user
+EOF
+chmod +x "$root/usr/local/bin/as-user"
+
+cp "$HERE/guest-init.sh" "$root/init"
+chmod +x "$root/init"
+
+(cd "$root" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) >"$work/initrd.cpio"
+
+# ----------------------------------------------------------------- boot
+# Console on ttyS0 (a file), /out archive on ttyS1 (another file), so kernel
+# messages can never corrupt the archive. No network device, no display.
+console=$work/console.log
+outser=$work/out.b64
+: >"$console"
+: >"$outser"
+qemu_args=(
+	-accel tcg -nodefaults -display none -no-reboot
+	-m "$mem" -smp "$smp"
+	-kernel "$vmlinuz" -initrd "$work/initrd.cpio"
+	-append "console=ttyS0 panic=-1$append"
+	-serial "file:$console" -serial "file:$outser"
+)
+
+start=$(date +%s.%N)
+set +e
+timeout -k 5 "$timeout_s" qemu-system-x86_64 "${qemu_args[@]}" </dev/null >"$work/qemu.out" 2>&1
+qrc=$?
+set -e
+end=$(date +%s.%N)
+total_s=$(echo "$end - $start" | bc)
+
+tr -d '\r' <"$console" >"$log"
+if [ -s "$work/qemu.out" ]; then
+	{ echo "--- qemu stdout/stderr"; cat "$work/qemu.out"; } >>"$log"
+fi
+
+# ---------------------------------------------------------------- verdict
+status=0 timed_out=0 exit_code="" problems=""
+if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
+	timed_out=1
+fi
+exit_code=$(sed -n 's/^EMBER-VM-EXIT: \([0-9]\+\)$/\1/p' "$log" | tail -n 1)
+boot_s=$(sed -n 's/^EMBER-VM-UP: uptime \([0-9.]\+\)$/\1/p' "$log" | head -n 1)
+
+# Kernel log lines (console or the final dmesg dump) that mean trouble.
+problems=$(grep -E '^\[ *[0-9]+\.[0-9]+\] ' "$log" |
+	grep -E 'WARNING:|BUG:|Oops|general protection fault|Call Trace|KASAN:|UBSAN:|Kernel panic|kernel BUG|refcount_t:|list_(add|del) corruption' |
+	sort -u | head -n 20 || true)
+
+# Command output: what the guest printed between its markers.
+if [ "$quiet" = 0 ]; then
+	sed -n '/^EMBER-VM-CMD-BEGIN$/,/^EMBER-VM-EXIT: /{/^EMBER-VM-CMD-BEGIN$/d;/^EMBER-VM-EXIT: /d;p}' "$log"
+fi
+
+if [ -n "$out_dir" ]; then
+	mkdir -p "$out_dir"
+	if grep -q '^EMBER-VM-OUT-END$' <(tr -d '\r' <"$outser"); then
+		tr -d '\r' <"$outser" | sed -n '/^EMBER-VM-OUT-BEGIN$/,/^EMBER-VM-OUT-END$/{/^EMBER-VM-OUT/d;p}' |
+			base64 -d | tar -xzf - -C "$out_dir" ||
+			{ echo "run-vm: could not unpack /out from the guest" >&2; status=125; }
+	elif [ -n "$exit_code" ]; then
+		echo "run-vm: guest sent no /out archive" >&2
+		status=125
+	fi
+fi
+
+if [ "$timed_out" = 1 ]; then
+	echo "run-vm: timeout: $series guest killed after ${timeout_s}s" >&2
+	status=124
+elif [ -z "$exit_code" ]; then
+	echo "run-vm: no exit status from the $series guest (boot failure or kernel panic; qemu status $qrc)" >&2
+	grep -E 'Kernel panic|end Kernel panic' "$log" | head -n 3 | sed 's/^/run-vm:   /' >&2 || true
+	status=125
+fi
+if [ -n "$problems" ]; then
+	echo "run-vm: kernel problem in the $series guest log:" >&2
+	printf '%s\n' "$problems" | sed 's/^/run-vm:   /' >&2
+	status=126
+fi
+if [ "$status" = 0 ] && [ -n "$exit_code" ]; then
+	status=$exit_code
+fi
+[ -z "$exit_code" ] || [ "$exit_code" = 0 ] ||
+	echo "run-vm: guest command exited with status $exit_code" >&2
+
+if [ "$status" != 0 ]; then
+	echo "run-vm: full guest log: $log" >&2
+elif [ "$keep_log" = 1 ]; then
+	rm -f "$log"
+	log=""
+fi
+if [ -n "$result" ]; then
+	{
+		echo "status=$status"
+		echo "exit=${exit_code:-none}"
+		echo "timeout=$timed_out"
+		echo "kernel_problems=$(printf '%s' "$problems" | grep -c . || true)"
+		echo "boot_s=${boot_s:-none}"
+		echo "total_s=$total_s"
+		echo "kernel=$release"
+		echo "log=$log"
+	} >"$result"
+fi
+exit "$status"
