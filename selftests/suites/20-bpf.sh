@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The eBPF backend on this host's kernel: records from bpf/ember.bpf.c read
+# through agent/source_bpf.c by selftests/bpf/bpf-dump, checked by
+# selftests/bpf/bpf-check.py against workloads with known stacks and waits.
+# Needs root (CAP_BPF + CAP_PERFMON) and /sys/kernel/btf/vmlinux.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. selftests/lib.sh
+
+O=bpf/.output/tests
+DUMP=$O/bpf-dump
+CHECK=selftests/bpf/bpf-check.py
+TMP=$(mktemp -d /tmp/ember-bpf.XXXXXX)
+CG=""
+BG=()
+cleanup() {
+	for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	if [ -n "$CG" ]; then
+		rmdir "$CG/child" "$CG" 2>/dev/null
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+if ! out=$(make -s bpf-tests 2>&1); then
+	t_fail bpf-build "$(printf '%s' "$out" | tail -n 5 | tr '\n' ' ')"
+	exit 0
+fi
+t_pass bpf-build
+
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip bpf-host "not root: the eBPF backend needs CAP_BPF and CAP_PERFMON"
+	exit 0
+fi
+if [ ! -r /sys/kernel/btf/vmlinux ]; then
+	t_skip bpf-host "no /sys/kernel/btf/vmlinux on this kernel"
+	exit 0
+fi
+
+# pid of the process bpf-dump started (its EXEC record)
+exec_pid() { awk '/^EXEC/ { sub("pid=", "", $3); print $3; exit }' "$1"; }
+
+# One CPU burner per online CPU, so every CPU is busy and sampled.
+burn_all() {
+	local n
+	for n in $(seq "$(nproc)"); do
+		$O/fp-burn "$1" &
+		BG+=($!)
+	done
+}
+burn_wait() {
+	for p in "${BG[@]}"; do wait "$p" 2>/dev/null; done
+	BG=()
+}
+
+# check NAME COMMAND...: PASS with the checker's summary, or FAIL with it.
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		echo "  $name: $(printf '%s' "$out" | tail -n 1)"
+		t_pass "$name"
+	else
+		t_fail "$name" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
+	fi
+}
+
+# --- on-CPU rate: every CPU at the asked frequency (within 10%) ---
+for hz in 99 997; do
+	burn_all 4
+	sleep 0.2
+	$DUMP -d 3 -F $hz >"$TMP/rate$hz" 2>"$TMP/rate$hz.err"
+	burn_wait
+	check bpf-rate-${hz}hz $CHECK rate "$TMP/rate$hz" $hz
+done
+burn_all 3
+sleep 0.2
+EMBER_BPF_TRANSPORT=perfbuf $DUMP -d 2 >"$TMP/rate-pb" 2>&1
+burn_wait
+check bpf-rate-perfbuf $CHECK rate "$TMP/rate-pb" 99
+
+# hardware cycles asked where there is no PMU: cpu-clock, and a message
+burn_all 2
+$DUMP -d 1 -C >"$TMP/cycles" 2>"$TMP/cycles.err"
+burn_wait
+if grep -q "^SAMPLE" "$TMP/cycles" &&
+	{ perf_ok=$(perf stat -e cycles true 2>&1); grep -q "not supported" <<<"$perf_ok"; } ; then
+	if grep -q "cycles not available" "$TMP/cycles.err"; then
+		t_pass bpf-cycles-fallback
+	else
+		t_fail bpf-cycles-fallback "no fallback message: $(head -c 200 "$TMP/cycles.err")"
+	fi
+elif grep -q "^SAMPLE" "$TMP/cycles"; then
+	t_pass bpf-cycles-fallback	# a PMU is there: cycles used
+else
+	t_fail bpf-cycles-fallback "no samples with -C: $(head -c 200 "$TMP/cycles.err")"
+fi
+
+# --- user call chains by frame pointer, and the pid filter ---
+$O/fp-burn 3 &		# another process the filter must exclude
+BG+=($!)
+$DUMP -d 5 -e on,life -- $O/fp-burn 2 >"$TMP/chain" 2>"$TMP/chain.err"
+burn_wait
+pid=$(exec_pid "$TMP/chain")
+check bpf-user-chain $CHECK chain "$TMP/chain" "${pid:-0}" fp_leaf,fp_level2,fp_level1,main
+check bpf-pid-filter $CHECK only "$TMP/chain" "${pid:-0}"
+
+# --- kernel frames above the user frames, in a syscall ---
+$DUMP -d 5 -e on,life -- $O/syscall-burn 2 >"$TMP/sys" 2>"$TMP/sys.err"
+pid=$(exec_pid "$TMP/sys")
+check bpf-kernel-under-user $CHECK syscall "$TMP/sys" "${pid:-0}" \
+	sc_raw_read,sc_write_loop,sc_level1,main
+
+# --- cgroup v2 filter, descendants included ---
+cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [ -z "$cg2" ]; then
+	t_skip bpf-cgroup-filter "no cgroup v2 hierarchy mounted"
+else
+	CG="$cg2/ember-bpf-test.$$"
+	mkdir -p "$CG/child"
+	sh -c "echo \$\$ > $CG/child/cgroup.procs && exec $O/fp-burn 3" &
+	BG+=($!)
+	inpid=$!
+	$O/fp-burn 3 &
+	BG+=($!)
+	sleep 0.3
+	$DUMP -d 2 -c "$CG" >"$TMP/cg" 2>"$TMP/cg.err"
+	burn_wait
+	want_cg=$(stat -c %i "$CG/child")
+	if ! grep -q "^SAMPLE" "$TMP/cg"; then
+		t_fail bpf-cgroup-filter "no samples from the cgroup: $(head -c 200 "$TMP/cg.err")"
+	elif grep "^SAMPLE" "$TMP/cg" | grep -qv " cg=$want_cg pid=$inpid "; then
+		t_fail bpf-cgroup-filter "records from outside $CG/child: $(grep "^SAMPLE" "$TMP/cg" | grep -v " pid=$inpid " | head -n 1 | cut -c 1-160)"
+	else
+		echo "  bpf-cgroup-filter: $(grep -c '^SAMPLE' "$TMP/cg") samples, all pid $inpid in cgroup $want_cg"
+		t_pass bpf-cgroup-filter
+	fi
+fi
+
+# --- off-CPU: per-function blocked time vs the program's own clock ---
+for flavour in tp_btf raw_tp; do
+	env=()
+	[ $flavour = raw_tp ] && env=(EMBER_BPF_RAW_TP=1)
+	rounds=15
+	[ $flavour = raw_tp ] && rounds=8
+	env "${env[@]}" $DUMP -d 10 -e off,life -- $O/offcpu-wait $rounds \
+		>"$TMP/off-$flavour" 2>"$TMP/off-$flavour.err"
+	pid=$(exec_pid "$TMP/off-$flavour")
+	check bpf-offcpu-$flavour $CHECK offcpu "$TMP/off-$flavour" "${pid:-0}" \
+		"$(grep MEASURED "$TMP/off-$flavour.err")"
+	check bpf-lifecycle-$flavour $CHECK lifecycle "$TMP/off-$flavour" \
+		"${pid:-0}" $O/offcpu-wait
+done
+
+# --- a stalled consumer: losses counted exactly, both transports ---
+for tr in ringbuf perfbuf; do
+	burn_all 3
+	sleep 0.2
+	EMBER_BPF_TRANSPORT=$tr $DUMP -F 1000 -r 4096 -S 1000 -d 1 \
+		>"$TMP/lost-$tr" 2>"$TMP/lost-$tr.err"
+	burn_wait
+	check bpf-lost-exact-$tr $CHECK lost "$TMP/lost-$tr"
+done
+
+# --- without privileges: a clear refusal, no crash ---
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	$DUMP -d 1 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && grep -q "CAP_BPF and CAP_PERFMON" <<<"$out"; then
+	t_pass bpf-unprivileged-refused
+else
+	t_fail bpf-unprivileged-refused "rc=$rc: $out"
+fi
+exit 0
