@@ -67,9 +67,21 @@ endif
 endif
 
 
-.PHONY: agent agent-tests
+# End-to-end workload (selftests/agent/e2e/): frame pointers everywhere,
+# clang when present since gcc drops the frame of leaf functions.
+AGENT_PHASES := agent/gen/tests/ember-phases
+AGENT_PHASES_CC := $(if $(shell command -v $(CLANG) 2>/dev/null),$(CLANG),$(CC))
+
+.PHONY: agent agent-tests agent-e2e
 agent: $(AGENT_BIN)
 agent-tests: $(AGENT_TEST_BINS) $(AGENT_BIN)
+agent-e2e: $(AGENT_BIN) $(AGENT_PHASES)
+
+$(AGENT_PHASES): selftests/agent/e2e/phases.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p agent/gen/tests
+	$(Q)$(AGENT_PHASES_CC) -O1 -g -fno-omit-frame-pointer \
+		-mno-omit-leaf-frame-pointer -pthread -Wall -o $@ $<
 
 agent/gen/tests/test_%: selftests/agent/test_%.c $(AGENT_LIB_OBJS)
 	@echo "  CC      $@"

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# ember record end to end, with whichever backend is asked for: the host
+# suite runs it with eBPF (41-agent-host.sh), the VM suite inside a guest
+# with the module (40-agent-vm.sh). Prints PASS:/FAIL: lines named
+# e2e_<backend>_<test>.
+#
+# usage: e2e.sh --backend kmod|bpf --ember PATH --phases PATH [--freq HZ]
+#               [--scale S] [--out DIR]
+set -uo pipefail
+
+backend=bpf ember=ember phases=ember-phases freq=999 scale=1 out=${TMPDIR:-/tmp}/ember-e2e
+while [ $# -gt 0 ]; do
+	case $1 in
+	--backend) backend=$2; shift ;;
+	--ember) ember=$2; shift ;;
+	--phases) phases=$2; shift ;;
+	--freq) freq=$2; shift ;;
+	--scale) scale=$2; shift ;;
+	--out) out=$2; shift ;;
+	*) echo "e2e.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+mkdir -p "$out"
+T=e2e_$backend
+pass() { echo "PASS: ${T}_$1"; }
+fail() { echo "FAIL: ${T}_$1: $2"; }
+rec() { "$ember" record --backend "$backend" "$@"; }
+
+# 1. the phases workload under ember record -- COMMAND
+rec -F "$freq" -o "$out/phases.folded" -- "$phases" "$scale" \
+	>"$out/phases.stdout" 2>"$out/phases.stderr"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^PHASE phase_worker' "$out/phases.stdout" &&
+	[ -s "$out/phases.folded" ]; then
+	pass record_command
+else
+	fail record_command "rc=$rc, $(tail -n 2 "$out/phases.stderr" | tr '\n' ' ')"
+fi
+if grep -q "^ember: .*using" "$out/phases.stderr" &&
+	grep -q "^ember: [0-9]* samples, [0-9]* processes, [0-9]* lost; wrote" "$out/phases.stderr"; then
+	pass stderr_backend_and_summary
+else
+	fail stderr_backend_and_summary "$(tr '\n' '|' <"$out/phases.stderr")"
+fi
+
+# 2. shares per phase: profile vs the workload's own per-thread CPU time
+shares=$(awk -v pf="$out/phases.folded" '
+	FNR == NR && /^PHASE / { truth[$2] = $3; tsum += $3; next }
+	FNR != NR {
+		v = $NF
+		for (p in truth)
+			if (index($0, ";" p ";") || substr($0, length($0) - length(v) - length(p), length(p)) == p) {
+				got[p] += v; gsum += v; break
+			}
+	}
+	END {
+		worst = 0
+		for (p in truth) {
+			t = 100 * truth[p] / tsum
+			g = gsum ? 100 * got[p] / gsum : 0
+			d = t > g ? t - g : g - t
+			if (d > worst) worst = d
+			printf "%s truth=%.1f%% profile=%.1f%% ", p, t, g
+		}
+		printf "samples=%d worst=%.2f\n", gsum, worst
+	}' "$out/phases.stdout" "$out/phases.folded")
+echo "# shares: $shares"
+worst=${shares##*worst=}
+if [ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w <= 3.0) }' &&
+	! grep -q 'samples=0 ' <<<"$shares"; then
+	pass shares_within_3pp
+else
+	fail shares_within_3pp "$shares"
+fi
+
+# 3. full call chains, symbolized
+if grep -q '^ember-phases;.*main;run_phases;phase_alpha [0-9]' "$out/phases.folded" &&
+	grep -q '^ember-phases;.*main;run_phases;phase_beta [0-9]' "$out/phases.folded" &&
+	grep -q '^ember-phases;.*worker_main;phase_worker [0-9]' "$out/phases.folded"; then
+	pass call_chain_symbolized
+else
+	fail call_chain_symbolized "no main;run_phases;phase_* / worker_main;phase_worker lines"
+fi
+
+# 4. kernel frames under the syscall phase
+ksys=$(awk '/;phase_syscall;/ && /_\[k\]/ { k += $NF } /;phase_syscall[; ]/ { a += $NF }
+	END { printf "%d %d", k, a }' "$out/phases.folded")
+read -r kn an <<<"$ksys"
+if [ "${an:-0}" -gt 0 ] && [ $((kn * 100)) -ge $((an * 70)) ] &&
+	grep -q ';phase_syscall;.*\(read\|clear_user\|zero\).*_\[k\]' "$out/phases.folded"; then
+	pass kernel_frames_under_syscall
+else
+	fail kernel_frames_under_syscall "$kn of $an phase_syscall samples have kernel frames"
+fi
+
+# 5. a process that lives 200 ms, long before the recording ends
+( sleep 0.7; "$phases" --short ) &
+bg=$!
+rec -F "$freq" -d 3 -o "$out/short.folded" 2>"$out/short.stderr"
+rc=$?
+wait $bg
+if [ $rc -eq 0 ] && grep -q '^ember-phases;.*main;short_lived_burn [0-9]' "$out/short.folded"; then
+	pass short_lived_symbolized
+else
+	fail short_lived_symbolized "rc=$rc; ember-phases lines: $(grep -c '^ember-phases' "$out/short.folded" 2>/dev/null) $(grep -m1 '^ember-phases' "$out/short.folded" | cut -c1-200)"
+fi
+
+# 6. exit status and stdin pass through
+rec -o "$out/exit.folded" -- sh -c 'exit 7' 2>/dev/null
+rc=$?
+[ $rc -eq 7 ] && pass exit_status_passthrough || fail exit_status_passthrough "got $rc, want 7"
+got=$(echo ember-stdin | rec -o "$out/cat.folded" -- cat 2>/dev/null)
+[ "$got" = ember-stdin ] && pass stdin_stdout_passthrough || fail stdin_stdout_passthrough "got '$got'"
+rec -o "$out/nx.folded" -- /nonexistent/prog 2>"$out/nx.stderr"
+rc=$?
+[ $rc -eq 127 ] && grep -q 'cannot run' "$out/nx.stderr" && pass missing_command_127 ||
+	fail missing_command_127 "rc=$rc $(head -c 200 "$out/nx.stderr")"
+
+# 7. Ctrl-C still writes the output
+rm -f "$out/int.folded"
+"$ember" record --backend "$backend" -d 60 -o "$out/int.folded" 2>"$out/int.stderr" &
+pid=$!
+# signals are handled once the backend line is out (an async job of a
+# script starts with SIGINT ignored until ember installs its handler)
+for _ in $(seq 100); do
+	grep -q using "$out/int.stderr" && break
+	sleep 0.1
+done
+sleep 1
+kill -INT $pid
+start=$(date +%s)
+wait $pid
+rc=$?
+if [ $rc -eq 0 ] && [ -e "$out/int.folded" ] && grep -q wrote "$out/int.stderr" &&
+	[ $(( $(date +%s) - start )) -lt 15 ]; then
+	pass sigint_writes_output
+else
+	fail sigint_writes_output "rc=$rc $(tail -n1 "$out/int.stderr")"
+fi
+
+# 8. off-CPU: microseconds, [cpu]/[offcpu]
+rec -e cpu,offcpu -o "$out/off.folded" -- sh -c 'sleep 0.4' 2>"$out/off.stderr"
+us=$(awk '/^sleep;\[offcpu\];/ { s += $NF } END { print s + 0 }' "$out/off.folded")
+if [ "$us" -ge 300000 ] && [ "$us" -le 2000000 ]; then
+	pass offcpu_microseconds
+else
+	fail offcpu_microseconds "sleep 0.4 shows ${us} us off-CPU"
+fi
+
+# 9. SVG from the same run shape
+rec -F "$freq" -o "$out/phases.svg" -- "$phases" 0.3 >/dev/null 2>"$out/svg.stderr"
+if grep -q '<svg' "$out/phases.svg" 2>/dev/null && grep -q phase_alpha "$out/phases.svg"; then
+	pass svg_written
+else
+	fail svg_written "$(tail -n1 "$out/svg.stderr")"
+fi
+exit 0
