@@ -18,6 +18,7 @@ PKGS=(
 	libbpf-dev bpftool
 	# tests: VMs, decoders, browser for the flame graph
 	qemu-system-x86 qemu-utils libcmocka-dev python3 python3-protobuf chromium
+	curl openssl
 	systemd binutils file
 	# packaging
 	debhelper devscripts rpm fakeroot
