@@ -19,7 +19,8 @@ holding the body decompressed. Modes:
 
 --fail-first N answers the mode for the first N requests and 200 after,
 so a test sees a receiver that recovers. The mode can be changed while
-running by writing it to D/mode (read at each request).
+running by writing it to D/mode (read at each request). --tls-cert and
+--tls-key serve https instead of http.
 """
 import argparse
 import gzip
@@ -145,12 +146,19 @@ def main():
     ap.add_argument("--retry-after", type=int, default=1)
     ap.add_argument("--delay", type=float, default=3.0)
     ap.add_argument("--fail-first", type=int, default=None)
+    ap.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="its private key (PEM)")
     ap.add_argument("--lifetime", type=float, default=300.0,
                     help="exit after this many seconds (no stray servers)")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     srv = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(State(args)))
     srv.daemon_threads = True
+    if args.tls_cert:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(str(srv.server_address[1]))

@@ -333,6 +333,28 @@ else
 	t_fail otlp-shutdown-deadline "rc=$rc ${ms}ms $(tr '\n' ' ' <"$T/sd.stats")"
 fi
 
+# TLS: https with a custom CA works; without that CA nothing is sent.
+if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+	-addext subjectAltName=IP:127.0.0.1 -keyout "$T/key.pem" -out "$T/cert.pem" \
+	>/dev/null 2>&1; then
+	start_receiver tls --tls-cert "$T/cert.pem" --tls-key "$T/key.pem"
+	"$SEND" --endpoint "https://127.0.0.1:$PORT_tls/v1development/profiles" --count 1 \
+		--ca "$T/cert.pem" >"$T/tls.stats" 2>"$T/tls.log"
+	"$SEND" --endpoint "https://127.0.0.1:$PORT_tls/v1development/profiles" --count 1 \
+		--retry-initial-ms 50 --max-elapsed-ms 300 --wait-ms 3000 \
+		>"$T/tls-noca.stats" 2>"$T/tls-noca.log"
+	if [ "$(stat_of exported "$T/tls.stats")" = 1 ] && [ "$(seqs tls)" = 0 ] &&
+		[ "$(stat_of exported "$T/tls-noca.stats")" = 0 ] &&
+		[ "$(stat_of failed "$T/tls-noca.stats")" = 1 ] && [ "$(nbin tls)" = 1 ]; then
+		t_pass otlp-export-https-custom-ca
+	else
+		t_fail otlp-export-https-custom-ca "ca:$(tr '\n' ' ' <"$T/tls.stats") noca:$(tr '\n' ' ' <"$T/tls-noca.stats") $(head -c 200 "$T/tls.log")"
+	fi
+	stop_receiver tls
+else
+	t_skip otlp-export-https-custom-ca "openssl cannot make a test certificate"
+fi
+
 # --- the daemon -----------------------------------------------------------
 # run_daemon NAME SECONDS ARGS...: ember run for SECONDS under a busy loop,
 # then SIGTERM; stderr in $T/NAME.run.
