@@ -12,6 +12,7 @@ check() {
 	if out=$("$@" 2>&1); then ok "$name"; else ko "$name" "'$*' failed: $(echo "$out" | tail -n 1)"; fi
 }
 mode=${EMBER_SELFTEST_MODE:-normal}
+[ "$mode" = normal ] || K="$K: $mode"
 hello=/payload/selftest/ember_vm_hello.ko
 
 if [ "$mode" = locked ]; then

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# ember.ko on each test kernel (Debian 5.10, 6.1, 6.12) in a qemu VM:
+# fetch the kernel, `make module KDIR=...`, `make module-check` (W=1,
+# sparse, checkpatch --strict), `make kmod-guest`, boot with
+# selftests/kmod as payload and ember.ko as /payload/ember.ko, run
+# `sh /payload/kmod/guest.sh` and relay its PASS/FAIL/SKIP lines as
+# "kmod[SERIES]: ...", then judge the kernel log.
+#
+# EMBER_VM_KERNELS="6.1" limits the kernels; EMBER_KMOD_VM_TIMEOUT
+# (seconds, default 600) bounds each VM run; EMBER_KMOD_CHECK=0 skips the
+# module-check step (developer shortcut; CI always runs it).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. selftests/lib.sh
+
+KERNELS=${EMBER_VM_KERNELS:-5.10 6.1 6.12}
+TIMEOUT=${EMBER_KMOD_VM_TIMEOUT:-600}
+FETCH=scripts/fetch-kernels.sh
+RUNVM=selftests/vm/run-vm.sh
+logs=${EMBER_TEST_LOGS:-selftests/logs}/vm
+mkdir -p "$logs"
+work=$(mktemp -d "${TMPDIR:-/tmp}/ember-30.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+for tool in qemu-system-x86_64 cpio busybox; do
+	if ! command -v "$tool" >/dev/null; then
+		for k in $KERNELS; do t_skip "kmod[$k]: VM" "$tool not installed (scripts/install-deps.sh)"; done
+		exit 0
+	fi
+done
+
+oneline() { tail -n "${2:-3}" "$1" | tr '\n' ' ' | cut -c1-400; }
+res() { sed -n "s/^$2=//p" "$1"; }
+
+# Guest programs (host-built, shipped in the payload) once for all kernels.
+guest_ok=1
+if make --no-print-directory kmod-guest >"$logs/kmod-guest-build.log" 2>&1; then
+	t_pass "kmod: guest test programs build"
+else
+	t_fail "kmod: guest test programs build" "$(oneline "$logs/kmod-guest-build.log")"
+	guest_ok=0
+fi
+guest_sh=selftests/kmod/guest.sh
+has_check=0
+grep -qE '^module-check:' kmod/kmod.mk 2>/dev/null && has_check=1
+
+for k in $KERNELS; do
+	T="kmod[$k]"
+	if ! "$FETCH" "$k" >"$logs/fetch-$k.log" 2>&1; then
+		t_fail "$T: fetch kernel" "$(oneline "$logs/fetch-$k.log" 2)"
+		continue
+	fi
+	kdir=$("$FETCH" --kdir "$k")
+	release=$("$FETCH" --version "$k")
+
+	rm -f ember.ko
+	if make --no-print-directory module KDIR="$kdir" >"$logs/kmod-build-$k.log" 2>&1 && [ -f ember.ko ]; then
+		t_pass "$T: build ($release)"
+	else
+		t_fail "$T: build" "$(grep -m2 -E 'error|Error' "$logs/kmod-build-$k.log" | tr '\n' ' ' | cut -c1-400)"
+		continue
+	fi
+	# The repository's ember.ko is rebuilt for the next kernel: keep ours.
+	mkdir -p "$work/$k"
+	cp ember.ko "$work/$k/ember.ko"
+
+	if [ "$has_check" = 1 ] && [ "${EMBER_KMOD_CHECK:-1}" != 0 -o "${CI:-}" = true ]; then
+		if make --no-print-directory module-check KDIR="$kdir" >"$logs/kmod-check-$k.log" 2>&1; then
+			t_pass "$T: module-check (W=1, sparse, checkpatch --strict)"
+		else
+			t_fail "$T: module-check (W=1, sparse, checkpatch --strict)" \
+				"$(grep -m3 -E 'warning|error|WARNING|ERROR|CHECK' "$logs/kmod-check-$k.log" | tr '\n' ' ' | cut -c1-400)"
+		fi
+		# module-check rebuilds with W=1 C=2: the copy above stays the
+		# artefact under test.
+	fi
+
+	if [ ! -f "$guest_sh" ]; then
+		t_fail "$T: guest tests" "$guest_sh does not exist yet (engineer A's payload): nothing was tested in the VM"
+		continue
+	fi
+	if [ "$guest_ok" = 0 ]; then
+		t_fail "$T: guest tests" "guest test programs did not build"
+		continue
+	fi
+
+	"$RUNVM" --kernel "$k" --payload selftests/kmod --module "$work/$k/ember.ko" \
+		--cmd "sh /payload/kmod/guest.sh" --smp 2 --timeout "$TIMEOUT" \
+		--out "$logs/kmod-$k-out" --log "$logs/kmod-$k.log" --result "$work/$k/res" \
+		>"$work/$k/guest.out" 2>"$work/$k/runvm.err"
+	rc=$?
+	sed -nE "s/^(PASS|FAIL|SKIP): /\1: $T: /p" "$work/$k/guest.out"
+	nfail=$(grep -c '^FAIL: ' "$work/$k/guest.out")
+	exit_code=$(res "$work/$k/res" exit)
+	if [ "$(res "$work/$k/res" timeout)" = 1 ]; then
+		t_fail "$T: guest run" "timeout after ${TIMEOUT}s (log: $logs/kmod-$k.log)"
+	elif [ "$exit_code" = none ] || [ -z "$exit_code" ]; then
+		t_fail "$T: guest run" "no exit status: boot failure or kernel panic (log: $logs/kmod-$k.log): $(oneline "$work/$k/runvm.err" 4)"
+	elif [ "$exit_code" != 0 ] && [ "$nfail" -eq 0 ]; then
+		t_fail "$T: guest run" "guest.sh exited $exit_code without a FAIL line (log: $logs/kmod-$k.log)"
+	elif ! grep -qE '^(PASS|FAIL): ' "$work/$k/guest.out"; then
+		t_fail "$T: guest run" "guest.sh reported no test (log: $logs/kmod-$k.log)"
+	fi
+	if [ "$(res "$work/$k/res" kernel_problems)" = 0 ] && [ -n "$exit_code" ] && [ "$exit_code" != none ]; then
+		t_pass "$T: no kernel warnings"
+	else
+		t_fail "$T: no kernel warnings" \
+			"$(grep -A3 'kernel problem' "$work/$k/runvm.err" | sed -n 2,4p | tr '\n' ' ' | cut -c1-400)$([ "$rc" = 124 ] && echo timeout) (log: $logs/kmod-$k.log)"
+	fi
+	echo "info: $T: guest up at $(res "$work/$k/res" boot_s) s, whole run $(res "$work/$k/res" total_s | cut -c1-5) s"
+done
+exit 0
