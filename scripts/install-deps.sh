@@ -21,7 +21,7 @@ PKGS=(
 	curl openssl
 	systemd binutils file
 	# packaging
-	debhelper devscripts rpm fakeroot
+	debhelper dh-dkms devscripts rpm fakeroot man-db
 )
 
 SUDO=""
