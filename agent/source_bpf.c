@@ -44,6 +44,28 @@
 #define CAP_BPF		39
 #endif
 
+/*
+ * Off-CPU designs, measured on this project's 6.18 host (2 vCPUs), per
+ * sched_switch, `perf bench sched pipe` load, threshold 1 ms:
+ *   parked:   stacks taken at every switch-out   ~7.5 us per switch
+ *   deferred: timestamp at switch-out, stacks when the thread is back
+ *             (finish_task_switch), only for intervals >= threshold
+ *                                                ~1.1 us per switch
+ * So deferred first (fentry, else a kprobe on the symbol, which is often
+ * finish_task_switch.isra.0), parked when neither can attach.
+ */
+enum offcpu_mode {
+	OFFCPU_FENTRY,
+	OFFCPU_KPROBE,
+	OFFCPU_PARKED,
+};
+
+static const char *const offcpu_mode_name[] = {
+	[OFFCPU_FENTRY] = "deferred (fentry)",
+	[OFFCPU_KPROBE] = "deferred (kprobe)",
+	[OFFCPU_PARKED] = "parked",
+};
+
 struct ember_source {
 	struct ember_bpf *skel;
 	struct ring_buffer *rb;
@@ -51,9 +73,12 @@ struct ember_source {
 	struct bpf_link **links;	/* perf_event links, one per online CPU */
 	int nr_links;
 	struct bpf_link *tp_links[3];
+	struct bpf_link *back_link;	/* deferred off-CPU hook, open..close */
 	bool running;
 	bool use_perfbuf;
 	bool raw_tp;			/* tp_btf refused: raw_tp flavour */
+	enum offcpu_mode offcpu_mode;
+	char back_sym[256];		/* finish_task_switch in kallsyms */
 	int stats_fd;			/* BPF_ENABLE_STATS, -1 if refused */
 	struct ember_source_config cfg;
 	uint32_t clock_event;		/* enum ember_clock_event in use */
@@ -229,8 +254,11 @@ bad:
 	return -EINVAL;
 }
 
-/* Address range of __schedule, from /proc/kallsyms (root sees addresses). */
-static void find_schedule(struct ember_source *s)
+/*
+ * From /proc/kallsyms (root sees addresses): the range of __schedule, for
+ * strip_sched_frames(), and the name finish_task_switch has here.
+ */
+static void scan_kallsyms(struct ember_source *s)
 {
 	char line[512], name[256], type;
 	unsigned long long addr;
@@ -242,14 +270,15 @@ static void find_schedule(struct ember_source *s)
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
 			continue;
-		if (in) {
-			if (addr > s->sched_lo) {
-				s->sched_hi = addr;
-				break;
-			}
-			continue;
+		if (!s->back_sym[0] && (type == 't' || type == 'T') &&
+		    (!strcmp(name, "finish_task_switch") ||
+		     !strncmp(name, "finish_task_switch.", 19)))
+			snprintf(s->back_sym, sizeof(s->back_sym), "%s", name);
+		if (in && addr > s->sched_lo) {
+			s->sched_hi = addr;
+			in = false;
 		}
-		if (!strcmp(name, "__schedule") && addr) {
+		if (!s->sched_lo && !strcmp(name, "__schedule") && addr) {
 			s->sched_lo = addr;
 			in = true;
 		}
@@ -418,9 +447,16 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		skel->rodata->wakeup_bytes = ring / 4;
 		bpf_map__set_max_entries(skel->maps.ringbuf, ring);
 	}
+	skel->rodata->offcpu_deferred = s->offcpu_mode != OFFCPU_PARKED;
 	bpf_map__set_value_size(skel->maps.inflight, vsize);
-	if (!off)
+	if (!off || s->offcpu_mode != OFFCPU_PARKED)
 		bpf_map__set_max_entries(skel->maps.inflight, 1);
+	if (!off || s->offcpu_mode == OFFCPU_PARKED)
+		bpf_map__set_max_entries(skel->maps.offstart, 1);
+	bpf_program__set_autoload(skel->progs.ember_back_fentry,
+				  off && s->offcpu_mode == OFFCPU_FENTRY);
+	bpf_program__set_autoload(skel->progs.ember_back_kprobe,
+				  off && s->offcpu_mode == OFFCPU_KPROBE);
 
 	bpf_program__set_autoload(skel->progs.ember_oncpu, cfg->events & EMBER_EV_ONCPU);
 	bpf_program__set_autoload(skel->progs.ember_switch_btf, off && !s->raw_tp);
@@ -431,35 +467,118 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	bpf_program__set_autoload(skel->progs.ember_exit_raw, life && s->raw_tp);
 }
 
-/* Open and load the skeleton: tp_btf first, raw_tp if the kernel refuses. */
+/*
+ * libbpf's messages while we try program flavours the kernel may refuse:
+ * kept, and shown only if every attempt fails.
+ */
+static char libbpf_log[8192];
+static size_t libbpf_log_len;
+
+static int libbpf_capture(enum libbpf_print_level level, const char *fmt,
+			  va_list ap)
+{
+	int n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	if (libbpf_log_len >= sizeof(libbpf_log) - 1)
+		libbpf_log_len = 0;	/* keep the latest messages */
+	n = vsnprintf(libbpf_log + libbpf_log_len,
+		      sizeof(libbpf_log) - libbpf_log_len, fmt, ap);
+	if (n > 0)
+		libbpf_log_len += (size_t)n < sizeof(libbpf_log) - libbpf_log_len ?
+				  (size_t)n : sizeof(libbpf_log) - 1 - libbpf_log_len;
+	return n;
+}
+
+/*
+ * The deferred off-CPU hook, attached at open: harmless before sched_switch
+ * is, and a kernel that refuses it (no kprobes, a renamed static function
+ * fentry cannot find) must make us fall back to another flavour now.
+ */
+static int attach_back(struct ember_source *s)
+{
+	struct ember_bpf *k = s->skel;
+
+	if (s->offcpu_mode == OFFCPU_FENTRY)
+		s->back_link = bpf_program__attach(k->progs.ember_back_fentry);
+	else if (s->offcpu_mode == OFFCPU_KPROBE)
+		s->back_link = bpf_program__attach_kprobe(k->progs.ember_back_kprobe,
+							  false, s->back_sym);
+	else
+		return 0;
+	return s->back_link ? 0 : -errno;
+}
+
+struct load_attempt {
+	bool raw_tp;
+	enum offcpu_mode mode;
+};
+
+/*
+ * Open and load the skeleton, trying flavours from the cheapest: tp_btf
+ * before raw_tp, deferred off-CPU stacks before parked ones.
+ * EMBER_BPF_RAW_TP=1 and EMBER_BPF_OFFCPU=fentry|kprobe|parked force one
+ * (tests and measurements).
+ */
 static int load_skel(struct ember_source *s, char *err, size_t err_len)
 {
-	int ret;
-
-	/* EMBER_BPF_RAW_TP=1 tests the fallback on kernels that have tp_btf */
+	static const struct load_attempt attempts[] = {
+		{ false, OFFCPU_FENTRY }, { false, OFFCPU_KPROBE },
+		{ false, OFFCPU_PARKED }, { true, OFFCPU_KPROBE },
+		{ true, OFFCPU_PARKED },
+	};
 	const char *force_raw = getenv("EMBER_BPF_RAW_TP");
+	const char *force_mode = getenv("EMBER_BPF_OFFCPU");
+	bool off = s->cfg.events & EMBER_EV_OFFCPU;
+	libbpf_print_fn_t old_print;
+	int ret = -ENOENT;
 
-	for (int attempt = force_raw && *force_raw == '1'; attempt < 2; attempt++) {
-		s->raw_tp = attempt == 1;
+	libbpf_log_len = 0;
+	libbpf_log[0] = '\0';
+	old_print = libbpf_set_print(libbpf_capture);
+	for (size_t i = 0; i < sizeof(attempts) / sizeof(attempts[0]); i++) {
+		const struct load_attempt *a = &attempts[i];
+
+		if (force_raw && *force_raw == '1' && !a->raw_tp)
+			continue;
+		if (force_mode && off && !strstr(offcpu_mode_name[a->mode], force_mode))
+			continue;
+		/* without off-CPU the mode is irrelevant: each tp flavour once */
+		if (!off && a->mode != (a->raw_tp ? OFFCPU_KPROBE : OFFCPU_FENTRY))
+			continue;
+		if (off && a->mode == OFFCPU_KPROBE && !s->back_sym[0])
+			continue;
+		s->raw_tp = a->raw_tp;
+		s->offcpu_mode = a->mode;
 		s->skel = ember_bpf__open();
 		if (!s->skel) {
 			ret = -errno;
-			say(err, err_len, "cannot open the BPF object: %s", strerror(-ret));
-			return ret;
+			continue;
 		}
 		configure(s, s->skel);
 		ret = ember_bpf__load(s->skel);
+		if (!ret && off)
+			ret = attach_back(s);
 		if (!ret)
-			return 0;
+			break;
 		ember_bpf__destroy(s->skel);
 		s->skel = NULL;
-		if (!(s->cfg.events & (EMBER_EV_OFFCPU | EMBER_EV_LIFECYCLE)))
-			break;
 	}
+	libbpf_set_print(old_print);
+	if (!ret) {
+		if (getenv("EMBER_BPF_VERBOSE"))
+			fprintf(stderr, "ember: bpf: %s tracepoints, off-CPU stacks %s, %s transport\n",
+				s->raw_tp ? "raw_tp" : "tp_btf",
+				off ? offcpu_mode_name[s->offcpu_mode] : "unused",
+				s->use_perfbuf ? "perf buffer" : "ring buffer");
+		return 0;
+	}
+	fprintf(stderr, "%s", libbpf_log);
 	say(err, err_len,
 	    "the kernel refused ember's BPF programs (%s); the libbpf messages above say why",
 	    strerror(-ret));
-	return ret;
+	return ret ? ret : -EINVAL;
 }
 
 /* Depth of the cgroup v2 directory whose inode is id, or -1. */
@@ -586,6 +705,8 @@ static int bpf_open(struct ember_source **out, const struct ember_source_config 
 		}
 	}
 
+	if (cfg->events & EMBER_EV_OFFCPU)
+		scan_kallsyms(s);
 	ret = load_skel(s, err, err_len);
 	if (ret)
 		goto fail;
@@ -597,8 +718,6 @@ static int bpf_open(struct ember_source **out, const struct ember_source_config 
 		    "cannot set the filters (cgroup %" PRIu64 ")", cfg->cgroup_id);
 		goto fail;
 	}
-	if (cfg->offcpu_min_ns || (cfg->events & EMBER_EV_OFFCPU))
-		find_schedule(s);
 
 	if (s->use_perfbuf) {
 		struct perf_event_attr attr = {
@@ -807,6 +926,7 @@ static void bpf_close(struct ember_source *s)
 	if (!s)
 		return;
 	bpf_stop(s);
+	bpf_link__destroy(s->back_link);
 	ring_buffer__free(s->rb);
 	perf_buffer__free(s->pb);
 	ember_bpf__destroy(s->skel);

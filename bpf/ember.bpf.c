@@ -6,8 +6,16 @@
  *
  * Programs:
  *   ember_oncpu            perf_event on each CPU's cpu-clock (or cycles) event
- *   ember_switch_btf/_raw  sched_switch: park the leaving thread's stacks,
- *                          emit a record when it runs again
+ *   ember_switch_btf/_raw  sched_switch: note when and how a thread leaves
+ *   ember_back_fentry/_kprobe  finish_task_switch, in the returning thread:
+ *                          emit its interval with its stacks (deferred mode)
+ * Two off-CPU designs, measured (see agent/source_bpf.c):
+ *   deferred (default): sched_switch stores only a timestamp; the stacks
+ *     are taken when the thread is back on CPU and current again (its user
+ *     and kernel stacks are unchanged since it left), and only for
+ *     intervals above the threshold.
+ *   parked (fallback when finish_task_switch cannot be hooked): the stacks
+ *     are taken at every switch-out and parked until the thread returns.
  *   ember_exec_btf/_raw    sched_process_exec
  *   ember_exit_btf/_raw    sched_process_exit, last thread of a process
  * The loader keeps the tp_btf flavour and falls back to raw_tp when the
@@ -40,6 +48,7 @@ const volatile __u64 wakeup_bytes;	/* ring fill that wakes the reader */
 const volatile __u64 offcpu_min_ns;
 const volatile __u32 offcpu_ppm;	/* 0: keep every interval */
 const volatile __u32 inflight_value_size;
+const volatile bool offcpu_deferred;
 
 /* Filters, changed at run time through the mmap'ed .bss. */
 __u32 filter_pids_on;
@@ -95,6 +104,21 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(struct ember_sample) + 256 * sizeof(__u64));
 } inflight SEC(".maps");
+
+/* Deferred mode: tid -> how and when it left. Preallocated. */
+struct offcpu_start {
+	__u64 start_ns;
+	__u16 flags;
+	__u8 state;
+	__u8 __pad[5];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EMBER_BPF_INFLIGHT_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct offcpu_start);
+} offstart SEC(".maps");
 
 /* Kernels before 6.0 keep ancestor ids instead of ancestor pointers. */
 struct cgroup___old {
@@ -294,7 +318,21 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* The thread leaving the CPU: park its stacks until it runs again. */
+static __always_inline __u8 offcpu_state(bool preempt, long state)
+{
+	if (preempt || state == 0)
+		return EMBER_STATE_RUNNABLE;
+	if (state & TASK_UNINTERRUPTIBLE)
+		return EMBER_STATE_UNINTERRUPTIBLE;
+	if (state & TASK_INTERRUPTIBLE)
+		return EMBER_STATE_SLEEPING;
+	return EMBER_STATE_OTHER;
+}
+
+/*
+ * The thread leaving the CPU: note the time (deferred mode) or take and
+ * park its stacks (parked mode) until it runs again.
+ */
 static __always_inline void switch_out(void *ctx, bool preempt,
 				       struct task_struct *prev, __u64 now,
 				       struct ember_bpf_stats *st)
@@ -302,10 +340,10 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 	__u32 tid = BPF_CORE_READ(prev, pid);
 	__u32 tgid = BPF_CORE_READ(prev, tgid);
 	long state = task_state(prev);
+	struct offcpu_start start;
 	struct ember_sample *s;
 	struct scratch *sc;
-	bool kthread;
-	__u8 st8;
+	__u16 flags;
 
 	if (tid == 0 || (state & TASK_DEAD))	/* idle, or gone for good */
 		return;
@@ -315,26 +353,28 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 		st->filtered++;
 		return;
 	}
+	flags = EMBER_SF_IN_KERNEL;
+	if (BPF_CORE_READ(prev, flags) & PF_KTHREAD)
+		flags |= EMBER_SF_KTHREAD;
+
+	if (offcpu_deferred) {
+		start.start_ns = now;
+		start.flags = flags;
+		start.state = offcpu_state(preempt, state);
+		if (bpf_map_update_elem(&offstart, &tid, &start, BPF_ANY))
+			st->offcpu_overflow++;
+		return;
+	}
+
 	sc = get_scratch(EMBER_SLOT_OFFCPU);
 	if (!sc)
 		return;
 	s = (void *)sc;
-
-	if (preempt || state == 0)
-		st8 = EMBER_STATE_RUNNABLE;
-	else if (state & TASK_UNINTERRUPTIBLE)
-		st8 = EMBER_STATE_UNINTERRUPTIBLE;
-	else if (state & TASK_INTERRUPTIBLE)
-		st8 = EMBER_STATE_SLEEPING;
-	else
-		st8 = EMBER_STATE_OTHER;
-
 	/* sched_switch runs in prev's context: "current" helpers see prev. */
-	kthread = BPF_CORE_READ(prev, flags) & PF_KTHREAD;
 	fill_common(s, EMBER_REC_OFFCPU, now, tgid, tid);
-	s->state = st8;
-	s->flags = EMBER_SF_IN_KERNEL | (kthread ? EMBER_SF_KTHREAD : 0);
-	s->flags |= fill_stacks(ctx, s, true, !kthread);
+	s->state = offcpu_state(preempt, state);
+	s->flags = flags;
+	s->flags |= fill_stacks(ctx, s, true, !(flags & EMBER_SF_KTHREAD));
 	if (bpf_map_update_elem(&inflight, &tid, s, BPF_ANY))
 		st->offcpu_overflow++;
 }
@@ -375,8 +415,65 @@ static __always_inline int handle_switch(void *ctx, bool preempt,
 		return 0;
 	st->switches++;
 	switch_out(ctx, preempt, prev, now, st);
-	switch_in(ctx, next, now, st);
+	if (!offcpu_deferred)
+		switch_in(ctx, next, now, st);
 	return 0;
+}
+
+/*
+ * Deferred mode: the thread is back and current again; its stacks are as
+ * they were when it left (it has not run since), so take them now, and
+ * only for intervals worth a record.
+ */
+static __always_inline int handle_back(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct ember_bpf_stats *st;
+	struct offcpu_start *v;
+	struct ember_sample *s;
+	struct scratch *sc;
+	__u64 now, delta, size;
+	__u16 flags;
+	__u8 state;
+
+	if (tid == 0)
+		return 0;
+	v = bpf_map_lookup_elem(&offstart, &tid);
+	if (!v)
+		return 0;
+	now = bpf_ktime_get_ns();
+	delta = now - v->start_ns;
+	flags = v->flags;
+	state = v->state;
+	bpf_map_delete_elem(&offstart, &tid);
+	st = get_stats();
+	sc = get_scratch(EMBER_SLOT_OFFCPU);
+	if (delta < offcpu_min_ns || !st || !sc)
+		return 0;
+	s = (void *)sc;
+	fill_common(s, EMBER_REC_OFFCPU, now, tgid, tid);
+	s->weight_ns = delta;
+	s->state = state;
+	s->flags = flags | fill_stacks(ctx, s, true, !(flags & EMBER_SF_KTHREAD));
+	size = s->hdr.size;
+	if (size > sizeof(*sc))
+		return 0;
+	emit(ctx, s, size, st);
+	return 0;
+}
+
+SEC("fentry/finish_task_switch")
+int BPF_PROG(ember_back_fentry)
+{
+	return handle_back(ctx);
+}
+
+/* attached by name: the symbol is often finish_task_switch.isra.0 */
+SEC("kprobe")
+int ember_back_kprobe(struct pt_regs *ctx)
+{
+	return handle_back(ctx);
 }
 
 SEC("tp_btf/sched_switch")

@@ -216,10 +216,14 @@ def cmd_offcpu(dump, pid, measured):
     got = {f: 0 for f in want}
     nrec = {f: 0 for f in want}
     other = {f: 0 for f in want}
+    unattributed = []
     for r in recs:
         if r['kind'] != 'OFFCPU' or r['pid'] != pid:
             continue
         u = user_syms(r, maps)
+        if not any(f in u for f in want) and int(r['weight']) > 1000000:
+            unattributed.append('%s us %s/%s' % (int(r['weight']) // 1000,
+                                                  '<-'.join(u), '<-'.join(kernel_syms(r)[:3])))
         for f in want:
             if f in u:
                 if any(frames[f] in k for k in kernel_syms(r)):
@@ -235,6 +239,8 @@ def cmd_offcpu(dump, pid, measured):
                      % (f, got[f] / 1e6, nrec[f], frames[f], other[f], v / 1e6))
         if abs(got[f] - v) > 0.1 * v or not nrec[f]:
             fails.append(f)
+    if fails and unattributed:
+        parts.append('records over 1 ms in none: %s' % unattributed[:4])
     ok(not fails and want, '; '.join(parts))
 
 

@@ -222,6 +222,7 @@ int main(int argc, char **argv)
 		cfg.pids = &child_pid;
 		cfg.nr_pids = 1;
 	}
+	setenv("EMBER_BPF_VERBOSE", "1", 0);	/* which flavours loaded */
 	ret = ops->probe(err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "bpf-dump: eBPF backend unavailable: %s\n", err);
