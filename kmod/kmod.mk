@@ -82,7 +82,7 @@ KG_BIN := $(KG_DIR)/bin
 KG_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -g -I$(TOP)/include
 # frame pointers everywhere, in the leaves too: clang honours it (gcc 12
 # drops the frame setup of leaf functions)
-KG_FP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -no-pie \
+KG_FP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -no-pie -fno-optimize-sibling-calls \
 	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 KG_PROGS := $(KG_BIN)/ember-test $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy \
 	$(KG_BIN)/offcpu-work $(KG_BIN)/runas

@@ -12,6 +12,7 @@
 
 #include "ember_kmod.h"
 
+/* serializes control commands, session changes, mmap and poll */
 DEFINE_MUTEX(ember_lock);
 struct ember_config ember_cfg;
 bool ember_running;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* sched_switch probes get prev_state as a 4th argument (5.18+) */
+#include <linux/mm.h>
 #include <linux/sched.h>
 #include <trace/events/sched.h>
 
@@ -8,7 +9,7 @@ static void ember_probe(void *data, bool preempt, struct task_struct *prev,
 {
 }
 
-static int __used ember_probe_register(void)
+static void __used ember_probe_check(void)
 {
-	return register_trace_sched_switch(ember_probe, NULL);
+	check_trace_callback_type_sched_switch(ember_probe);
 }

@@ -1,0 +1,902 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ember-test: a small client for ember.ko, for the VM tests and for anyone
+ * who wants to see what the module produces. It drives the generic netlink
+ * family, maps the rings from /dev/ember, decodes every record and prints
+ * it, optionally symbolized (user addresses of a non-PIE test program with
+ * its `nm -n` output, kernel addresses with /proc/kallsyms).
+ *
+ *   ember-test info
+ *   ember-test run [options]        start, read, stop, print stats
+ *   ember-test hold SECONDS [opts]  start and keep the socket, never read
+ *   ember-test stop | stats
+ *   ember-test badreq NAME          send one malformed request; exit 0 if
+ *                                   the kernel refused it
+ * Options: -f HZ -e EVENTS(mask) -c (cycles) -k KMAX -u UMAX -p PID...
+ *   -g CGROUPID -r RING_SIZE -w WATERMARK -i (idle) -d SECONDS
+ *   -n SECONDS (do not read for that long first) -q (no record lines)
+ *   -F (folded stacks summary) -N NMFILE -K (kallsyms) -m OFFCPU_MIN_NS
+ *   -P PPM
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/netlink.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+
+#include "uapi/ember.h"
+
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+
+struct opts {
+	uint32_t freq, events, clock, kmax, umax, ring_size, watermark, ppm;
+	uint64_t cgroup, offcpu_min;
+	bool have_freq, have_kmax, have_umax, have_ring, have_wm, have_cg;
+	bool have_min, have_ppm, idle, quiet, folded, kallsyms;
+	uint32_t pids[EMBER_MAX_FILTER_PIDS];
+	unsigned int nr_pids;
+	double duration, nodrain;
+	const char *nm;
+};
+
+static struct nl_sock *sk;
+static int family;
+static char last_errmsg[256];
+static int last_err;
+
+/* ---------------------------------------------------------------- netlink */
+
+static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *err, void *arg)
+{
+	struct nlmsghdr *nlh = (struct nlmsghdr *)err - 1;
+	size_t off = sizeof(*err);
+	struct nlattr *a;
+	int rem;
+
+	(void)nla;
+	(void)arg;
+	last_err = err->error;
+	last_errmsg[0] = '\0';
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+		return NL_STOP;
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		off += err->msg.nlmsg_len - sizeof(struct nlmsghdr);
+	if (NLMSG_HDRLEN + off > nlh->nlmsg_len)
+		return NL_STOP;
+	rem = nlh->nlmsg_len - NLMSG_HDRLEN - off;
+	for (a = (struct nlattr *)((char *)err + off); nla_ok(a, rem);
+	     a = nla_next(a, &rem))
+		if (nla_type(a) == NLMSGERR_ATTR_MSG)
+			snprintf(last_errmsg, sizeof(last_errmsg), "%.*s",
+				 nla_len(a), (char *)nla_data(a));
+	return NL_STOP;
+}
+
+/* extack messages also come with successful acks (warnings) */
+static int on_ack(struct nl_msg *msg, void *arg)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+
+	(void)arg;
+	last_err = 0;
+	if (nlh->nlmsg_type == NLMSG_ERROR)
+		on_error(NULL, nlmsg_data(nlh), NULL);
+	return NL_STOP;
+}
+
+static void nl_open(void)
+{
+	int one = 1;
+
+	sk = nl_socket_alloc();
+	if (!sk || genl_connect(sk)) {
+		fprintf(stderr, "ember-test: cannot open a generic netlink socket\n");
+		exit(2);
+	}
+	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &one,
+		   sizeof(one));
+	family = genl_ctrl_resolve(sk, EMBER_GENL_NAME);
+	if (family < 0) {
+		fprintf(stderr, "ember-test: genl family '%s' not found: is ember.ko loaded?\n",
+			EMBER_GENL_NAME);
+		exit(2);
+	}
+	nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, on_error, NULL);
+	nl_socket_modify_cb(sk, NL_CB_ACK, NL_CB_CUSTOM, on_ack, NULL);
+}
+
+static struct nl_msg *req(uint8_t cmd, int flags)
+{
+	/* room for the largest attribute the tests send */
+	struct nl_msg *m = nlmsg_alloc_size(65536);
+
+	if (!m || !genlmsg_put(m, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, flags,
+			       cmd, EMBER_GENL_VERSION)) {
+		fprintf(stderr, "ember-test: out of memory\n");
+		exit(2);
+	}
+	return m;
+}
+
+/* Sends m, runs callback cb on replies; returns 0 or -errno. */
+static int transact(struct nl_msg *m, nl_recvmsg_msg_cb_t cb, void *arg)
+{
+	int ret;
+
+	last_err = 1;	/* no ack seen yet */
+	last_errmsg[0] = '\0';
+	if (cb)
+		nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, cb, arg);
+	ret = nl_send_auto(sk, m);
+	nlmsg_free(m);
+	if (ret < 0)
+		return -EIO;
+	while (last_err == 1) {
+		ret = nl_recvmsgs_default(sk);
+		if (ret < 0 && last_err == 1)
+			return -EIO;
+	}
+	return last_err;
+}
+
+struct info {
+	uint32_t version, nr_rings, ring_size, freq, clock_used, events;
+	uint64_t caps;
+	uint8_t running;
+};
+
+static int parse_info(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *tb[EMBER_A_MAX + 1];
+	struct info *in = arg;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, EMBER_A_MAX, NULL))
+		return NL_SKIP;
+#define U32(a, f) do { if (tb[a]) in->f = nla_get_u32(tb[a]); } while (0)
+	U32(EMBER_A_VERSION, version);
+	U32(EMBER_A_NR_RINGS, nr_rings);
+	U32(EMBER_A_RING_SIZE, ring_size);
+	U32(EMBER_A_FREQ, freq);
+	U32(EMBER_A_CLOCK_EVENT_USED, clock_used);
+	U32(EMBER_A_EVENTS, events);
+#undef U32
+	if (tb[EMBER_A_CAPS])
+		in->caps = nla_get_u64(tb[EMBER_A_CAPS]);
+	if (tb[EMBER_A_RUNNING])
+		in->running = nla_get_u8(tb[EMBER_A_RUNNING]);
+	return NL_OK;
+}
+
+#define MAX_CPUS 1024
+struct cpu_stats {
+	bool seen, online;
+	uint64_t samples, filtered, records, lost, handler_ns;
+	uint64_t switches, overflow, offcpu_ns;
+};
+static struct cpu_stats stats[MAX_CPUS];
+/* online as seen just before STOP, which turns every CPU off */
+static bool live_online[MAX_CPUS], have_live;
+
+static int parse_stats(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *tb[EMBER_A_MAX + 1], *st[EMBER_STAT_MAX + 1];
+	struct cpu_stats *c;
+	uint32_t cpu;
+
+	(void)arg;
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, EMBER_A_MAX, NULL) ||
+	    !tb[EMBER_A_STATS] ||
+	    nla_parse_nested(st, EMBER_STAT_MAX, tb[EMBER_A_STATS], NULL) ||
+	    !st[EMBER_STAT_CPU])
+		return NL_SKIP;
+	cpu = nla_get_u32(st[EMBER_STAT_CPU]);
+	if (cpu >= MAX_CPUS)
+		return NL_SKIP;
+	c = &stats[cpu];
+	c->seen = true;
+#define U64(a, f) do { if (st[a]) c->f = nla_get_u64(st[a]); } while (0)
+	U64(EMBER_STAT_SAMPLES, samples);
+	U64(EMBER_STAT_FILTERED, filtered);
+	U64(EMBER_STAT_RECORDS, records);
+	U64(EMBER_STAT_LOST, lost);
+	U64(EMBER_STAT_HANDLER_NS, handler_ns);
+	U64(EMBER_STAT_OFFCPU_SWITCHES, switches);
+	U64(EMBER_STAT_OFFCPU_OVERFLOW, overflow);
+	U64(EMBER_STAT_OFFCPU_NS, offcpu_ns);
+#undef U64
+	if (st[EMBER_STAT_ONLINE])
+		c->online = nla_get_u8(st[EMBER_STAT_ONLINE]);
+	return NL_OK;
+}
+
+static int get_stats(void)
+{
+	struct nl_msg *m = req(EMBER_CMD_GET_STATS, NLM_F_DUMP);
+	int ret;
+
+	memset(stats, 0, sizeof(stats));
+	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, parse_stats, NULL);
+	ret = nl_send_auto(sk, m);
+	nlmsg_free(m);
+	if (ret < 0)
+		return ret;
+	last_err = 0;
+	ret = nl_recvmsgs_default(sk);
+	if (ret < 0)
+		return ret;
+	return last_err;
+}
+
+static void report(const char *what, int ret)
+{
+	if (ret)
+		fprintf(stderr, "ember-test: %s: %s%s%s\n", what, strerror(-ret),
+			last_errmsg[0] ? ": " : "", last_errmsg);
+	else if (last_errmsg[0])
+		fprintf(stderr, "ember-test: %s: warning: %s\n", what,
+			last_errmsg);
+}
+
+static int do_start(const struct opts *o, struct info *in)
+{
+	struct nl_msg *m = req(EMBER_CMD_START, NLM_F_ACK);
+	uint32_t flags = o->idle ? EMBER_F_INCLUDE_IDLE : 0;
+	int ret;
+
+	nla_put_u32(m, EMBER_A_EVENTS, o->events);
+	nla_put_u32(m, EMBER_A_CLOCK_EVENT, o->clock);
+	nla_put_u32(m, EMBER_A_FLAGS, flags);
+	if (o->have_freq)
+		nla_put_u32(m, EMBER_A_FREQ, o->freq);
+	if (o->have_kmax)
+		nla_put_u32(m, EMBER_A_KSTACK_MAX, o->kmax);
+	if (o->have_umax)
+		nla_put_u32(m, EMBER_A_USTACK_MAX, o->umax);
+	if (o->have_ring)
+		nla_put_u32(m, EMBER_A_RING_SIZE, o->ring_size);
+	if (o->have_wm)
+		nla_put_u32(m, EMBER_A_WATERMARK, o->watermark);
+	if (o->nr_pids)
+		nla_put(m, EMBER_A_FILTER_PIDS, o->nr_pids * 4, o->pids);
+	if (o->have_cg)
+		nla_put_u64(m, EMBER_A_FILTER_CGROUP, o->cgroup);
+	if (o->have_min)
+		nla_put_u64(m, EMBER_A_OFFCPU_MIN_NS, o->offcpu_min);
+	if (o->have_ppm)
+		nla_put_u32(m, EMBER_A_OFFCPU_SAMPLE_PPM, o->ppm);
+	memset(in, 0, sizeof(*in));
+	ret = transact(m, parse_info, in);
+	report("start", ret);
+	return ret;
+}
+
+static int do_simple(uint8_t cmd, const char *what)
+{
+	int ret = transact(req(cmd, NLM_F_ACK), NULL, NULL);
+
+	report(what, ret);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- symbols */
+
+struct sym {
+	uint64_t addr;
+	char *name;
+};
+
+struct symtab {
+	struct sym *s;
+	size_t n, cap;
+	uint64_t lo, hi;
+};
+
+static struct symtab usyms, ksyms;
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void load_syms(struct symtab *t, const char *path, bool text_only)
+{
+	char line[512], name[256], type;
+	unsigned long long addr;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		fprintf(stderr, "ember-test: %s: %s\n", path, strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+			continue;
+		if (text_only && !strchr("TtWw", type))
+			continue;
+		if (!addr)
+			continue;
+		if (t->n == t->cap) {
+			t->cap = t->cap ? t->cap * 2 : 1024;
+			t->s = realloc(t->s, t->cap * sizeof(*t->s));
+			if (!t->s)
+				exit(2);
+		}
+		t->s[t->n].addr = addr;
+		t->s[t->n].name = strdup(name);
+		t->n++;
+	}
+	fclose(f);
+	qsort(t->s, t->n, sizeof(*t->s), cmp_sym);
+	if (t->n) {
+		t->lo = t->s[0].addr;
+		/* the last symbol's size is unknown: allow 64 KiB past it */
+		t->hi = t->s[t->n - 1].addr + 65536;
+	}
+}
+
+static const char *lookup(struct symtab *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->n;
+
+	if (!t->n || addr < t->lo || addr >= t->hi)
+		return NULL;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t->s[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return t->s[lo].name;
+}
+
+/* frame i of a run: return addresses point after the call */
+static void fmt_frame(char *buf, size_t len, struct symtab *t, uint64_t ip,
+		      int i)
+{
+	const char *n = lookup(t, i ? ip - 1 : ip);
+
+	if (n)
+		snprintf(buf, len, "%s", n);
+	else
+		snprintf(buf, len, "0x%" PRIx64, ip);
+}
+
+/* ------------------------------------------------------------ folded stacks */
+
+#define FOLD_SLOTS 8192
+struct fold {
+	char *key;
+	uint64_t count;
+	uint64_t weight;
+};
+static struct fold folds[FOLD_SLOTS];
+static unsigned int nr_folds, fold_dropped;
+
+static void fold_add(const char *key, uint64_t weight)
+{
+	uint64_t h = 1469598103934665603ULL;
+	const char *p;
+	unsigned int i;
+
+	for (p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	for (i = 0; i < FOLD_SLOTS; i++) {
+		struct fold *f = &folds[(h + i) % FOLD_SLOTS];
+
+		if (!f->key) {
+			if (nr_folds >= FOLD_SLOTS / 2) {
+				fold_dropped++;
+				return;
+			}
+			f->key = strdup(key);
+			nr_folds++;
+		}
+		if (!strcmp(f->key, key)) {
+			f->count++;
+			f->weight += weight;
+			return;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- records */
+
+struct ring {
+	struct ember_ring_ctrl *ctrl;
+	uint8_t *data;
+	uint64_t size, cons;
+	uint64_t read[__EMBER_REC_MAX + 1], pads, corrupt;
+};
+
+static struct ring rings[MAX_CPUS];
+static unsigned int nr_rings;
+
+static void print_sample(const struct opts *o, const struct ember_sample *s,
+			 uint32_t size)
+{
+	static char line[65536], key[65536];
+	unsigned int nk = s->nr_kernel, nu = s->nr_user, i;
+	size_t len = 0, klen = 0;
+	char fr[300];
+
+	if (sizeof(*s) + (size_t)(nk + nu) * 8 > size) {
+		printf("bad-sample size=%u nk=%u nu=%u\n", size, nk, nu);
+		return;
+	}
+	if (!o->quiet) {
+		len += snprintf(line + len, sizeof(line) - len,
+				"%s cpu=%u pid=%u tid=%u comm=%.16s flags=0x%x state=%u t=%" PRIu64
+				" w=%" PRIu64 " cg=%" PRIu64 " nk=%u nu=%u k=",
+				s->hdr.type == EMBER_REC_SAMPLE ? "sample" : "offcpu",
+				s->cpu, s->pid, s->tid, s->comm, s->flags,
+				s->state, (uint64_t)s->time_ns,
+				(uint64_t)s->weight_ns, (uint64_t)s->cgroup_id,
+				nk, nu);
+		for (i = 0; i < nk && len < sizeof(line) - 400; i++) {
+			fmt_frame(fr, sizeof(fr), &ksyms, s->ips[i], i);
+			len += snprintf(line + len, sizeof(line) - len,
+					"%s%s", i ? "," : "", fr);
+		}
+		len += snprintf(line + len, sizeof(line) - len, " u=");
+		for (i = 0; i < nu && len < sizeof(line) - 400; i++) {
+			fmt_frame(fr, sizeof(fr), &usyms, s->ips[nk + i], i);
+			len += snprintf(line + len, sizeof(line) - len,
+					"%s%s", i ? "," : "", fr);
+		}
+		puts(line);
+	}
+	if (o->folded) {
+		/* root first: comm; user frames; kernel frames */
+		klen += snprintf(key, sizeof(key), "%s%.16s",
+				 s->hdr.type == EMBER_REC_OFFCPU ? "off:" : "",
+				 s->comm);
+		for (i = nu; i-- > 0 && klen < sizeof(key) - 400;) {
+			fmt_frame(fr, sizeof(fr), &usyms, s->ips[nk + i], i);
+			klen += snprintf(key + klen, sizeof(key) - klen, ";%s", fr);
+		}
+		for (i = nk; i-- > 0 && klen < sizeof(key) - 400;) {
+			fmt_frame(fr, sizeof(fr), &ksyms, s->ips[i], i);
+			klen += snprintf(key + klen, sizeof(key) - klen,
+					 ";%s_[k]", fr);
+		}
+		fold_add(key, s->weight_ns);
+	}
+}
+
+static void handle(const struct opts *o, const struct ember_rec_header *h)
+{
+	const struct ember_exec *ex = (const void *)h;
+	const struct ember_exit *xt = (const void *)h;
+
+	switch (h->type) {
+	case EMBER_REC_SAMPLE:
+	case EMBER_REC_OFFCPU:
+		if (h->size >= sizeof(struct ember_sample))
+			print_sample(o, (const void *)h, h->size);
+		break;
+	case EMBER_REC_EXEC:
+		if (!o->quiet && h->size >= sizeof(*ex) &&
+		    ex->filename_len <= h->size - sizeof(*ex))
+			printf("exec pid=%u tid=%u comm=%.16s t=%" PRIu64 " file=%.*s\n",
+			       ex->pid, ex->tid, ex->comm, (uint64_t)ex->time_ns,
+			       (int)ex->filename_len, ex->filename);
+		break;
+	case EMBER_REC_EXIT:
+		if (!o->quiet && h->size >= sizeof(*xt))
+			printf("exit pid=%u tid=%u comm=%.16s t=%" PRIu64 " code=%d\n",
+			       xt->pid, xt->tid, xt->comm, (uint64_t)xt->time_ns,
+			       xt->exit_code);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Reads everything published in ring r. */
+static void drain(const struct opts *o, struct ring *r)
+{
+	uint64_t prod = __atomic_load_n(&r->ctrl->producer, __ATOMIC_ACQUIRE);
+	const struct ember_rec_header *h;
+	uint64_t off;
+
+	while (r->cons < prod) {
+		off = r->cons & (r->size - 1);
+		h = (const void *)(r->data + off);
+		if (h->size < 8 || h->size % 8 || h->size > prod - r->cons ||
+		    off + h->size > r->size) {
+			/* never trust the ring either: resynchronize */
+			r->corrupt++;
+			r->cons = prod;
+			break;
+		}
+		if (h->type == EMBER_REC_PAD)
+			r->pads++;
+		else if (h->type < __EMBER_REC_MAX)
+			r->read[h->type]++;
+		else
+			r->read[__EMBER_REC_MAX]++;
+		handle(o, h);
+		r->cons += h->size;
+	}
+	__atomic_store_n(&r->ctrl->consumer, r->cons, __ATOMIC_RELEASE);
+}
+
+static int map_rings(const struct info *in)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t stride = EMBER_RING_MAP_SIZE(page, in->ring_size);
+	unsigned int i;
+	void *p;
+	int fd;
+
+	fd = open("/dev/" EMBER_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "ember-test: /dev/ember: %s\n", strerror(errno));
+		return -1;
+	}
+	nr_rings = in->nr_rings < MAX_CPUS ? in->nr_rings : MAX_CPUS;
+	for (i = 0; i < nr_rings; i++) {
+		p = mmap(NULL, stride, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 (off_t)(i * stride));
+		if (p == MAP_FAILED)
+			continue;	/* impossible CPU */
+		rings[i].ctrl = p;
+		rings[i].data = (uint8_t *)p + rings[i].ctrl->data_offset;
+		rings[i].size = in->ring_size;
+		rings[i].cons = rings[i].ctrl->consumer;
+	}
+	return fd;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void drain_all(const struct opts *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_rings; i++)
+		if (rings[i].ctrl)
+			drain(o, &rings[i]);
+}
+
+static void print_stats(double secs)
+{
+	uint64_t samples = 0, filtered = 0, records = 0, lost = 0, hns = 0;
+	uint64_t read = 0, ctrl_lost = 0, corrupt = 0, sw = 0, ovf = 0;
+	unsigned int i, t;
+
+	for (i = 0; i < MAX_CPUS; i++) {
+		struct cpu_stats *c = &stats[i];
+		uint64_t r = 0;
+
+		if (!c->seen)
+			continue;
+		if (i < nr_rings && rings[i].ctrl) {
+			for (t = 1; t <= __EMBER_REC_MAX; t++)
+				r += rings[i].read[t];
+			ctrl_lost += rings[i].ctrl->lost;
+			corrupt += rings[i].corrupt;
+		}
+		printf("stats cpu=%u online=%d samples=%" PRIu64 " filtered=%" PRIu64
+		       " records=%" PRIu64 " lost=%" PRIu64 " read=%" PRIu64
+		       " handler_ns=%" PRIu64 " switches=%" PRIu64
+		       " overflow=%" PRIu64 " offcpu_ns=%" PRIu64 " rate_hz=%.1f\n",
+		       i, have_live ? live_online[i] : c->online, c->samples, c->filtered, c->records, c->lost,
+		       r, c->handler_ns, c->switches, c->overflow, c->offcpu_ns,
+		       secs > 0 ? c->samples / secs : 0.0);
+		samples += c->samples;
+		filtered += c->filtered;
+		records += c->records;
+		lost += c->lost;
+		hns += c->handler_ns;
+		sw += c->switches;
+		ovf += c->overflow;
+		read += r;
+	}
+	printf("summary secs=%.3f samples=%" PRIu64 " filtered=%" PRIu64
+	       " records=%" PRIu64 " lost=%" PRIu64 " read=%" PRIu64
+	       " ctrl_lost=%" PRIu64 " corrupt=%" PRIu64 " switches=%" PRIu64
+	       " overflow=%" PRIu64 " handler_ns_avg=%" PRIu64 "\n",
+	       secs, samples, filtered, records, lost, read, ctrl_lost, corrupt,
+	       sw, ovf, samples ? hns / samples : 0);
+}
+
+static void print_folded(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < FOLD_SLOTS; i++)
+		if (folds[i].key)
+			printf("folded %" PRIu64 " %" PRIu64 " %s\n",
+			       folds[i].count, folds[i].weight, folds[i].key);
+	if (fold_dropped)
+		printf("folded-dropped %u\n", fold_dropped);
+}
+
+static uint64_t total_read(void)
+{
+	uint64_t n = 0;
+	unsigned int i, t;
+
+	for (i = 0; i < nr_rings; i++)
+		for (t = 1; t <= __EMBER_REC_MAX; t++)
+			n += rings[i].read[t];
+	return n;
+}
+
+static int cmd_run(const struct opts *o)
+{
+	bool first_drain_done = false;
+	uint64_t first_drain = 0;
+	double t0, t_end, t_read;
+	struct pollfd pfd;
+	struct info in;
+	int fd, ret;
+
+	if (o->nm)
+		load_syms(&usyms, o->nm, true);
+	if (o->kallsyms)
+		load_syms(&ksyms, "/proc/kallsyms", true);
+	ret = do_start(o, &in);
+	if (ret)
+		return 1;
+	t0 = now_s();
+	printf("started ring_size=%u nr_rings=%u freq=%u clock_used=%u caps=0x%" PRIx64 "\n",
+	       in.ring_size, in.nr_rings, in.freq, in.clock_used, in.caps);
+	fd = map_rings(&in);
+	if (fd < 0) {
+		do_simple(EMBER_CMD_STOP, "stop");
+		return 1;
+	}
+	t_end = t0 + o->duration;
+	t_read = t0 + o->nodrain;
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	while (now_s() < t_end) {
+		if (now_s() < t_read) {
+			usleep(20000);
+			continue;
+		}
+		poll(&pfd, 1, 50);
+		drain_all(o);
+		if (!first_drain_done) {
+			/* what a reader that fell behind finds at once */
+			first_drain = total_read();
+			first_drain_done = true;
+		}
+	}
+	/* which CPUs sample right now (STOP turns them all off) */
+	if (!get_stats()) {
+		unsigned int i;
+
+		for (i = 0; i < MAX_CPUS; i++)
+			live_online[i] = stats[i].online;
+		have_live = true;
+	}
+	ret = do_simple(EMBER_CMD_STOP, "stop");
+	t_end = now_s();
+	drain_all(o);
+	if (get_stats())
+		fprintf(stderr, "ember-test: stats: %s\n", strerror(errno));
+	print_stats(t_end - t0);
+	printf("drain first=%" PRIu64 " later=%" PRIu64 "\n", first_drain,
+	       total_read() - first_drain);
+	if (o->folded)
+		print_folded();
+	close(fd);
+	return ret ? 1 : 0;
+}
+
+/* ------------------------------------------------------ malformed requests */
+
+static int send_raw_attr(uint8_t cmd, const void *bytes, size_t len)
+{
+	struct nl_msg *m = req(cmd, NLM_F_ACK);
+
+	if (nlmsg_append(m, (void *)bytes, len, NLMSG_ALIGNTO) < 0)
+		exit(2);
+	return transact(m, NULL, NULL);
+}
+
+static int cmd_badreq(const char *name)
+{
+	struct nl_msg *m = req(EMBER_CMD_START, NLM_F_ACK);
+	uint16_t u16 = 1;
+	uint32_t u32 = 7;
+	int ret;
+
+	/* each case would start a session if the kernel accepted it */
+	if (!strcmp(name, "freq0")) {
+		nla_put_u32(m, EMBER_A_FREQ, 0);
+	} else if (!strcmp(name, "freq-high")) {
+		nla_put_u32(m, EMBER_A_FREQ, EMBER_MAX_FREQ + 1);
+	} else if (!strcmp(name, "freq-short")) {
+		nla_put(m, EMBER_A_FREQ, sizeof(u16), &u16);
+	} else if (!strcmp(name, "freq-long")) {
+		uint64_t v = 99;
+
+		nla_put(m, EMBER_A_FREQ, sizeof(v), &v);
+	} else if (!strcmp(name, "unknown-attr")) {
+		nla_put_u32(m, EMBER_A_MAX + 5, 1);
+	} else if (!strcmp(name, "readonly-attr")) {
+		nla_put_u32(m, EMBER_A_VERSION, 1);
+	} else if (!strcmp(name, "ring-not-pow2")) {
+		nla_put_u32(m, EMBER_A_RING_SIZE, 100000);
+	} else if (!strcmp(name, "ring-huge")) {
+		nla_put_u32(m, EMBER_A_RING_SIZE, 1U << 31);
+	} else if (!strcmp(name, "kstack-high")) {
+		nla_put_u32(m, EMBER_A_KSTACK_MAX, EMBER_MAX_FRAMES + 1);
+	} else if (!strcmp(name, "events-zero")) {
+		nla_put_u32(m, EMBER_A_EVENTS, 0);
+	} else if (!strcmp(name, "events-unknown")) {
+		nla_put_u32(m, EMBER_A_EVENTS, 1U << 30);
+	} else if (!strcmp(name, "flags-unknown")) {
+		nla_put_u32(m, EMBER_A_FLAGS, 1U << 20);
+	} else if (!strcmp(name, "clock-unknown")) {
+		nla_put_u32(m, EMBER_A_CLOCK_EVENT, 9);
+	} else if (!strcmp(name, "pids-odd")) {
+		char b[5] = { 1, 0, 0, 0, 2 };
+
+		nla_put(m, EMBER_A_FILTER_PIDS, sizeof(b), b);
+	} else if (!strcmp(name, "pids-too-many")) {
+		static uint32_t p[EMBER_MAX_FILTER_PIDS + 1];
+
+		nla_put(m, EMBER_A_FILTER_PIDS, sizeof(p), p);
+	} else if (!strcmp(name, "watermark-zero")) {
+		nla_put_u32(m, EMBER_A_WATERMARK, 0);
+	} else if (!strcmp(name, "ppm-high")) {
+		nla_put_u32(m, EMBER_A_OFFCPU_SAMPLE_PPM, 1000001);
+	} else if (!strcmp(name, "truncated-attr")) {
+		/* an attribute header claiming more bytes than there are */
+		struct nlattr a = { .nla_len = 64, .nla_type = EMBER_A_FREQ };
+
+		nlmsg_free(m);
+		return send_raw_attr(EMBER_CMD_START, &a, sizeof(a)) ? 0 : 1;
+	} else if (!strcmp(name, "garbage")) {
+		unsigned char g[24];
+		unsigned int i;
+
+		for (i = 0; i < sizeof(g); i++)
+			g[i] = (unsigned char)(i * 37 + 11);
+		nlmsg_free(m);
+		return send_raw_attr(EMBER_CMD_START, g, sizeof(g)) ? 0 : 1;
+	} else if (!strcmp(name, "filter-unknown")) {
+		nlmsg_free(m);
+		m = req(EMBER_CMD_SET_FILTER, NLM_F_ACK);
+		nla_put(m, EMBER_A_MAX + 1, sizeof(u32), &u32);
+	} else {
+		fprintf(stderr, "ember-test: unknown badreq '%s'\n", name);
+		nlmsg_free(m);
+		return 2;
+	}
+	ret = transact(m, NULL, NULL);
+	if (ret) {
+		printf("refused %s: %s%s%s\n", name, strerror(-ret),
+		       last_errmsg[0] ? ": " : "", last_errmsg);
+		return 0;
+	}
+	printf("ACCEPTED %s\n", name);
+	do_simple(EMBER_CMD_STOP, "stop");
+	return 1;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME\n");
+	exit(2);
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->events = EMBER_EV_ONCPU;
+	o->duration = 2;
+	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:")) != -1) {
+		switch (c) {
+		case 'f': o->freq = strtoul(optarg, NULL, 0); o->have_freq = true; break;
+		case 'e': o->events = strtoul(optarg, NULL, 0); break;
+		case 'c': o->clock = EMBER_CLOCK_CYCLES; break;
+		case 'k': o->kmax = strtoul(optarg, NULL, 0); o->have_kmax = true; break;
+		case 'u': o->umax = strtoul(optarg, NULL, 0); o->have_umax = true; break;
+		case 'p':
+			if (o->nr_pids < EMBER_MAX_FILTER_PIDS)
+				o->pids[o->nr_pids++] = strtoul(optarg, NULL, 0);
+			break;
+		case 'g': o->cgroup = strtoull(optarg, NULL, 0); o->have_cg = true; break;
+		case 'r': o->ring_size = strtoul(optarg, NULL, 0); o->have_ring = true; break;
+		case 'w': o->watermark = strtoul(optarg, NULL, 0); o->have_wm = true; break;
+		case 'i': o->idle = true; break;
+		case 'd': o->duration = atof(optarg); break;
+		case 'n': o->nodrain = atof(optarg); break;
+		case 'q': o->quiet = true; break;
+		case 'F': o->folded = true; break;
+		case 'N': o->nm = optarg; break;
+		case 'K': o->kallsyms = true; break;
+		case 'm': o->offcpu_min = strtoull(optarg, NULL, 0); o->have_min = true; break;
+		case 'P': o->ppm = strtoul(optarg, NULL, 0); o->have_ppm = true; break;
+		default: usage();
+		}
+	}
+	return optind;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct info in;
+	int ret;
+
+	if (argc < 2)
+		usage();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	nl_open();
+	if (!strcmp(argv[1], "info")) {
+		memset(&in, 0, sizeof(in));
+		ret = transact(req(EMBER_CMD_GET_INFO, NLM_F_ACK), parse_info, &in);
+		report("info", ret);
+		if (ret)
+			return 1;
+		printf("version=%u caps=0x%" PRIx64 " running=%u nr_rings=%u ring_size=%u\n",
+		       in.version, in.caps, in.running, in.nr_rings, in.ring_size);
+		return 0;
+	}
+	if (!strcmp(argv[1], "stop"))
+		return do_simple(EMBER_CMD_STOP, "stop") ? 1 : 0;
+	if (!strcmp(argv[1], "stats")) {
+		ret = get_stats();
+		report("stats", ret);
+		if (ret)
+			return 1;
+		print_stats(0);
+		return 0;
+	}
+	if (!strcmp(argv[1], "badreq") && argc == 3)
+		return cmd_badreq(argv[2]);
+	if (!strcmp(argv[1], "run")) {
+		parse_opts(argc - 1, argv + 1, &o);
+		return cmd_run(&o);
+	}
+	if (!strcmp(argv[1], "hold") && argc >= 3) {
+		double secs = atof(argv[2]);
+
+		parse_opts(argc - 2, argv + 2, &o);
+		if (do_start(&o, &in))
+			return 1;
+		printf("holding\n");
+		usleep((useconds_t)(secs * 1e6));
+		return 0;
+	}
+	usage();
+	return 2;
+}

@@ -1,0 +1,343 @@
+#!/bin/sh
+# ember.ko tests, run as root inside a test VM (busybox sh) by
+# selftests/suites/30-kmod-vm.sh through selftests/vm/run-vm.sh.
+# Prints one PASS:/FAIL:/SKIP: line per test; the harness prefixes the
+# kernel and fails the run on any WARNING/BUG/Oops in the guest log.
+#
+# Needs: /payload/kmod/bin/* (make kmod-guest) and ember.ko at
+# /payload/ember.ko or /payload/kmod/ember.ko.
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$HERE/bin
+ET=$BIN/ember-test
+KO=""
+for k in /payload/ember.ko "$HERE/ember.ko" "$HERE/../ember.ko"; do
+	[ -f "$k" ] && KO=$k && break
+done
+W=/tmp/ember-kmod
+mkdir -p $W
+NCPU=$(grep -c '^processor' /proc/cpuinfo)
+# tests the issue names can be run on their own: guest.sh NAME...
+ONLY="$*"
+
+pass() { echo "PASS: $1"; }
+fail() { echo "FAIL: $1: $2"; }
+skip() { echo "SKIP: $1: $2"; }
+want() { [ -z "$ONLY" ] || echo " $ONLY " | grep -q " $1 "; }
+
+# value of key=N in the line of file $1 starting with $2
+kv() { grep "^$2" "$1" | head -n 1 | tr ' ' '\n' | sed -n "s/^$3=//p"; }
+
+bg_pids=""
+spawn() { "$@" & bg_pids="$bg_pids $!"; LAST=$!; }
+reap() {
+	for p in $bg_pids; do kill "$p" 2>/dev/null; done
+	for p in $bg_pids; do wait "$p" 2>/dev/null; done
+	bg_pids=""
+}
+
+load() {
+	grep -q '^ember ' /proc/modules && return 0
+	insmod "$KO" "$@"
+}
+
+# ---------------------------------------------------------------- load
+t_load() {
+	if [ -z "$KO" ]; then
+		fail load "ember.ko not found in /payload"
+		return 1
+	fi
+	if ! out=$(load 2>&1); then
+		fail load "insmod: $out"
+		return 1
+	fi
+	mode=$(ls -l /dev/ember 2>/dev/null | cut -c1-10)
+	owner=$(ls -l /dev/ember 2>/dev/null | awk '{print $3}')
+	if [ "$mode" != "crw-------" ] || [ "$owner" != root ]; then
+		fail load "/dev/ember is '$mode' owned by '$owner', want crw------- root"
+		return 1
+	fi
+	if ! $ET info >$W/info 2>&1; then
+		fail load "GET_INFO: $(cat $W/info)"
+		return 1
+	fi
+	pass "load ($(cat $W/info))"
+}
+
+# ---------------------------------------------------- rate on every CPU
+# every CPU (idle included) must deliver FREQ samples/s within 10%
+t_rate() {
+	f=250
+	$ET run -f $f -i -d 4 -q >$W/rate 2>&1
+	bad=""
+	n=0
+	for c in $(seq 0 $((NCPU - 1))); do
+		line=$(grep "^stats cpu=$c " $W/rate)
+		rate=$(echo "$line" | tr ' ' '\n' | sed -n 's/^rate_hz=//p')
+		rec=$(echo "$line" | tr ' ' '\n' | sed -n 's/^read=//p')
+		[ -n "$rate" ] || { bad="$bad cpu$c:no-stats"; continue; }
+		ok=$(awk -v r="$rate" -v f=$f 'BEGIN { print (r >= 0.9 * f && r <= 1.1 * f) }')
+		[ "$ok" = 1 ] || bad="$bad cpu$c:${rate}Hz"
+		[ "${rec:-0}" -gt 0 ] || bad="$bad cpu$c:no-records"
+		n=$((n + 1))
+	done
+	if [ -z "$bad" ] && [ $n -eq "$NCPU" ]; then
+		pass "rate: $f Hz on all $NCPU CPUs within 10% ($(grep '^stats' $W/rate | sed 's/.*rate_hz=//' | tr '\n' ' ')Hz)"
+	else
+		fail rate "asked $f Hz:$bad; $(grep -E '^(stats|summary)|ember-test' $W/rate | tr '\n' ' ')"
+	fi
+}
+
+# ----------------------------------------------- user call chain by name
+t_ustack() {
+	spawn "$BIN/fpbusy" 6
+	pid=$LAST
+	sleep 0.3
+	$ET run -p "$pid" -f 200 -d 3 -q -F -N "$BIN/fpbusy.nm" >$W/fp 2>&1
+	reap
+	total=$(kv $W/fp summary read)
+	chain=$(grep '^folded' $W/fp | grep ';main;level1;level2;level3;leaf_spin$' |
+		awk '{ s += $2 } END { print s + 0 }')
+	if [ "${total:-0}" -ge 100 ] && [ $((chain * 100)) -ge $((total * 80)) ]; then
+		pass "ustack: $chain/$total samples are main>level1>level2>level3>leaf_spin"
+	else
+		fail ustack "$chain/${total:-0} samples with the full chain; top: $(grep '^folded' $W/fp | sort -k2 -n -r | head -n 3 | tr '\n' ' ')"
+	fi
+}
+
+# ------------------------------------ kernel frames under a syscall
+t_kstack() {
+	spawn "$BIN/sysbusy" 6
+	pid=$LAST
+	sleep 0.3
+	$ET run -p "$pid" -f 200 -d 3 -q -F -K -N "$BIN/sysbusy.nm" >$W/sys 2>&1
+	reap
+	total=$(kv $W/sys summary read)
+	both=$(grep '^folded' $W/sys |
+		grep ';main;read_loop;raw_read;.*_\[k\]' | grep 'vfs_read_\[k\]' |
+		awk '{ s += $2 } END { print s + 0 }')
+	if [ "${total:-0}" -ge 100 ] && [ $((both * 100)) -ge $((total * 50)) ]; then
+		pass "kstack: $both/$total samples are main>read_loop>raw_read>...>vfs_read>... (user above kernel)"
+	else
+		fail kstack "$both/${total:-0}; top: $(grep -v '^folded' $W/sys | head -n 5 | tr '\n' ' ') $(grep '^folded' $W/sys | sort -k2 -n -r | head -n 3 | tr '\n' ' ')"
+	fi
+}
+
+# ------------------------------------------------------ tgid filter
+t_filter_pid() {
+	spawn "$BIN/fpbusy" 5
+	a=$LAST
+	spawn "$BIN/fpbusy" 5
+	b=$LAST
+	sleep 0.3
+	$ET run -p "$a" -f 300 -d 2 >$W/fpid 2>&1
+	reap
+	mine=$(grep -c "^sample .* pid=$a " $W/fpid)
+	other=$(grep '^sample ' $W/fpid | grep -vc " pid=$a ")
+	filtered=$(kv $W/fpid summary filtered)
+	if [ "$mine" -ge 50 ] && [ "$other" -eq 0 ] && [ "${filtered:-0}" -gt 0 ]; then
+		pass "filter-pid: $mine samples of $a, none of $b or others ($filtered filtered)"
+	else
+		fail filter-pid "pid $a: $mine, others: $other, filtered: $filtered"
+	fi
+}
+
+# ----------------------------------------- cgroup v2 subtree filter
+t_filter_cgroup() {
+	cg=/sys/fs/cgroup
+	if [ ! -f $cg/cgroup.procs ]; then
+		skip filter-cgroup "no cgroup v2 at $cg"
+		return
+	fi
+	mkdir -p $cg/embt/sub
+	spawn "$BIN/fpbusy" 5
+	a=$LAST
+	spawn "$BIN/fpbusy" 5
+	b=$LAST
+	echo "$a" >$cg/embt/sub/cgroup.procs
+	id=$(stat -c %i $cg/embt)
+	subid=$(stat -c %i $cg/embt/sub)
+	sleep 0.3
+	$ET run -g "$id" -f 300 -d 2 >$W/fcg 2>&1
+	reap
+	mine=$(grep -c "^sample .* pid=$a .* cg=$subid " $W/fcg)
+	other=$(grep '^sample ' $W/fcg | grep -vc " pid=$a ")
+	rmdir $cg/embt/sub $cg/embt 2>/dev/null
+	if [ "$mine" -ge 50 ] && [ "$other" -eq 0 ]; then
+		pass "filter-cgroup: $mine samples of $a in a child of cgroup $id, none of $b or others"
+	else
+		fail filter-cgroup "cgroup $id (child $subid): $mine of $a, $other others; $(grep -m1 '^sample' $W/fcg)"
+	fi
+}
+
+# ------------------------------------------ full ring: drop, count, recover
+t_ring_full() {
+	spawn "$BIN/fpbusy" 7 "$NCPU"
+	sleep 0.2
+	# 16 KiB rings, 1 kHz, nothing read for 2 s: they overflow
+	$ET run -r 16384 -f 1000 -i -n 2 -d 4 -q >$W/full 2>&1
+	reap
+	s=$(kv $W/full summary samples)
+	f=$(kv $W/full summary filtered)
+	r=$(kv $W/full summary records)
+	l=$(kv $W/full summary lost)
+	rd=$(kv $W/full summary read)
+	cl=$(kv $W/full summary ctrl_lost)
+	bad=$(kv $W/full summary corrupt)
+	later=$(kv $W/full drain later)
+	why=""
+	[ "${l:-0}" -gt 0 ] || why="$why nothing-lost"
+	[ $((s - f)) -eq $((r + l)) ] || why="$why samples-filtered($((s - f)))!=records+lost($((r + l)))"
+	[ "$rd" = "$r" ] || why="$why read($rd)!=records($r)"
+	[ "$cl" = "$l" ] || why="$why ctrl.lost($cl)!=lost($l)"
+	[ "$bad" = 0 ] || why="$why corrupt=$bad"
+	[ "${later:-0}" -gt 100 ] || why="$why no-recovery(later=$later)"
+	if [ -z "$why" ]; then
+		pass "ring-full: $s samples = $r records + $l lost (+$f filtered); all $rd read, $later after draining"
+	else
+		fail ring-full "$why; $(grep -E '^(summary|drain)' $W/full | tr '\n' ' ')"
+	fi
+}
+
+# ------------------------------------- session owner, second controller
+t_owner() {
+	spawn $ET hold 4 -f 100
+	holder=$LAST
+	sleep 1
+	second=$($ET run -d 1 2>&1)
+	stop2=$($ET stop 2>&1)
+	running=$($ET info | sed -n 's/.*running=\([0-9]\).*/\1/p')
+	wait "$holder"
+	bg_pids=""
+	sleep 0.5
+	after=$($ET info | sed -n 's/.*running=\([0-9]\).*/\1/p')
+	if echo "$second" | grep -q "another controller" &&
+		echo "$stop2" | grep -q "another controller" &&
+		[ "$running" = 1 ] && [ "$after" = 0 ]; then
+		pass "owner: a second controller gets EBUSY; the session stops when its socket closes"
+	else
+		fail owner "second: '$second' stop: '$stop2' running=$running after-close=$after"
+	fi
+}
+
+# ------------------------------------------------- malformed requests
+t_badreq() {
+	bad=""
+	n=0
+	for r in freq0 freq-high freq-short freq-long unknown-attr readonly-attr \
+		ring-not-pow2 ring-huge kstack-high events-zero events-unknown \
+		flags-unknown clock-unknown pids-odd pids-too-many watermark-zero \
+		ppm-high truncated-attr garbage filter-unknown; do
+		out=$($ET badreq $r 2>&1) || bad="$bad $r($out)"
+		n=$((n + 1))
+	done
+	running=$($ET info | sed -n 's/.*running=\([0-9]\).*/\1/p')
+	if [ -z "$bad" ] && [ "$running" = 0 ]; then
+		pass "badreq: all $n malformed requests refused, nothing started (e.g. $($ET badreq freq-high))"
+	else
+		fail badreq "accepted:$bad running=$running"
+	fi
+}
+
+# ------------------------------------------------------------ non-root
+t_nonroot() {
+	dev=$("$BIN/runas" 65534 65534 sh -c 'cat /dev/ember' 2>&1)
+	drc=$?
+	ctl=$("$BIN/runas" 65534 65534 $ET info 2>&1)
+	crc=$?
+	st=$("$BIN/runas" 65534 65534 $ET run -d 1 2>&1)
+	src=$?
+	if [ $drc -ne 0 ] && [ $crc -ne 0 ] && [ $src -ne 0 ] &&
+		echo "$ctl" | grep -q "not permitted" &&
+		echo "$st" | grep -q "not permitted"; then
+		pass "nonroot: open refused ($dev); control refused ($ctl)"
+	else
+		fail nonroot "open rc=$drc '$dev'; info rc=$crc '$ctl'; start rc=$src '$st'"
+	fi
+}
+
+# -------------------------------------------------- cycles fallback
+t_cycles() {
+	out=$($ET run -c -d 1 -q 2>&1)
+	used=$(echo "$out" | sed -n 's/.*clock_used=\([0-9]*\).*/\1/p')
+	caps=$(echo "$out" | sed -n 's/.*caps=\(0x[0-9a-f]*\).*/\1/p')
+	if [ $((caps & 8)) -ne 0 ] && [ "$used" = 1 ]; then
+		pass "cycles: hardware PMU present, cycles in use"
+	elif [ "$used" = 0 ] && echo "$out" | grep -q "no hardware PMU"; then
+		pass "cycles: no PMU, fell back to cpu-clock with a message"
+	else
+		fail cycles "$out"
+	fi
+}
+
+# ---------------------------------------------------- CPU hotplug
+t_hotplug() {
+	c=/sys/devices/system/cpu/cpu1/online
+	if [ "$NCPU" -lt 2 ] || [ ! -w $c ]; then
+		skip hotplug "needs a second CPU that can go offline"
+		return
+	fi
+	(sleep 1; echo 0 >$c; sleep 1; echo 1 >$c) &
+	$ET run -f 200 -i -d 4 -q >$W/hp 2>&1
+	wait
+	on=$(grep '^stats cpu=1 ' $W/hp | sed -n 's/.*online=\([0-9]\).*/\1/p')
+	s=$(grep '^stats cpu=1 ' $W/hp | sed -n 's/.* samples=\([0-9]*\).*/\1/p')
+	# about 2 s of 4 offline: well under 4 s worth but more than 1 s worth
+	if [ "$on" = 1 ] && [ "${s:-0}" -gt 200 ] && [ "${s:-0}" -lt 700 ]; then
+		pass "hotplug: cpu1 went offline and back, sampled again ($s samples)"
+	else
+		fail hotplug "cpu1 online=$on samples=$s; $(grep '^stats' $W/hp | tr '\n' ' ')"
+	fi
+}
+
+# --------------------------------------------- unload/reload in flight
+t_unload() {
+	# a reader holding /dev/ember pins the module: rmmod fails cleanly
+	spawn $ET run -f 1000 -i -d 3 -q
+	sleep 1
+	if rmmod ember 2>$W/rm1; then
+		fail unload "rmmod succeeded while /dev/ember was open and mapped"
+		reap
+		load
+		return
+	fi
+	reap
+	# a running session with no reader does not: unload mid-sampling
+	spawn $ET hold 5 -f 1000 -i
+	sleep 1
+	if ! rmmod ember 2>$W/rm2; then
+		fail unload "rmmod during sampling: $(cat $W/rm2)"
+		reap
+		return
+	fi
+	reap
+	if ! load; then
+		fail unload "reload failed"
+		return
+	fi
+	$ET run -f 200 -d 1 -q >$W/re 2>&1
+	r=$(kv $W/re summary records)
+	warn=$(dmesg | grep -cE 'WARNING|BUG:|Oops|general protection')
+	if [ "${r:-0}" -gt 0 ] && [ "$warn" -eq 0 ]; then
+		pass "unload: busy while open ($(head -c 80 $W/rm1)); unloaded mid-session and reloaded, $r records after, no kernel warning"
+	else
+		fail unload "records after reload: $r, kernel warnings: $warn"
+	fi
+}
+
+t_load || exit 0
+want rate && t_rate
+want ustack && t_ustack
+want kstack && t_kstack
+want filter-pid && t_filter_pid
+want filter-cgroup && t_filter_cgroup
+want ring-full && t_ring_full
+want owner && t_owner
+want badreq && t_badreq
+want nonroot && t_nonroot
+want cycles && t_cycles
+want hotplug && t_hotplug
+want unload && t_unload
+[ -f "$HERE/guest-offcpu.sh" ] && . "$HERE/guest-offcpu.sh"
+rmmod ember 2>/dev/null
+exit 0
