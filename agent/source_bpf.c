@@ -419,6 +419,9 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	uint32_t vsize = sizeof(struct ember_sample) + (kreq + ureq) * sizeof(uint64_t);
 	bool off = cfg->events & EMBER_EV_OFFCPU;
 	bool life = cfg->events & EMBER_EV_LIFECYCLE;
+	/* threads tracked off CPU at once; EMBER_BPF_INFLIGHT for tests */
+	const char *env_inflight = getenv("EMBER_BPF_INFLIGHT");
+	unsigned long inflight = env_inflight ? strtoul(env_inflight, NULL, 10) : 0;
 
 	if (sysmax > 0 && (cfg->kstack_max > sysmax || cfg->ustack_max > sysmax))
 		fprintf(stderr,
@@ -448,6 +451,10 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		bpf_map__set_max_entries(skel->maps.ringbuf, ring);
 	}
 	skel->rodata->offcpu_deferred = s->offcpu_mode != OFFCPU_PARKED;
+	if (inflight && inflight <= 1000000) {
+		bpf_map__set_max_entries(skel->maps.inflight, inflight);
+		bpf_map__set_max_entries(skel->maps.offstart, inflight);
+	}
 	bpf_map__set_value_size(skel->maps.inflight, vsize);
 	if (!off || s->offcpu_mode != OFFCPU_PARKED)
 		bpf_map__set_max_entries(skel->maps.inflight, 1);

@@ -11,12 +11,16 @@
 # hand-written subset holding only the types and fields ember.bpf.c uses
 # (CO-RE still relocates every field access at load time).
 
-BPF_OUT := bpf/.output
+BPF_OUT ?= bpf/.output
 BPFTOOL ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
 BPF_VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+# the multiarch directory holds asm/ for the linux/ UAPI headers that
+# bpf/vmlinux-min.h includes
+BPF_MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
-	-I$(BPF_OUT) -Ibpf -Iinclude
+	-I$(BPF_OUT) -Ibpf -Iinclude \
+	$(if $(BPF_MULTIARCH),-idirafter /usr/include/$(BPF_MULTIARCH))
 
 ALL_TARGETS += $(BPF_OUT)/ember.skel.h
 CLEAN_FILES += $(BPF_OUT)

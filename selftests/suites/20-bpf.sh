@@ -153,6 +153,36 @@ for flavour in tp_btf raw_tp; do
 		"${pid:-0}" $O/offcpu-wait
 done
 
+# --- off-CPU threshold, sampling and a full in-flight table ---
+$DUMP -d 10 -e off,life -m 25000000 -- $O/offcpu-wait 10 >"$TMP/min" 2>"$TMP/min.err"
+pid=$(exec_pid "$TMP/min")
+short=$(awk -v p="pid=${pid:-0}" '$1 == "OFFCPU" && $5 == p { sub("weight=", "", $3); if ($3 + 0 < 25000000) n++ } END { print n + 0 }' "$TMP/min")
+long=$(awk -v p="pid=${pid:-0}" '$1 == "OFFCPU" && $5 == p { n++ } END { print n + 0 }' "$TMP/min")
+if [ "$short" -eq 0 ] && [ "$long" -ge 10 ]; then
+	echo "  bpf-offcpu-threshold: $long intervals >= 25 ms, none shorter"
+	t_pass bpf-offcpu-threshold
+else
+	t_fail bpf-offcpu-threshold "$short records under 25 ms, $long in all (want >= 10: the 30 ms sleeps)"
+fi
+$DUMP -d 10 -e off,life -s 500000 -- $O/offcpu-wait 20 >"$TMP/ppm" 2>"$TMP/ppm.err"
+pid=$(exec_pid "$TMP/ppm")
+n=$(grep -c "^OFFCPU .* pid=${pid:-0} " "$TMP/ppm")
+# 80 intervals kept with p=0.5: 20..60 is more than 4 standard deviations
+if [ "$n" -ge 20 ] && [ "$n" -le 60 ]; then
+	echo "  bpf-offcpu-sampling: $n of ~80 intervals kept at 500000 ppm"
+	t_pass bpf-offcpu-sampling
+else
+	t_fail bpf-offcpu-sampling "$n of ~80 intervals kept at 500000 ppm (want 20..60)"
+fi
+EMBER_BPF_INFLIGHT=1 $DUMP -d 10 -e off -- $O/offcpu-wait 5 >"$TMP/ovf" 2>"$TMP/ovf.err"
+ovf=$(awk '/^STATS/ { for (i = 1; i <= NF; i++) if ($i ~ /^overflow=/) { sub("overflow=", "", $i); print $i } }' "$TMP/ovf")
+if [ "${ovf:-0}" -gt 0 ] && grep -q "^OFFCPU" "$TMP/ovf"; then
+	echo "  bpf-offcpu-overflow: in-flight table of 1: $ovf intervals counted as overflow"
+	t_pass bpf-offcpu-overflow
+else
+	t_fail bpf-offcpu-overflow "overflow=${ovf:-none} with a 1-entry in-flight table: $(tail -n 2 "$TMP/ovf.err" | tr '\n' ' ')"
+fi
+
 # --- a stalled consumer: losses counted exactly, both transports ---
 for tr in ringbuf perfbuf; do
 	burn_all 3
@@ -162,6 +192,20 @@ for tr in ringbuf perfbuf; do
 	burn_wait
 	check bpf-lost-exact-$tr $CHECK lost "$TMP/lost-$tr"
 done
+
+# --- a build host without BTF: the hand-written vmlinux-min.h, loaded here ---
+if out=$(make -s BPF_OUT="$TMP/nobtf" BPF_VMLINUX_BTF=/nonexistent \
+	"$TMP/nobtf/tests/bpf-dump" 2>&1); then
+	"$TMP/nobtf/tests/bpf-dump" -d 1 -e on,off,life -q >"$TMP/nobtf.out" 2>&1
+	if grep -q "vmlinux-min.h" <<<"$out" &&
+		grep -Eq "^STATS samples=[1-9].* got_offcpu=[1-9]" "$TMP/nobtf.out"; then
+		t_pass bpf-build-without-btf
+	else
+		t_fail bpf-build-without-btf "$(tail -n 3 "$TMP/nobtf.out" | tr '\n' ' ')"
+	fi
+else
+	t_fail bpf-build-without-btf "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
+fi
 
 # --- without privileges: a clear refusal, no crash ---
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/*
+ * The kernel types ember.bpf.c uses, for build hosts without
+ * /sys/kernel/btf/vmlinux (bpf/bpf.mk copies this to bpf/.output/vmlinux.h
+ * then). Written by hand for ember, not generated: only the fields the
+ * programs touch, with their kernel names. Layout does not matter for the
+ * kernel structs: preserve_access_index makes every access a CO-RE
+ * relocation that libbpf resolves against the running kernel's BTF at load
+ * time. The UAPI types (BPF flags, the perf_event program context) come
+ * from the system's linux/ headers (linux-libc-dev), whose layout is ABI.
+ *
+ * Keep it in step with ember.bpf.c: the 20-bpf suite builds and loads the
+ * programs with this header too.
+ */
+#ifndef __VMLINUX_H__
+#define __VMLINUX_H__
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 s32;
+typedef __s64 s64;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+typedef int pid_t;
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+typedef struct {
+	int counter;
+} atomic_t;
+
+struct kernfs_node {
+	u64 id;
+};
+
+struct cgroup {
+	int level;
+	struct kernfs_node *kn;
+	struct cgroup *ancestors[];
+};
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+};
+
+struct signal_struct {
+	atomic_t live;
+};
+
+struct task_struct {
+	unsigned int __state;
+	unsigned int flags;
+	int exit_code;
+	pid_t pid;
+	pid_t tgid;
+	struct signal_struct *signal;
+	struct css_set *cgroups;
+};
+
+struct linux_binprm {
+	const char *filename;
+};
+
+#pragma clang attribute pop
+
+#endif /* __VMLINUX_H__ */
