@@ -8,11 +8,13 @@
  * the text is not a valid regular expression) and shows the share of the
  * total they cover, counting nested matches once; "ic" toggles ignore-case.
  *
- * Test hook: a URL fragment such as #search=REGEX&zoom=NAME&reset&ic runs
- * those actions at load; results land in attributes of the root element
- * (data-matched, data-zoomed, data-zoom-width, data-visible), and
- * data-ember-ready="1" is set once everything ran without error (an error
- * lands in data-ember-error instead).
+ * Test hook: a URL fragment such as #search=REGEX&zoom=NAME&snap=a&reset&ic
+ * runs those steps in order at load. snap=NAME records the state then in
+ * attributes of the root element: data-NAME-matched (search coverage, %),
+ * data-NAME-visible (boxes shown), data-NAME-zoom-width (the zoomed box's
+ * width); the final state goes to data-matched, data-visible and
+ * data-zoom-width. data-ember-ready="1" is set once everything ran without
+ * error (an error lands in data-ember-error instead).
  */
 "use strict";
 (function () {
@@ -211,7 +213,19 @@
 		}
 	});
 
-	/* Test hook: #search=...&zoom=...&reset&ic (see the header comment). */
+	/* What the test hook reports: "matched visible zoom-width". */
+	function state() {
+		var visible = frames.filter(function (f) {
+			return !f.g.classList.contains("hide");
+		}).length;
+		return {
+			matched: svg.getAttribute("data-matched") || "",
+			visible: String(visible),
+			"zoom-width": zoomed ? zoomed.rect.getAttribute("width") : ""
+		};
+	}
+
+	/* Test hook: #search=...&zoom=...&reset&ic&snap=NAME (see the header). */
 	function runFragment(hash) {
 		hash.replace(/^#/, "").split("&").forEach(function (part) {
 			if (part === "")
@@ -221,6 +235,8 @@
 			var arg = eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1));
 			if (key === "ic") {
 				ignoreCase = true;
+			} else if (key === "noic") {
+				ignoreCase = false;
 			} else if (key === "search") {
 				search(arg);
 			} else if (key === "zoom") {
@@ -228,15 +244,21 @@
 				if (!z)
 					throw new Error("zoom: no frame named " + arg);
 				zoom(z);
-				svg.setAttribute("data-zoom-width", z.rect.getAttribute("width"));
 			} else if (key === "reset") {
 				resetZoom();
+			} else if (key === "snap" && /^[a-z0-9-]+$/.test(arg)) {
+				var st = state();
+				Object.keys(st).forEach(function (k) {
+					svg.setAttribute("data-" + arg + "-" + k, st[k]);
+				});
+			} else {
+				throw new Error("test hook: unknown step " + part);
 			}
 		});
-		var visible = frames.filter(function (f) {
-			return !f.g.classList.contains("hide");
-		}).length;
-		svg.setAttribute("data-visible", String(visible));
+		var st = state();
+		Object.keys(st).forEach(function (k) {
+			svg.setAttribute("data-" + k, st[k]);
+		});
 	}
 
 	window.emberFlameGraph = { search: search, zoom: zoom, reset: resetZoom, frames: frames };
