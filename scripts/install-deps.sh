@@ -20,6 +20,8 @@ PKGS=(
 	qemu-system-x86 qemu-utils libcmocka-dev python3 python3-protobuf chromium
 	curl openssl
 	systemd binutils file
+	# symbolizer: demangler (libiberty), C++ test program
+	libiberty-dev g++
 	# packaging
 	debhelper dh-dkms devscripts rpm fakeroot man-db
 )

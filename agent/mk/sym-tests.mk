@@ -1,0 +1,74 @@
+# agent/mk/sym-tests.mk: the symbolizer's extra libraries and its tests.
+#
+# `make sym-tests` builds, under agent/gen/sym-tests/, the test runner
+# (selftests/agent/sym/sym_test.c linked with the symbolizer objects only)
+# and the binaries it symbolizes: one C target in many variants (PIE,
+# non-PIE, -O0/-O2 with -g, no -g, stripped, stripped + .gnu_debuglink,
+# stripped + build-id debug file in a private debug root), a shared library
+# with p_vaddr != p_offset, and a C++ program. selftests/suites/11-symbolize.sh
+# runs them.
+
+# libiberty (demangler) is a static archive without a .pc file.
+AGENT_LDLIBS += -liberty $(shell pkg-config --libs libdebuginfod 2>/dev/null || echo -ldebuginfod)
+
+SYM_T := agent/gen/sym-tests
+SYM_S := selftests/agent/sym
+SYM_OBJS := agent/symbolize.o $(patsubst %.c,%.o,$(wildcard agent/sym_*.c))
+SYM_LIBS := $(AGENT_PKG_LIBS) -liberty \
+	$(shell pkg-config --libs libdebuginfod 2>/dev/null || echo -ldebuginfod) -lz
+SYM_TCC := $(CC) -std=gnu11 -Wall -Wextra -Wl,--build-id -L$(SYM_T)
+# Targets find libsymtest.so next to themselves (also when copied away).
+SYM_RPATH := -Wl,-rpath,'$$$$ORIGIN'
+SYM_VARIANTS := target-g target-O2 target-nopie target-nog target-stripped \
+	target-dbglink target-buildid
+SYM_TEST_BINS := $(SYM_T)/sym_test $(SYM_T)/libsymtest.so $(SYM_T)/cxx \
+	$(addprefix $(SYM_T)/,$(SYM_VARIANTS))
+
+CLEAN_FILES += $(SYM_T)
+.PHONY: sym-tests
+sym-tests: $(SYM_TEST_BINS)
+
+$(SYM_T)/sym_test: $(SYM_S)/sym_test.c $(SYM_OBJS) agent/sym_internal.h
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(SYM_T)
+	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
+
+$(SYM_T)/libsymtest.so: $(SYM_S)/symlib.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(SYM_T)
+	$(Q)$(SYM_TCC) -O1 -g -shared -fPIC -Wl,-Ttext-segment=0x10000 -o $@ $<
+
+# $(call sym_target,NAME,CFLAGS)
+define sym_target
+$(SYM_T)/$(1): $(SYM_S)/target.c $(SYM_T)/libsymtest.so
+	@echo "  CC      $$@"
+	$(Q)$(SYM_TCC) $(SYM_RPATH) $(2) -DVARIANT='"$(1)"' -o $$@ $$< -lsymtest
+endef
+$(eval $(call sym_target,target-g,-O0 -g -fPIE -pie))
+$(eval $(call sym_target,target-O2,-O2 -g -fPIE -pie))
+$(eval $(call sym_target,target-nopie,-O0 -g -fno-pie -no-pie))
+$(eval $(call sym_target,target-nog,-O0 -fPIE -pie))
+$(eval $(call sym_target,target-stripped.full,-O0 -g -fPIE -pie))
+$(eval $(call sym_target,target-dbglink.full,-O0 -g -fPIE -pie))
+$(eval $(call sym_target,target-buildid.full,-O0 -g -fPIE -pie))
+
+$(SYM_T)/target-stripped: $(SYM_T)/target-stripped.full
+	$(Q)strip --strip-all -o $@ $<
+
+# Debug info only in target-dbglink.debug, found through .gnu_debuglink.
+$(SYM_T)/target-dbglink: $(SYM_T)/target-dbglink.full
+	$(Q)cd $(SYM_T) && objcopy --only-keep-debug target-dbglink.full target-dbglink.debug && \
+		objcopy --strip-all --add-gnu-debuglink=target-dbglink.debug \
+			target-dbglink.full target-dbglink
+
+# Debug info only in debugroot/.build-id/xx/yyyy.debug (no debuglink).
+$(SYM_T)/target-buildid: $(SYM_T)/target-buildid.full
+	$(Q)id=$$(readelf -n $< | awk '/Build ID:/ {print $$3}'); \
+		test -n "$$id" && mkdir -p $(SYM_T)/debugroot/.build-id/$${id:0:2} && \
+		objcopy --only-keep-debug $< $(SYM_T)/debugroot/.build-id/$${id:0:2}/$${id:2}.debug && \
+		strip --strip-all -o $@ $<
+
+$(SYM_T)/cxx: $(SYM_S)/cxx.cc
+	@echo "  CXX     $@"
+	$(Q)mkdir -p $(SYM_T)
+	$(Q)g++ -O1 -g -Wall -Wextra -Wl,--build-id -o $@ $<

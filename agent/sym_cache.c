@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The cache of ELF files shared by every process.
+ *
+ * Level 1, sym_file: one per mapped file identity (device + inode as
+ * /proc/PID/maps shows them). It holds the mapped ELF, its PT_LOAD table
+ * and build-id, and is kept while any process mapping refers to it; it is
+ * cheap (no symbols) and is what makes an exited process still resolvable.
+ *
+ * Level 2, sym_elf: the parsed symbols and DWARF, one per GNU build-id (the
+ * same libc in ten containers is parsed once), or per
+ * device+inode+size+mtime for files without a build-id. Loaded on first
+ * lookup; when the loaded ones together exceed the budget, the least
+ * recently used are unloaded (they reload on demand from their file).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include "sym_internal.h"
+
+#define FILE_BUCKETS 1024
+#define ELF_BUCKETS 1024
+
+struct sym_cache {
+	struct sym_file *files[FILE_BUCKETS];
+	struct sym_elf *elfs[ELF_BUCKETS];
+	struct sym_elf lru;	/* list head: lru.lru_next is most recent */
+	size_t budget, loaded_bytes, meta_bytes;
+	uint64_t files_open;
+	const struct sym_elf_ctx *ctx;
+	struct sym_file *vdso;
+	bool vdso_tried;
+};
+
+static uint32_t hash_str(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static uint32_t hash_id(uint64_t dev, uint64_t ino)
+{
+	uint64_t h = (dev * 0x9e3779b97f4a7c15ull) ^ (ino * 0xff51afd7ed558ccdull);
+
+	return (uint32_t)(h ^ (h >> 29));
+}
+
+struct sym_cache *sym_cache_new(size_t budget, const struct sym_elf_ctx *ctx)
+{
+	struct sym_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->budget = budget;
+	c->ctx = ctx;
+	c->lru.lru_next = c->lru.lru_prev = &c->lru;
+	c->meta_bytes = sizeof(*c);
+	return c;
+}
+
+static void lru_unlink(struct sym_elf *se)
+{
+	if (!se->lru_next)
+		return;
+	se->lru_prev->lru_next = se->lru_next;
+	se->lru_next->lru_prev = se->lru_prev;
+	se->lru_next = se->lru_prev = NULL;
+}
+
+static void lru_push_front(struct sym_cache *c, struct sym_elf *se)
+{
+	se->lru_next = c->lru.lru_next;
+	se->lru_prev = &c->lru;
+	c->lru.lru_next->lru_prev = se;
+	c->lru.lru_next = se;
+}
+
+static void unload(struct sym_cache *c, struct sym_elf *se)
+{
+	if (!se->loaded)
+		return;
+	lru_unlink(se);
+	c->loaded_bytes -= se->cost;
+	sym_elf_unload(se);
+}
+
+static void evict(struct sym_cache *c, const struct sym_elf *keep)
+{
+	struct sym_elf *se = c->lru.lru_prev;
+
+	while (c->loaded_bytes > c->budget && se != &c->lru) {
+		struct sym_elf *prev = se->lru_prev;
+
+		if (se != keep)
+			unload(c, se);
+		se = prev;
+	}
+}
+
+static void elf_put(struct sym_cache *c, struct sym_elf *se)
+{
+	struct sym_elf **pp;
+
+	if (--se->refs)
+		return;
+	unload(c, se);
+	for (pp = &c->elfs[hash_str(se->key) % ELF_BUCKETS]; *pp; pp = &(*pp)->hash_next) {
+		if (*pp == se) {
+			*pp = se->hash_next;
+			break;
+		}
+	}
+	c->meta_bytes -= sizeof(*se) + strlen(se->key) + 1;
+	free(se->key);
+	free(se);
+}
+
+static struct sym_elf *elf_get(struct sym_cache *c, const struct sym_file *f)
+{
+	char key[160];
+	struct sym_elf *se;
+	uint32_t b;
+
+	if (f->build_id)
+		snprintf(key, sizeof(key), "b:%s", f->build_id);
+	else
+		snprintf(key, sizeof(key), "f:%llx:%llx:%llx:%llx",
+			 (unsigned long long)f->dev, (unsigned long long)f->ino,
+			 (unsigned long long)f->size, (unsigned long long)f->mtime);
+	b = hash_str(key) % ELF_BUCKETS;
+	for (se = c->elfs[b]; se; se = se->hash_next) {
+		if (strcmp(se->key, key) == 0) {
+			se->refs++;
+			return se;
+		}
+	}
+	se = calloc(1, sizeof(*se));
+	if (!se || !(se->key = strdup(key))) {
+		free(se);
+		return NULL;
+	}
+	se->refs = 1;
+	se->hash_next = c->elfs[b];
+	c->elfs[b] = se;
+	c->meta_bytes += sizeof(*se) + strlen(key) + 1;
+	return se;
+}
+
+static void file_free(struct sym_cache *c, struct sym_file *f)
+{
+	if (f->se) {
+		/* Loaded data points into this file's mapping: drop it first. */
+		if (f->se->loaded_from == f)
+			unload(c, f->se);
+		elf_put(c, f->se);
+	}
+	if (f->elf || f->mem)
+		c->files_open--;
+	sym_file_close(f);
+	c->meta_bytes -= sizeof(*f) + f->nr_loads * sizeof(*f->loads);
+	free(f);
+}
+
+void sym_cache_free(struct sym_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < FILE_BUCKETS; i++) {
+		while (c->files[i]) {
+			struct sym_file *f = c->files[i];
+
+			c->files[i] = f->hash_next;
+			file_free(c, f);
+		}
+	}
+	if (c->vdso)
+		file_free(c, c->vdso);
+	free(c);
+}
+
+static void file_opened(struct sym_cache *c, struct sym_file *f)
+{
+	c->meta_bytes += sizeof(*f) + f->nr_loads * sizeof(*f->loads);
+	if (!f->elf)
+		return;
+	c->files_open++;
+	f->se = elf_get(c, f);
+}
+
+struct sym_file *sym_cache_get(struct sym_cache *c, uint64_t dev,
+			       uint64_t ino, const char *path,
+			       sym_open_fn open_file, void *arg)
+{
+	uint32_t b = hash_id(dev, ino) % FILE_BUCKETS;
+	struct sym_file *f;
+
+	for (f = c->files[b]; f; f = f->hash_next) {
+		if (f->dev == dev && f->ino == ino) {
+			f->refs++;
+			return f;
+		}
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->dev = dev;
+	f->ino = ino;
+	f->path = sym_intern(c->ctx->strings, path);
+	f->refs = 1;
+	/* open_file calls sym_file_open_fd() with the paths it knows. */
+	open_file(arg, f);
+	file_opened(c, f);
+	f->hash_next = c->files[b];
+	c->files[b] = f;
+	return f;
+}
+
+void sym_cache_put(struct sym_cache *c, struct sym_file *f)
+{
+	struct sym_file **pp;
+
+	if (!f || f == c->vdso || --f->refs)
+		return;
+	for (pp = &c->files[hash_id(f->dev, f->ino) % FILE_BUCKETS]; *pp;
+	     pp = &(*pp)->hash_next) {
+		if (*pp == f) {
+			*pp = f->hash_next;
+			break;
+		}
+	}
+	file_free(c, f);
+}
+
+struct sym_file *sym_cache_vdso(struct sym_cache *c)
+{
+	unsigned long base;
+	size_t size = 0;
+	char line[512];
+	FILE *maps;
+	void *copy;
+
+	if (c->vdso_tried)
+		return c->vdso;
+	c->vdso_tried = true;
+	base = getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return NULL;
+	/* Our own vdso is the one every 64-bit process of this kernel has. */
+	maps = fopen("/proc/self/maps", "re");
+	if (!maps)
+		return NULL;
+	while (fgets(line, sizeof(line), maps)) {
+		struct sym_map_line m;
+
+		if (sym_maps_parse_line(line, &m) && m.type == SYM_MAP_VDSO &&
+		    m.start == base) {
+			size = m.end - m.start;
+			break;
+		}
+	}
+	fclose(maps);
+	if (!size || !(copy = malloc(size)))
+		return NULL;
+	memcpy(copy, (const void *)base, size);
+	c->vdso = calloc(1, sizeof(*c->vdso));
+	if (!c->vdso) {
+		free(copy);
+		return NULL;
+	}
+	c->vdso->path = sym_intern(c->ctx->strings, "[vdso]");
+	c->vdso->refs = 1;
+	sym_file_open_mem(c->vdso, copy, size, c->ctx);
+	file_opened(c, c->vdso);
+	return c->vdso;
+}
+
+int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
+		      struct sym_frame *out, int max)
+{
+	struct sym_elf *se = f->se;
+	size_t before;
+	int n;
+
+	if (!se)
+		return 0;
+	if (!se->loaded) {
+		sym_elf_load(se, f, c->ctx);
+		c->loaded_bytes += se->cost;
+	} else {
+		lru_unlink(se);
+	}
+	lru_push_front(c, se);
+	before = se->cost;
+	n = sym_elf_resolve(se, c->ctx, vaddr, out, max);
+	c->loaded_bytes += se->cost - before;
+	evict(c, se);
+	return n;
+}
+
+size_t sym_cache_bytes(const struct sym_cache *c)
+{
+	return c ? c->loaded_bytes + c->meta_bytes : 0;
+}
+
+uint64_t sym_cache_files_open(const struct sym_cache *c)
+{
+	return c ? c->files_open : 0;
+}

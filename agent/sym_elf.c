@@ -1,0 +1,682 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ELF and DWARF reading with elfutils: libelf for headers, PT_LOAD segments,
+ * build-id, .gnu_debuglink and the symbol tables; libdw for line numbers
+ * and inline frames. Files are mapped (ELF_C_READ_MMAP) and their fd closed
+ * at once: the mapping pins the inode, so a library that is deleted or
+ * replaced, or whose process (or container) is gone, still resolves, and
+ * no fd is held per cached file.
+ *
+ * Every value read from a file is checked by libelf/libdw or here: a
+ * truncated or corrupt file yields fewer symbols, never a crash.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dwarf.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/debuginfod.h>
+#include <zlib.h>
+#include "sym_internal.h"
+
+/* ---------------------------------------------------------------- files */
+
+/* snprintf that reports truncation: a cut path must not be opened. */
+__attribute__((format(printf, 3, 4)))
+static bool fmt_path(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n >= 0 && (size_t)n < size;
+}
+
+static Elf *map_elf(int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+	if (!elf)
+		return NULL;
+	if (elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		return NULL;
+	}
+	/*
+	 * Make libelf independent of fd (a no-op when the mmap worked) so fd
+	 * can be closed now.
+	 */
+	elf_cntl(elf, ELF_C_FDREAD);
+	elf_cntl(elf, ELF_C_FDDONE);
+	return elf;
+}
+
+static ssize_t build_id_of(Elf *elf, const unsigned char **id)
+{
+	const void *p = NULL;
+	ssize_t len = dwelf_elf_gnu_build_id(elf, &p);
+
+	if (len <= 0 || len > 64 || !p)
+		return 0;
+	*id = p;
+	return len;
+}
+
+static void hex(char *out, const unsigned char *id, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[id[i] >> 4];
+		out[2 * i + 1] = digits[id[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+static bool read_loads(struct sym_file *f)
+{
+	GElf_Ehdr eh;
+	size_t phnum;
+
+	if (!gelf_getehdr(f->elf, &eh) ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
+	    elf_getphdrnum(f->elf, &phnum) != 0 || phnum > 4096)
+		return false;
+	f->loads = calloc(phnum ? phnum : 1, sizeof(*f->loads));
+	if (!f->loads)
+		return false;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		f->loads[f->nr_loads++] = (struct sym_load){
+			ph.p_offset, ph.p_filesz, ph.p_vaddr };
+	}
+	return f->nr_loads > 0;
+}
+
+bool sym_file_vaddr(const struct sym_file *f, uint64_t off, uint64_t *vaddr)
+{
+	/* The segment holding off; the page-aligned start also belongs to it. */
+	for (size_t i = 0; i < f->nr_loads; i++) {
+		const struct sym_load *l = &f->loads[i];
+
+		if (off >= l->offset && off - l->offset < l->filesz) {
+			*vaddr = off - l->offset + l->vaddr;
+			return true;
+		}
+	}
+	for (size_t i = 0; i < f->nr_loads; i++) {
+		const struct sym_load *l = &f->loads[i];
+		uint64_t start = l->offset & ~4095ull;
+
+		if (off >= start && off - start < l->filesz + (l->offset - start)) {
+			*vaddr = off - l->offset + l->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static Elf *open_debug_candidate(const char *path, const struct sym_file *f,
+				 const unsigned char *id, ssize_t id_len,
+				 uint32_t crc, bool check_crc)
+{
+	const unsigned char *did;
+	struct stat st;
+	ssize_t dlen;
+	Elf *elf;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	/* The main file itself (a debuglink naming its own file). */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    ((uint64_t)st.st_ino == f->ino && (uint64_t)st.st_size == f->size)) {
+		close(fd);
+		return NULL;
+	}
+	elf = map_elf(fd);
+	close(fd);
+	if (!elf)
+		return NULL;
+	dlen = build_id_of(elf, &did);
+	if (id_len) {
+		/* A debug file for another build of this file is worse than none. */
+		if (dlen != id_len || memcmp(did, id, (size_t)id_len) != 0)
+			goto reject;
+	} else if (check_crc) {
+		size_t size;
+		char *raw = elf_rawfile(elf, &size);
+		uLong c = crc32(0L, Z_NULL, 0);
+
+		for (size_t done = 0; raw && done < size;) {
+			uInt n = size - done > (1u << 30) ? 1u << 30 : (uInt)(size - done);
+
+			c = crc32(c, (const Bytef *)raw + done, n);
+			done += n;
+		}
+		if (!raw || (uint32_t)c != crc)
+			goto reject;
+	}
+	return elf;
+reject:
+	elf_end(elf);
+	return NULL;
+}
+
+/* Calls fn for each ':'-separated root; stops when fn returns non-NULL. */
+static Elf *each_root(const char *roots, Elf *(*fn)(const char *root, size_t len,
+						    void *arg), void *arg)
+{
+	const char *p = roots;
+
+	while (*p) {
+		size_t len = strcspn(p, ":");
+		Elf *e = len ? fn(p, len, arg) : NULL;
+
+		if (e)
+			return e;
+		p += len;
+		if (*p == ':')
+			p++;
+	}
+	return NULL;
+}
+
+struct debug_search {
+	const struct sym_file *f;
+	const unsigned char *id;
+	ssize_t id_len;
+	const char *prefix;	/* "/proc/PID/root" or "" */
+	const char *dir;	/* directory of the file as the process sees it */
+	const char *link;	/* .gnu_debuglink name */
+	uint32_t crc;
+};
+
+static Elf *try_build_id(const char *root, size_t len, void *arg)
+{
+	struct debug_search *d = arg;
+	char idhex[129], path[4096];
+
+	if (d->id_len < 2)
+		return NULL;
+	hex(idhex, d->id, (size_t)d->id_len);
+	if (!fmt_path(path, sizeof(path), "%.*s/.build-id/%.2s/%s.debug",
+		      (int)len, root, idhex, idhex + 2))
+		return NULL;
+	return open_debug_candidate(path, d->f, d->id, d->id_len, 0, false);
+}
+
+static Elf *try_root_link(const char *root, size_t len, void *arg)
+{
+	struct debug_search *d = arg;
+	char path[4096];
+	Elf *e;
+
+	/* The process's own debug root first (containers ship their own). */
+	if (d->prefix[0]) {
+		e = NULL;
+		if (fmt_path(path, sizeof(path), "%s%.*s%s/%s", d->prefix,
+			     (int)len, root, d->dir, d->link))
+			e = open_debug_candidate(path, d->f, d->id, d->id_len,
+						 d->crc, true);
+		if (e)
+			return e;
+	}
+	if (!fmt_path(path, sizeof(path), "%.*s%s/%s", (int)len, root, d->dir,
+		      d->link))
+		return NULL;
+	return open_debug_candidate(path, d->f, d->id, d->id_len, d->crc, true);
+}
+
+static Elf *find_debug_file(const struct sym_file *f, const char *prefix,
+			    const char *path, const struct sym_elf_ctx *ctx)
+{
+	struct debug_search d = { .f = f, .prefix = prefix ? prefix : "" };
+	char dir[4096], cand[8192];
+	GElf_Word crc = 0;
+	const char *slash;
+	Elf *e;
+
+	d.id_len = build_id_of(f->elf, &d.id);
+	e = each_root(ctx->debug_dirs, try_build_id, &d);
+	if (e || !path)
+		return e;
+	d.link = dwelf_elf_gnu_debuglink(f->elf, &crc);
+	if (!d.link || !d.link[0] || strchr(d.link, '/'))
+		return NULL;
+	d.crc = crc;
+	slash = strrchr(path, '/');
+	if (!slash)
+		return NULL;
+	if (!fmt_path(dir, sizeof(dir), "%.*s", (int)(slash - path), path))
+		return NULL;
+	d.dir = dir;
+	if (fmt_path(cand, sizeof(cand), "%s%s/%s", d.prefix, dir, d.link) &&
+	    (e = open_debug_candidate(cand, f, d.id, d.id_len, d.crc, true)))
+		return e;
+	if (fmt_path(cand, sizeof(cand), "%s%s/.debug/%s", d.prefix, dir, d.link) &&
+	    (e = open_debug_candidate(cand, f, d.id, d.id_len, d.crc, true)))
+		return e;
+	return each_root(ctx->debug_dirs, try_root_link, &d);
+}
+
+static void file_identify(struct sym_file *f, const struct sym_elf_ctx *ctx)
+{
+	const unsigned char *id;
+	ssize_t len;
+	char buf[129];
+
+	if (!read_loads(f)) {
+		elf_end(f->elf);
+		f->elf = NULL;
+		return;
+	}
+	len = build_id_of(f->elf, &id);
+	if (len > 0) {
+		hex(buf, id, (size_t)len);
+		f->build_id = sym_intern(ctx->strings, buf);
+	}
+}
+
+void sym_file_open_fd(struct sym_file *f, int fd, const char *root,
+		      const char *path, const struct sym_elf_ctx *ctx)
+{
+	struct stat st;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(Elf32_Ehdr)) {
+		close(fd);
+		return;
+	}
+	f->size = (uint64_t)st.st_size;
+	f->mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+	if (!f->dev && !f->ino) {
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+	}
+	f->elf = map_elf(fd);
+	close(fd);
+	if (!f->elf)
+		return;
+	file_identify(f, ctx);
+	if (f->elf)
+		f->debug_elf = find_debug_file(f, root, path, ctx);
+}
+
+void sym_file_open_mem(struct sym_file *f, void *mem, size_t size,
+		       const struct sym_elf_ctx *ctx)
+{
+	f->mem = mem;
+	f->size = size;
+	f->elf = elf_memory(mem, size);
+	if (!f->elf)
+		return;
+	if (elf_kind(f->elf) != ELF_K_ELF) {
+		elf_end(f->elf);
+		f->elf = NULL;
+		return;
+	}
+	file_identify(f, ctx);
+}
+
+void sym_file_close(struct sym_file *f)
+{
+	if (f->debug_elf)
+		elf_end(f->debug_elf);
+	if (f->elf)
+		elf_end(f->elf);
+	free(f->loads);
+	free(f->mem);
+	f->elf = f->debug_elf = NULL;
+	f->loads = NULL;
+	f->mem = NULL;
+}
+
+/* -------------------------------------------------------------- symbols */
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym_symbol *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* At one address, the sized symbol first: it is the one kept. */
+	return (x->size < y->size) - (x->size > y->size);
+}
+
+/* Symbols of one SYMTAB/DYNSYM section; returns false on ENOMEM. */
+static bool read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh,
+			struct sym_symbol **syms, size_t *nr, size_t *cap)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t count, shnum;
+
+	if (!data || !sh->sh_entsize || elf_getshdrnum(elf, &shnum) != 0)
+		return true;
+	count = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 1; i < count; i++) {
+		GElf_Sym sym;
+		const char *name;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= shnum ||
+		    !sym.st_value)
+			continue;
+		if (type != STT_FUNC && type != STT_GNU_IFUNC) {
+			GElf_Shdr ss;
+			Elf_Scn *s;
+
+			/* Untyped labels in code (assembly) count too. */
+			if (type != STT_NOTYPE || GELF_ST_BIND(sym.st_info) == STB_LOCAL)
+				continue;
+			s = elf_getscn(elf, sym.st_shndx);
+			if (!s || !gelf_getshdr(s, &ss) || !(ss.sh_flags & SHF_EXECINSTR))
+				continue;
+		}
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !name[0] || name[0] == '$')
+			continue;
+		if (*nr == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 1024;
+			struct sym_symbol *n = realloc(*syms, ncap * sizeof(*n));
+
+			if (!n)
+				return false;
+			*syms = n;
+			*cap = ncap;
+		}
+		(*syms)[(*nr)++] = (struct sym_symbol){ sym.st_value, sym.st_size, name };
+	}
+	return true;
+}
+
+/* All symbols of the first table of type `type` in elf. */
+static bool read_symbols(Elf *elf, Elf64_Word type, struct sym_symbol **syms,
+			 size_t *nr, size_t *cap, bool *found)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type)
+			continue;
+		*found = true;
+		return read_symtab(elf, scn, &sh, syms, nr, cap);
+	}
+	return true;
+}
+
+void sym_elf_load(struct sym_elf *se, struct sym_file *f,
+		  const struct sym_elf_ctx *ctx)
+{
+	struct sym_symbol *syms = NULL;
+	size_t nr = 0, cap = 0, out = 0;
+	bool found = false;
+
+	(void)ctx;
+	se->loaded = true;
+	se->loaded_from = f;
+	/* .symtab has everything; a stripped file keeps it in its debug file. */
+	read_symbols(f->elf, SHT_SYMTAB, &syms, &nr, &cap, &found);
+	if (!found && f->debug_elf)
+		read_symbols(f->debug_elf, SHT_SYMTAB, &syms, &nr, &cap, &found);
+	if (!found)
+		read_symbols(f->elf, SHT_DYNSYM, &syms, &nr, &cap, &found);
+	if (nr) {
+		qsort(syms, nr, sizeof(*syms), cmp_sym);
+		for (size_t i = 0; i < nr; i++) {	/* one per address */
+			if (out && syms[out - 1].addr == syms[i].addr)
+				continue;
+			syms[out++] = syms[i];
+		}
+	}
+	se->syms = syms;
+	se->nr_syms = out;
+	se->cost = sizeof(*se) + cap * sizeof(*syms);
+}
+
+void sym_elf_unload(struct sym_elf *se)
+{
+	if (se->dwarf)
+		dwarf_end(se->dwarf);
+	if (se->dbgd_elf)
+		elf_end(se->dbgd_elf);
+	free(se->syms);
+	se->syms = NULL;
+	se->nr_syms = 0;
+	se->dwarf = NULL;
+	se->dbgd_elf = NULL;
+	se->dwarf_tried = false;
+	se->loaded = false;
+	se->loaded_from = NULL;
+	se->cost = 0;
+}
+
+static const struct sym_symbol *find_symbol(const struct sym_elf *se,
+					    uint64_t vaddr)
+{
+	size_t lo = 0, hi = se->nr_syms;
+	const struct sym_symbol *s;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (se->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	s = &se->syms[lo - 1];
+	if (s->size && vaddr - s->addr >= s->size) {
+		/* Maybe inside a bigger symbol that starts earlier (rare). */
+		for (size_t i = lo - 1, n = 0; i-- > 0 && n < 8; n++) {
+			if (vaddr - se->syms[i].addr < se->syms[i].size)
+				return &se->syms[i];
+		}
+		return NULL;
+	}
+	/* Unsized: trust it up to the next symbol only. */
+	return s;
+}
+
+/* ---------------------------------------------------------------- DWARF */
+
+static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
+{
+	const unsigned char *id;
+	ssize_t len = build_id_of(se->loaded_from->elf, &id);
+	Elf *elf;
+	int fd;
+
+	if (!ctx->debuginfod || len <= 0)
+		return NULL;
+	fd = debuginfod_find_debuginfo(ctx->debuginfod, id, (int)len, NULL);
+	if (fd < 0)
+		return NULL;
+	elf = map_elf(fd);
+	close(fd);
+	return elf;
+}
+
+static Dwarf *open_dwarf(struct sym_elf *se, const struct sym_elf_ctx *ctx)
+{
+	struct sym_file *f = se->loaded_from;
+	Dwarf *dw = NULL;
+
+	if (f->debug_elf)
+		dw = dwarf_begin_elf(f->debug_elf, DWARF_C_READ, NULL);
+	if (!dw)
+		dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+	if (!dw && !se->dbgd_elf) {
+		se->dbgd_elf = fetch_debuginfod(se, ctx);
+		if (se->dbgd_elf)
+			dw = dwarf_begin_elf(se->dbgd_elf, DWARF_C_READ, NULL);
+	}
+	return dw;
+}
+
+static const char *die_name(Dwarf_Die *die, char **demangled)
+{
+	Dwarf_Attribute attr;
+	const char *name;
+
+	*demangled = NULL;
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die,
+					DW_AT_MIPS_linkage_name, &attr));
+	if (name) {
+		*demangled = sym_demangle(name);
+		return *demangled ? *demangled : name;
+	}
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+}
+
+static void set_name(struct sym_frame *fr, const struct sym_elf_ctx *ctx,
+		     const char *name)
+{
+	char *d = sym_demangle(name);
+
+	fr->function = sym_intern(ctx->strings, d ? d : name);
+	free(d);
+}
+
+/*
+ * Frames from DWARF for vaddr: the innermost inlined function first, each
+ * with the source position inside it (from the line table for the
+ * innermost, from the DW_AT_call_file/line of the inlined call for the
+ * others), ending with the real (out-of-line) function.
+ */
+static int dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
+			uint64_t vaddr, struct sym_frame *out, int max)
+{
+	Dwarf_Die cudie, *scopes = NULL;
+	Dwarf_Files *files = NULL;
+	const char *file = NULL;
+	size_t nfiles = 0;
+	int line = 0, n, nr = 0;
+	Dwarf_Line *dl;
+
+	if (!dwarf_addrdie(se->dwarf, vaddr, &cudie))
+		return 0;
+	dl = dwarf_getsrc_die(&cudie, vaddr);
+	if (dl) {
+		file = dwarf_linesrc(dl, NULL, NULL);
+		dwarf_lineno(dl, &line);
+	}
+	/*
+	 * dwarf_getscopes() continues into the abstract origin of an inlined
+	 * call; the physical nesting (which inline sits in which function) is
+	 * the chain dwarf_getscopes_die() gives from the innermost concrete
+	 * function-like DIE.
+	 */
+	n = dwarf_getscopes(&cudie, vaddr, &scopes);
+	for (int i = 0; i < n; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+			Dwarf_Die inner = scopes[i];
+
+			free(scopes);
+			scopes = NULL;
+			n = dwarf_getscopes_die(&inner, &scopes);
+			break;
+		}
+		if (i == n - 1)
+			n = 0;
+	}
+	if (n <= 0) {
+		free(scopes);
+		return 0;
+	}
+	if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
+		files = NULL;
+	for (int i = 0; i < n && nr < max; i++) {
+		Dwarf_Die *die = &scopes[i];
+		int tag = dwarf_tag(die);
+		struct sym_frame *fr;
+		char *dm;
+		const char *name;
+
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+			continue;
+		fr = &out[nr++];
+		name = die_name(die, &dm);
+		fr->function = name ? sym_intern(ctx->strings, name) : NULL;
+		free(dm);
+		fr->source_file = file ? sym_intern(ctx->strings, file) : NULL;
+		fr->line = line > 0 ? (uint32_t)line : 0;
+		fr->inlined = tag == DW_TAG_inlined_subroutine;
+		if (tag == DW_TAG_subprogram)
+			break;
+		/* The caller's position is where this inline call was made. */
+		{
+			Dwarf_Attribute a;
+			Dwarf_Word cf = 0, cl = 0;
+
+			file = NULL;
+			line = 0;
+			if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &cf) == 0 &&
+			    files && cf < nfiles)
+				file = dwarf_filesrc(files, cf, NULL, NULL);
+			if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &cl) == 0)
+				line = (int)cl;
+		}
+	}
+	free(scopes);
+	return nr;
+}
+
+int sym_elf_resolve(struct sym_elf *se, const struct sym_elf_ctx *ctx,
+		    uint64_t vaddr, struct sym_frame *out, int max)
+{
+	const struct sym_symbol *sym = find_symbol(se, vaddr);
+	int nr = 0;
+
+	if (max <= 0)
+		return 0;
+	if (!ctx->no_dwarf && !se->dwarf_tried) {
+		size_t before = sym_heap_bytes();
+
+		se->dwarf_tried = true;
+		se->dwarf = open_dwarf(se, ctx);
+		if (sym_heap_bytes() > before)
+			se->cost += sym_heap_bytes() - before;
+	}
+	if (se->dwarf) {
+		size_t before = sym_heap_bytes();
+
+		nr = dwarf_frames(se, ctx, vaddr, out, max);
+		/* libdw caches what lookups parse (CUs, lines): count it. */
+		if (sym_heap_bytes() > before)
+			se->cost += sym_heap_bytes() - before;
+	}
+	if (nr > 0 && sym && !out[nr - 1].function) {
+		/* DWARF found the function but not its name: use the symbol. */
+		set_name(&out[nr - 1], ctx, sym->name);
+	} else if (nr == 0 && sym) {
+		memset(out, 0, sizeof(*out));
+		set_name(out, ctx, sym->name);
+		nr = 1;
+	}
+	return nr;
+}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Internals shared by the symbolizer's files (symbolize.c and sym_*.c).
+ * Nothing outside the symbolizer includes this, except its unit tests.
+ *
+ *   process (pid) --maps--> mapping --> sym_file (one per dev+inode, holds
+ *   the mmapped ELF and its PT_LOAD table) --> sym_elf (one per build-id:
+ *   symbol table + DWARF, loaded lazily, evicted LRU under cache_bytes).
+ */
+#ifndef EMBER_SYM_INTERNAL_H
+#define EMBER_SYM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <gelf.h>
+#include <elfutils/libdw.h>
+#include "symbolize.h"
+
+/* ---- string interning (sym_intern.c) ---- */
+struct sym_strings;
+struct sym_strings *sym_strings_new(void);
+void sym_strings_free(struct sym_strings *t);
+const char *sym_intern_n(struct sym_strings *t, const char *str, size_t len);
+const char *sym_intern(struct sym_strings *t, const char *str);
+size_t sym_strings_bytes(const struct sym_strings *t);
+
+/* ---- demangling (sym_demangle.c) ---- */
+/* Demangled copy of name (malloc'd) or NULL when it is not mangled. */
+char *sym_demangle(const char *name);
+
+/* ---- kernel symbols (sym_kernel.c) ---- */
+struct sym_kernel;
+/* Parses path (normally /proc/kallsyms); NULL on failure (errno set). */
+struct sym_kernel *sym_kernel_load(const char *path);
+void sym_kernel_free(struct sym_kernel *k);
+/* True when every address read as zero (kptr_restrict hides them). */
+bool sym_kernel_hidden(const struct sym_kernel *k);
+size_t sym_kernel_bytes(const struct sym_kernel *k);
+/*
+ * Symbol containing addr: name, module ("[kernel.kallsyms]" or "[mod]"),
+ * offset of addr from the module's base. false when nothing matches.
+ */
+bool sym_kernel_lookup(const struct sym_kernel *k, uint64_t addr,
+		       const char **name, const char **module,
+		       uint64_t *module_offset);
+
+/* ---- /proc/PID/maps (sym_maps.c) ---- */
+enum sym_map_type {
+	SYM_MAP_FILE,		/* a regular file (maybe deleted) */
+	SYM_MAP_MEMFD,		/* "/memfd:NAME (deleted)" */
+	SYM_MAP_ANON,		/* anonymous executable memory: JIT */
+	SYM_MAP_VDSO,
+	SYM_MAP_VSYSCALL,
+	SYM_MAP_OTHER,		/* [stack], [heap], [anon:...] */
+};
+
+struct sym_map_line {
+	uint64_t start, end, pgoff;
+	uint64_t dev, ino;	/* makedev(major, minor), inode */
+	bool exec, deleted;
+	enum sym_map_type type;
+	const char *path;	/* points into the parsed line; "" if none */
+	size_t path_len;	/* without " (deleted)" */
+};
+
+/* Parses one maps line in place (line is modified). false if malformed. */
+bool sym_maps_parse_line(char *line, struct sym_map_line *m);
+
+/* ---- ELF files and their symbols (sym_elf.c) ---- */
+struct sym_load {
+	uint64_t offset, filesz, vaddr;
+};
+
+struct sym_symbol {
+	uint64_t addr, size;
+	const char *name;	/* into the ELF's mapped string table */
+};
+
+struct sym_elf;
+
+/* One mapped file, shared by every process that maps the same dev+inode. */
+struct sym_file {
+	uint64_t dev, ino, size, mtime;	/* identity (dev/ino as in maps) */
+	const char *path;	/* display path, interned */
+	Elf *elf;		/* mmapped main file, NULL if not ELF/unreadable */
+	Elf *debug_elf;		/* separate debug file found locally, or NULL */
+	void *mem;		/* for in-memory images (vdso): freed with the file */
+	struct sym_load *loads;
+	size_t nr_loads;
+	const char *build_id;	/* hex, interned; NULL when none */
+	struct sym_elf *se;	/* shared parsed data; NULL if elf is NULL */
+	uint32_t refs;		/* mappings pointing here */
+	struct sym_file *hash_next;
+};
+
+/*
+ * Parsed symbols and DWARF for one build-id (or one file identity when the
+ * file has no build-id). Loaded on first lookup from one of its files; the
+ * loaded data points into that file's mapping (loaded_from).
+ */
+struct sym_elf {
+	char *key;
+	uint32_t refs;		/* sym_files pointing here */
+	bool loaded, load_failed;
+	struct sym_file *loaded_from;
+	struct sym_symbol *syms;
+	size_t nr_syms;
+	Elf *dbgd_elf;		/* debug file from debuginfod, or NULL */
+	Dwarf *dwarf;		/* NULL when no DWARF found or no_dwarf */
+	bool dwarf_tried;
+	size_t cost;		/* approximate heap bytes while loaded */
+	struct sym_elf *lru_prev, *lru_next;
+	struct sym_elf *hash_next;
+};
+
+struct sym_elf_ctx {
+	const char *debug_dirs;	/* never NULL */
+	bool no_dwarf;
+	void *debuginfod;	/* debuginfod_client *, NULL when off */
+	struct sym_strings *strings;
+};
+
+/*
+ * Opens and maps fd's ELF (takes ownership of fd: it is closed). Fills
+ * f->elf, loads, build_id, and finds a separate debug file now (while the
+ * process's root is still there): by build-id under the debug roots, then
+ * by .gnu_debuglink next to path (as the process sees it, under root, a
+ * "/proc/PID/root" prefix or "") and under the debug roots. A non-ELF or
+ * corrupt file leaves f->elf NULL.
+ */
+void sym_file_open_fd(struct sym_file *f, int fd, const char *root,
+		      const char *path, const struct sym_elf_ctx *ctx);
+/* Same from memory (the vdso); takes ownership of mem (malloc'd). */
+void sym_file_open_mem(struct sym_file *f, void *mem, size_t size,
+		       const struct sym_elf_ctx *ctx);
+void sym_file_close(struct sym_file *f);
+/* File offset -> ELF virtual address via PT_LOAD; false if outside all. */
+bool sym_file_vaddr(const struct sym_file *f, uint64_t off, uint64_t *vaddr);
+
+/* Loads symbols (and DWARF lazily later) of se from f. */
+void sym_elf_load(struct sym_elf *se, struct sym_file *f,
+		  const struct sym_elf_ctx *ctx);
+void sym_elf_unload(struct sym_elf *se);
+/*
+ * Resolves vaddr in a loaded sym_elf into up to max frames (innermost
+ * first). Fills function/source_file/line/inlined only; returns the number
+ * of frames (0 when no symbol or DWARF function contains vaddr).
+ */
+int sym_elf_resolve(struct sym_elf *se, const struct sym_elf_ctx *ctx,
+		    uint64_t vaddr, struct sym_frame *out, int max);
+
+/* ---- the file cache (sym_cache.c) ---- */
+struct sym_cache;
+struct sym_cache *sym_cache_new(size_t budget, const struct sym_elf_ctx *ctx);
+void sym_cache_free(struct sym_cache *c);
+/*
+ * The sym_file for a mapping identity, opening it if new: open_file(arg, f)
+ * then finds the file (map_files, /proc/PID/root/path) and calls
+ * sym_file_open_fd(). Returns a referenced file (sym_cache_put() drops it),
+ * NULL only on ENOMEM.
+ */
+typedef void (*sym_open_fn)(void *arg, struct sym_file *f);
+struct sym_file *sym_cache_get(struct sym_cache *c, uint64_t dev,
+			       uint64_t ino, const char *path,
+			       sym_open_fn open_file, void *arg);
+/* The one vdso file (our own image; same kernel for every process). */
+struct sym_file *sym_cache_vdso(struct sym_cache *c);
+void sym_cache_put(struct sym_cache *c, struct sym_file *f);
+/* Resolve through f's sym_elf, loading it (and evicting others) if needed. */
+int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
+		      struct sym_frame *out, int max);
+size_t sym_cache_bytes(const struct sym_cache *c);
+uint64_t sym_cache_files_open(const struct sym_cache *c);
+
+/* ---- JIT maps (sym_perfmap.c) ---- */
+struct sym_perfmap;
+struct sym_perfmap *sym_perfmap_load(const char *path);
+void sym_perfmap_free(struct sym_perfmap *m);
+/* Name of the JIT symbol containing addr (into the map), or NULL. */
+const char *sym_perfmap_lookup(const struct sym_perfmap *m, uint64_t addr);
+/* Size of the file when loaded, to notice it grew. */
+off_t sym_perfmap_file_size(const struct sym_perfmap *m);
+size_t sym_perfmap_bytes(const struct sym_perfmap *m);
+
+/* For tests: read kernel symbols from path instead of /proc/kallsyms. */
+void sym_set_kallsyms_path(struct symbolizer *s, const char *path);
+
+/* Heap bytes currently allocated (mallinfo2), for cost accounting. */
+size_t sym_heap_bytes(void);
+
+#endif /* EMBER_SYM_INTERNAL_H */

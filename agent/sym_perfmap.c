@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * JIT symbols from perf map files (/tmp/perf-PID.map), the convention JITs
+ * (V8/node --perf-basic-prof, the JVM with perf-map-agent, LuaJIT, .NET,
+ * CPython 3.12 -X perf) use to tell profilers what their code is:
+ *   START SIZE NAME      (START and SIZE in hex, NAME to end of line)
+ * Later entries win when ranges overlap (code was regenerated there).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "sym_internal.h"
+
+/* A broken or hostile map file cannot make us hold more than this. */
+#define PERFMAP_MAX_BYTES (64u << 20)
+
+struct jit_sym {
+	uint64_t start, end;
+	uint32_t name;		/* offset into names */
+	uint32_t seq;		/* line number: later wins */
+};
+
+struct sym_perfmap {
+	struct jit_sym *syms;
+	size_t nr, cap;
+	char *names;
+	size_t names_len, names_cap;
+	off_t file_size;
+};
+
+static int cmp_jit(const void *a, const void *b)
+{
+	const struct jit_sym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static bool add(struct sym_perfmap *m, uint64_t start, uint64_t size,
+		const char *name, size_t len)
+{
+	if (m->nr == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct jit_sym *s = realloc(m->syms, cap * sizeof(*s));
+
+		if (!s)
+			return false;
+		m->syms = s;
+		m->cap = cap;
+	}
+	if (m->names_len + len + 1 > m->names_cap) {
+		size_t cap = m->names_cap ? m->names_cap * 2 : 4096;
+		char *n;
+
+		while (cap < m->names_len + len + 1)
+			cap *= 2;
+		n = realloc(m->names, cap);
+		if (!n)
+			return false;
+		m->names = n;
+		m->names_cap = cap;
+	}
+	memcpy(m->names + m->names_len, name, len);
+	m->names[m->names_len + len] = '\0';
+	m->syms[m->nr] = (struct jit_sym){ start, start + size,
+					   (uint32_t)m->names_len, (uint32_t)m->nr };
+	m->names_len += len + 1;
+	m->nr++;
+	return true;
+}
+
+struct sym_perfmap *sym_perfmap_load(const char *path)
+{
+	struct sym_perfmap *m;
+	char *line = NULL, *p, *end;
+	size_t cap = 0;
+	struct stat st;
+	ssize_t n;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m || fstat(fileno(f), &st) < 0) {
+		free(m);
+		fclose(f);
+		return NULL;
+	}
+	m->file_size = st.st_size;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		uint64_t start, size;
+		size_t len;
+
+		if (m->names_len + m->nr * sizeof(struct jit_sym) > PERFMAP_MAX_BYTES)
+			break;
+		start = strtoull(line, &end, 16);
+		if (end == line || *end != ' ')
+			continue;
+		p = end + 1;
+		size = strtoull(p, &end, 16);
+		if (end == p || *end != ' ' || !size || start + size < start)
+			continue;
+		p = end + 1;
+		len = strcspn(p, "\r\n");
+		if (!len || !add(m, start, size, p, len))
+			continue;
+	}
+	free(line);
+	fclose(f);
+	qsort(m->syms, m->nr, sizeof(*m->syms), cmp_jit);
+	return m;
+}
+
+void sym_perfmap_free(struct sym_perfmap *m)
+{
+	if (!m)
+		return;
+	free(m->syms);
+	free(m->names);
+	free(m);
+}
+
+const char *sym_perfmap_lookup(const struct sym_perfmap *m, uint64_t addr)
+{
+	const struct jit_sym *best = NULL;
+	size_t lo = 0, hi;
+
+	if (!m || !m->nr)
+		return NULL;
+	hi = m->nr;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/*
+	 * Entries are sorted by start; scan back a little for the newest one
+	 * covering addr (overlaps are rare, so this stays short).
+	 */
+	for (size_t i = lo, steps = 0; i-- > 0 && steps < 64; steps++) {
+		const struct jit_sym *s = &m->syms[i];
+
+		if (addr < s->end && (!best || s->seq > best->seq))
+			best = s;
+	}
+	return best ? m->names + best->name : NULL;
+}
+
+off_t sym_perfmap_file_size(const struct sym_perfmap *m)
+{
+	return m ? m->file_size : 0;
+}
+
+size_t sym_perfmap_bytes(const struct sym_perfmap *m)
+{
+	return m ? sizeof(*m) + m->cap * sizeof(*m->syms) + m->names_cap : 0;
+}

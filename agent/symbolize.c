@@ -1,0 +1,689 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The symbolizer (symbolize.h): processes and their mappings, and the path
+ * from an address to frames.
+ *
+ *   user address -> mapping of the process (start, end, pgoff, file)
+ *                -> file offset = addr - start + pgoff
+ *                -> ELF virtual address through the file's PT_LOAD table
+ *                -> symbols / DWARF of the file (sym_cache.c, sym_elf.c)
+ *
+ * Mappings are read from /proc/PID/maps when a process is first seen
+ * (exec record, touch, or first lookup) and their files are opened then,
+ * through /proc/PID/map_files or /proc/PID/root (containers), so lookups
+ * keep working after the process exits. Exited processes are dropped only
+ * by sym_sweep() or sym_free(), once the pending profile is built.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <elfutils/debuginfod.h>
+#include "sym_internal.h"
+
+#define PROC_BUCKETS 4096
+#define DEFAULT_CACHE_BYTES (64u << 20)
+#define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
+#define VSYSCALL_BASE 0xffffffffff600000ull
+
+struct sym_map {
+	uint64_t start, end, pgoff;
+	const char *path;	/* interned, without " (deleted)" */
+	struct sym_file *file;	/* NULL for anonymous/pseudo mappings */
+	enum sym_map_type type;
+};
+
+struct sym_proc {
+	uint32_t pid, nspid;
+	bool exited, maps_read, jit_tried;
+	uint64_t read_ns;
+	struct sym_map *maps;
+	size_t nr_maps;
+	struct sym_perfmap *jit;
+	const char *jit_name;	/* "/tmp/perf-PID.map", interned */
+	struct sym_proc *next;
+};
+
+struct symbolizer {
+	struct sym_options opt;
+	char *debug_dirs;
+	struct sym_elf_ctx ctx;
+	struct sym_strings *strings;
+	struct sym_cache *cache;
+	char *kallsyms_path;
+	struct sym_kernel *kernel;
+	bool kernel_tried;
+	struct sym_proc *procs[PROC_BUCKETS];
+	uint32_t nr_procs;
+	uint64_t lookups, hits, misses;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct symbolizer *sym_new(const struct sym_options *opt)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (opt)
+		s->opt = *opt;
+	if (!s->opt.cache_bytes)
+		s->opt.cache_bytes = DEFAULT_CACHE_BYTES;
+	elf_version(EV_CURRENT);
+	s->debug_dirs = strdup(s->opt.debug_dirs && s->opt.debug_dirs[0] ?
+			       s->opt.debug_dirs : "/usr/lib/debug");
+	s->strings = sym_strings_new();
+	s->kallsyms_path = strdup("/proc/kallsyms");
+	if (!s->debug_dirs || !s->strings || !s->kallsyms_path)
+		goto fail;
+	s->opt.debug_dirs = s->debug_dirs;
+	s->ctx.debug_dirs = s->debug_dirs;
+	s->ctx.no_dwarf = s->opt.no_dwarf;
+	s->ctx.strings = s->strings;
+	if (s->opt.use_debuginfod && getenv("DEBUGINFOD_URLS"))
+		s->ctx.debuginfod = debuginfod_begin();
+	s->cache = sym_cache_new(s->opt.cache_bytes, &s->ctx);
+	if (!s->cache)
+		goto fail;
+	return s;
+fail:
+	sym_free(s);
+	return NULL;
+}
+
+static void proc_drop_maps(struct symbolizer *s, struct sym_map *maps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sym_cache_put(s->cache, maps[i].file);
+	free(maps);
+}
+
+static void proc_free(struct symbolizer *s, struct sym_proc *p)
+{
+	proc_drop_maps(s, p->maps, p->nr_maps);
+	sym_perfmap_free(p->jit);
+	free(p);
+}
+
+void sym_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t b = 0; b < PROC_BUCKETS; b++) {
+		while (s->procs[b]) {
+			struct sym_proc *p = s->procs[b];
+
+			s->procs[b] = p->next;
+			proc_free(s, p);
+		}
+	}
+	sym_cache_free(s->cache);
+	sym_kernel_free(s->kernel);
+	if (s->ctx.debuginfod)
+		debuginfod_end(s->ctx.debuginfod);
+	sym_strings_free(s->strings);
+	free(s->kallsyms_path);
+	free(s->debug_dirs);
+	free(s);
+}
+
+/* For tests: read kernel symbols from another file than /proc/kallsyms. */
+void sym_set_kallsyms_path(struct symbolizer *s, const char *path)
+{
+	char *p = strdup(path);
+
+	if (!p)
+		return;
+	free(s->kallsyms_path);
+	s->kallsyms_path = p;
+	sym_kernel_free(s->kernel);
+	s->kernel = NULL;
+	s->kernel_tried = false;
+}
+
+/* ------------------------------------------------------------ processes */
+
+static struct sym_proc *proc_find(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc *p;
+
+	for (p = s->procs[pid % PROC_BUCKETS]; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc *p = proc_find(s, pid);
+	char name[64];
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->nspid = pid;
+	snprintf(name, sizeof(name), "/tmp/perf-%u.map", pid);
+	p->jit_name = sym_intern(s->strings, name);
+	p->next = s->procs[pid % PROC_BUCKETS];
+	s->procs[pid % PROC_BUCKETS] = p;
+	s->nr_procs++;
+	return p;
+}
+
+struct open_ctx {
+	struct symbolizer *s;
+	uint32_t pid;
+	const struct sym_map_line *m;
+	char path[4096];	/* m->path, NUL-terminated, without " (deleted)" */
+};
+
+static bool same_inode(int fd, uint64_t ino)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ino;
+}
+
+/*
+ * Open the exact file the process maps: map_files (root only) works even
+ * for deleted files and memfds; the path under the process's root works in
+ * containers. Either must be the same inode the maps line names.
+ */
+static void open_mapped_file(void *arg, struct sym_file *f)
+{
+	struct open_ctx *o = arg;
+	char p[4200], root[64];
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
+		 o->pid, o->m->start, o->m->end);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !same_inode(fd, o->m->ino)) {
+		close(fd);
+		fd = -1;
+	}
+	snprintf(root, sizeof(root), "/proc/%u/root", o->pid);
+	if (fd < 0 && !o->m->deleted && o->m->type == SYM_MAP_FILE) {
+		snprintf(p, sizeof(p), "%s%s", root, o->path);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && !same_inode(fd, o->m->ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0)
+		sym_file_open_fd(f, fd, root,
+				 o->m->type == SYM_MAP_FILE ? o->path : NULL,
+				 &o->s->ctx);
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct sym_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static const struct sym_map *map_find(const struct sym_map *maps, size_t n,
+				      uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr < maps[lo - 1].end)
+		return &maps[lo - 1];
+	return NULL;
+}
+
+static bool map_overlaps(const struct sym_map *maps, size_t n,
+			 const struct sym_map *m)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {	/* first new mapping ending after m->start */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (maps[mid].end <= m->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && maps[lo].start < m->end;
+}
+
+static void read_nspid(struct sym_proc *p)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "NSpid:", 6) == 0) {
+			char *last = strrchr(line, '\t');
+			unsigned long v = strtoul(last ? last + 1 : line + 6, NULL, 10);
+
+			if (v)
+				p->nspid = (uint32_t)v;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+static bool add_map(struct symbolizer *s, struct sym_proc *p,
+		    struct sym_map_line *ml, struct sym_map **maps,
+		    size_t *n, size_t *cap)
+{
+	struct sym_map *m;
+	struct open_ctx o;
+
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct sym_map *nm = realloc(*maps, c * sizeof(*nm));
+
+		if (!nm)
+			return false;
+		*maps = nm;
+		*cap = c;
+	}
+	m = &(*maps)[*n];
+	memset(m, 0, sizeof(*m));
+	m->start = ml->start;
+	m->end = ml->end;
+	m->pgoff = ml->pgoff;
+	m->type = ml->type;
+	m->path = ml->path_len ? sym_intern_n(s->strings, ml->path, ml->path_len) : NULL;
+	if (ml->type == SYM_MAP_FILE || ml->type == SYM_MAP_MEMFD) {
+		o.s = s;
+		o.pid = p->pid;
+		o.m = ml;
+		snprintf(o.path, sizeof(o.path), "%.*s", (int)ml->path_len, ml->path);
+		m->file = sym_cache_get(s->cache, ml->dev, ml->ino, o.path,
+					open_mapped_file, &o);
+	} else if (ml->type == SYM_MAP_VDSO) {
+		m->file = sym_cache_vdso(s->cache);
+	}
+	(*n)++;
+	return true;
+}
+
+/*
+ * (Re)read /proc/PID/maps. New mappings replace the ones they overlap;
+ * old ones that do not overlap anything stay, so samples taken before an
+ * exec or a dlclose() still resolve.
+ */
+static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
+{
+	struct sym_map *maps = NULL;
+	size_t n = 0, cap = 0, keep = 0;
+	char path[64], *line = NULL;
+	size_t lcap = 0;
+	FILE *f;
+
+	p->read_ns = now_ns();
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	f = fopen(path, "re");
+	if (!f) {
+		p->exited = true;	/* gone, or not ours to see */
+		return false;
+	}
+	read_nspid(p);
+	while (getline(&line, &lcap, f) > 0) {
+		struct sym_map_line ml;
+
+		/* Code is only ever executed from executable mappings. */
+		if (!sym_maps_parse_line(line, &ml) || !ml.exec)
+			continue;
+		if (!add_map(s, p, &ml, &maps, &n, &cap))
+			break;
+	}
+	free(line);
+	fclose(f);
+	qsort(maps, n, sizeof(*maps), cmp_map);
+	for (size_t i = 0; i < p->nr_maps; i++) {
+		if (map_overlaps(maps, n, &p->maps[i])) {
+			sym_cache_put(s->cache, p->maps[i].file);
+			continue;
+		}
+		p->maps[keep++] = p->maps[i];
+	}
+	if (keep) {
+		struct sym_map *all = realloc(maps, (n + keep) * sizeof(*all));
+
+		if (all) {
+			memcpy(all + n, p->maps, keep * sizeof(*all));
+			maps = all;
+			n += keep;
+			qsort(maps, n, sizeof(*maps), cmp_map);
+		} else {
+			proc_drop_maps(s, p->maps, keep);
+			p->maps = NULL;
+		}
+	}
+	free(p->maps);
+	p->maps = maps;
+	p->nr_maps = n;
+	p->maps_read = true;
+	return true;
+}
+
+void sym_process_exec(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc *p;
+
+	if (!s || !(p = proc_get(s, pid)))
+		return;
+	p->exited = false;
+	p->jit_tried = false;
+	proc_read_maps(s, p);
+}
+
+void sym_process_touch(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc *p;
+
+	if (!s || !(p = proc_get(s, pid)) || p->maps_read)
+		return;
+	proc_read_maps(s, p);
+}
+
+static void proc_load_jit(struct symbolizer *s, struct sym_proc *p);
+
+void sym_process_exit(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc *p;
+
+	if (!s || !(p = proc_find(s, pid)))
+		return;
+	/* A JIT's map file may sit in a container root that goes away. */
+	if (!p->jit_tried)
+		proc_load_jit(s, p);
+	p->exited = true;
+}
+
+void sym_sweep(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t b = 0; b < PROC_BUCKETS; b++) {
+		struct sym_proc **pp = &s->procs[b];
+
+		while (*pp) {
+			struct sym_proc *p = *pp;
+
+			if (!p->exited) {
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			proc_free(s, p);
+			s->nr_procs--;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ JIT */
+
+static struct sym_perfmap *open_perfmap(struct sym_proc *p)
+{
+	struct sym_perfmap *m;
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
+	m = sym_perfmap_load(path);
+	if (!m) {
+		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
+		m = sym_perfmap_load(path);
+	}
+	return m;
+}
+
+static void proc_load_jit(struct symbolizer *s, struct sym_proc *p)
+{
+	struct sym_perfmap *m = open_perfmap(p);
+
+	(void)s;
+	p->jit_tried = true;
+	if (!m)
+		return;
+	sym_perfmap_free(p->jit);
+	p->jit = m;
+}
+
+static const char *jit_lookup(struct symbolizer *s, struct sym_proc *p,
+			      uint64_t addr)
+{
+	const char *name;
+
+	if (!p->jit_tried)
+		proc_load_jit(s, p);
+	name = sym_perfmap_lookup(p->jit, addr);
+	if (!name && !p->exited) {
+		/* The JIT may have written more since: reload if it grew. */
+		struct stat st;
+		char path[96];
+
+		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map",
+			 p->pid, p->nspid);
+		if (stat(path, &st) == 0 && st.st_size != sym_perfmap_file_size(p->jit)) {
+			proc_load_jit(s, p);
+			name = sym_perfmap_lookup(p->jit, addr);
+		}
+	}
+	return name;
+}
+
+/* ------------------------------------------------------------ resolving */
+
+static const char *vsyscall_name(uint64_t addr)
+{
+	switch ((addr - VSYSCALL_BASE) >> 10) {
+	case 0: return "__vsyscall_gettimeofday";
+	case 1: return "__vsyscall_time";
+	case 2: return "__vsyscall_getcpu";
+	default: return NULL;
+	}
+}
+
+static int resolve_in_map(struct symbolizer *s, struct sym_proc *p,
+			  const struct sym_map *m, uint64_t addr,
+			  uint64_t lookup, struct sym_frame *out, int max)
+{
+	struct sym_frame base = out[0];
+	uint64_t vaddr;
+	const char *name;
+	int n = 0;
+
+	base.map_start = m->start;
+	base.map_end = m->end;
+	base.map_pgoff = m->pgoff;
+	base.module = m->path;
+	base.module_offset = addr - m->start + m->pgoff;
+	if (m->file) {
+		base.build_id = m->file->build_id;
+		if (m->file->elf &&
+		    sym_file_vaddr(m->file, lookup - m->start + m->pgoff, &vaddr))
+			n = sym_cache_resolve(s->cache, m->file, vaddr, out, max);
+		for (int i = 0; i < n; i++) {
+			struct sym_frame r = out[i];
+
+			out[i] = base;
+			out[i].kind = SYM_FRAME_NATIVE;
+			out[i].function = r.function;
+			out[i].source_file = r.source_file;
+			out[i].line = r.line;
+			out[i].inlined = r.inlined;
+		}
+		if (n)
+			return n;
+	}
+	out[0] = base;
+	if (m->type == SYM_MAP_VSYSCALL && (name = vsyscall_name(lookup))) {
+		out[0].kind = SYM_FRAME_NATIVE;
+		out[0].function = sym_intern(s->strings, name);
+		return 1;
+	}
+	if (m->type == SYM_MAP_ANON || m->type == SYM_MAP_MEMFD) {
+		name = jit_lookup(s, p, lookup);
+		if (name) {
+			out[0].kind = SYM_FRAME_JIT;
+			out[0].function = sym_intern(s->strings, name);
+			out[0].module = p->jit_name;
+			return 1;
+		}
+	}
+	if (m->type == SYM_MAP_ANON || m->type == SYM_MAP_OTHER) {
+		/* No file: nothing to show but the address. */
+		out[0].module = NULL;
+		out[0].module_offset = 0;
+	}
+	return 1;
+}
+
+int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
+		     bool is_return, struct sym_frame *out, int max)
+{
+	uint64_t lookup = is_return && addr ? addr - 1 : addr;
+	const struct sym_map *m;
+	const char *name;
+	struct sym_proc *p;
+	int n;
+
+	if (!out || max <= 0)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	out[0].kind = SYM_FRAME_UNKNOWN;
+	out[0].address = addr;
+	if (!s)
+		return 1;
+	s->lookups++;
+	p = proc_get(s, pid);
+	if (!p) {
+		s->misses++;
+		return 1;
+	}
+	if (!p->maps_read && !p->exited)
+		proc_read_maps(s, p);
+	m = map_find(p->maps, p->nr_maps, lookup);
+	if (!m && !p->exited && now_ns() - p->read_ns >= REREAD_NS) {
+		/* Maybe mapped (dlopen) after we read the maps. */
+		proc_read_maps(s, p);
+		m = map_find(p->maps, p->nr_maps, lookup);
+	}
+	if (m) {
+		n = resolve_in_map(s, p, m, addr, lookup, out, max);
+	} else if ((name = jit_lookup(s, p, lookup))) {
+		out[0].kind = SYM_FRAME_JIT;
+		out[0].function = sym_intern(s->strings, name);
+		out[0].module = p->jit_name;
+		n = 1;
+	} else {
+		n = 1;
+	}
+	if (out[0].function)
+		s->hits++;
+	else
+		s->misses++;
+	return n;
+}
+
+int sym_resolve_kernel(struct symbolizer *s, uint64_t addr,
+		       struct sym_frame *out, int max)
+{
+	const char *name, *module;
+	uint64_t off;
+
+	if (!out || max <= 0)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	out[0].kind = SYM_FRAME_KERNEL;
+	out[0].address = addr;
+	if (!s)
+		return 1;
+	s->lookups++;
+	if (!s->kernel_tried) {
+		s->kernel_tried = true;
+		s->kernel = sym_kernel_load(s->kallsyms_path);
+		if (!s->kernel)
+			fprintf(stderr, "ember: cannot read %s (%s): kernel frames "
+				"will show as addresses\n", s->kallsyms_path,
+				strerror(errno));
+		else if (sym_kernel_hidden(s->kernel))
+			fprintf(stderr, "ember: kernel symbol addresses are hidden "
+				"(%s shows zeros because of kernel.kptr_restrict): "
+				"run as root, or set 'sysctl kernel.kptr_restrict=0'; "
+				"kernel frames will show as addresses\n",
+				s->kallsyms_path);
+	}
+	if (sym_kernel_lookup(s->kernel, addr, &name, &module, &off)) {
+		out[0].function = sym_intern(s->strings, name);
+		out[0].module = module[0] == '[' && strcmp(module, "[kernel.kallsyms]") ?
+			sym_intern(s->strings, module) :
+			sym_intern(s->strings, "[kernel.kallsyms]");
+		out[0].module_offset = off;
+		s->hits++;
+	} else {
+		s->misses++;
+	}
+	return 1;
+}
+
+const char *sym_frame_name(struct symbolizer *s, const struct sym_frame *f)
+{
+	char buf[4200];
+	const char *base;
+
+	if (!f)
+		return NULL;
+	if (f->function)
+		return f->function;
+	if (f->module) {
+		base = strrchr(f->module, '/');
+		base = base && base[1] ? base + 1 : f->module;
+		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base, f->module_offset);
+	} else {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, f->address);
+	}
+	return s ? sym_intern(s->strings, buf) : NULL;
+}
+
+void sym_get_stats(struct symbolizer *s, struct sym_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!s)
+		return;
+	st->lookups = s->lookups;
+	st->hits = s->hits;
+	st->misses = s->misses;
+	st->elf_files_open = sym_cache_files_open(s->cache);
+	st->cache_bytes = sym_cache_bytes(s->cache) + sym_kernel_bytes(s->kernel) +
+		sym_strings_bytes(s->strings);
+	st->processes = s->nr_procs;
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Symbolizer: builds the test binaries (agent/mk/sym-tests.mk) and runs
+# selftests/agent/sym/sym_test, which resolves addresses of real processes
+# (most after they exited): PIE, non-PIE, -O2 inline frames, no -g,
+# stripped, .gnu_debuglink and build-id debug files, a shared library with
+# p_vaddr != p_offset, deleted files, JIT perf maps, C++/Rust demangling,
+# the vdso, kallsyms, truncated and fuzzed ELF input, cache sharing and its
+# memory bound. Then times a cold and warm symbolization of 5000 addresses.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. selftests/lib.sh
+
+T=agent/gen/sym-tests
+if ! out=$(make -s -j2 sym-tests 2>&1); then
+	t_fail sym_tests_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
+	exit 1
+fi
+t_pass sym_tests_build
+
+# Every test prints its own PASS:/FAIL: line; a crash shows as a FAIL here.
+timeout 300 "$T/sym_test" "$T"
+rc=$?
+if [ $rc -gt 1 ]; then
+	t_fail sym_test_exit "sym_test ended with status $rc (crash or timeout)"
+fi
+
+# Cold: a fresh symbolizer reads maps and ELF files; warm: same addresses.
+if b=$(timeout 120 "$T/sym_test" "$T" --bench 5000); then
+	echo "# $b"
+	cold=$(printf '%s' "$b" | sed -n 's/.*cold \([0-9.]*\) s.*/\1/p')
+	if awk -v c="$cold" 'BEGIN { exit !(c != "" && c < 1.0) }'; then
+		t_pass sym_bench_cold_under_1s
+	else
+		t_fail sym_bench_cold_under_1s "$b"
+	fi
+else
+	t_fail sym_bench_cold_under_1s "bench failed"
+fi
+exit 0
