@@ -497,7 +497,8 @@ static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy
 
 /* ---- sender thread ---- */
 
-/* Wait until the timespec or a stop/abort; true when aborted. */
+/* Wait until the timespec or a stop/abort; true when the item must be
+ * given up (aborted, or the shutdown deadline passed). */
 static bool wait_until(struct otlp_exporter *x, const struct timespec *until)
 {
 	bool aborted;
@@ -511,7 +512,8 @@ static bool wait_until(struct otlp_exporter *x, const struct timespec *until)
 		if (pthread_cond_timedwait(&x->cond, &x->lock, &t) == ETIMEDOUT)
 			break;
 	}
-	aborted = x->abort;
+	/* Past the shutdown deadline a retry cannot succeed in time. */
+	aborted = x->abort || (x->stopping && now_ms() >= ts_ms(&x->deadline));
 	pthread_mutex_unlock(&x->lock);
 	return aborted;
 }
