@@ -507,8 +507,12 @@ static int build_sample(struct builder *b, const struct prof_sample *s,
 		uint32_t n = 1;
 		int64_t id;
 
+		if (!s->frames[i]) {	/* not in the contract, but never a crash */
+			i++;
+			continue;
+		}
 		/* An inlined frame belongs to the location of the next frame. */
-		while (i + n < s->nr_frames && s->frames[i + n - 1]->inlined)
+		while (i + n < s->nr_frames && s->frames[i + n - 1]->inlined && s->frames[i + n])
 			n++;
 		id = location_id(b, &s->frames[i], n);
 		if (id < 0)

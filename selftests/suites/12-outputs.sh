@@ -107,7 +107,7 @@ chrome() {
 	local ud
 	ud=$(mktemp -d "$work/chrome.XXXXXX")
 	timeout 90 "$browser" --headless --no-sandbox --disable-gpu \
-		--disable-background-networking --disable-component-update --disable-sync \
+		--disable-background-networking --disable-component-update --disable-sync --disable-quic \
 		--no-first-run --user-data-dir="$ud" --enable-logging=stderr --v=0 "$@"
 	local rc=$?
 	rm -rf "$ud"
