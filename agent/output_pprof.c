@@ -464,17 +464,23 @@ struct value_layout {
 	int cpu_count, cpu_ns, off_ns;	/* -1 when absent */
 };
 
-static void layout_values(const struct prof_meta *m, struct value_layout *v)
+static void layout_values(const struct profile *p, struct value_layout *v)
 {
+	/* Like the folded writer: an event counts if recorded or present. */
+	uint32_t events = p->meta.events;
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (p->samples[i].event < PROF_EV__COUNT)
+			events |= 1u << p->samples[i].event;
 	v->nr = 0;
 	v->cpu_count = v->cpu_ns = v->off_ns = -1;
-	if (m->events & (1u << PROF_EV_CPU)) {
+	if (events & (1u << PROF_EV_CPU)) {
 		v->cpu_count = v->nr++;
 		v->cpu_ns = v->nr++;
 	}
-	if (m->events & (1u << PROF_EV_OFFCPU))
+	if (events & (1u << PROF_EV_OFFCPU))
 		v->off_ns = v->nr++;
-	if (!v->nr) {	/* no event flagged: still a valid, empty-typed CPU profile */
+	if (!v->nr) {	/* no event at all: still a valid, empty CPU profile */
 		v->cpu_count = v->nr++;
 		v->cpu_ns = v->nr++;
 	}
@@ -826,7 +832,7 @@ int output_pprof(const struct profile *p, FILE *out)
 	size_t nfree = 0;
 	int err;
 
-	layout_values(&p->meta, &vl);
+	layout_values(p, &vl);
 	err = intern(&b, "") < 0 ? -ENOMEM : 0;	/* string_table[0] must be "" */
 	if (!err)
 		err = build_header(&b, &vl, types, types_ptr, &period_type, comments, &pb);

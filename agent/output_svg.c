@@ -69,6 +69,7 @@ struct node {
 
 struct tree {
 	const struct profile *prof;
+	uint32_t events;	/* recorded (meta) or seen in samples */
 	bool microseconds;	/* values in ns shown as us; else counts */
 
 	char **names;
@@ -233,8 +234,7 @@ static uint64_t sample_value(const struct tree *t, const struct prof_sample *s)
 
 static int add_sample(struct tree *t, const struct prof_sample *s)
 {
-	bool both = (t->prof->meta.events & (1u << PROF_EV_CPU)) &&
-		    (t->prof->meta.events & (1u << PROF_EV_OFFCPU));
+	bool both = (t->events & (1u << PROF_EV_CPU)) && (t->events & (1u << PROF_EV_OFFCPU));
 	uint64_t v = sample_value(t, s);
 	const char *comm = s->process && s->process->comm ? s->process->comm : "[unknown]";
 	int64_t at;
@@ -278,7 +278,12 @@ static int build_tree(struct tree *t, const struct profile *p)
 {
 	memset(t, 0, sizeof(*t));
 	t->prof = p;
-	t->microseconds = (p->meta.events & (1u << PROF_EV_OFFCPU)) != 0;
+	/* Like the folded writer: an event counts if recorded or present. */
+	t->events = p->meta.events;
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (p->samples[i].event < PROF_EV__COUNT)
+			t->events |= 1u << p->samples[i].event;
+	t->microseconds = (t->events & (1u << PROF_EV_OFFCPU)) != 0;
 	if (grow(&t->nodes, &t->cap_nodes, 1, sizeof(*t->nodes)) || intern(t, "all") < 0)
 		return -ENOMEM;
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
@@ -560,7 +565,7 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 {
 	const struct prof_meta *m = &t->prof->meta;
 	uint64_t counts[PROF_EV__COUNT] = { 0 };
-	bool cpu = m->events & (1u << PROF_EV_CPU), off = m->events & (1u << PROF_EV_OFFCPU);
+	bool cpu = t->events & (1u << PROF_EV_CPU), off = t->events & (1u << PROF_EV_OFFCPU);
 	char num[32];
 	int y = 24;
 
