@@ -26,6 +26,9 @@
 
 /* ---------------------------------------------------------------- files */
 
+/* Largest memfd read into memory (bigger ones stay unresolved). */
+#define COPY_IN_MAX (64u << 20)
+
 /* snprintf that reports truncation: a cut path must not be opened. */
 __attribute__((format(printf, 3, 4)))
 static bool fmt_path(char *buf, size_t size, const char *fmt, ...)
@@ -306,6 +309,21 @@ void sym_file_open_fd(struct sym_file *f, int fd, const char *root,
 	if (!f->dev && !f->ino) {
 		f->dev = st.st_dev;
 		f->ino = st.st_ino;
+	}
+	if (f->copy_in) {
+		void *mem = f->size <= COPY_IN_MAX ? malloc(f->size) : NULL;
+		size_t done = 0;
+		ssize_t n;
+
+		while (mem && done < f->size &&
+		       (n = pread(fd, (char *)mem + done, f->size - done, (off_t)done)) > 0)
+			done += (size_t)n;
+		close(fd);
+		if (mem && done == f->size)
+			sym_file_open_mem(f, mem, f->size, ctx);
+		else
+			free(mem);
+		return;
 	}
 	f->elf = map_elf(fd);
 	close(fd);

@@ -92,6 +92,12 @@ struct sym_file {
 	const char *build_id;	/* hex, interned; NULL when none */
 	struct sym_elf *se;	/* shared parsed data; NULL if elf is NULL */
 	uint32_t refs;		/* mappings pointing here */
+	/*
+	 * Read the file into memory instead of mapping it: a memfd can be
+	 * shrunk by its owner at any time, and touching a mapped page past
+	 * its new end would kill us with SIGBUS.
+	 */
+	bool copy_in;
 	struct sym_file *hash_next;
 };
 

@@ -226,6 +226,7 @@ static void open_mapped_file(void *arg, struct sym_file *f)
 			fd = -1;
 		}
 	}
+	f->copy_in = o->m->type == SYM_MAP_MEMFD;
 	if (fd >= 0)
 		sym_file_open_fd(f, fd, root,
 				 o->m->type == SYM_MAP_FILE ? o->path : NULL,

@@ -477,6 +477,31 @@ static void test_fuzz(const char *tmp)
 	printf("# fuzz: %d corrupt files, %d lookups found something\n", runs, resolved);
 }
 
+static void test_memfd(void)
+{
+	char *argv[] = { path_of("target-g"), "--memfd", path_of("libsymtest.so"), NULL };
+	struct symbolizer *s = new_sym(0);
+	const struct addr_line *a;
+	struct sym_frame f[4];
+	struct child c;
+	int n;
+
+	if (!check("memfd: spawn", spawn(&c, argv) && (a = find_addr(&c, "memfd_func")),
+		   "failed")) {
+		sym_free(s);
+		return;
+	}
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	n = sym_resolve_user(s, (uint32_t)c.pid, a->addr, false, f, 4);
+	check("memfd: library loaded from a memfd resolves",
+	      n == 1 && !strcmp(str(f[0].function), "symlib_func") &&
+	      !strcmp(str(f[0].module), "/memfd:symtest") && f[0].module_offset == a->fileoff,
+	      "got %s in %s +0x%" PRIx64, str(f[0].function), str(f[0].module),
+	      f[0].module_offset);
+	sym_free(s);
+}
+
 static void test_jit(void)
 {
 	char *argv[] = { path_of("target-g"), "--jit", "jitted_fn", NULL };
@@ -959,6 +984,7 @@ int main(int argc, char **argv)
 	test_corrupt_mapped(tmp);
 	test_fuzz(tmp);
 	test_jit();
+	test_memfd();
 	test_cxx();
 	test_vdso();
 	test_kernel(tmp);

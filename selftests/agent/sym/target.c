@@ -7,10 +7,13 @@
  *   ADDR <name> <hex address> <is_return 0|1> <function> <line> <fileoff>
  *   MAPPED <hex address>       (with --map FILE: FILE mapped executable)
  *   JIT <hex address> <name>   (with --jit: code described in perf map)
+ * With --memfd LIB, LIB is copied into a memfd and dlopen()ed from there
+ * (maps show "/memfd:symtest (deleted)"): ADDR memfd_func ... symlib_func.
  * <fileoff> is the file offset of the address computed from the dynamic
  * loader's program headers, independently of /proc/PID/maps.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
@@ -125,6 +128,21 @@ int main(int argc, char **argv)
 			if (p == MAP_FAILED)
 				return 2;
 			printf("MAPPED %lx\n", (unsigned long)p + 0x40);
+		} else if (strcmp(argv[i], "--memfd") == 0) {
+			int in = open(argv[++i], O_RDONLY), fd = memfd_create("symtest", 0);
+			char path[64];
+			void *h, *fn;
+			ssize_t n;
+
+			while (in >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+				if (write(fd, buf, (size_t)n) != n)
+					return 2;
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+			fn = h ? dlsym(h, "symlib_func") : NULL;
+			if (!fn)
+				return 2;
+			print("memfd_func", (const char *)fn + 1, 0, "symlib_func", 0);
 		} else if (strcmp(argv[i], "--jit") == 0) {
 			const char *name = argv[++i];
 			unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
