@@ -320,7 +320,7 @@ int cmd_run(int argc, char **argv)
 			"to %s\n", s.ops->name, rc.freq_hz,
 			rc.off_cpu ? " + off-CPU" : "", rc.interval_s, rc.endpoint);
 	if (ms && !rc.quiet)
-		fprintf(stderr, "ember run: metrics at http://%s/metrics (port %d)\n",
+		fprintf(stderr, "ember run: metrics at GET /metrics on %s (port %d)\n",
 			rc.metrics_addr, metrics_port(ms));
 
 	next = mono_ms() + (uint64_t)rc.interval_s * 1000;
