@@ -2,7 +2,7 @@
 /*
  * Hand-built profiles for the SVG and pprof writer tests, and their writer:
  *
- *   output-fixtures OUTDIR
+ *   output-fixtures OUTDIR [--bench]
  *
  * writes, for every fixture NAME, OUTDIR/NAME.svg, OUTDIR/NAME.pb.gz and
  * OUTDIR/NAME.expected.json (what the profile holds, for the independent
@@ -301,6 +301,25 @@ static struct profile fixture_large(void)
 	return make_profile(CPU);
 }
 
+/*
+ * Worst case for the SVG: 1000 stacks of 40 distinct frames, each exactly
+ * 0.1%: nothing merges, nothing is pruned (40,000 boxes). For --bench.
+ */
+static struct profile fixture_wide(void)
+{
+	char stack[2048];
+
+	reset();
+	for (int s = 0; s < 1000; s++) {
+		size_t o = 0;
+
+		for (int d = 0; d < 40; d++)
+			o += snprintf(stack + o, sizeof(stack) - o, "%ss%d_fn%d", d ? ";" : "", s, d);
+		sample(600, "wide", 600, "wide", PROF_EV_CPU, stack, 1, PERIOD);
+	}
+	return make_profile(CPU);
+}
+
 /* ---- expected.json ---- */
 
 /* JSON string; invalid UTF-8 bytes become U+FFFD as the writers do. */
@@ -459,13 +478,18 @@ int main(int argc, char **argv)
 {
 	struct profile p;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
+	if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--bench"))) {
+		fprintf(stderr, "usage: %s OUTDIR [--bench]\n", argv[0]);
 		return 2;
 	}
 	frame_pool = calloc(MAX_FRAMES_TOTAL, sizeof(*frame_pool));
 	if (!frame_pool || !hcreate(200000))
 		return 1;
+	if (argc == 3) {	/* the worst case only, for measurements */
+		p = fixture_wide();
+		write_fixture(argv[1], "wide", &p);
+		return failures ? 1 : 0;
+	}
 	p = fixture_basic();
 	write_fixture(argv[1], "basic", &p);
 	check_write_errors(&p);
