@@ -229,6 +229,15 @@ fixup_tree() {
 			"$f.debian" >"$f"
 	done
 	set_compiler "$series"
+	# The package leaves modules.dep to the installer's depmod; the VM
+	# harness (--kmod) needs it to load an image module's dependencies.
+	local ver
+	ver=$(sed -n 's/^VERSION=//p' "$KDIR_BASE/$series/info")
+	if [ -n "$ver" ] && [ ! -s "$root/lib/modules/$ver/modules.dep" ]; then
+		command -v depmod >/dev/null || PATH=$PATH:/sbin:/usr/sbin
+		depmod -b "$root" "$ver" 2>/dev/null ||
+			log "$series: depmod failed: image modules cannot be loaded with run-vm --kmod"
+	fi
 }
 
 # Record which compiler the headers want, and for 5.10 point it at the

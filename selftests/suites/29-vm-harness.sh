@@ -114,12 +114,19 @@ if [ "$rc" -eq 126 ] && [ "$(res "$work/neg.res" exit)" = 3 ] &&
 else
 	t_fail "vm: harness reports exit status and fails on a kernel WARNING" "status $rc, $(tr '\n' ' ' <"$work/neg.err")"
 fi
-"$RUNVM" --kernel "$k" --cmd 'exit 7' --timeout 180 >/dev/null 2>&1
+# Exit status passthrough, and /out over the serial fallback (no disk).
+EMBER_VM_OUT_VIA=serial "$RUNVM" --kernel "$k" --out "$work/serial-out" --timeout 180 \
+	--cmd 'mkdir /out/d && echo serial-ok >/out/d/s; exit 7' >/dev/null 2>"$work/serial.err"
 rc=$?
 if [ "$rc" -eq 7 ]; then
 	t_pass "vm: harness returns the command's exit status"
 else
-	t_fail "vm: harness returns the command's exit status" "got $rc, want 7"
+	t_fail "vm: harness returns the command's exit status" "got $rc, want 7: $(tr '\n' ' ' <"$work/serial.err")"
+fi
+if [ "$(cat "$work/serial-out/d/s" 2>/dev/null)" = serial-ok ]; then
+	t_pass "vm: /out over the serial fallback"
+else
+	t_fail "vm: /out over the serial fallback" "$work/serial-out/d/s missing: $(tr '\n' ' ' <"$work/serial.err")"
 fi
 "$RUNVM" --kernel "$k" --cmd 'sleep 600' --timeout 30 >/dev/null 2>"$work/to.err"
 rc=$?

@@ -69,7 +69,7 @@ for k in $KERNELS; do
 			t_pass "$T: module-check (W=1, sparse, checkpatch --strict)"
 		else
 			t_fail "$T: module-check (W=1, sparse, checkpatch --strict)" \
-				"$(grep -m3 -E 'warning|error|WARNING|ERROR|CHECK' "$logs/kmod-check-$k.log" | tr '\n' ' ' | cut -c1-400)"
+				"$(grep -m3 -E '(warning|error):|(WARNING|ERROR|CHECK):|Error [0-9]' "$logs/kmod-check-$k.log" | tr '\n' ' ' | cut -c1-400)"
 		fi
 		# module-check rebuilds with W=1 C=2: the copy above stays the
 		# artefact under test.

@@ -43,12 +43,22 @@ echo "EMBER-VM-DMESG-BEGIN"
 dmesg
 echo "EMBER-VM-DMESG-END"
 
-# /out goes on the second serial port, raw tty, base64 between markers.
-stty -F /dev/ttyS1 raw -echo 2>/dev/null
-{
-	echo "EMBER-VM-OUT-BEGIN"
-	tar -C /out -czf - . | base64
-	echo "EMBER-VM-OUT-END"
-} >/dev/ttyS1
+# /out: a raw tar on the virtio disk when the harness gave one (fast), else
+# base64 between markers on the second serial port (never mixed with
+# kernel messages, but slow).
+if [ "$EMBER_VM_OUT" = 1 ]; then
+	if [ -b /dev/vda ]; then
+		tar -C /out -cf /dev/vda . && sync
+		echo "EMBER-VM-OUT-DISK: $?"
+	else
+		echo "EMBER-VM: no /dev/vda, sending /out over ttyS1"
+		stty -F /dev/ttyS1 raw -echo 2>/dev/null
+		{
+			echo "EMBER-VM-OUT-BEGIN"
+			tar -C /out -czf - . | base64
+			echo "EMBER-VM-OUT-END"
+		} >/dev/ttyS1
+	fi
+fi
 sync
 poweroff -f
