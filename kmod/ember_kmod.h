@@ -17,8 +17,8 @@
 #include "../include/uapi/ember.h"
 
 /* event sources compiled in (flipped on as they are implemented) */
-#define EMBER_HAVE_OFFCPU	0
-#define EMBER_HAVE_LIFECYCLE	0
+#define EMBER_HAVE_OFFCPU	1
+#define EMBER_HAVE_LIFECYCLE	1
 
 #define EMBER_MIN_RING_SIZE	(16U * 1024)
 #define EMBER_MAX_RING_SIZE	(64U * 1024 * 1024)

@@ -9,16 +9,39 @@
 
 #include "ember_kmod.h"
 
+/*
+ * __unwind_start() wants the first frame to report, the way the inline
+ * unwind_start() computes it. From registers, the interrupted ip is stored
+ * here first (as perf_callchain_kernel() does) because kernels differ on
+ * whether __unwind_start() leaves the state on the regs frame (5.10) or
+ * already on its caller (5.12+); a state still on the regs frame is
+ * stepped over so the ip is never reported twice.
+ */
 unsigned int ember_unwind_kernel(struct task_struct *task,
 				 struct pt_regs *regs, u64 *ips,
 				 unsigned int max, u16 *flags)
 {
 	struct unwind_state state;
-	unsigned int n = 0;
+	unsigned long *first;
 	unsigned long addr;
+	unsigned int n = 0;
 
-	for (__unwind_start(&state, task, regs, NULL); !unwind_done(&state);
-	     unwind_next_frame(&state)) {
+	if (!max)
+		return 0;
+	if (regs) {
+		ips[n++] = regs->ip;
+		first = (unsigned long *)regs->sp;
+	} else if (task == current) {
+		first = __builtin_frame_address(0);
+	} else {
+		first = (unsigned long *)task->thread.sp;
+	}
+	__unwind_start(&state, task, regs, first);
+	if (regs && !unwind_done(&state) && state.sp == regs->sp &&
+	    unwind_get_return_address(&state) == regs->ip)
+		unwind_next_frame(&state);
+
+	for (; !unwind_done(&state); unwind_next_frame(&state)) {
 		addr = unwind_get_return_address(&state);
 		if (!addr)
 			break;

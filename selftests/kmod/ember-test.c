@@ -659,14 +659,18 @@ static int cmd_run(const struct opts *o)
 	struct info in;
 	int fd, ret;
 
-	if (o->nm)
-		load_syms(&usyms, o->nm, true);
-	if (o->kallsyms)
-		load_syms(&ksyms, "/proc/kallsyms", true);
 	ret = do_start(o, &in);
 	if (ret)
 		return 1;
 	t0 = now_s();
+	/*
+	 * Symbols load after START (the rings hold what comes meanwhile):
+	 * parsing kallsyms takes seconds in a TCG guest.
+	 */
+	if (o->nm)
+		load_syms(&usyms, o->nm, true);
+	if (o->kallsyms)
+		load_syms(&ksyms, "/proc/kallsyms", true);
 	printf("started ring_size=%u nr_rings=%u freq=%u clock_used=%u caps=0x%" PRIx64 "\n",
 	       in.ring_size, in.nr_rings, in.freq, in.clock_used, in.caps);
 	fd = map_rings(&in);
