@@ -477,6 +477,11 @@ void sym_elf_unload(struct sym_elf *se)
 	if (se->dbgd_elf)
 		elf_end(se->dbgd_elf);
 	free(se->syms);
+	free(se->funcs);
+	free(se->cu_seen);
+	se->funcs = NULL;
+	se->cu_seen = NULL;
+	se->nr_funcs = se->nr_cus = 0;
 	se->syms = NULL;
 	se->nr_syms = 0;
 	se->dwarf = NULL;
@@ -578,40 +583,216 @@ static void set_name(struct sym_frame *fr, const struct sym_elf_ctx *ctx,
 	free(d);
 }
 
-/*
- * Frames from DWARF for vaddr: the innermost inlined function first, each
- * with the source position inside it (from the line table for the
- * innermost, from the DW_AT_call_file/line of the inlined call for the
- * others), ending with the real (out-of-line) function.
- */
-static int dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
-			uint64_t vaddr, struct sym_frame *out, int max)
+#define MAX_INLINE_DEPTH 64
+
+static bool is_function(int tag)
 {
-	Dwarf_Die cudie, *scopes = NULL;
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/*
+ * Frames for a chain of function DIEs, outermost (the real function) first:
+ * emitted innermost inlined function first, each with the source position
+ * inside it (from the line table for the innermost, from the
+ * DW_AT_call_file/line of the inlined call it contains for the others).
+ */
+static int emit_chain(Dwarf_Die *chain, int n, Dwarf_Die *cudie, uint64_t vaddr,
+		      const struct sym_elf_ctx *ctx, struct sym_frame *out, int max)
+{
 	Dwarf_Files *files = NULL;
 	const char *file = NULL;
 	size_t nfiles = 0;
-	int line = 0, n, nr = 0;
-	Dwarf_Line *dl;
+	int line = 0, nr = 0;
+	Dwarf_Line *dl = dwarf_getsrc_die(cudie, vaddr);
 
-	if (!dwarf_addrdie(se->dwarf, vaddr, &cudie))
-		return 0;
-	dl = dwarf_getsrc_die(&cudie, vaddr);
 	if (dl) {
 		file = dwarf_linesrc(dl, NULL, NULL);
 		dwarf_lineno(dl, &line);
 	}
+	if (n > 1 && dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+		files = NULL;
+	for (int k = n - 1; k >= 0 && nr < max; k--) {
+		struct sym_frame *fr = &out[nr++];
+		Dwarf_Attribute a;
+		Dwarf_Word cf = 0, cl = 0;
+		const char *name;
+		char *dm;
+
+		memset(fr, 0, sizeof(*fr));
+		name = die_name(&chain[k], &dm);
+		fr->function = name ? sym_intern(ctx->strings, name) : NULL;
+		free(dm);
+		fr->source_file = file ? sym_intern(ctx->strings, file) : NULL;
+		fr->line = line > 0 ? (uint32_t)line : 0;
+		fr->inlined = dwarf_tag(&chain[k]) == DW_TAG_inlined_subroutine;
+		/* The caller's position is where this inline call was made. */
+		file = NULL;
+		line = 0;
+		if (dwarf_formudata(dwarf_attr(&chain[k], DW_AT_call_file, &a), &cf) == 0 &&
+		    files && cf < nfiles)
+			file = dwarf_filesrc(files, cf, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(&chain[k], DW_AT_call_line, &a), &cl) == 0)
+			line = (int)cl;
+	}
+	return nr;
+}
+
+/* ---- the function index ---- */
+
+struct index_build {
+	struct sym_dwfunc *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void index_add(struct index_build *b, Dwarf_Die *die, uint32_t cu)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	int guard = 0;
+
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0 && guard++ < 4096) {
+		if (hi <= lo)
+			continue;
+		if (b->n == b->cap) {
+			size_t cap = b->cap ? b->cap * 2 : 1024;
+			struct sym_dwfunc *v = realloc(b->v, cap * sizeof(*v));
+
+			if (!v) {
+				b->oom = true;
+				return;
+			}
+			b->v = v;
+			b->cap = cap;
+		}
+		b->v[b->n++] = (struct sym_dwfunc){ lo, hi, dwarf_dieoffset(die), cu };
+	}
+}
+
+/* Concrete functions sit at the top of a unit or inside namespaces/types. */
+static void index_children(struct index_build *b, Dwarf_Die *parent,
+			   uint32_t cu, int depth)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(parent, &child) != 0)
+		return;
+	do {
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+			index_add(b, &child, cu);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if (depth < 16 && dwarf_haschildren(&child) > 0)
+				index_children(b, &child, cu, depth + 1);
+			break;
+		default:
+			break;
+		}
+	} while (!b->oom && dwarf_siblingof(&child, &child) == 0);
+}
+
+static int cmp_dwfunc(const void *a, const void *b)
+{
+	const struct sym_dwfunc *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	/* Smaller range first at one start: the more specific function. */
+	return (x->hi > y->hi) - (x->hi < y->hi);
+}
+
+static void build_index(struct sym_elf *se)
+{
+	struct index_build b = { 0 };
+	Dwarf_CU *cu = NULL, *next;
+	uint32_t nr_cus = 0;
+
+	while (dwarf_get_units(se->dwarf, cu, &next, NULL, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cudie;
+		uint8_t type;
+
+		cu = next;
+		if (dwarf_cu_info(cu, NULL, &type, &cudie, NULL, NULL, NULL, NULL) == 0 &&
+		    (type == DW_UT_compile || type == DW_UT_partial))
+			index_children(&b, &cudie, nr_cus, 0);
+		nr_cus++;
+		if (b.oom)
+			break;
+	}
+	if (b.n)
+		qsort(b.v, b.n, sizeof(*b.v), cmp_dwfunc);
+	se->funcs = b.v;
+	se->nr_funcs = b.n;
+	se->cu_seen = calloc(nr_cus ? nr_cus : 1, 1);
+	se->nr_cus = se->cu_seen ? nr_cus : 0;
+}
+
+static const struct sym_dwfunc *index_find(const struct sym_elf *se, uint64_t pc)
+{
+	size_t lo = 0, hi = se->nr_funcs;
+
+	while (lo < hi) {	/* first entry starting after pc */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (se->funcs[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges rarely overlap; look back a few for one that covers pc. */
+	for (size_t i = lo, n = 0; i-- > 0 && n < 16; n++)
+		if (pc < se->funcs[i].hi)
+			return &se->funcs[i];
+	return NULL;
+}
+
+/* From the function's DIE down through the inlined calls covering pc. */
+static int inline_chain(Dwarf_Die *fn, uint64_t pc, Dwarf_Die *chain)
+{
+	Dwarf_Die cur = *fn, child;
+	int n = 0;
+
+	chain[n++] = cur;
+	while (n < MAX_INLINE_DEPTH && dwarf_child(&cur, &child) == 0) {
+		bool found = false;
+
+		do {
+			int tag = dwarf_tag(&child);
+
+			if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block)
+				continue;
+			if (dwarf_haspc(&child, pc) <= 0)
+				continue;
+			if (tag == DW_TAG_inlined_subroutine)
+				chain[n++] = child;
+			cur = child;
+			found = true;
+			break;
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+	}
+	return n;
+}
+
+/* Without an index hit: the CU's scopes the slow way (odd producers). */
+static int scopes_chain(Dwarf_Die *cudie, uint64_t pc, Dwarf_Die *chain)
+{
+	Dwarf_Die *scopes = NULL;
+	int n = dwarf_getscopes(cudie, pc, &scopes), k = 0;
+
 	/*
 	 * dwarf_getscopes() continues into the abstract origin of an inlined
-	 * call; the physical nesting (which inline sits in which function) is
-	 * the chain dwarf_getscopes_die() gives from the innermost concrete
-	 * function-like DIE.
+	 * call; the physical nesting is what dwarf_getscopes_die() gives from
+	 * the innermost concrete function-like DIE.
 	 */
-	n = dwarf_getscopes(&cudie, vaddr, &scopes);
 	for (int i = 0; i < n; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-
-		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+		if (is_function(dwarf_tag(&scopes[i]))) {
 			Dwarf_Die inner = scopes[i];
 
 			free(scopes);
@@ -622,45 +803,60 @@ static int dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
 		if (i == n - 1)
 			n = 0;
 	}
-	if (n <= 0) {
-		free(scopes);
-		return 0;
-	}
-	if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
-		files = NULL;
-	for (int i = 0; i < n && nr < max; i++) {
-		Dwarf_Die *die = &scopes[i];
-		int tag = dwarf_tag(die);
-		struct sym_frame *fr;
-		char *dm;
-		const char *name;
+	/* scopes is innermost first: keep functions up to the real one. */
+	for (int i = 0; i < n && k < MAX_INLINE_DEPTH; i++) {
+		int tag = dwarf_tag(&scopes[i]);
 
-		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+		if (!is_function(tag))
 			continue;
-		fr = &out[nr++];
-		name = die_name(die, &dm);
-		fr->function = name ? sym_intern(ctx->strings, name) : NULL;
-		free(dm);
-		fr->source_file = file ? sym_intern(ctx->strings, file) : NULL;
-		fr->line = line > 0 ? (uint32_t)line : 0;
-		fr->inlined = tag == DW_TAG_inlined_subroutine;
+		chain[k++] = scopes[i];
 		if (tag == DW_TAG_subprogram)
 			break;
-		/* The caller's position is where this inline call was made. */
-		{
-			Dwarf_Attribute a;
-			Dwarf_Word cf = 0, cl = 0;
-
-			file = NULL;
-			line = 0;
-			if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &cf) == 0 &&
-			    files && cf < nfiles)
-				file = dwarf_filesrc(files, cf, NULL, NULL);
-			if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &cl) == 0)
-				line = (int)cl;
-		}
 	}
 	free(scopes);
+	for (int i = 0; i < k / 2; i++) {	/* outermost first */
+		Dwarf_Die t = chain[i];
+
+		chain[i] = chain[k - 1 - i];
+		chain[k - 1 - i] = t;
+	}
+	return k;
+}
+
+static int dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
+			uint64_t vaddr, struct sym_frame *out, int max)
+{
+	Dwarf_Die chain[MAX_INLINE_DEPTH], fn, cudie;
+	const struct sym_dwfunc *f = index_find(se, vaddr);
+	size_t before = 0;
+	bool measure;
+	int n, nr;
+
+	if (f) {
+		if (!dwarf_offdie(se->dwarf, f->die, &fn) ||
+		    !dwarf_diecu(&fn, &cudie, NULL, NULL))
+			return 0;
+		n = inline_chain(&fn, vaddr, chain);
+	} else {
+		if (!dwarf_addrdie(se->dwarf, vaddr, &cudie))
+			return 0;
+		n = scopes_chain(&cudie, vaddr, chain);
+	}
+	if (n <= 0)
+		return 0;
+	/* libdw keeps each unit's line table once read: count its memory. */
+	measure = !f || (f->cu < se->nr_cus && !se->cu_seen[f->cu]);
+	if (measure)
+		before = sym_heap_bytes();
+	nr = emit_chain(chain, n, &cudie, vaddr, ctx, out, max);
+	if (measure) {
+		size_t after = sym_heap_bytes();
+
+		if (after > before)
+			se->cost += after - before;
+		if (f)
+			se->cu_seen[f->cu] = 1;
+	}
 	return nr;
 }
 
@@ -673,21 +869,18 @@ int sym_elf_resolve(struct sym_elf *se, const struct sym_elf_ctx *ctx,
 	if (max <= 0)
 		return 0;
 	if (!ctx->no_dwarf && !se->dwarf_tried) {
-		size_t before = sym_heap_bytes();
+		size_t before = sym_heap_bytes(), after;
 
 		se->dwarf_tried = true;
 		se->dwarf = open_dwarf(se, ctx);
-		if (sym_heap_bytes() > before)
-			se->cost += sym_heap_bytes() - before;
+		if (se->dwarf)
+			build_index(se);
+		after = sym_heap_bytes();
+		if (after > before)
+			se->cost += after - before;
 	}
-	if (se->dwarf) {
-		size_t before = sym_heap_bytes();
-
+	if (se->dwarf)
 		nr = dwarf_frames(se, ctx, vaddr, out, max);
-		/* libdw caches what lookups parse (CUs, lines): count it. */
-		if (sym_heap_bytes() > before)
-			se->cost += sym_heap_bytes() - before;
-	}
 	if (nr > 0 && sym && !out[nr - 1].function) {
 		/* DWARF found the function but not its name: use the symbol. */
 		set_name(&out[nr - 1], ctx, sym->name);

@@ -80,6 +80,12 @@ struct sym_symbol {
 
 struct sym_elf;
 
+struct sym_dwfunc {
+	uint64_t lo, hi;	/* [lo, hi) */
+	uint64_t die;		/* Dwarf_Off of the DW_TAG_subprogram */
+	uint32_t cu;		/* index of its unit, for cu_seen */
+};
+
 /* One mapped file, shared by every process that maps the same dev+inode. */
 struct sym_file {
 	uint64_t dev, ino, size, mtime;	/* identity (dev/ino as in maps) */
@@ -116,6 +122,15 @@ struct sym_elf {
 	Elf *dbgd_elf;		/* debug file from debuginfod, or NULL */
 	Dwarf *dwarf;		/* NULL when no DWARF found or no_dwarf */
 	bool dwarf_tried;
+	/*
+	 * Address ranges of every concrete function in the DWARF, sorted: a
+	 * lookup goes straight to its function's DIE instead of walking the
+	 * compilation unit's tree (dwarf_getscopes), which is 100x slower.
+	 */
+	struct sym_dwfunc *funcs;
+	size_t nr_funcs;
+	uint8_t *cu_seen;	/* per CU: its line table was loaded (cost) */
+	size_t nr_cus;
 	size_t cost;		/* approximate heap bytes while loaded */
 	struct sym_elf *lru_prev, *lru_next;
 	struct sym_elf *hash_next;

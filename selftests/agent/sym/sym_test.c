@@ -843,12 +843,15 @@ static size_t pick_addresses(uint64_t *out, size_t n)
 	size_t nm = 0, total = 0;
 	char line[4200];
 	FILE *f = fopen("/proc/self/maps", "r");
+	const char *only = getenv("SYM_BENCH_ONLY");
 	unsigned int seed = 42;
 
 	while (f && fgets(line, sizeof(line), f) && nm < 256) {
 		struct sym_map_line m;
 
-		if (sym_maps_parse_line(line, &m) && m.exec && m.type == SYM_MAP_FILE) {
+		/* SYM_BENCH_ONLY=substring limits the bench to matching files. */
+		if (sym_maps_parse_line(line, &m) && m.exec && m.type == SYM_MAP_FILE &&
+		    (!only || memmem(m.path, m.path_len, only, strlen(only)))) {
 			maps[nm].start = m.start;
 			maps[nm].end = m.end;
 			total += m.end - m.start;
@@ -888,6 +891,8 @@ static void bench_run(size_t budget, const uint64_t *addrs, size_t n,
 
 		if (f[k - 1].function)
 			r->resolved++;
+		else if (getenv("SYM_BENCH_VERBOSE"))
+			printf("# unresolved 0x%" PRIx64 ": %s\n", addrs[i], sym_frame_name(s, &f[k - 1]));
 		/* Copies: the interned strings die with the symbolizer. */
 		if (names)
 			names[i] = f[k - 1].function ? strdup(f[k - 1].function) : NULL;
