@@ -131,6 +131,20 @@ struct task_struct___old {
 	long state;
 } __attribute__((preserve_access_index));
 
+/*
+ * The perf_event context starts with the x86-64 pt_regs of the UAPI (fixed
+ * layout, not CO-RE: the verifier checks context offsets). vmlinux.h's
+ * pt_regs cannot be used: from 6.9 its cs is a 2-byte union member (FRED),
+ * which CO-RE would refuse to relocate to the 8-byte field of older
+ * kernels. Context loads must be whole words, hence the volatile.
+ */
+struct uapi_x86_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	__u64 ax, cx, dx, si, di, orig_ax, ip;
+	volatile __u64 cs;
+	__u64 flags, sp, ss;
+};
+
 static __always_inline struct ember_bpf_stats *get_stats(void)
 {
 	__u32 zero = 0;
@@ -298,8 +312,7 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 		return 0;
 	s = (void *)sc;
 
-	/* ctx fields must be read whole: no narrowed load of regs.cs */
-	in_kernel = !(*(volatile __u64 *)&ctx->regs.cs & 3);
+	in_kernel = !(((struct uapi_x86_regs *)ctx)->cs & 3);
 	kthread = BPF_CORE_READ(task, flags) & PF_KTHREAD;
 	if (in_kernel)
 		flags |= EMBER_SF_IN_KERNEL;

@@ -18,8 +18,13 @@ what it found and exits 0 when the property holds, 1 otherwise:
 
 User addresses are symbolized with the MAPS lines in the dump (or
 /proc/PID/maps snapshots in the same format) and the binaries' symbol
-tables (nm), kernel ones with /proc/kallsyms.
+tables (nm), kernel ones with /proc/kallsyms. For dumps made in a VM:
+EMBER_KALLSYMS=FILE (the guest's kallsyms, or a subset holding each wanted
+symbol and the one after it), EMBER_PATH_MAP=GUEST_DIR=HOST_DIR (where the
+guest's binaries are on the host), EMBER_NCPUS=N (the guest's CPUs).
+A DUMP ending in .gz is read compressed.
 """
+import gzip
 import bisect
 import os
 import re
@@ -31,7 +36,8 @@ KV = re.compile(r'(\w+)=(\S*)')
 
 def parse(path):
     recs, maps, stats = [], {}, None
-    with open(path, errors='replace') as f:
+    opener = gzip.open if path.endswith('.gz') else open
+    with opener(path, 'rt', errors='replace') as f:
         for line in f:
             kind = line.split(' ', 1)[0]
             if kind == 'MAPS':
@@ -103,6 +109,10 @@ def user_syms(rec, maps):
         name = '?'
         for start, end, off, path in maps.get(int(rec['pid']), []):
             if start <= a < end:
+                pm = os.environ.get('EMBER_PATH_MAP', '')
+                if '=' in pm and path.startswith(pm.split('=', 1)[0]):
+                    g, h = pm.split('=', 1)
+                    path = h + path[len(g):]
                 if path.startswith('/') and os.path.exists(path):
                     name = ElfSyms.get(path).lookup(a - start + off) or '?'
                 else:
@@ -119,7 +129,7 @@ def kernel_syms(rec):
     global _ksyms
     if _ksyms is None:
         syms = []
-        with open('/proc/kallsyms') as f:
+        with open(os.environ.get('EMBER_KALLSYMS', '/proc/kallsyms')) as f:
             for line in f:
                 p = line.split()
                 syms.append((int(p[0], 16), p[2]))
@@ -146,7 +156,7 @@ def cmd_rate(dump, hz, comm=None):
         if r['kind'] != 'SAMPLE' or (comm and r['comm'] != comm):
             continue
         per.setdefault(int(r['cpu']), []).append(int(r['time']))
-    online = os.sysconf('SC_NPROCESSORS_ONLN')
+    online = int(os.environ.get('EMBER_NCPUS', os.sysconf('SC_NPROCESSORS_ONLN')))
     bad, parts = [], []
     for cpu in range(online):
         t = sorted(per.get(cpu, []))

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Guest half of selftests/suites/21-bpf-vm.sh (busybox sh in a run-vm.sh VM):
+# runs the eBPF backend through bpf-dump on this kernel and leaves the
+# dumps (gzipped) and a kallsyms subset in /out for the host to check with
+# bpf-check.py (no python here). Prints "FLAVOUR ..." lines and
+# "GUEST-FAIL: step: why" for steps that could not run at all.
+T=/payload/tests
+D=$T/bpf-dump
+cd /tmp || exit 1
+
+fail() { echo "GUEST-FAIL: $1: $2"; }
+
+# kernel symbols the checks look for, plus the symbol after each one so
+# nearest-lower lookups never stretch a function past its end
+sort /proc/kallsyms | awk '
+	keep { print; keep = 0 }
+	$3 ~ /^(__schedule|schedule|do_nanosleep|pipe_read|anon_pipe_read|finish_task_switch.*|entry_SYSCALL_64.*|do_syscall_64|read_zero)$/ { print; keep = 1 }
+' >/out/kallsyms.subset
+
+burn() { for i in 1 2; do $T/fp-burn "$1" & done; }
+
+# on-CPU rate, idle included: busy emulated vCPUs make TCG deliver guest
+# timer interrupts late, idle ones do not (the module's VM test does the same)
+$D -d 3 -i >/tmp/rate 2>/tmp/rate.err || fail rate "$(tail -n 2 /tmp/rate.err)"
+grep "^ember: bpf" /tmp/rate.err | sed 's/^/FLAVOUR on-cpu: /'
+
+# user chain, pid filter (another burner runs), kernel frames in syscalls
+$T/fp-burn 4 &
+$D -d 8 -e on,life -- $T/fp-burn 3 >/tmp/chain 2>/tmp/chain.err || fail chain "$(tail -n 2 /tmp/chain.err)"
+wait
+$D -d 8 -e on,life -- $T/syscall-burn 3 >/tmp/sys 2>/tmp/sys.err || fail syscall "$(tail -n 2 /tmp/sys.err)"
+
+# off-CPU, default (deferred where finish_task_switch can be hooked) and parked
+$D -d 20 -e off,life -- $T/offcpu-wait 8 >/tmp/off 2>/tmp/off.err || fail offcpu "$(tail -n 2 /tmp/off.err)"
+grep "^ember: bpf" /tmp/off.err | sed 's/^/FLAVOUR off-cpu: /'
+EMBER_BPF_OFFCPU=parked $D -d 20 -e off,life -- $T/offcpu-wait 8 >/tmp/offp 2>/tmp/offp.err ||
+	fail offcpu-parked "$(tail -n 2 /tmp/offp.err)"
+grep "^ember: bpf" /tmp/offp.err | sed 's/^/FLAVOUR off-cpu forced: /'
+EMBER_BPF_RAW_TP=1 $D -d 20 -e off,life -- $T/offcpu-wait 5 >/tmp/offr 2>/tmp/offr.err ||
+	fail offcpu-raw "$(tail -n 2 /tmp/offr.err)"
+grep "^ember: bpf" /tmp/offr.err | sed 's/^/FLAVOUR raw_tp forced: /'
+
+# stalled consumer
+# (burners outlast the slow program load under TCG; idle samples count too)
+burn 8
+sleep 0.3
+$D -F 1000 -i -r 4096 -S 1000 -d 1 >/tmp/lost 2>/tmp/lost.err || fail lost "$(tail -n 2 /tmp/lost.err)"
+kill $(jobs -p) 2>/dev/null
+wait
+
+for f in rate chain sys off offp offr lost; do
+	gzip -c /tmp/$f >/out/$f.gz
+	cp /tmp/$f.err /out/$f.err 2>/dev/null
+done
+echo "GUEST-DONE"

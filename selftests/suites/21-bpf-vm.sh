@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The eBPF backend on each test kernel (Debian 5.10, 6.1, 6.12) in a qemu
+# VM: selftests/bpf/vm-guest.sh runs bpf-dump with the host-built test
+# programs in the guest; the dumps come back through /out and are checked
+# here with bpf-check.py, as suite 20-bpf does on the host: rate per CPU,
+# user call chain, kernel frames in a syscall, pid filter, off-CPU time per
+# function (default flavour, forced parked stacks, forced raw_tp), exec/exit
+# records, exact losses. Any kernel WARNING/BUG in the guest fails the run.
+#
+# EMBER_VM_KERNELS="6.1" limits the kernels.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. selftests/lib.sh
+
+KERNELS=${EMBER_VM_KERNELS:-5.10 6.1 6.12}
+RUNVM=selftests/vm/run-vm.sh
+CHECK=selftests/bpf/bpf-check.py
+HOSTDIR=$PWD/bpf/.output/tests
+logs=${EMBER_TEST_LOGS:-selftests/logs}/vm
+mkdir -p "$logs"
+work=$(mktemp -d "${TMPDIR:-/tmp}/ember-21.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+for tool in qemu-system-x86_64 cpio busybox; do
+	if ! command -v "$tool" >/dev/null; then
+		for k in $KERNELS; do t_skip "bpf[$k]: VM" "$tool not installed (scripts/install-deps.sh)"; done
+		exit 0
+	fi
+done
+if ! out=$(make -s bpf-tests 2>&1); then
+	t_fail "bpf-vm: build" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
+	exit 0
+fi
+
+exec_pid() { zcat "$1" | awk '/^EXEC/ { sub("pid=", "", $3); print $3; exit }'; }
+
+for k in $KERNELS; do
+	T="bpf[$k]"
+	out=$work/$k
+	mkdir -p "$out"
+	"$RUNVM" --kernel "$k" --payload bpf/.output/tests --payload selftests/bpf \
+		--cmd "sh /payload/bpf/vm-guest.sh" --timeout 600 --out "$out" \
+		--log "$logs/bpf-vm-$k.log" --result "$out/result" >"$out/console" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ] || ! grep -q GUEST-DONE "$out/console"; then
+		t_fail "$T: VM run" "status $rc: $(grep -E 'run-vm:|GUEST-FAIL' "$out/console" | head -n 3 | tr '\n' ' ')"
+		continue
+	fi
+	t_pass "$T: VM run, clean kernel log"
+	sed -n 's/^FLAVOUR /  info: '"$T"' /p' "$out/console"
+	grep '^GUEST-FAIL: ' "$out/console" | sed "s/^GUEST-FAIL: /FAIL: $T: /"
+
+	export EMBER_KALLSYMS=$out/kallsyms.subset EMBER_PATH_MAP="/payload/tests=$HOSTDIR" EMBER_NCPUS=2
+	c() {
+		local name=$1 res
+		shift
+		if res=$("$@" 2>&1); then
+			echo "  $T $name: $(printf '%s' "$res" | tail -n 1 | cut -c1-300)"
+			t_pass "$T: $name"
+		else
+			t_fail "$T: $name" "$(printf '%s' "$res" | tail -n 2 | tr '\n' ' ' | cut -c1-400)"
+		fi
+	}
+	c rate-99hz $CHECK rate "$out/rate.gz" 99
+	pid=$(exec_pid "$out/chain.gz")
+	c user-chain $CHECK chain "$out/chain.gz" "${pid:-0}" fp_leaf,fp_level2,fp_level1,main
+	c pid-filter $CHECK only "$out/chain.gz" "${pid:-0}"
+	pid=$(exec_pid "$out/sys.gz")
+	c kernel-under-user $CHECK syscall "$out/sys.gz" "${pid:-0}" sc_raw_read,sc_write_loop,sc_level1,main
+	for f in off offp offr; do
+		pid=$(exec_pid "$out/$f.gz")
+		name=offcpu-default
+		[ $f = offp ] && name=offcpu-parked
+		[ $f = offr ] && name=offcpu-raw_tp
+		c $name $CHECK offcpu "$out/$f.gz" "${pid:-0}" "$(grep MEASURED "$out/$f.err")"
+	done
+	pid=$(exec_pid "$out/off.gz")
+	c lifecycle $CHECK lifecycle "$out/off.gz" "${pid:-0}" /payload/tests/offcpu-wait
+	c lost-exact $CHECK lost "$out/lost.gz"
+	unset EMBER_KALLSYMS EMBER_PATH_MAP EMBER_NCPUS
+done
+exit 0
