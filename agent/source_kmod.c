@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <linux/netlink.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
@@ -27,7 +28,6 @@
 
 #define KMOD_DEV_PATH		"/dev/" EMBER_DEVICE_NAME
 #define KMOD_MAX_RECORD		(64u << 10)	/* larger is corrupt */
-#define KMOD_DEFAULT_RING	(1u << 20)
 
 struct kmod_ring {
 	struct ember_ring_ctrl *ctrl;
@@ -91,6 +91,7 @@ struct req_ctx {
 	int err;			/* negative errno from the kernel */
 	int (*parse)(struct nlattr **tb, void *arg);
 	void *arg;
+	char msg[160];			/* extended ack message, if any */
 };
 
 static int valid_cb(struct nl_msg *msg, void *arg)
@@ -112,12 +113,37 @@ static int done_cb(struct nl_msg *msg, void *arg)
 	return NL_STOP;
 }
 
+/* The module explains its EINVALs in an extended ack: keep the text. */
+static void extack_msg(const struct nlmsgerr *e, char *buf, size_t len)
+{
+	const struct nlmsghdr *nlh = (const void *)((const char *)e - NLMSG_HDRLEN);
+	struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
+	size_t payload = sizeof(*e);
+
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+		return;
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		payload += e->msg.nlmsg_len - NLMSG_HDRLEN;
+	if (nlh->nlmsg_len < NLMSG_HDRLEN + payload)
+		return;
+	if (nla_parse(tb, NLMSGERR_ATTR_MAX,
+		      (struct nlattr *)((char *)e + NLMSG_ALIGN(payload)),
+		      nlh->nlmsg_len - NLMSG_HDRLEN - NLMSG_ALIGN(payload), NULL))
+		return;
+	if (tb[NLMSGERR_ATTR_MSG])
+		snprintf(buf, len, "%.*s", (int)strnlen(nla_data(tb[NLMSGERR_ATTR_MSG]),
+							  nla_len(tb[NLMSGERR_ATTR_MSG])),
+			 (const char *)nla_data(tb[NLMSGERR_ATTR_MSG]));
+}
+
 static int error_cb(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
 {
 	struct req_ctx *ctx = arg;
 
 	(void)nla;
 	ctx->err = e->error ? e->error : 0;
+	if (e->error)
+		extack_msg(e, ctx->msg, sizeof(ctx->msg));
 	ctx->done = true;
 	return NL_STOP;
 }
@@ -173,8 +199,17 @@ static int genl_request(struct nl_sock *sk, struct nl_msg *msg, bool dump,
 			r = 0;
 	}
 	nl_cb_put(cb);
-	if (r < 0)
+	/* the kernel's own answer wins over libnl's rendering of it */
+	if (ctx.err) {
+		if (ctx.msg[0])
+			fprintf(stderr, "ember: the ember module says: %s\n", ctx.msg);
+		return ctx.err;
+	}
+	if (r < 0) {
+		if (getenv("EMBER_DEBUG"))
+			fprintf(stderr, "ember: netlink: %s\n", nl_geterror(r));
 		return nlerr_to_errno(r);
+	}
 	return ctx.err;
 }
 
@@ -258,6 +293,13 @@ static int kmod_connect(struct nl_sock **out, int *family)
 	if (genl_connect(sk)) {
 		nl_socket_free(sk);
 		return -EIO;
+	}
+	{
+		int one = 1;
+
+		/* error messages from the module (best effort) */
+		setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK,
+			   &one, sizeof(one));
 	}
 	fam = genl_ctrl_resolve(sk, EMBER_GENL_NAME);
 	if (fam < 0) {
@@ -349,10 +391,12 @@ static int kmod_open(struct ember_source **out,
 		     size_t err_len)
 {
 	struct ember_source *src = calloc(1, sizeof(*src));
+	struct nl_msg *msg;
 	int r;
 
 	if (!src)
 		return -ENOMEM;
+	err[0] = '\0';
 	src->fd = -1;
 	src->cfg = *cfg;
 	src->copy = malloc(KMOD_MAX_RECORD);
@@ -369,6 +413,21 @@ static int kmod_open(struct ember_source **out,
 	r = kmod_connect(&src->sk, &src->family);
 	if (r) {
 		snprintf(err, err_len, "the ember module is not loaded");
+		kmod_close(src);
+		return r;
+	}
+	msg = genl_msg(src->family, EMBER_CMD_GET_INFO, false);
+	r = msg ? genl_request(src->sk, msg, false, parse_info, &src->info) : -ENOMEM;
+	if (!r && (cfg->events & EMBER_EV_OFFCPU) &&
+	    !(src->info.caps & EMBER_CAP_OFFCPU)) {
+		snprintf(err, err_len,
+			 "this ember module cannot record off-CPU time: use -e cpu, or --backend bpf");
+		r = -EOPNOTSUPP;
+	}
+	if (r) {
+		if (!err[0])
+			snprintf(err, err_len, "the ember module does not answer GET_INFO: %s",
+				 strerror(-r));
 		kmod_close(src);
 		return r;
 	}
@@ -435,18 +494,23 @@ static int kmod_start(struct ember_source *src)
 {
 	const struct ember_source_config *c = &src->cfg;
 	struct nl_msg *msg = genl_msg(src->family, EMBER_CMD_START, false);
+	uint32_t events = c->events;
 	int r = 0;
 
 	if (!msg)
 		return -ENOMEM;
-	if (nla_put_u32(msg, EMBER_A_EVENTS, c->events) ||
+
+	/* exec/exit records are hints: fine without them on older modules */
+	if (!(src->info.caps & EMBER_CAP_LIFECYCLE))
+		events &= ~EMBER_EV_LIFECYCLE;
+	if (nla_put_u32(msg, EMBER_A_EVENTS, events) ||
 	    nla_put_u32(msg, EMBER_A_FREQ, c->freq_hz ? c->freq_hz : EMBER_DEFAULT_FREQ) ||
 	    nla_put_u32(msg, EMBER_A_CLOCK_EVENT,
 			c->use_cycles ? EMBER_CLOCK_CYCLES : EMBER_CLOCK_CPU_CLOCK) ||
 	    nla_put_u32(msg, EMBER_A_KSTACK_MAX, c->kstack_max) ||
 	    nla_put_u32(msg, EMBER_A_USTACK_MAX, c->ustack_max) ||
 	    nla_put_u32(msg, EMBER_A_FLAGS, c->include_idle ? EMBER_F_INCLUDE_IDLE : 0) ||
-	    nla_put_u32(msg, EMBER_A_RING_SIZE, c->ring_bytes ? c->ring_bytes : KMOD_DEFAULT_RING) ||
+	    (c->ring_bytes && nla_put_u32(msg, EMBER_A_RING_SIZE, c->ring_bytes)) ||
 	    (c->offcpu_min_ns && nla_put_u64(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns)) ||
 	    (c->offcpu_sample_ppm &&
 	     nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_sample_ppm)))

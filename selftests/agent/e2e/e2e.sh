@@ -141,11 +141,12 @@ fi
 
 # 8. off-CPU: microseconds, [cpu]/[offcpu]
 rec -e cpu,offcpu -o "$out/off.folded" -- sh -c 'sleep 0.4' 2>"$out/off.stderr"
-us=$(awk '/^sleep;\[offcpu\];/ { s += $NF } END { print s + 0 }' "$out/off.folded")
+us=$(awk '/^sleep;\[offcpu\];/ { s += $NF } END { print s + 0 }' "$out/off.folded" 2>/dev/null)
+us=${us:-0}
 if [ "$us" -ge 300000 ] && [ "$us" -le 2000000 ]; then
 	pass offcpu_microseconds
 else
-	fail offcpu_microseconds "sleep 0.4 shows ${us} us off-CPU"
+	fail offcpu_microseconds "sleep 0.4 shows ${us:-no} us off-CPU: $(tail -n 1 "$out/off.stderr")"
 fi
 
 # 9. SVG from the same run shape

@@ -28,6 +28,8 @@
 
 #define NOINLINE __attribute__((noinline))
 
+#define ROUNDS 40
+
 static volatile unsigned long sink;
 static double scale = 1.0;
 
@@ -50,7 +52,7 @@ static unsigned long long mono_ns(void)
 /* Spin in the caller's frame: the caller is what the profile must show. */
 #define SPIN_UNTIL(start, ns) do {					\
 	while (thread_cpu_ns() - (start) < (ns))			\
-		for (unsigned long i = 0; i < 200000; i++)		\
+		for (unsigned long i = 0; i < 50000; i++)		\
 			sink += i * i;					\
 } while (0)
 
@@ -89,7 +91,7 @@ static long raw_read(int fd, void *buf, unsigned long len)
 /* Kernel time: big reads from /dev/zero (clear_user in the kernel). */
 NOINLINE void phase_syscall(unsigned long long ns)
 {
-	static char buf[1 << 20];
+	static char buf[256 << 10];
 	unsigned long long t = thread_cpu_ns();
 	int fd = open("/dev/zero", O_RDONLY);
 
@@ -98,8 +100,7 @@ NOINLINE void phase_syscall(unsigned long long ns)
 		exit(1);
 	}
 	while (thread_cpu_ns() - t < ns)
-		for (int i = 0; i < 16; i++)
-			sink += raw_read(fd, buf, sizeof(buf));
+		sink += raw_read(fd, buf, sizeof(buf));
 	close(fd);
 }
 
@@ -119,25 +120,32 @@ struct timed {
 	unsigned long long want_ns, got_ns;
 };
 
-static void run_timed(struct timed *t)
+static void run_timed(struct timed *t, int rounds)
 {
 	unsigned long long s = thread_cpu_ns();
 
-	t->fn(t->want_ns * scale);
-	t->got_ns = thread_cpu_ns() - s;
+	t->fn(t->want_ns * scale / rounds);
+	t->got_ns += thread_cpu_ns() - s;
 }
 
 static void *worker_main(void *arg)
 {
 	prctl(PR_SET_NAME, "phases-worker");
-	run_timed(arg);
+	for (int r = 0; r < ROUNDS; r++)
+		run_timed(arg, ROUNDS);
 	return NULL;
 }
 
+/*
+ * The phases alternate in short slices rather than running one after the
+ * other: in a VM under emulation, stalls of the virtual CPU cost samples,
+ * and interleaving spreads that loss evenly over the phases.
+ */
 NOINLINE void run_phases(struct timed *main_phases, int n)
 {
-	for (int i = 0; i < n; i++)
-		run_timed(&main_phases[i]);
+	for (int r = 0; r < ROUNDS; r++)
+		for (int i = 0; i < n; i++)
+			run_timed(&main_phases[i], ROUNDS);
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Inside a test VM (selftests/suites/40-agent-vm.sh): ember record end to
+# end with the module backend, then the automatic fallback to eBPF when
+# module loading is disabled. /payload/ember.ko is the module for this
+# kernel ($EMBER_MODULE points at it, so --backend auto insmods it).
+cd /payload/agent || exit 1
+out=/out
+ok() { echo "PASS: vm_$1"; }
+ko() { echo "FAIL: vm_$1: $2"; }
+
+./ember record -d 0.5 -o /tmp/first.folded 2>/tmp/first.err
+line=$(head -n 1 /tmp/first.err)
+case $line in
+"ember: loaded the ember module (insmod): using the module backend") ok auto_loads_module ;;
+*) ko auto_loads_module "first stderr line: $line" ;;
+esac
+
+./ember status >$out/status.txt 2>&1
+if grep -q '^module backend: available' $out/status.txt &&
+	grep -q 'module ABI 1' $out/status.txt &&
+	grep -q '^   cpu online' $out/status.txt; then
+	ok status_module_stats
+else
+	ko status_module_stats "$(tr '\n' '|' <$out/status.txt)"
+fi
+
+# scale 2: under emulation the virtual CPU loses samples when the host
+# stalls it; more samples keep the shares' noise well inside 3 points
+bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
+	--freq "${EMBER_E2E_FREQ:-499}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e
+
+# Module loading disallowed: auto must fall back to eBPF by itself.
+rmmod ember 2>/dev/null
+echo 1 >/proc/sys/kernel/modules_disabled
+./ember record -d 0.5 -o /tmp/fb.folded 2>/tmp/fb.err
+rc=$?
+line=$(head -n 1 /tmp/fb.err)
+if [ "$line" = "ember: module loading disabled (kernel.modules_disabled=1): using eBPF" ] &&
+	[ $rc -eq 0 ]; then
+	ok auto_falls_back_to_bpf
+else
+	ko auto_falls_back_to_bpf "rc=$rc: $(tr '\n' '|' </tmp/fb.err)"
+fi
+./ember record --backend kmod -d 0.5 -o /tmp/k.folded 2>/tmp/k.err
+rc=$?
+if [ $rc -ne 0 ] && grep -q 'module loading disabled' /tmp/k.err; then
+	ok kmod_refused_clearly
+else
+	ko kmod_refused_clearly "rc=$rc: $(tr '\n' '|' </tmp/k.err)"
+fi
+exit 0

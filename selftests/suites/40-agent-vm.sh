@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# ember record end to end with the module backend, in a VM per test kernel
+# (selftests/vm/run-vm.sh): the e2e checks of selftests/agent/e2e/e2e.sh
+# plus module auto-loading, ember status's per-CPU statistics, and the
+# automatic eBPF fallback when module loading is disabled.
+#
+# EMBER_VM_KERNELS="5.10 6.1 6.12" (default) picks the kernels.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. selftests/lib.sh
+
+kernels=${EMBER_VM_KERNELS:-5.10 6.1 6.12}
+if [ ! -x selftests/vm/run-vm.sh ] || ! command -v qemu-system-x86_64 >/dev/null; then
+	t_skip agent_vm "selftests/vm/run-vm.sh or qemu missing"
+	exit 0
+fi
+if ! out=$(make -s -j2 agent-e2e 2>&1); then
+	t_fail agent_vm_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
+	exit 1
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/agent"
+cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh \
+	selftests/agent/e2e/guest.sh "$work/agent/"
+art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-vm
+
+for k in $kernels; do
+	if ! kdir=$(scripts/fetch-kernels.sh --kdir "$k" 2>"$work/fetch.log"); then
+		t_skip "agent_vm_$k" "kernel $k unavailable: $(tail -n1 "$work/fetch.log")"
+		continue
+	fi
+	# the module for this kernel, copied away at once: the tree's ember.ko
+	# is shared by every build
+	if ! make -s module KDIR="$kdir" >"$work/kmod-$k.log" 2>&1 || ! cp ember.ko "$work/ember-$k.ko"; then
+		t_fail "agent_vm_${k}_module_build" "$(tail -n 3 "$work/kmod-$k.log" | tr '\n' ' ')"
+		continue
+	fi
+	rm -rf "$art/$k"
+	mkdir -p "$art/$k"
+	selftests/vm/run-vm.sh --kernel "$k" --payload "$work/agent" \
+		--module "$work/ember-$k.ko" --host-file /usr/bin/bash \
+		--cmd "sh /payload/agent/guest.sh" --smp 2 --mem 1G --timeout 420 \
+		--out "$art/$k" --log "$art/$k/console.log" --result "$work/result-$k" \
+		>"$art/$k/guest.out" 2>"$art/$k/run-vm.err"
+	rc=$?
+	# the guest's test lines, named per kernel
+	sed -n -E "s/^(PASS|FAIL|SKIP): ([^:]*)(.*)/\1: ${k}_\2\3/p" "$art/$k/guest.out"
+	grep '^# ' "$art/$k/guest.out"
+	case $rc in
+	0) t_pass "agent_vm_${k}_clean_run" ;;
+	126) t_fail "agent_vm_${k}_clean_run" "kernel problem in the guest log: $art/$k/console.log" ;;
+	*) t_fail "agent_vm_${k}_clean_run" "run-vm exit $rc: $(tail -n 2 "$art/$k/run-vm.err" | tr '\n' ' ')" ;;
+	esac
+done
