@@ -97,6 +97,30 @@ static int32_t str_idx(struct enc *e, const char *s)
 	return (int32_t)idx;
 }
 
+/*
+ * Strings and attributes every request may use (attribute keys, frame
+ * types) are interned on first use, so no table holds an unused entry.
+ */
+static int32_t lazy_str(struct enc *e, int32_t *slot, const char *s)
+{
+	if (*slot < 0)
+		*slot = str_idx(e, s);
+	return *slot;
+}
+
+static int32_t attr_idx(struct enc *e, int32_t key, bool is_int, int64_t ival,
+			const char *sval);
+
+static int32_t frame_type_attr(struct enc *e, bool kernel)
+{
+	int32_t *slot = kernel ? &e->a_frame_kernel : &e->a_frame_native;
+
+	if (*slot < 0)
+		*slot = attr_idx(e, lazy_str(e, &e->s_frame_type, "profile.frame.type"),
+				 false, 0, kernel ? "kernel" : "native");
+	return *slot;
+}
+
 /* A key buffer for intern lookups, built field by field. */
 struct keybuf {
 	unsigned char b[512];
@@ -296,8 +320,8 @@ static int32_t map_idx(struct enc *e, const struct sym_frame *f)
 		c.offset = f->map_pgoff;
 		c.file = str_idx(e, f->module);
 		if (f->build_id && *f->build_id)
-			c.build_id_attr = attr_idx(e, e->s_build_id, false, 0,
-						   f->build_id);
+			c.build_id_attr = attr_idx(e, lazy_str(e, &e->s_build_id,
+					"process.executable.build_id.gnu"), false, 0, f->build_id);
 	}
 	key_put(&k, &c, sizeof(c));
 	return intern_item(e, &e->i_map, &e->t_map, &k, make_map, &c);
@@ -367,8 +391,7 @@ static int32_t loc_idx(struct enc *e, const struct sym_frame *const *frames,
 		n = MAX_INLINE;
 	c.mapping = map_idx(e, outer);
 	c.address = outer->address;
-	c.kind_attr = outer->kind == SYM_FRAME_KERNEL ? e->a_frame_kernel :
-							 e->a_frame_native;
+	c.kind_attr = frame_type_attr(e, outer->kind == SYM_FRAME_KERNEL);
 	for (uint32_t i = 0; i < n; i++) {
 		/* Unresolved frames carry no line: the backend can
 		 * re-symbolize from mapping, address and build id. */
@@ -492,10 +515,12 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 
 	if (!attrs)
 		return;
-	attrs[nr_attrs++] = attr_idx(e, e->s_thread_id, true, s->tid, NULL);
+	attrs[nr_attrs++] = attr_idx(e, lazy_str(e, &e->s_thread_id, "thread.id"),
+				     true, s->tid, NULL);
 	if (s->thread_name && *s->thread_name)
-		attrs[nr_attrs++] = attr_idx(e, e->s_thread_name, false, 0,
-					     s->thread_name);
+		attrs[nr_attrs++] = attr_idx(e, lazy_str(e, &e->s_thread_name,
+							 "thread.name"),
+					     false, 0, s->thread_name);
 
 	if (s->event == PROF_EV_OFFCPU) {
 		ps = new_sample(e, stack, attrs, nr_attrs);
@@ -784,12 +809,6 @@ static int dict_init(struct enc *e)
 	k.n = 0;
 	intern_item(e, &e->i_stack, &e->t_stack, &k, make_stack, &sz);
 
-	e->s_thread_id = str_idx(e, "thread.id");
-	e->s_thread_name = str_idx(e, "thread.name");
-	e->s_frame_type = str_idx(e, "profile.frame.type");
-	e->s_build_id = str_idx(e, "process.executable.build_id.gnu");
-	e->a_frame_kernel = attr_idx(e, e->s_frame_type, false, 0, "kernel");
-	e->a_frame_native = attr_idx(e, e->s_frame_type, false, 0, "native");
 	return e->err;
 }
 
@@ -853,6 +872,8 @@ int otlp_encode_request(const struct profile *p,
 	*buf = NULL;
 	*len = 0;
 	memset(&e, 0, sizeof(e));
+	e.s_thread_id = e.s_thread_name = e.s_frame_type = e.s_build_id = -1;
+	e.a_frame_kernel = e.a_frame_native = -1;
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(&req);
 	counts = calloc(nr_slots * PROF_EV__COUNT, sizeof(*counts));
 	if (!counts)

@@ -13,6 +13,10 @@
  * Totals it encodes (checked by 50-otlp.sh): on-CPU count 5+2+1+4 = 12,
  * off-CPU 123456789 ns, 2 processes.
  *
+ * otlp_fixture --user-only OUT.otlp encodes only the worker's sample (no
+ * kernel frame, no build-id, no timestamps): no table may then hold the
+ * entries those would need.
+ *
  * otlp_fixture --container CGROUP_PATH prints the container.id ember
  * derives from a cgroup path (empty line when none).
  */
@@ -130,8 +134,14 @@ int main(int argc, char **argv)
 		printf("%s\n", container_id_from_cgroup(argv[2], id, sizeof(id)) ? id : "");
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "--user-only")) {
+		p.samples = &samples[4];
+		p.nr_samples = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s OUT.otlp\n", argv[0]);
+		fprintf(stderr, "usage: %s [--user-only] OUT.otlp\n", argv[0]);
 		return 2;
 	}
 	f = fopen(argv[1], "we");

@@ -115,6 +115,9 @@ if "$FIXTURE" "$T/fixture.otlp" 2>"$T/fixture.err"; then
 		--expect-stack "do_syscall_64;inline_helper;compute;main" \
 		--expect-stack "ksys_read;do_syscall_64;main" --expect-stack worker_loop \
 		--need-timestamps
+	"$FIXTURE" --user-only "$T/user.otlp" &&
+		t_check otlp-fixture-no-unused-entries $PY $CHECK --pydir "$T/py" "$T/user.otlp" \
+			--freq 19 --expect-cpu 4 --expect-processes 1 --expect-stack worker_loop
 	# The checker must catch what receivers reject.
 	$PY - "$T/py" "$T/fixture.otlp" "$T" <<'EOF'
 import sys
