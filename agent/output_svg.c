@@ -52,6 +52,13 @@ enum node_kind {
 	NODE_META,		/* all, comm, [cpu]/[offcpu] */
 };
 
+/* Said in each box's tooltip after its value. */
+static const char *const kind_text[] = {
+	[NODE_KERNEL] = " \xc2\xb7 kernel", [NODE_NATIVE] = " \xc2\xb7 user",
+	[NODE_JIT] = " \xc2\xb7 JIT", [NODE_UNKNOWN] = " \xc2\xb7 unresolved",
+	[NODE_META] = "",
+};
+
 static const char *const kind_class[] = {
 	[NODE_KERNEL] = "k", [NODE_NATIVE] = "n", [NODE_JIT] = "j",
 	[NODE_UNKNOWN] = "u", [NODE_META] = "m",
@@ -63,6 +70,7 @@ struct node {
 	uint32_t first_child, next_sibling;	/* 0 = none (node 0 is the root) */
 	uint32_t depth;
 	uint8_t kind;
+	bool inlined;		/* first frame merged here was an inline frame */
 	bool drawn;
 	uint64_t value;
 };
@@ -196,7 +204,8 @@ static int children_rehash(struct tree *t)
 }
 
 /* The child of parent named name (created if new), or -ENOMEM. */
-static int64_t child(struct tree *t, uint32_t parent, const char *label, enum node_kind kind)
+static int64_t child(struct tree *t, uint32_t parent, const char *label, enum node_kind kind,
+		     bool inlined)
 {
 	int64_t name = intern(t, label);
 	struct node *n;
@@ -220,6 +229,7 @@ static int64_t child(struct tree *t, uint32_t parent, const char *label, enum no
 	n->name = name;
 	n->parent = parent;
 	n->kind = kind;
+	n->inlined = inlined;
 	n->depth = t->nodes[parent].depth + 1;
 	n->next_sibling = t->nodes[parent].first_child;
 	t->nodes[parent].first_child = t->nr_nodes;
@@ -240,11 +250,12 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 	int64_t at;
 
 	t->nodes[0].value += v;
-	at = child(t, 0, comm, NODE_META);
+	at = child(t, 0, comm, NODE_META, false);
 	if (at >= 0)
 		t->nodes[at].value += v;
 	if (at >= 0 && both) {
-		at = child(t, at, s->event == PROF_EV_OFFCPU ? "[offcpu]" : "[cpu]", NODE_META);
+		at = child(t, at, s->event == PROF_EV_OFFCPU ? "[offcpu]" : "[cpu]", NODE_META,
+			   false);
 		if (at >= 0)
 			t->nodes[at].value += v;
 	}
@@ -256,7 +267,7 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 
 		if (kind > SYM_FRAME_UNKNOWN)
 			kind = SYM_FRAME_UNKNOWN;
-		at = child(t, at, label ? label : "[unknown]", kind);
+		at = child(t, at, label ? label : "[unknown]", kind, f && f->inlined);
 		if (at >= 0)
 			t->nodes[at].value += v;
 	}
@@ -489,7 +500,8 @@ static void put_frame(FILE *out, const struct tree *t, const struct layout *lo,
 	frame_fill(t, n, fill);
 	fprintf(out, "<g class=\"f %s\"><title>", kind_class[n->kind]);
 	put_xml(out, t->names[n->name], 0);
-	fprintf(out, "\n%s, %.2f%%</title>", value_text(t, n->value, val), pct);
+	fprintf(out, "\n%s, %.2f%%%s%s</title>", value_text(t, n->value, val), pct,
+		kind_text[n->kind], n->inlined ? ", inlined" : "");
 	fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>",
 		x, y, w, FRAME_HEIGHT - 1, fill);
 	fprintf(out, "<text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_HEIGHT - 4);

@@ -112,7 +112,8 @@ def check(directory, fixture):
         title = g.find(f"{NS}title").text
         name, _, info = title.partition("\n")
         rect = g.find(f"{NS}rect")
-        got.append((name, info.rsplit(", ", 1)[0], float(rect.get("width"))))
+        # "VALUE, PCT%[ · KIND[, inlined]]": VALUE holds no ", "
+        got.append((name, info.split(", ")[0], float(rect.get("width"))))
     want = {}
     for name, v in boxes:
         want.setdefault((name, value_text(v, micro)), []).append(v)
@@ -130,6 +131,29 @@ def check(directory, fixture):
                 width_errors.append((key[0], w, v / total * WIDTH))
     report(not width_errors, f"svg {fixture}: widths proportional to values",
            f"{width_errors[:3]}")
+
+    # Tooltips: value, percentage of the total, and the frame's kind.
+    kinds = {}
+    for smp in exp["samples"]:
+        for fr in smp["frames"]:
+            if "kind" in fr:
+                kinds[xml_clean(fr["name"])] = (fr["kind"], fr["inlined"])
+    words = {"kernel": "kernel", "native": "user", "jit": "JIT", "unknown": "unresolved"}
+    bad = []
+    values = {}
+    for name, v in boxes:
+        values.setdefault(name, set()).add(v)
+    for g in svg.find(f"{NS}g[@id='frames']"):
+        name, _, info = g.find(f"{NS}title").text.partition("\n")
+        pct = info.split(", ")[1].split("%")[0] if ", " in info else "?"
+        if total and not any(f"{100.0 * v / total:.2f}" == pct for v in values.get(name, ())):
+            bad.append(f"{name}: {pct}%")
+        if name in kinds:
+            kind, inlined = kinds[name]
+            want = f"\u00b7 {words[kind]}" + (", inlined" if inlined else "")
+            if not info.endswith(want):
+                bad.append(f"{name}: {info!r} (want ...{want})")
+    report(not bad, f"svg {fixture}: tooltips give value, percentage and kind", f"{bad[:3]}")
 
     # Title: host, events, sample count; lost-record warning.
     texts = {t.get("id"): "".join(t.itertext()) for t in svg.iter(f"{NS}text") if t.get("id")}
