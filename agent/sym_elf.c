@@ -265,12 +265,23 @@ static Elf *find_debug_file(const struct sym_file *f, const char *prefix,
 	if (!fmt_path(dir, sizeof(dir), "%.*s", (int)(slash - path), path))
 		return NULL;
 	d.dir = dir;
-	if (fmt_path(cand, sizeof(cand), "%s%s/%s", d.prefix, dir, d.link) &&
-	    (e = open_debug_candidate(cand, f, d.id, d.id_len, d.crc, true)))
-		return e;
-	if (fmt_path(cand, sizeof(cand), "%s%s/.debug/%s", d.prefix, dir, d.link) &&
-	    (e = open_debug_candidate(cand, f, d.id, d.id_len, d.crc, true)))
-		return e;
+	/*
+	 * maps shows paths from the reader's root: inside the process's root
+	 * for a container in its own mount namespace, from ours for a chroot.
+	 * Try both views.
+	 */
+	for (int view = 0; view < 2; view++) {
+		const char *pre = view ? "" : d.prefix;
+
+		if (view && !d.prefix[0])
+			break;
+		if (fmt_path(cand, sizeof(cand), "%s%s/%s", pre, dir, d.link) &&
+		    (e = open_debug_candidate(cand, f, d.id, d.id_len, d.crc, true)))
+			return e;
+		if (fmt_path(cand, sizeof(cand), "%s%s/.debug/%s", pre, dir, d.link) &&
+		    (e = open_debug_candidate(cand, f, d.id, d.id_len, d.crc, true)))
+			return e;
+	}
 	return each_root(ctx->debug_dirs, try_root_link, &d);
 }
 

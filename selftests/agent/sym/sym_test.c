@@ -355,6 +355,60 @@ static void test_deleted(const char *tmp)
 	sym_free(s);
 }
 
+/*
+ * A chrooted target, stripped, its .gnu_debuglink file next to it inside
+ * the root, and its libraries from the root's /lib (not the host's).
+ */
+static void test_chroot(const char *tmp)
+{
+	static const char *const libs[] = { "/lib/x86_64-linux-gnu/libc.so.6",
+					    "/lib64/ld-linux-x86-64.so.2" };
+	char root[4000], app[4100], cmd[40000];
+	char *argv[] = { "/usr/sbin/chroot", root, "/opt/app/target-dbglink", NULL };
+	struct symbolizer *s = new_sym(0);
+	const struct addr_line *a;
+	struct sym_frame f[4];
+	struct child c;
+	bool ok;
+	int n;
+
+	snprintf(root, sizeof(root), "%s/root", tmp);
+	snprintf(app, sizeof(app), "%s/opt/app", root);
+	/* No /proc in the root: $ORIGIN cannot work, the library goes to /lib. */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %.4000s %.4000s/lib/x86_64-linux-gnu %.4000s/lib64 && "
+		 "cp %.4000s %.4000s %.4000s/ && cp %.4000s %.100s %.4000s/lib/x86_64-linux-gnu/ && "
+		 "cp %.100s %.4000s/lib64/",
+		 app, root, root, path_of("target-dbglink"), path_of("target-dbglink.debug"),
+		 app, path_of("libsymtest.so"), libs[0], root, libs[1], root);
+	ok = access(libs[0], R_OK) == 0 && access(libs[1], R_OK) == 0 &&
+	     access(argv[0], X_OK) == 0 && geteuid() == 0;
+	if (!ok) {
+		printf("SKIP: chroot: needs root, %s and %s\n", libs[0], libs[1]);
+		sym_free(s);
+		return;
+	}
+	if (!check("chroot: setup", system(cmd) == 0 && spawn(&c, argv), "%s", cmd)) {
+		sym_free(s);
+		return;
+	}
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	a = find_addr(&c, "static_func");
+	n = a ? sym_resolve_user(s, (uint32_t)c.pid, a->addr, false, f, 4) : 0;
+	check("chroot: debuglink and libraries inside the root", n == 1 &&
+	      !strcmp(str(f[0].function), "static_func") && f[0].line == (uint32_t)a->line &&
+	      ends_with(f[0].module, "/opt/app/target-dbglink"),
+	      "got %s line %u module %s", n ? str(f[0].function) : "-",
+	      n ? f[0].line : 0, n ? str(f[0].module) : "-");
+	a = find_addr(&c, "symlib_ret");
+	n = a ? sym_resolve_user(s, (uint32_t)c.pid, a->addr, true, f, 4) : 0;
+	check("chroot: library copy inside the root", n == 1 &&
+	      !strcmp(str(f[0].function), "symlib_func") &&
+	      ends_with(f[0].module, "/root/lib/x86_64-linux-gnu/libsymtest.so"),
+	      "got %s in %s", n ? str(f[0].function) : "-", n ? str(f[0].module) : "-");
+	sym_free(s);
+}
+
 static void test_corrupt_mapped(const char *tmp)
 {
 	static const off_t lens[] = { 64, 100, 700, 4096, 6000 };
@@ -986,6 +1040,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
 		test_variant(&variants[i]);
 	test_deleted(tmp);
+	test_chroot(tmp);
 	test_corrupt_mapped(tmp);
 	test_fuzz(tmp);
 	test_jit();
