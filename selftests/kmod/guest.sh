@@ -67,7 +67,7 @@ t_load() {
 # ---------------------------------------------------- rate on every CPU
 # every CPU (idle included) must deliver FREQ samples/s within 10%
 t_rate() {
-	f=250
+	f=${EMBER_RATE_HZ:-99}
 	$ET run -f $f -i -d 4 -q >$W/rate 2>&1
 	bad=""
 	n=0
