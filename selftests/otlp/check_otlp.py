@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--expect-attr", action="append", default=[],
                     help="KEY=VALUE resource attribute on every resource")
     ap.add_argument("--min-cpu", type=int, help="at least this many on-CPU samples")
+    ap.add_argument("--min-offcpu", type=int, help="at least this many off-CPU ns")
     ap.add_argument("--need-timestamps", action="store_true")
     a = ap.parse_args()
 
@@ -242,6 +243,8 @@ def main():
         err("off-CPU ns %d, expected %d" % (offcpu, a.expect_offcpu))
     if a.expect_processes is not None and processes != a.expect_processes:
         err("%d resource profiles, expected %d" % (processes, a.expect_processes))
+    if a.min_offcpu is not None and offcpu < a.min_offcpu:
+        err("off-CPU ns %d, expected at least %d" % (offcpu, a.min_offcpu))
     if a.need_timestamps and not have_ts:
         err("no sample carries timestamps")
 

@@ -394,7 +394,7 @@ start_receiver run
 OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$PORT_run" OTEL_SERVICE_NAME=checkout \
 OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci,team=perf%20eng" \
 OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20t0ken" \
-	run_daemon run 4.5 --interval 1 -F 99 --metrics-addr 127.0.0.1:0 --config /dev/null
+	run_daemon run 4.5 --interval 1 -F 99 --off-cpu --metrics-addr 127.0.0.1:0 --config /dev/null
 if grep -q "backend" "$T/run.run" && [ "$RUN_RC" = 0 ]; then
 	n=$(nbin run)
 	exported=$(run_field run 2)
@@ -406,6 +406,8 @@ if grep -q "backend" "$T/run.run" && [ "$RUN_RC" = 0 ]; then
 			--expect-attr "team=perf eng" >"$T/run.check" 2>&1 || { ok=0; break; }
 	done
 	grep -q '"authorization": "Bearer t0ken"' "$T"/run/0000.json || ok=0
+	# Off-CPU time is its own profile: some sleeping task shows up.
+	$PY $CHECK --pydir "$T/py" "$T/run/0001.bin" --min-offcpu 1 >>"$T/run.check" 2>&1 || ok=0
 	if [ $ok = 1 ]; then
 		t_pass otlp-run-exports-every-interval
 	else
