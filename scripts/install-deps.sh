@@ -21,7 +21,7 @@ PKGS=(
 	curl openssl
 	systemd binutils file
 	# symbolizer: demangler (libiberty), C++ test program
-	libiberty-dev g++
+	libiberty-dev g++ debuginfod
 	# packaging
 	debhelper dh-dkms devscripts rpm fakeroot man-db
 )

@@ -20,7 +20,7 @@ SYM_TCC := $(CC) -std=gnu11 -Wall -Wextra -Wl,--build-id -L$(SYM_T)
 # Targets find libsymtest.so next to themselves (also when copied away).
 SYM_RPATH := -Wl,-rpath,'$$$$ORIGIN'
 SYM_VARIANTS := target-g target-O2 target-nopie target-nog target-stripped \
-	target-dbglink target-buildid
+	target-dbglink target-buildid target-dinfod
 SYM_TEST_BINS := $(SYM_T)/sym_test $(SYM_T)/libsymtest.so $(SYM_T)/cxx \
 	$(addprefix $(SYM_T)/,$(SYM_VARIANTS))
 
@@ -51,6 +51,7 @@ $(eval $(call sym_target,target-nog,-O0 -fPIE -pie))
 $(eval $(call sym_target,target-stripped.full,-O0 -g -fPIE -pie))
 $(eval $(call sym_target,target-dbglink.full,-O0 -g -fPIE -pie))
 $(eval $(call sym_target,target-buildid.full,-O0 -g -fPIE -pie))
+$(eval $(call sym_target,target-dinfod.full,-O0 -g -fPIE -pie))
 
 $(SYM_T)/target-stripped: $(SYM_T)/target-stripped.full
 	$(Q)strip --strip-all -o $@ $<
@@ -66,6 +67,12 @@ $(SYM_T)/target-buildid: $(SYM_T)/target-buildid.full
 	$(Q)id=$$(readelf -n $< | awk '/Build ID:/ {print $$3}'); \
 		test -n "$$id" && mkdir -p $(SYM_T)/debugroot/.build-id/$${id:0:2} && \
 		objcopy --only-keep-debug $< $(SYM_T)/debugroot/.build-id/$${id:0:2}/$${id:2}.debug && \
+		strip --strip-all -o $@ $<
+
+# Debug info only from a debuginfod server (the suite serves dinfod/).
+$(SYM_T)/target-dinfod: $(SYM_T)/target-dinfod.full
+	$(Q)mkdir -p $(SYM_T)/dinfod && \
+		objcopy --only-keep-debug $< $(SYM_T)/dinfod/target-dinfod.debug && \
 		strip --strip-all -o $@ $<
 
 $(SYM_T)/cxx: $(SYM_S)/cxx.cc

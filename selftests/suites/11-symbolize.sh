@@ -24,6 +24,27 @@ if [ $rc -gt 1 ]; then
 	t_fail sym_test_exit "sym_test ended with status $rc (crash or timeout)"
 fi
 
+# debuginfod: a local server of dinfod/ (the only copy of target-dinfod's
+# debug info), the symbolizer fetching it only when use_debuginfod is set.
+if command -v debuginfod >/dev/null && command -v curl >/dev/null; then
+	dtmp=$(mktemp -d /tmp/ember-dinfod.XXXXXX)
+	port=$((20000 + RANDOM % 20000))
+	debuginfod -p "$port" -d "$dtmp/db.sqlite" -F "$T/dinfod" >"$dtmp/log" 2>&1 &
+	dpid=$!
+	id=$(readelf -n "$T/target-dinfod" | awk '/Build ID:/ {print $3}')
+	for _ in $(seq 100); do
+		curl -sf -o /dev/null "http://127.0.0.1:$port/buildid/$id/debuginfo" && break
+		sleep 0.2
+	done
+	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$dtmp/cache" \
+		timeout 60 "$T/sym_test" "$T" --debuginfod
+	kill "$dpid" 2>/dev/null
+	wait "$dpid" 2>/dev/null
+	rm -rf "$dtmp"
+else
+	t_skip sym_debuginfod "debuginfod (server) or curl not installed"
+fi
+
 # Cold: a fresh symbolizer reads maps and ELF files; warm: same addresses.
 if b=$(timeout 120 "$T/sym_test" "$T" --bench 5000); then
 	echo "# $b"

@@ -635,6 +635,37 @@ static void test_demangle(void)
 	}
 }
 
+/* Run by the suite with DEBUGINFOD_URLS naming a server of dinfod/. */
+static void test_debuginfod(void)
+{
+	char *argv[] = { path_of("target-dinfod"), NULL };
+	struct sym_options o = { .debug_dirs = "/nonexistent" };
+	const struct addr_line *a;
+	struct symbolizer *off, *on;
+	struct sym_frame f[4];
+	struct child c;
+	int n;
+
+	if (!check("debuginfod: spawn", spawn(&c, argv) &&
+		   (a = find_addr(&c, "static_func")), "failed"))
+		return;
+	off = sym_new(&o);
+	o.use_debuginfod = true;
+	on = sym_new(&o);
+	sym_process_exec(off, (uint32_t)c.pid);
+	sym_process_exec(on, (uint32_t)c.pid);
+	finish(&c);
+	n = sym_resolve_user(off, (uint32_t)c.pid, a->addr, false, f, 4);
+	check("debuginfod: not consulted unless enabled", n == 1 && !f[0].function,
+	      "got %s", str(f[0].function));
+	n = sym_resolve_user(on, (uint32_t)c.pid, a->addr, false, f, 4);
+	check("debuginfod: debug file fetched by build-id", n == 1 &&
+	      !strcmp(str(f[0].function), "static_func") && f[0].line == (uint32_t)a->line,
+	      "got %s line %u", str(f[0].function), f[0].line);
+	sym_free(off);
+	sym_free(on);
+}
+
 /* -------------------------------------------------------------- others */
 
 static void test_maps_parse(void)
@@ -1030,6 +1061,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && !strcmp(argv[2], "--bench"))
 		return bench((size_t)strtoul(argv[3], NULL, 0));
+	if (argc == 3 && !strcmp(argv[2], "--debuginfod")) {
+		test_debuginfod();
+		return failures ? 1 : 0;
+	}
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 2;
