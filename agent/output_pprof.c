@@ -15,7 +15,8 @@
  *   function first, as the format wants.
  * - Mapping: one per distinct (file, build-id, mapped range); a frame with
  *   no known range (the kernel) widens its mapping to the addresses seen.
- * - Labels pid, tid (numbers), thread_name and comm (strings).
+ * - Labels pid, tid (numbers), thread_name, comm and container_id (strings,
+ *   when known).
  * - Comments: host, backend, and the lost/corrupt record counts, so a
  *   profile that lost data says so in any pprof viewer (`pprof -comments`).
  *
@@ -496,7 +497,7 @@ struct sample_store {
 	PbLabel **label_ptrs;
 };
 
-#define LABELS_PER_SAMPLE 4
+#define LABELS_PER_SAMPLE 5
 
 static int build_sample(struct builder *b, const struct prof_sample *s,
 			const struct value_layout *vl, PbSample *out,
@@ -564,6 +565,14 @@ static int build_sample(struct builder *b, const struct prof_sample *s,
 			return k;
 		labels[nl].key = k;
 		if ((k = intern(b, comm)) < 0)
+			return k;
+		labels[nl++].str = k;
+	}
+	if (s->process && s->process->container_id) {
+		if ((k = intern(b, "container_id")) < 0)
+			return k;
+		labels[nl].key = k;
+		if ((k = intern(b, s->process->container_id)) < 0)
 			return k;
 		labels[nl++].str = k;
 	}

@@ -262,6 +262,11 @@
 	}
 
 	window.emberFlameGraph = { search: search, zoom: zoom, reset: resetZoom, frames: frames };
-	runFragment(window.location.hash || "");
+	try {
+		runFragment(window.location.hash || "");
+	} catch (e) {
+		/* a bad fragment must not break the graph: report it quietly */
+		svg.setAttribute("data-ember-error", String(e.message));
+	}
 	svg.setAttribute("data-ember-ready", "1");
 })();

@@ -173,6 +173,16 @@ else
 	t_fail "svg: the Chromium harness detects a script error" "a broken script went unnoticed"
 fi
 
+# A user's own #fragment must not break the graph (nor log an error).
+chrome --dump-dom "file://$PWD/$out/mixed.svg#top" >"$work/frag.dom" 2>"$work/frag.stderr"
+if [ "$(attr "$work/frag.dom" data-ember-ready)" = 1 ] &&
+	! grep -q 'INFO:CONSOLE.*Uncaught' "$work/frag.stderr"; then
+	t_pass "svg: an unknown URL fragment is ignored quietly"
+else
+	t_fail "svg: an unknown URL fragment is ignored quietly" \
+		"$(grep -m1 'INFO:CONSOLE' "$work/frag.stderr")"
+fi
+
 # Search and zoom, through the #fragment test hook (flamegraph.js header):
 # one page load runs several steps and snapshots the state after each.
 # basic: app 99 samples (main 85: compute 70 = hot_loop 50 + vec_add 20,

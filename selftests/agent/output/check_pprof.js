@@ -128,7 +128,7 @@ function check(dir, fixture) {
 		for (const l of ps.label)
 			lab[s(l.key)] = num(l.str) ? s(l.str) : num(l.num);
 		if (lab.pid !== es.pid || lab.tid !== es.tid || lab.thread_name !== es.thread ||
-		    lab.comm !== es.comm)
+		    lab.comm !== es.comm || (lab.container_id || null) !== es.container_id)
 			problems.push(`sample ${i}: labels ${JSON.stringify(lab)}`);
 		if (!detail)
 			return;

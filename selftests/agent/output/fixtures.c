@@ -95,6 +95,7 @@ static const struct prof_process *process(uint32_t pid, const char *comm)
 	processes[nr_processes] = (struct prof_process){
 		.pid = pid, .comm = comm, .exe_path = exe[nr_processes],
 		.exe_build_id = bid[nr_processes],
+		.container_id = pid == 200 ? "4f2a9c0de1b7" : NULL,
 	};
 	return &processes[nr_processes++];
 }
@@ -385,6 +386,11 @@ static void put_expected(const struct profile *p, FILE *out, bool detail)
 		put_json_string(out, s->process->comm);
 		fputs(",\"thread\":", out);
 		put_json_string(out, s->thread_name);
+		fputs(",\"container_id\":", out);
+		if (s->process->container_id)
+			put_json_string(out, s->process->container_id);
+		else
+			fputs("null", out);
 		fputs(",\"frames\":[", out);
 		for (uint32_t k = 0; k < s->nr_frames; k++) {
 			const struct sym_frame *f = s->frames[k];
