@@ -5,6 +5,8 @@
 #   pkg-inputs            what the packages ship exists (agent, man page,
 #                         module build): names the missing piece
 #   unit-verify           systemd-analyze verify: no error, no warning
+#   unit-caps             ember record works with exactly the unit's
+#                         CapabilityBoundingSet (eBPF backend on this host)
 #   udev-rule             60-ember.rules: 0600 root by default, well-formed
 #   install-uninstall     make install DESTDIR=x puts every file in place,
 #                         make uninstall DESTDIR=x leaves x empty
@@ -72,6 +74,25 @@ if systemd-analyze verify --man=no "$WORK/unit/ember.service" >"$LOG" 2>&1 && [ 
 	t_pass unit-verify
 else
 	t_fail unit-verify "$(why "$LOG")"
+fi
+
+# The unit's capability set is enough for the daemon's sampling on this
+# host (eBPF backend: no module support here): run ember with exactly that
+# bounding set, no_new_privs, and expect samples and named kernel frames
+# (CAP_SYSLOG is what un-hides /proc/kallsyms).
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' packaging/ember.service |
+	tr 'A-Z ' 'a-z\n' | sed -n 's/^cap_\(.*\)/+\1/p' | paste -sd,)
+if [ ! -x agent/ember ]; then
+	t_fail unit-caps "agent/ember not built"
+elif [ -z "$caps" ]; then
+	t_fail unit-caps "no CapabilityBoundingSet= in packaging/ember.service"
+elif ! setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all,"$caps" -- \
+	timeout 60 agent/ember record -a -d 2 -o "$WORK/caps.folded" >"$LOG" 2>&1; then
+	t_fail unit-caps "ember record with only $caps failed: $(why "$LOG" 3)"
+elif ! grep -qE '(^|;)[A-Za-z_][A-Za-z0-9_.]*_\[k\]' "$WORK/caps.folded"; then
+	t_fail unit-caps "with only $caps: no symbolized kernel frame in $(wc -l <"$WORK/caps.folded") stacks"
+else
+	t_pass unit-caps
 fi
 
 udev_bad=$(grep -v '^[[:space:]]*\(#.*\)\?$' packaging/60-ember.rules packaging/examples/61-ember-group.rules |
