@@ -44,6 +44,13 @@ struct sym_proc {
 	uint64_t read_ns;
 	struct sym_map *maps;
 	size_t nr_maps;
+	/*
+	 * The image before the last exec: consulted only for addresses the
+	 * current maps do not have even after a re-read (samples taken just
+	 * before the exec), so a stale mapping never shadows a new one.
+	 */
+	struct sym_map *old_maps;
+	size_t nr_old_maps;
 	struct sym_perfmap *jit;
 	const char *jit_name;	/* "/tmp/perf-PID.map", interned */
 	struct sym_proc *next;
@@ -113,6 +120,7 @@ static void proc_drop_maps(struct symbolizer *s, struct sym_map *maps, size_t n)
 static void proc_free(struct symbolizer *s, struct sym_proc *p)
 {
 	proc_drop_maps(s, p->maps, p->nr_maps);
+	proc_drop_maps(s, p->old_maps, p->nr_old_maps);
 	sym_perfmap_free(p->jit);
 	free(p);
 }
@@ -403,6 +411,14 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 		return;
 	p->exited = false;
 	p->jit_tried = false;
+	if (p->maps_read) {
+		/* A new image: the old one becomes the fallback generation. */
+		proc_drop_maps(s, p->old_maps, p->nr_old_maps);
+		p->old_maps = p->maps;
+		p->nr_old_maps = p->nr_maps;
+		p->maps = NULL;
+		p->nr_maps = 0;
+	}
 	proc_read_maps(s, p);
 }
 
@@ -598,6 +614,8 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 		proc_read_maps(s, p);
 		m = map_find(p->maps, p->nr_maps, lookup);
 	}
+	if (!m)
+		m = map_find(p->old_maps, p->nr_old_maps, lookup);
 	if (m) {
 		n = resolve_in_map(s, p, m, addr, lookup, out, max);
 	} else if ((name = jit_lookup(s, p, lookup))) {

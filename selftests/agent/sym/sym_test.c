@@ -79,10 +79,11 @@ struct child {
 	char jit_name[64];
 };
 
+static bool read_until_ready(struct child *c);
+
 static bool spawn(struct child *c, char *const argv[])
 {
 	int in[2], out[2];
-	char line[512];
 
 	memset(c, 0, sizeof(*c));
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
@@ -102,6 +103,13 @@ static bool spawn(struct child *c, char *const argv[])
 	close(out[1]);
 	c->in = in[1];
 	c->out = fdopen(out[0], "r");
+	return read_until_ready(c);
+}
+
+static bool read_until_ready(struct child *c)
+{
+	char line[512];
+
 	while (fgets(line, sizeof(line), c->out)) {
 		struct addr_line *a = &c->addrs[c->nr_addrs];
 		unsigned long long ad, off;
@@ -316,6 +324,48 @@ fail:
 	if (out >= 0)
 		close(out);
 	return false;
+}
+
+/* exec in the same pid: the new image wins, the old one still resolves. */
+static void test_exec(void)
+{
+	char *argv[] = { path_of("target-g"), "--exec", path_of("target-O2"), NULL };
+	struct symbolizer *s = new_sym(0);
+	struct addr_line before, after;
+	const struct addr_line *a;
+	struct sym_frame f[4];
+	struct child c;
+	bool ok;
+	int n;
+
+	ok = spawn(&c, argv) && (a = find_addr(&c, "static_func"));
+	if (!check("exec: spawn", ok, "failed")) {
+		sym_free(s);
+		return;
+	}
+	before = *a;
+	sym_process_exec(s, (uint32_t)c.pid);
+	c.nr_addrs = 0;
+	ok = write(c.in, "exec\n", 5) == 5 && read_until_ready(&c) &&
+	     (a = find_addr(&c, "static_func"));
+	if (!check("exec: re-exec", ok, "failed")) {
+		finish(&c);
+		sym_free(s);
+		return;
+	}
+	after = *a;
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	sym_process_exit(s, (uint32_t)c.pid);
+	n = sym_resolve_user(s, (uint32_t)c.pid, after.addr, false, f, 4);
+	check("exec: new image resolves", n == 1 && !strcmp(str(f[0].function), "static_func") &&
+	      ends_with(f[0].module, "/target-O2"), "got %s in %s",
+	      str(f[0].function), str(f[0].module));
+	n = sym_resolve_user(s, (uint32_t)c.pid, before.addr, false, f, 4);
+	check("exec: samples of the old image still resolve", n == 1 &&
+	      !strcmp(str(f[0].function), "static_func") && ends_with(f[0].module, "/target-g"),
+	      "got %s in %s", str(f[0].function), str(f[0].module));
+	sym_free(s);
 }
 
 static void test_deleted(const char *tmp)
@@ -1074,6 +1124,7 @@ int main(int argc, char **argv)
 	test_demangle();
 	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
 		test_variant(&variants[i]);
+	test_exec();
 	test_deleted(tmp);
 	test_chroot(tmp);
 	test_corrupt_mapped(tmp);

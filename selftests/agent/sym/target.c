@@ -7,6 +7,7 @@
  *   ADDR <name> <hex address> <is_return 0|1> <function> <line> <fileoff>
  *   MAPPED <hex address>       (with --map FILE: FILE mapped executable)
  *   JIT <hex address> <name>   (with --jit: code described in perf map)
+ * With --exec PROG, an "exec" line on stdin makes it exec PROG (same pid).
  * With --memfd LIB, LIB is copied into a memfd and dlopen()ed from there
  * (maps show "/memfd:symtest (deleted)"): ADDR memfd_func ... symlib_func.
  * <fileoff> is the file offset of the address computed from the dynamic
@@ -165,7 +166,11 @@ int main(int argc, char **argv)
 	}
 	printf("READY\n");
 	fflush(stdout);
-	while (fgets(buf, sizeof(buf), stdin))
-		;
+	while (fgets(buf, sizeof(buf), stdin)) {
+		/* --exec PROG: on an "exec" line, become PROG (same pid). */
+		for (int i = 1; i + 1 < argc; i++)
+			if (!strcmp(argv[i], "--exec") && !strncmp(buf, "exec", 4))
+				execl(argv[i + 1], argv[i + 1], (char *)NULL);
+	}
 	return 0;
 }
