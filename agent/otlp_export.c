@@ -474,7 +474,13 @@ static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy
 	x->st.last_status = (int)status;
 	pthread_mutex_unlock(&x->lock);
 	if (status >= 200 && status < 300) {
-		int64_t rejected = check_partial(x, &r);
+		char *ctype = NULL;
+		int64_t rejected = 0;
+
+		/* Only a protobuf body is an ExportProfilesServiceResponse. */
+		curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ctype);
+		if (ctype && !strncmp(ctype, "application/x-protobuf", 22))
+			rejected = check_partial(x, &r);
 
 		pthread_mutex_lock(&x->lock);
 		x->st.partial_rejected += rejected > 0 ? (uint64_t)rejected : 0;

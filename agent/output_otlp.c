@@ -131,6 +131,8 @@ struct keybuf {
 
 static void key_put(struct keybuf *k, const void *p, size_t len)
 {
+	if (k->n == SIZE_MAX)
+		return;		/* poisoned by an earlier allocation failure */
 	if (!k->big && k->n + len <= sizeof(k->b)) {
 		memcpy(k->b + k->n, p, len);
 		k->n += len;
@@ -149,8 +151,6 @@ static void key_put(struct keybuf *k, const void *p, size_t len)
 		k->big = nb;
 		k->cap = cap;
 	}
-	if (k->n == SIZE_MAX)
-		return;
 	memcpy(k->big + k->n, p, len);
 	k->n += len;
 }
