@@ -208,8 +208,7 @@ static void reload(struct run_config *rc, int argc, char **argv,
 	if (r) {
 		fprintf(stderr, "ember run: reload failed, keeping the current "
 			"configuration: %s\n", r > 0 ? "--help" : err);
-		if (r > 0)
-			run_config_free(&nc);
+		run_config_free(&nc);
 		return;
 	}
 	export_config(&nc, &ec);
@@ -265,8 +264,10 @@ int cmd_run(int argc, char **argv)
 
 	r = run_config_load(&rc, argc, argv, err, sizeof(err));
 	if (r) {
-		if (r > 0)
+		if (r > 0) {
+			run_config_free(&rc);
 			return 0;	/* --help */
+		}
 		fprintf(stderr, "ember run: %s\n", err);
 		run_config_free(&rc);
 		return 2;
