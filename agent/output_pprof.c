@@ -174,6 +174,8 @@ struct builder {
 
 	PbLine *lines;		/* one array for all locations' lines */
 	size_t nr_lines, cap_lines;
+	size_t *loc_line_off;	/* where each location's lines start */
+	size_t cap_loc_line_off;
 
 	/*
 	 * Set on the first allocation failure: an index may then hold an entry
@@ -384,11 +386,24 @@ static int64_t mapping_id(struct builder *b, const struct sym_frame *f)
 		if (f->address >= m->memory_limit)
 			m->memory_limit = f->address + 1;
 	}
-	m->has_functions |= f->function != NULL;
-	m->has_filenames |= f->source_file != NULL;
-	m->has_line_numbers |= f->line != 0;
-	m->has_inline_frames |= f->inlined;
 	return i + 1;
+}
+
+/* What symbolic information a mapping's locations carry, for readers. */
+static void mapping_note(struct builder *b, int64_t mid,
+			 const struct sym_frame *const *frames, uint32_t n)
+{
+	PbMapping *m;
+
+	if (mid <= 0)
+		return;
+	m = &b->mappings[mid - 1];
+	m->has_inline_frames |= n > 1;
+	for (uint32_t k = 0; k < n; k++) {
+		m->has_functions |= frames[k]->function != NULL;
+		m->has_filenames |= frames[k]->source_file != NULL;
+		m->has_line_numbers |= frames[k]->line != 0;
+	}
 }
 
 struct frame_run {
@@ -432,16 +447,19 @@ static int64_t location_id(struct builder *b, const struct sym_frame *const *fra
 	mid = mapping_id(b, outer);
 	if (mid < 0)
 		return fail(b);
+	mapping_note(b, mid, frames, n);
 	loc = &b->locations[i];
 	perftools__profiles__location__init(loc);
 	loc->id = i + 1;
 	loc->mapping_id = mid;
 	loc->address = outer->address;
-	/* Lines point into b->lines by offset until finish(): it may move. */
+	/* b->lines may still move: finish_tables() points loc->line into it */
 	loc->n_line = n;
-	loc->line = (PbLine **)(uintptr_t)b->nr_lines;
-	if (grow(&b->lines, &b->cap_lines, b->nr_lines + n, sizeof(*b->lines)))
+	if (grow(&b->loc_line_off, &b->cap_loc_line_off, b->nr_locations + 1,
+		 sizeof(*b->loc_line_off)) ||
+	    grow(&b->lines, &b->cap_lines, b->nr_lines + n, sizeof(*b->lines)))
 		return fail(b);
+	b->loc_line_off[i] = b->nr_lines;
 	for (uint32_t k = 0; k < n; k++) {
 		PbLine *l = &b->lines[b->nr_lines + k];
 		int64_t fid = function_id(b, frames[k]);
@@ -727,7 +745,7 @@ static int finish_tables(struct builder *b, PbProfile *pb, void **to_free, size_
 		linep[i] = &b->lines[i];
 	for (size_t i = 0; i < b->nr_locations; i++) {
 		lp[i] = &b->locations[i];
-		lp[i]->line = linep + (uintptr_t)lp[i]->line;
+		lp[i]->line = linep + b->loc_line_off[i];
 	}
 	pb->n_function = b->nr_functions;
 	pb->function = fp;
@@ -827,6 +845,7 @@ static void builder_free(struct builder *b)
 	free(b->loc_nframes);
 	index_free(&b->location_ix);
 	free(b->lines);
+	free(b->loc_line_off);
 }
 
 int output_pprof(const struct profile *p, FILE *out)

@@ -160,6 +160,12 @@ function check(dir, fixture) {
 			    addr < BigInt(m.memoryStart) || addr >= BigInt(m.memoryLimit))
 				problems.push(`sample ${i} frame ${k}: mapping ${s(m.filename)} ` +
 					`${s(m.buildId)} [${m.memoryStart},${m.memoryLimit}) addr ${addr}`);
+			if (f.inlined && !m.hasInlineFrames)
+				problems.push(`sample ${i} frame ${k}: mapping ${s(m.filename)} ` +
+					"has inline frames but says it has not");
+			if (f.kind === "native" && !(m.hasFunctions && m.hasFilenames && m.hasLineNumbers))
+				problems.push(`sample ${i} frame ${k}: mapping ${s(m.filename)} ` +
+					"has functions, files and lines but says it has not");
 			if (!f.inlined && BigInt(f.address) !== addr)
 				problems.push(`sample ${i} frame ${k}: address ${addr} != ${f.address}`);
 		});
