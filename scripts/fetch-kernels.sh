@@ -142,6 +142,10 @@ headers_deps() {
 fetch_series() {
 	local series=$1 dir=$KDIR_BASE/$1 image abi headers pkgs=() p debs=()
 	image_pattern "$series" >/dev/null
+	# One fetcher at a time (suites and developers run this concurrently).
+	mkdir -p "$KDIR_BASE"
+	exec {lock_fd}>"$KDIR_BASE/.lock"
+	flock "$lock_fd"
 
 	if ! apt_refresh; then
 		if [ -e "$dir/info" ]; then
@@ -196,7 +200,8 @@ fetch_series() {
 		echo "IMAGE=$image"
 		echo "VERSION=$release"
 		echo "PACKAGES=${pkgs[*]}"
-	} >"$dir/info"
+	} >"$dir/info.tmp"
+	mv "$dir/info.tmp" "$dir/info"
 	fixup_tree "$series"
 	extract_vmlinux "$dir/root/boot/vmlinuz-$release" "$dir/vmlinux" ||
 		log "$series: could not extract vmlinux (harness falls back to vmlinuz)"
@@ -209,26 +214,37 @@ fetch_series() {
 # includes /usr/src/linux-headers-X-common by absolute path and some
 # symlinks point at /usr/lib/linux-kbuild-X or /usr/src absolutely. We
 # re-point them into the extracted root. Runs on every fetch (cheap) so a
-# moved checkout heals itself.
+# moved checkout heals itself. Files change only when their content would
+# (and then by rename), because other builds may be reading this tree.
 fixup_tree() {
-	local series=$1 root=$KDIR_BASE/$1/root f target
+	local series=$1 root=$KDIR_BASE/$1/root f target want cc
 	# Absolute symlinks under usr/src and lib/modules -> inside root.
 	while IFS= read -r f; do
 		target=$(readlink "$f")
 		case $target in
-		/usr/* | /lib/*) ln -sfn "$root$target" "$f" ;;
-		"$KDIR_BASE"/*/root/*) ln -sfn "$root/${target#*/root/}" "$f" ;;
+		/usr/* | /lib/*) want=$root$target ;;
+		*/root/usr/* | */root/lib/*) want=$root/${target#*/root/} ;;
+		*) continue ;;
 		esac
+		[ "$target" = "$want" ] || ln -sfn "$want" "$f"
 	done < <(find "$root/usr/src" "$root/lib/modules" -maxdepth 3 -type l 2>/dev/null)
+
+	cc=$(compiler_of "$series")
 	# Makefiles and kbuild variable files naming /usr/src or /usr/lib.
 	for f in "$root"/usr/src/linux-headers-*/Makefile "$root"/usr/src/linux-headers-*/.kernelvariables; do
 		[ -e "$f" ] || continue
 		[ -e "$f.debian" ] || cp -p "$f" "$f.debian"
 		sed -e "s#\(^\|[ =]\)/usr/src/#\1$root/usr/src/#g" \
 			-e "s#\(^\|[ =]\)/usr/lib/linux-kbuild#\1$root/usr/lib/linux-kbuild#g" \
-			"$f.debian" >"$f"
+			"$f.debian" >"$f.tmp"
+		# 5.10: the extracted gcc-10, by absolute path (no PATH needed).
+		if [ "${f##*/}" = .kernelvariables ] && [ "${cc#/}" != "$cc" ]; then
+			sed -i -E "s|^(override +)?CC *[:?]?= .*|\1CC = $cc|" "$f.tmp"
+		fi
+		if cmp -s "$f.tmp" "$f"; then rm -f "$f.tmp"; else mv "$f.tmp" "$f"; fi
 	done
-	set_compiler "$series"
+	info_set "$series" CC "$cc"
+
 	# The package leaves modules.dep to the installer's depmod; the VM
 	# harness (--kmod) needs it to load an image module's dependencies.
 	local ver
@@ -240,24 +256,28 @@ fixup_tree() {
 	fi
 }
 
-# Record which compiler the headers want, and for 5.10 point it at the
-# extracted gcc-10 (absolute path, so `make -C KDIR M=...` needs no PATH).
-set_compiler() {
+# The compiler the series' kbuild uses. 5.10: bullseye's gcc-10, extracted
+# next to the headers. The others: the host's gcc-NN their
+# .kernelvariables names.
+compiler_of() {
 	local series=$1 root=$KDIR_BASE/$1/root kv cc
-	kv=$(ls "$root"/usr/src/linux-headers-*-amd64/.kernelvariables 2>/dev/null | head -n 1)
-	# The others name the host's gcc-NN in .kernelvariables.
-	cc=$(sed -nE 's/^CC *=.*[) ](gcc-[0-9]+)$/\1/p' "$kv" 2>/dev/null | head -n 1)
-	[ -n "$cc" ] || cc=gcc
 	if [ "$series" = 5.10 ]; then
-		cc=$root/usr/bin/x86_64-linux-gnu-gcc-10
-		[ -x "$cc" ] || cc=$root/usr/bin/gcc-10
-		[ -x "$cc" ] || die "5.10: extracted gcc-10 not found"
-		if [ -n "$kv" ]; then
-			sed -i -E "s|^(override +)?CC *[:?]?= .*|\1CC = $cc|" "$kv"
-		fi
+		for cc in "$root/usr/bin/x86_64-linux-gnu-gcc-10" "$root/usr/bin/gcc-10"; do
+			[ -x "$cc" ] && { echo "$cc"; return; }
+		done
+		die "5.10: extracted gcc-10 not found"
 	fi
-	sed -i '/^CC=/d' "$KDIR_BASE/$series/info"
-	echo "CC=$cc" >>"$KDIR_BASE/$series/info"
+	kv=$(ls "$root"/usr/src/linux-headers-*-amd64/.kernelvariables.debian 2>/dev/null | head -n 1)
+	cc=$(sed -nE 's/^CC *=.*[) ](gcc-[0-9]+)$/\1/p' "$kv" 2>/dev/null | head -n 1)
+	echo "${cc:-gcc}"
+}
+
+# Set KEY=VALUE in a series' info file, atomically (readers never see a
+# half-written file).
+info_set() {
+	local info=$KDIR_BASE/$1/info
+	{ grep -v "^$2=" "$info" 2>/dev/null || true; echo "$2=$3"; } >"$info.tmp"
+	if cmp -s "$info.tmp" "$info"; then rm -f "$info.tmp"; else mv "$info.tmp" "$info"; fi
 }
 
 prune_debs() {
