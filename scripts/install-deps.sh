@@ -24,6 +24,8 @@ PKGS=(
 	libiberty-dev g++ debuginfod
 	# packaging
 	debhelper dh-dkms devscripts rpm fakeroot man-db
+	# make bench: the profilers ember is compared with
+	linux-perf libbpf-tools
 )
 
 SUDO=""
