@@ -183,6 +183,23 @@ struct sym_kernel *sym_kernel_load(const char *path)
 	fclose(f);
 	k->hidden = k->nr_syms > 0 && !any_nonzero;
 	qsort(k->syms, k->nr_syms, sizeof(*k->syms), cmp_ksym);
+	/* Kept for the whole run: give back what doubling over-allocated. */
+	if (k->nr_syms && k->nr_syms < k->cap_syms) {
+		struct ksym *fit = realloc(k->syms, k->nr_syms * sizeof(*fit));
+
+		if (fit) {
+			k->syms = fit;
+			k->cap_syms = k->nr_syms;
+		}
+	}
+	if (k->names_len && k->names_len < k->names_cap) {
+		char *fit = realloc(k->names, k->names_len);
+
+		if (fit) {
+			k->names = fit;
+			k->names_cap = k->names_len;
+		}
+	}
 	return k;
 fail:
 	sym_kernel_free(k);

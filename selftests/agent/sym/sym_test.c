@@ -326,6 +326,31 @@ fail:
 	return false;
 }
 
+/* no_dwarf: symbol names only, no lines or inline frames. */
+static void test_no_dwarf(void)
+{
+	char *argv[] = { path_of("target-g"), NULL };
+	struct sym_options o = { .no_dwarf = true };
+	struct symbolizer *s = sym_new(&o);
+	const struct addr_line *a;
+	struct sym_frame f[4];
+	struct child c;
+	int n;
+
+	if (!check("no_dwarf: spawn", spawn(&c, argv) && (a = find_addr(&c, "inline_ret")),
+		   "failed")) {
+		sym_free(s);
+		return;
+	}
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	n = sym_resolve_user(s, (uint32_t)c.pid, a->addr, true, f, 4);
+	check("no_dwarf: symbol only", n == 1 && !strcmp(str(f[0].function), "inl_outer") &&
+	      !f[0].source_file && !f[0].line, "n=%d %s %s:%u", n, str(f[0].function),
+	      str(f[0].source_file), f[0].line);
+	sym_free(s);
+}
+
 /* exec in the same pid: the new image wins, the old one still resolves. */
 static void test_exec(void)
 {
@@ -518,7 +543,9 @@ static void test_fuzz(const char *tmp)
 	static const char *const inputs[] = { "libsymtest.so", "target-O2" };
 	struct sym_strings *strs = sym_strings_new();
 	struct sym_elf_ctx ctx = { .debug_dirs = "/nonexistent", .strings = strs };
-	unsigned int seed = 12345;
+	/* SYM_FUZZ_RUNS: more iterations for a longer hunt by hand. */
+	int per_input = getenv("SYM_FUZZ_RUNS") ? atoi(getenv("SYM_FUZZ_RUNS")) : 150;
+	unsigned int seed = getenv("SYM_FUZZ_SEED") ? (unsigned)atoi(getenv("SYM_FUZZ_SEED")) : 12345;
 	int runs = 0, resolved = 0;
 	char path[4096];
 
@@ -537,7 +564,7 @@ static void test_fuzz(const char *tmp)
 			break;
 		}
 		close(fd);
-		for (int it = 0; it < 150; it++, runs++) {
+		for (int it = 0; it < per_input; it++, runs++) {
 			struct sym_file file = { 0 };
 			struct sym_elf se = { 0 };
 			struct sym_frame fr[8];
@@ -577,7 +604,7 @@ static void test_fuzz(const char *tmp)
 	}
 	unlink(path);
 	sym_strings_free(strs);
-	check("fuzzed ELF/DWARF input: no crash", runs == 300, "%d runs", runs);
+	check("fuzzed ELF/DWARF input: no crash", runs == 2 * per_input, "%d runs", runs);
 	printf("# fuzz: %d corrupt files, %d lookups found something\n", runs, resolved);
 }
 
@@ -1125,6 +1152,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
 		test_variant(&variants[i]);
 	test_exec();
+	test_no_dwarf();
 	test_deleted(tmp);
 	test_chroot(tmp);
 	test_corrupt_mapped(tmp);
