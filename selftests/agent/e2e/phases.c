@@ -120,7 +120,7 @@ struct timed {
 	unsigned long long want_ns, got_ns;
 };
 
-static void run_timed(struct timed *t, int rounds)
+NOINLINE void run_timed(struct timed *t, int rounds)
 {
 	unsigned long long s = thread_cpu_ns();
 
