@@ -27,7 +27,6 @@
 #include "source_kmod.h"
 
 #define KMOD_DEV_PATH		"/dev/" EMBER_DEVICE_NAME
-#define KMOD_MAX_RECORD		(64u << 10)	/* larger is corrupt */
 
 struct kmod_ring {
 	struct ember_ring_ctrl *ctrl;
@@ -538,19 +537,20 @@ static int kmod_start(struct ember_source *src)
 /*
  * Consume one ring. Records are copied out before validation: the
  * producer shares these pages and must not be able to change a record
- * between our checks and our use.
+ * between our checks and our use. copy holds KMOD_MAX_RECORD bytes.
  */
-static int drain_ring(struct ember_source *src, struct kmod_ring *r,
-		      ember_record_fn fn, void *ctx)
+int kmod_drain(struct ember_ring_ctrl *ctrl, const unsigned char *data,
+	       uint64_t data_size, void *copy, ember_record_fn fn, void *ctx,
+	       uint64_t *corrupt)
 {
-	uint64_t prod = __atomic_load_n(&r->ctrl->producer, __ATOMIC_ACQUIRE);
-	uint64_t cons = __atomic_load_n(&r->ctrl->consumer, __ATOMIC_RELAXED);
-	uint64_t mask = r->data_size - 1;
+	uint64_t prod = __atomic_load_n(&ctrl->producer, __ATOMIC_ACQUIRE);
+	uint64_t cons = __atomic_load_n(&ctrl->consumer, __ATOMIC_RELAXED);
+	uint64_t mask = data_size - 1;
 	int n = 0;
 
-	if (prod - cons > r->data_size || cons > prod) {
+	if (prod - cons > data_size || cons > prod) {
 		/* nonsense counters: skip everything there is */
-		src->corrupt++;
+		(*corrupt)++;
 		cons = prod;
 	}
 	while (cons < prod) {
@@ -558,29 +558,30 @@ static int drain_ring(struct ember_source *src, struct kmod_ring *r,
 		struct ember_rec_header hdr;
 		uint32_t size;
 
-		if (left < sizeof(hdr) || r->data_size - off < sizeof(hdr)) {
-			src->corrupt++;
+		if (left < sizeof(hdr) || data_size - off < sizeof(hdr)) {
+			(*corrupt)++;
 			cons = prod;
 			break;
 		}
-		memcpy(&hdr, r->data + off, sizeof(hdr));
+		memcpy(&hdr, data + off, sizeof(hdr));
 		size = hdr.size;
 		if (size < sizeof(hdr) || size % 8 || size > left ||
-		    size > r->data_size - off || size > KMOD_MAX_RECORD) {
+		    size > data_size - off || size > KMOD_MAX_RECORD) {
 			/* cannot find the next record boundary: resync */
-			src->corrupt++;
+			(*corrupt)++;
 			cons = prod;
 			break;
 		}
 		if (hdr.type != EMBER_REC_PAD) {
-			memcpy(src->copy, r->data + off, size);
-			((struct ember_rec_header *)src->copy)->size = size;
-			fn((const struct ember_rec_header *)src->copy, ctx);
+			memcpy(copy, data + off, size);
+			/* the size we checked, whatever the ring says now */
+			((struct ember_rec_header *)copy)->size = size;
+			fn((const struct ember_rec_header *)copy, ctx);
 			n++;
 		}
 		cons += size;
 	}
-	__atomic_store_n(&r->ctrl->consumer, cons, __ATOMIC_RELEASE);
+	__atomic_store_n(&ctrl->consumer, cons, __ATOMIC_RELEASE);
 	return n;
 }
 
@@ -594,7 +595,9 @@ static int kmod_poll(struct ember_source *src, int timeout_ms,
 		return -EINTR;
 	for (uint32_t i = 0; i < src->nr_rings; i++)
 		if (src->rings[i].data)
-			n += drain_ring(src, &src->rings[i], fn, ctx);
+			n += kmod_drain(src->rings[i].ctrl, src->rings[i].data,
+					src->rings[i].data_size, src->copy, fn,
+					ctx, &src->corrupt);
 	return n;
 }
 

@@ -5,6 +5,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "source.h"
+
+#define KMOD_MAX_RECORD	(64u << 10)	/* larger is corrupt */
 
 struct kmod_info {
 	bool valid;
@@ -28,5 +31,14 @@ struct kmod_cpu_stats {
  */
 int kmod_query(struct kmod_info *info,
 	       void (*per_cpu)(const struct kmod_cpu_stats *, void *), void *arg);
+
+/*
+ * Drain one ring (data_size a power of two) into fn; records the reader
+ * cannot delimit make it skip to the producer and count in *corrupt.
+ * copy must hold KMOD_MAX_RECORD bytes. Returns records delivered.
+ */
+int kmod_drain(struct ember_ring_ctrl *ctrl, const unsigned char *data,
+	       uint64_t data_size, void *copy, ember_record_fn fn, void *ctx,
+	       uint64_t *corrupt);
 
 #endif
