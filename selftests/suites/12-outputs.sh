@@ -19,7 +19,7 @@ out=$work/out
 artifacts=selftests/artifacts
 rm -rf "$work"
 mkdir -p "$out" "$artifacts"
-fixtures=(basic mixed offcpu nasty empty large)
+fixtures=(basic mixed offcpu nasty fuzz empty large)
 
 # ---- build -----------------------------------------------------------------
 build() {

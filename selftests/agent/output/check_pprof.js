@@ -144,8 +144,14 @@ function check(dir, fixture) {
 				problems.push(`sample ${i} frame ${k}: line ${got.line} != ${f.line}`);
 			if (f.kind === "native" && got.file !== "src/app.c")
 				problems.push(`sample ${i} frame ${k}: filename ${got.file}`);
+			// a location's mapping and address are those of the frame the
+			// inlined ones sit in: the next non-inlined frame
+			let o = k;
+			while (es.frames[o].inlined && o + 1 < es.frames.length)
+				o++;
+			const outerFrame = es.frames[o];
 			const mid = num(got.loc.mappingId);
-			if (f.module === null) {
+			if (outerFrame.module === null) {
 				if (mid !== 0)
 					problems.push(`sample ${i} frame ${k}: mapping ${mid} without module`);
 				return;
@@ -156,7 +162,8 @@ function check(dir, fixture) {
 				return;
 			}
 			const addr = BigInt(got.loc.address);
-			if (s(m.filename) !== f.module || (s(m.buildId) || null) !== f.build_id ||
+			if (s(m.filename) !== outerFrame.module ||
+			    (s(m.buildId) || null) !== outerFrame.build_id ||
 			    addr < BigInt(m.memoryStart) || addr >= BigInt(m.memoryLimit))
 				problems.push(`sample ${i} frame ${k}: mapping ${s(m.filename)} ` +
 					`${s(m.buildId)} [${m.memoryStart},${m.memoryLimit}) addr ${addr}`);
@@ -166,7 +173,7 @@ function check(dir, fixture) {
 			if (f.kind === "native" && !(m.hasFunctions && m.hasFilenames && m.hasLineNumbers))
 				problems.push(`sample ${i} frame ${k}: mapping ${s(m.filename)} ` +
 					"has functions, files and lines but says it has not");
-			if (!f.inlined && BigInt(f.address) !== addr)
+			if (BigInt(outerFrame.address) !== addr)
 				problems.push(`sample ${i} frame ${k}: address ${addr} != ${f.address}`);
 		});
 	});

@@ -263,6 +263,8 @@ static struct profile fixture_nasty(void)
 	       "main;operator<<(std::ostream&, A<B>&);std::vector<int, std::allocator<int> >::push_back(int const&);"
 	       "\"quoted\" 'single' & ampersand;caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac "
 	       "\xf0\x9f\x94\xa5;bad\xff\xfe utf8 \xc3;ctrl\x01\x1f char;ends ]]> cdata;"
+	       "overlong\xc0\xaf surrogate\xed\xa0\x80 big\xf4\x90\x80\x80 nonchar\xef\xbf\xbe "
+	       "del\x7f cut\xe6\x97;"
 	       "<script>alert(1)</script>", 40, 40 * PERIOD);
 	for (int i = 0; i < 500; i++)
 		o += snprintf(deep + o, sizeof(deep) - o, "%sdepth_%d", i ? ";" : "", i);
@@ -272,6 +274,42 @@ static struct profile fixture_nasty(void)
 	p.meta.lost = 42;
 	p.meta.bad_records = 3;
 	return p;
+}
+
+/*
+ * Random bytes as names (a unique prefix each, so that names stay distinct
+ * once invalid bytes are replaced), random kinds, inline flags and depths.
+ */
+static struct profile fixture_fuzz(void)
+{
+	static char stacks[300][64 * 48];
+	static const char *const prefix[] = { "", "k:", "j:", "i:", "u:", "x:" };
+	unsigned int seed = 4242;
+	int names = 0;
+
+	reset();
+	for (int s = 0; s < 300; s++) {
+		int depth = 1 + rand_r(&seed) % 60;
+		size_t o = 0;
+
+		for (int d = 0; d < depth; d++) {
+			int len = rand_r(&seed) % 30;
+
+			/* the root is never inlined ("i:") into a caller it lacks */
+			o += snprintf(stacks[s] + o, sizeof(stacks[s]) - o, "%s%sf%d_", d ? ";" : "",
+				      prefix[rand_r(&seed) % (d ? 6 : 3)], names++);
+			for (int c = 0; c < len; c++) {
+				char ch = 1 + rand_r(&seed) % 255;
+
+				if (ch != ';')
+					stacks[s][o++] = ch;
+			}
+			stacks[s][o] = 0;
+		}
+		sample(700 + s % 5, "fuzz", 700 + s % 7, "fuzz", s % 4 ? PROF_EV_CPU : PROF_EV_OFFCPU,
+		       stacks[s], 1 + rand_r(&seed) % 50, 1000 + rand_r(&seed) % 100000000);
+	}
+	return make_profile(CPU | OFF);
 }
 
 static struct profile fixture_empty(void)
@@ -505,6 +543,8 @@ int main(int argc, char **argv)
 	write_fixture(argv[1], "offcpu", &p);
 	p = fixture_nasty();
 	write_fixture(argv[1], "nasty", &p);
+	p = fixture_fuzz();
+	write_fixture(argv[1], "fuzz", &p);
 	p = fixture_empty();
 	write_fixture(argv[1], "empty", &p);
 	p = fixture_large();
