@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dwarf.h>
@@ -28,6 +30,16 @@
 
 /* Largest memfd read into memory (bigger ones stay unresolved). */
 #define COPY_IN_MAX (64u << 20)
+/* Largest file mapped (address space only; pages are read on demand). */
+#define MAP_MAX (16ull << 30)
+
+#if __BYTE_ORDER == __LITTLE_ENDIAN
+#define NATIVE_ELFDATA ELFDATA2LSB
+#else
+#define NATIVE_ELFDATA ELFDATA2MSB
+#endif
+
+static void unmap_elf(Elf *elf);
 
 /* snprintf that reports truncation: a cut path must not be opened. */
 __attribute__((format(printf, 3, 4)))
@@ -42,23 +54,63 @@ static bool fmt_path(char *buf, size_t size, const char *fmt, ...)
 	return n >= 0 && (size_t)n < size;
 }
 
+/*
+ * Map fd's whole file ourselves and hand the bytes to libelf: we then know
+ * the mapping, can drop its pages from our RSS once read (they are
+ * re-read from the page cache when needed) and unmap it at the end.
+ * MAP_PRIVATE with PROT_WRITE: libelf may convert data in place for this
+ * kind of image; such writes stay private. Only native-endian ELF is
+ * accepted (it is all a process of this machine can run), which keeps
+ * libelf from converting anything in place in the first place.
+ */
 static Elf *map_elf(int fd)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	unsigned char *map;
+	struct stat st;
+	Elf *elf;
 
-	if (!elf)
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(Elf32_Ehdr) || (uint64_t)st.st_size > MAP_MAX)
 		return NULL;
-	if (elf_kind(elf) != ELF_K_ELF) {
-		elf_end(elf);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return NULL;
+	if (memcmp(map, ELFMAG, SELFMAG) != 0 ||
+	    (map[EI_CLASS] != ELFCLASS32 && map[EI_CLASS] != ELFCLASS64) ||
+	    map[EI_DATA] != NATIVE_ELFDATA ||
+	    !(elf = elf_memory((char *)map, (size_t)st.st_size))) {
+		munmap(map, (size_t)st.st_size);
 		return NULL;
 	}
-	/*
-	 * Make libelf independent of fd (a no-op when the mmap worked) so fd
-	 * can be closed now.
-	 */
-	elf_cntl(elf, ELF_C_FDREAD);
-	elf_cntl(elf, ELF_C_FDDONE);
+	if (elf_kind(elf) != ELF_K_ELF) {
+		unmap_elf(elf);
+		return NULL;
+	}
 	return elf;
+}
+
+/* elf_end() and unmap an Elf from map_elf(). */
+static void unmap_elf(Elf *elf)
+{
+	size_t size = 0;
+	char *raw;
+
+	if (!elf)
+		return;
+	raw = elf_rawfile(elf, &size);
+	elf_end(elf);
+	if (raw && size)
+		munmap(raw, size);
+}
+
+/* Our RSS need not keep file pages we are done with for now. */
+static void release_pages(Elf *elf)
+{
+	size_t size = 0;
+	char *raw = elf ? elf_rawfile(elf, &size) : NULL;
+
+	if (raw && size)
+		madvise(raw, size, MADV_DONTNEED);
 }
 
 static ssize_t build_id_of(Elf *elf, const unsigned char **id)
@@ -173,7 +225,7 @@ static Elf *open_debug_candidate(const char *path, const struct sym_file *f,
 	}
 	return elf;
 reject:
-	elf_end(elf);
+	unmap_elf(elf);
 	return NULL;
 }
 
@@ -292,7 +344,10 @@ static void file_identify(struct sym_file *f, const struct sym_elf_ctx *ctx)
 	char buf[129];
 
 	if (!read_loads(f)) {
-		elf_end(f->elf);
+		if (f->mem)
+			elf_end(f->elf);
+		else
+			unmap_elf(f->elf);
 		f->elf = NULL;
 		return;
 	}
@@ -343,6 +398,9 @@ void sym_file_open_fd(struct sym_file *f, int fd, const char *root,
 	file_identify(f, ctx);
 	if (f->elf)
 		f->debug_elf = find_debug_file(f, root, path, ctx);
+	/* Read again only if a lookup needs this file. */
+	release_pages(f->elf);
+	release_pages(f->debug_elf);
 }
 
 void sym_file_open_mem(struct sym_file *f, void *mem, size_t size,
@@ -363,10 +421,11 @@ void sym_file_open_mem(struct sym_file *f, void *mem, size_t size,
 
 void sym_file_close(struct sym_file *f)
 {
-	if (f->debug_elf)
-		elf_end(f->debug_elf);
-	if (f->elf)
+	unmap_elf(f->debug_elf);
+	if (f->elf && f->mem)
 		elf_end(f->elf);
+	else
+		unmap_elf(f->elf);
 	free(f->loads);
 	free(f->mem);
 	f->elf = f->debug_elf = NULL;
@@ -485,8 +544,11 @@ void sym_elf_unload(struct sym_elf *se)
 {
 	if (se->dwarf)
 		dwarf_end(se->dwarf);
-	if (se->dbgd_elf)
-		elf_end(se->dbgd_elf);
+	unmap_elf(se->dbgd_elf);
+	if (se->loaded_from && !se->loaded_from->mem) {
+		release_pages(se->loaded_from->elf);
+		release_pages(se->loaded_from->debug_elf);
+	}
 	free(se->syms);
 	free(se->funcs);
 	free(se->cu_seen);
