@@ -338,6 +338,9 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
 					open_mapped_file, &o);
 	} else if (ml->type == SYM_MAP_VDSO) {
 		m->file = sym_cache_vdso(s->cache);
+		/* A 32-bit process has another vdso than ours: leave it unresolved. */
+		if (m->file && m->file->size != ml->end - ml->start)
+			m->file = NULL;
 	}
 	(*n)++;
 	return true;
