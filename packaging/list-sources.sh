@@ -10,7 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+# Only when this tree is the top of its own git work tree: a staged copy
+# under build/ (make deb, rpmbuild's BUILD/) lies inside the checkout's work
+# tree, where git would answer for the checkout and ignore build/.
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
 	git ls-files -z -c -o --exclude-standard -- "$@" |
 		while IFS= read -r -d '' f; do
 			# -c lists tracked files deleted in the working tree too
