@@ -39,7 +39,7 @@
 #define IMAGE_WIDTH	1200
 #define X_PAD		10
 #define FRAME_HEIGHT	16
-#define HEADER_HEIGHT	84	/* title, subtitle, warnings, buttons */
+#define HEADER_HEIGHT	100	/* title, subtitle, note, warnings, buttons */
 #define FOOTER_HEIGHT	34	/* details line */
 #define FONT_SIZE	12
 #define CHAR_WIDTH	7.22	/* monospace at FONT_SIZE: 0.6 em + rounding */
@@ -612,15 +612,20 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 	}
 	if (off)
 		fprintf(out, "offcpu: %s intervals", thousands(counts[PROF_EV_OFFCPU], num));
-	fputs(" \xc2\xb7 widths: ", out);
-	fputs(t->microseconds ? "microseconds (on-CPU samples weighted by their period)"
-			      : "sample counts", out);
-	if (pruned)
-		fprintf(out, " \xc2\xb7 %s boxes under 0.1%% not drawn", thousands(pruned, num));
 	if (m->backend) {
 		fputs(" \xc2\xb7 backend ", out);
 		put_xml(out, m->backend, 0);
 	}
+	fputs("</text>\n", out);
+
+	/* How to read the widths: a line of its own, it is long */
+	y += 16;
+	fprintf(out, "<text id=\"note\" x=\"%d\" y=\"%d\">widths: ", IMAGE_WIDTH / 2, y);
+	fputs(t->microseconds ? "microseconds (on-CPU samples weighted by their period, "
+				"off-CPU intervals by their blocked time)"
+			      : "sample counts", out);
+	if (pruned)
+		fprintf(out, " \xc2\xb7 %s boxes under 0.1%% not drawn", thousands(pruned, num));
 	fputs("</text>\n", out);
 
 	y += 18;

@@ -159,7 +159,7 @@ expect() {
 	fi
 }
 
-for f in mixed offcpu empty large; do
+for f in mixed offcpu empty large fuzz; do
 	load "$f" "$out/$f.svg" ""
 done
 

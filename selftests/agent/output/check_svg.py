@@ -160,7 +160,7 @@ def check(directory, fixture):
     host = xml_clean(exp["host"])
     report(host in texts.get("title", ""), f"svg {fixture}: title names the host",
            repr(texts.get("title")))
-    sub = texts.get("subtitle", "")
+    sub = texts.get("subtitle", "") + " / " + texts.get("note", "")
     ok = True
     if exp["events"] & CPU:
         n = sum(s["count"] for s in exp["samples"] if s["event"] == "cpu")
@@ -181,7 +181,7 @@ def check(directory, fixture):
         report(f"{thousands(pruned)} boxes under 0.1% not drawn" in sub,
                f"svg {fixture}: says how many small boxes were pruned", repr(sub))
     height = int(svg.get("height"))
-    report(height == 84 + (max_depth + 1) * 16 + 34,
+    report(height == 100 + (max_depth + 1) * 16 + 34,
            f"svg {fixture}: height fits the deepest drawn stack ({max_depth + 1} levels)",
            f"height {height}")
     if not exp["samples"]:
