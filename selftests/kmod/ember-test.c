@@ -16,7 +16,8 @@
  *   -g CGROUPID -r RING_SIZE -w WATERMARK -i (idle) -d SECONDS
  *   -n SECONDS (do not read for that long first) -q (no record lines)
  *   -F (folded stacks summary) -N NMFILE -K (kallsyms) -m OFFCPU_MIN_NS
- *   -P PPM
+ *   -P PPM -B (write absurd consumer positions and never read: the kernel
+ *   must treat the rings as full, not write outside them)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,7 +49,7 @@ struct opts {
 	uint32_t freq, events, clock, kmax, umax, ring_size, watermark, ppm;
 	uint64_t cgroup, offcpu_min;
 	bool have_freq, have_kmax, have_umax, have_ring, have_wm, have_cg;
-	bool have_min, have_ppm, idle, quiet, folded, kallsyms;
+	bool have_min, have_ppm, idle, quiet, folded, kallsyms, bogus;
 	uint32_t pids[EMBER_MAX_FILTER_PIDS];
 	unsigned int nr_pids;
 	double duration, nodrain;
@@ -678,6 +679,21 @@ static int cmd_run(const struct opts *o)
 		do_simple(EMBER_CMD_STOP, "stop");
 		return 1;
 	}
+	if (o->bogus) {
+		static const uint64_t bad[] = { 0xdead000000000000ULL, 1,
+						~0ULL, 0x7fffffffffffULL };
+		unsigned int i;
+
+		for (i = 0; i < nr_rings; i++)
+			if (rings[i].ctrl)
+				__atomic_store_n(&rings[i].ctrl->consumer,
+						 bad[i % 4], __ATOMIC_RELEASE);
+		usleep((useconds_t)(o->duration * 1e6));
+		do_simple(EMBER_CMD_STOP, "stop");
+		get_stats();
+		print_stats(now_s() - t0);
+		return 0;
+	}
 	t_end = t0 + o->duration;
 	t_read = t0 + o->nodrain;
 	pfd.fd = fd;
@@ -826,7 +842,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->events = EMBER_EV_ONCPU;
 	o->duration = 2;
-	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:")) != -1) {
+	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:B")) != -1) {
 		switch (c) {
 		case 'f': o->freq = strtoul(optarg, NULL, 0); o->have_freq = true; break;
 		case 'e': o->events = strtoul(optarg, NULL, 0); break;
@@ -849,6 +865,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'K': o->kallsyms = true; break;
 		case 'm': o->offcpu_min = strtoull(optarg, NULL, 0); o->have_min = true; break;
 		case 'P': o->ppm = strtoul(optarg, NULL, 0); o->have_ppm = true; break;
+		case 'B': o->bogus = true; break;
 		default: usage();
 		}
 	}
