@@ -31,6 +31,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Stable kernel values not in BTF (they are #defines). */
+#define PF_EXITING		0x00000004
 #define PF_KTHREAD		0x00200000
 #define TASK_INTERRUPTIBLE	0x0001
 #define TASK_UNINTERRUPTIBLE	0x0002
@@ -353,12 +354,14 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 	__u32 tid = BPF_CORE_READ(prev, pid);
 	__u32 tgid = BPF_CORE_READ(prev, tgid);
 	long state = task_state(prev);
+	__u32 pflags = BPF_CORE_READ(prev, flags);
 	struct offcpu_start start;
 	struct ember_sample *s;
 	struct scratch *sc;
 	__u16 flags;
 
-	if (tid == 0 || (state & TASK_DEAD))	/* idle, or gone for good */
+	/* idle, or dying (it may never come back), as the module does */
+	if (tid == 0 || (state & TASK_DEAD) || (pflags & PF_EXITING))
 		return;
 	if (offcpu_ppm && bpf_get_prandom_u32() % 1000000 >= offcpu_ppm)
 		return;
@@ -367,7 +370,7 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 		return;
 	}
 	flags = EMBER_SF_IN_KERNEL;
-	if (BPF_CORE_READ(prev, flags) & PF_KTHREAD)
+	if (pflags & PF_KTHREAD)
 		flags |= EMBER_SF_KTHREAD;
 
 	if (offcpu_deferred) {
