@@ -85,10 +85,10 @@ KG_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -g -I$(TOP)/include
 KG_FP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -no-pie -fno-optimize-sibling-calls \
 	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 KG_PROGS := $(KG_BIN)/ember-test $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy \
-	$(KG_BIN)/offcpu-work $(KG_BIN)/runas
+	$(KG_BIN)/offcpu-work $(KG_BIN)/runas $(KG_BIN)/compat32
 
 kmod-guest: $(KG_PROGS) $(KG_BIN)/fpbusy.nm $(KG_BIN)/sysbusy.nm \
-	$(KG_BIN)/offcpu-work.nm
+	$(KG_BIN)/offcpu-work.nm $(KG_BIN)/compat32.nm
 
 $(KG_BIN):
 	$(Q)mkdir -p $@
@@ -102,6 +102,12 @@ $(KG_BIN)/runas: $(KG_DIR)/runas.c | $(KG_BIN)
 
 $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy $(KG_BIN)/offcpu-work: $(KG_BIN)/%: $(KG_DIR)/%.c | $(KG_BIN)
 	$(Q)$(CLANG) $(KG_FP_CFLAGS) -pthread -o $@ $<
+
+# a 32-bit task without libc (no multilib needed): compat walks stay safe
+$(KG_BIN)/compat32: $(KG_DIR)/compat32.c | $(KG_BIN)
+	$(Q)$(CLANG) -m32 -O1 -g -ffreestanding -nostdlib -static -fno-pic \
+		-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		-fno-optimize-sibling-calls -Wall -Wextra -Werror -o $@ $<
 
 # symbol tables for the guest: the test client maps user addresses with them
 $(KG_BIN)/%.nm: $(KG_BIN)/%

@@ -123,6 +123,25 @@ t_kstack() {
 	fi
 }
 
+# ------------------------------------------------ 32-bit compat tasks
+t_compat32() {
+	spawn "$BIN/compat32"
+	pid=$LAST
+	sleep 0.3
+	$ET run -p "$pid" -f 200 -d 2 -F -N "$BIN/compat32.nm" >$W/c32 2>&1
+	reap
+	total=$(grep -c "^sample .* pid=$pid " $W/c32)
+	compat=$(grep "^sample .* pid=$pid " $W/c32 | grep -c ' flags=0x[0-9a-f]*[2367abef][0-9a-f] ')
+	chain=$(grep '^folded' $W/c32 | grep ';_start;c32_mid;c32_leaf$' |
+		awk '{ s += $2 } END { print s + 0 }')
+	if [ "$total" -ge 50 ] && [ "$compat" -eq "$total" ] &&
+		[ $((chain * 100)) -ge $((total * 80)) ]; then
+		pass "compat32: $total samples of a 32-bit task, all flagged COMPAT, $chain with _start>c32_mid>c32_leaf"
+	else
+		fail compat32 "samples=$total compat=$compat chain=$chain; $(grep -m2 '^sample' $W/c32)"
+	fi
+}
+
 # ------------------------------------------------------ tgid filter
 t_filter_pid() {
 	spawn "$BIN/fpbusy" 5
@@ -347,6 +366,7 @@ t_load || exit 0
 want rate && t_rate
 want ustack && t_ustack
 want kstack && t_kstack
+want compat32 && t_compat32
 want filter-pid && t_filter_pid
 want filter-cgroup && t_filter_cgroup
 want ring-full && t_ring_full
