@@ -15,6 +15,8 @@ what it found and exits 0 when the property holds, 1 otherwise:
   lost DUMP                     lost counts exact: delivered == written,
                                 LOST records == lost, written+lost == produced
   lifecycle DUMP PID FILE       EXEC of FILE and EXIT for PID arrived
+  switch DUMP PID1 PID2         samples only from PID1 before the FILTER
+                                line (set_filter at run time), only PID2 after
 
 User addresses are symbolized with the MAPS lines in the dump (or
 /proc/PID/maps snapshots in the same format) and the binaries' symbol
@@ -47,7 +49,7 @@ def parse(path):
                         (int(m.group(2), 16), int(m.group(3), 16),
                          int(m.group(4), 16), m.group(5)))
                 continue
-            if kind not in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT', 'LOST', 'STATS'):
+            if kind not in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT', 'LOST', 'STATS', 'FILTER'):
                 continue
             d = dict(KV.findall(line))
             d['kind'] = kind
@@ -277,10 +279,27 @@ def cmd_lifecycle(dump, pid, path):
        % (pid, [r['file'] for r in ex], len(ext)))
 
 
+def cmd_switch(dump, pid1, pid2):
+    recs, _, _ = parse(dump)
+    sw = [int(r['time']) for r in recs if r['kind'] == 'FILTER']
+    if not sw:
+        ok(False, 'no FILTER line: the filter was never switched')
+    t = sw[0]
+    smp = [r for r in recs if r['kind'] == 'SAMPLE']
+    before = [r['pid'] for r in smp if int(r['time']) < t]
+    # records taken while set_filter ran may carry either pid
+    after = [r['pid'] for r in smp if int(r['time']) > t]
+    bad_b = sorted(set(before) - {pid1})
+    bad_a = sorted(set(after) - {pid2})
+    ok(before and after and not bad_b and not bad_a,
+       'before the switch: %d samples, others %s; after: %d samples, others %s'
+       % (len(before), bad_b, len(after), bad_a))
+
+
 if __name__ == '__main__':
     cmds = {'rate': cmd_rate, 'chain': cmd_chain, 'syscall': cmd_syscall,
             'only': cmd_only, 'offcpu': cmd_offcpu, 'lost': cmd_lost,
-            'lifecycle': cmd_lifecycle}
+            'lifecycle': cmd_lifecycle, 'switch': cmd_switch}
     if len(sys.argv) < 3 or sys.argv[1] not in cmds:
         print(__doc__)
         sys.exit(2)

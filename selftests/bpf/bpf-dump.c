@@ -6,7 +6,11 @@
  *
  *   bpf-dump [-d secs] [-F hz] [-e on,off,life] [-p pid[,pid..]] [-c cgroup-dir]
  *            [-i] [-C] [-k frames] [-u frames] [-m offcpu-min-ns] [-s ppm]
- *            [-r ring-bytes] [-S stall-ms] [-q] [-- command args...]
+ *            [-r ring-bytes] [-S stall-ms] [-P pid[,pid..]] [-q]
+ *            [-- command args...]
+ *
+ * -P switches the pid filter to these pids (set_filter) half-way through,
+ * printing "FILTER time=<CLOCK_MONOTONIC ns>" when it did.
  *
  * With a command, bpf-dump forks it, filters on its pid, starts the
  * backend, then lets it exec, and stops after it exits (and -d seconds at
@@ -158,14 +162,16 @@ int main(int argc, char **argv)
 	struct ember_source *src;
 	double secs = 3, end;
 	unsigned int stall_ms = 0;
-	uint32_t *pids = NULL, child_pid;
+	uint32_t *pids = NULL, *new_pids = NULL, child_pid;
+	size_t nr_new = 0;
+	double half = 0;
 	pid_t child = 0;
 	int go[2], status;
 	char err[512];
 	struct stat sb;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "+d:F:e:p:c:iCk:u:m:s:r:S:q")) != -1) {
+	while ((opt = getopt(argc, argv, "+d:F:e:p:c:iCk:u:m:s:r:S:P:q")) != -1) {
 		switch (opt) {
 		case 'd': secs = atof(optarg); break;
 		case 'F': cfg.freq_hz = strtoul(optarg, NULL, 10); break;
@@ -190,6 +196,7 @@ int main(int argc, char **argv)
 		case 'r': cfg.ring_bytes = strtoul(optarg, NULL, 10); break;
 		case 'S': stall_ms = strtoul(optarg, NULL, 10); break;
 		case 'q': quiet = true; break;
+		case 'P': new_pids = parse_pids(optarg, &nr_new); break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of selftests/bpf/bpf-dump.c\n");
 			return 2;
@@ -248,7 +255,16 @@ int main(int argc, char **argv)
 	if (stall_ms)
 		usleep(stall_ms * 1000);
 	end = now_s() + secs;
+	half = now_s() + secs / 2;
 	while (!stop && now_s() < end) {
+		if (new_pids && now_s() >= half) {
+			ret = ops->set_filter(src, new_pids, nr_new, 0);
+			if (ret)
+				fprintf(stderr, "bpf-dump: set_filter: %s\n", strerror(-ret));
+			printf("FILTER time=%.0f\n", now_s() * 1e9);
+			free(new_pids);
+			new_pids = NULL;
+		}
 		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
 			printf("CHILD pid=%d status=%d\n", child, status);
 			child = 0;

@@ -106,6 +106,16 @@ pid=$(exec_pid "$TMP/chain")
 check bpf-user-chain $CHECK chain "$TMP/chain" "${pid:-0}" fp_leaf,fp_level2,fp_level1,main
 check bpf-pid-filter $CHECK only "$TMP/chain" "${pid:-0}"
 
+# --- the pid filter changed while running (set_filter) ---
+$O/fp-burn 5 &
+a=$!
+$O/fp-burn 5 &
+b=$!
+BG+=($a $b)
+$DUMP -d 4 -p $a -P $b >"$TMP/switch" 2>"$TMP/switch.err"
+burn_wait
+check bpf-filter-change $CHECK switch "$TMP/switch" $a $b
+
 # --- kernel frames above the user frames, in a syscall ---
 $DUMP -d 5 -e on,life -- $O/syscall-burn 2 >"$TMP/sys" 2>"$TMP/sys.err"
 pid=$(exec_pid "$TMP/sys")
