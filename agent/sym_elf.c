@@ -445,6 +445,21 @@ static int cmp_sym(const void *a, const void *b)
 	return (x->size < y->size) - (x->size > y->size);
 }
 
+/*
+ * An unsized symbol (assembly, _init) covers at most the rest of its
+ * section: without this, PLT stubs would all be named after _init.
+ */
+static uint64_t section_rest(Elf *elf, size_t shndx, uint64_t value)
+{
+	Elf_Scn *scn = elf_getscn(elf, shndx);
+	GElf_Shdr sh;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) ||
+	    value < sh.sh_addr || value - sh.sh_addr >= sh.sh_size)
+		return 0;
+	return sh.sh_addr + sh.sh_size - value;
+}
+
 /* Symbols of one SYMTAB/DYNSYM section; returns false on ENOMEM. */
 static bool read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh,
 			struct sym_symbol **syms, size_t *nr, size_t *cap)
@@ -489,6 +504,8 @@ static bool read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh,
 			*syms = n;
 			*cap = ncap;
 		}
+		if (!sym.st_size)
+			sym.st_size = section_rest(elf, sym.st_shndx, sym.st_value);
 		(*syms)[(*nr)++] = (struct sym_symbol){ sym.st_value, sym.st_size, name };
 	}
 	return true;
@@ -511,9 +528,110 @@ static bool read_symbols(Elf *elf, Elf64_Word type, struct sym_symbol **syms,
 	return true;
 }
 
+static bool push_sym(struct sym_symbol **syms, size_t *nr, size_t *cap,
+		     uint64_t addr, uint64_t size, const char *name)
+{
+	if (*nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 1024;
+		struct sym_symbol *n = realloc(*syms, ncap * sizeof(*n));
+
+		if (!n)
+			return false;
+		*syms = n;
+		*cap = ncap;
+	}
+	(*syms)[(*nr)++] = (struct sym_symbol){ addr, size, name };
+	return true;
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * Name PLT stubs "fn@plt" as perf does, from .rela.plt: stub i is at
+ * .plt.sec + 16 i (IBT layout) or .plt + 16 (i + 1) (after PLT0). x86-64
+ * only. Returns the malloc'd block holding the names (NULL if none).
+ */
+static char *plt_symbols(Elf *elf, struct sym_symbol **syms, size_t *nr,
+			 size_t *cap, size_t *bytes)
+{
+	GElf_Shdr rsh, psh, dsh;
+	Elf_Scn *rela, *dyn;
+	Elf_Data *rd, *dd;
+	GElf_Ehdr eh;
+	uint64_t base, end;
+	size_t n, total = 0, used = 0;
+	char *names;
+
+	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
+	    !(rela = find_section(elf, ".rela.plt", &rsh)) ||
+	    rsh.sh_type != SHT_RELA || !rsh.sh_entsize)
+		return NULL;
+	if (find_section(elf, ".plt.sec", &psh)) {
+		base = psh.sh_addr;
+	} else if (find_section(elf, ".plt", &psh)) {
+		base = psh.sh_addr + 16;
+	} else {
+		return NULL;
+	}
+	end = psh.sh_addr + psh.sh_size;
+	if (!(dyn = elf_getscn(elf, rsh.sh_link)) || !gelf_getshdr(dyn, &dsh) ||
+	    !(rd = elf_getdata(rela, NULL)) || !(dd = elf_getdata(dyn, NULL)))
+		return NULL;
+	n = rsh.sh_size / rsh.sh_entsize;
+	if (n > 65536)
+		n = 65536;
+	for (int pass = 0; pass < 2; pass++) {
+		names = pass ? malloc(total ? total : 1) : NULL;
+		if (pass && !names)
+			return NULL;
+		for (size_t i = 0; i < n && base + 16 * (i + 1) <= end; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			const char *name;
+			size_t len;
+
+			if (!gelf_getrela(rd, (int)i, &r) || !GELF_R_SYM(r.r_info) ||
+			    !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym) ||
+			    !(name = elf_strptr(elf, dsh.sh_link, sym.st_name)) || !*name)
+				continue;
+			len = strlen(name) + sizeof("@plt");
+			if (!pass) {
+				total += len;
+				continue;
+			}
+			if (used + len > total)
+				break;
+			snprintf(names + used, len, "%s@plt", name);
+			if (!push_sym(syms, nr, cap, base + 16 * i, 16, names + used))
+				break;
+			used += len;
+		}
+	}
+	*bytes = total;
+	return names;
+}
+
 void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 		  const struct sym_elf_ctx *ctx)
 {
+	size_t plt_bytes = 0;
 	struct sym_symbol *syms = NULL;
 	size_t nr = 0, cap = 0, out = 0;
 	bool found = false;
@@ -527,6 +645,7 @@ void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 		read_symbols(f->debug_elf, SHT_SYMTAB, &syms, &nr, &cap, &found);
 	if (!found)
 		read_symbols(f->elf, SHT_DYNSYM, &syms, &nr, &cap, &found);
+	se->plt_names = plt_symbols(f->elf, &syms, &nr, &cap, &plt_bytes);
 	if (nr) {
 		qsort(syms, nr, sizeof(*syms), cmp_sym);
 		for (size_t i = 0; i < nr; i++) {	/* one per address */
@@ -537,7 +656,7 @@ void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 	}
 	se->syms = syms;
 	se->nr_syms = out;
-	se->cost = sizeof(*se) + cap * sizeof(*syms);
+	se->cost = sizeof(*se) + cap * sizeof(*syms) + plt_bytes;
 }
 
 void sym_elf_unload(struct sym_elf *se)
@@ -550,6 +669,8 @@ void sym_elf_unload(struct sym_elf *se)
 		release_pages(se->loaded_from->debug_elf);
 	}
 	free(se->syms);
+	free(se->plt_names);
+	se->plt_names = NULL;
 	free(se->funcs);
 	free(se->cu_seen);
 	se->funcs = NULL;
@@ -590,7 +711,7 @@ static const struct sym_symbol *find_symbol(const struct sym_elf *se,
 		}
 		return NULL;
 	}
-	/* Unsized: trust it up to the next symbol only. */
+	/* Unsized and outside any section: trust it up to the next symbol. */
 	return s;
 }
 

@@ -119,6 +119,7 @@ struct sym_elf {
 	struct sym_file *loaded_from;
 	struct sym_symbol *syms;
 	size_t nr_syms;
+	char *plt_names;	/* "fn@plt" names of synthesized PLT symbols */
 	Elf *dbgd_elf;		/* debug file from debuginfod, or NULL */
 	Dwarf *dwarf;		/* NULL when no DWARF found or no_dwarf */
 	bool dwarf_tried;

@@ -93,6 +93,7 @@ struct child {
 	int nr_mapped;
 	uint64_t jit_addr;
 	char jit_name[64];
+	uint64_t plt_addr;
 };
 
 static bool read_until_ready(struct child *c);
@@ -143,6 +144,8 @@ static bool read_until_ready(struct child *c)
 		} else if (c->nr_mapped < 16 &&
 			   sscanf(line, "MAPPED %llx", &ad) == 1) {
 			c->mapped[c->nr_mapped++] = ad;
+		} else if (sscanf(line, "PLT %llx", &ad) == 1) {
+			c->plt_addr = ad;
 		} else if (sscanf(line, "JIT %llx %63s", &ad, c->jit_name) == 2) {
 			c->jit_addr = ad;
 		}
@@ -305,6 +308,13 @@ static void test_variant(const struct variant *v)
 		snprintf(t, sizeof(t), "%s: strings interned", v->name);
 		check(t, f[0].function == g[0].function && f[0].module == g[0].module,
 		      "different pointers");
+	}
+	if (!strcmp(v->name, "target-nopie")) {
+		/* Not attributed to the unsized symbol before the PLT (_init). */
+		n = sym_resolve_user(s, (uint32_t)c.pid, c.plt_addr, false, f, 8);
+		check("target-nopie: PLT stub named fn@plt",
+		      c.plt_addr && n == 1 && !strcmp(str(f[0].function), "symlib_func@plt"),
+		      "0x%" PRIx64 " named %s", c.plt_addr, str(f[0].function));
 	}
 	n = sym_resolve_user(s, (uint32_t)c.pid, 0x1000, false, f, 8);
 	snprintf(t, sizeof(t), "%s: unmapped address", v->name);

@@ -120,6 +120,8 @@ int main(int argc, char **argv)
 	print("inline_ret", inline_ret, 1, "inl_mid", inline_line);
 	printf("INLINE_CALLER inl_outer %d\n", inline_call_line);
 	print("symlib_ret", symlib_ret, 1, "symlib_func", symlib_line);
+	/* Non-PIE: an external function's address is its PLT stub here. */
+	printf("PLT %lx\n", (unsigned long)(void *)symlib_func);
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--map") == 0) {
 			int fd = open(argv[++i], O_RDONLY);
