@@ -19,6 +19,7 @@
 #include <endian.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
@@ -717,8 +718,57 @@ static const struct sym_symbol *find_symbol(const struct sym_elf *se,
 
 /* ---------------------------------------------------------------- DWARF */
 
+/*
+ * debuginfod: a query is abandoned after DINFOD_QUERY_S seconds (the
+ * library's default would wait 90 s per server and file), and after
+ * DINFOD_MAX_ERRORS failures other than "not found" the servers are
+ * considered unreachable for the rest of the run.
+ */
+#define DINFOD_QUERY_S 20
+#define DINFOD_MAX_ERRORS 3
+
+struct dinfod_state {
+	struct timespec start;
+	int errors;
+	bool disabled;
+};
+
+static int dinfod_progress(debuginfod_client *c, long a, long b)
+{
+	struct dinfod_state *st = debuginfod_get_user_data(c);
+	struct timespec now;
+
+	(void)a;
+	(void)b;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return st && now.tv_sec - st->start.tv_sec > DINFOD_QUERY_S;
+}
+
+void *sym_debuginfod_begin(void)
+{
+	struct dinfod_state *st = calloc(1, sizeof(*st));
+	debuginfod_client *c = st ? debuginfod_begin() : NULL;
+
+	if (!c) {
+		free(st);
+		return NULL;
+	}
+	debuginfod_set_user_data(c, st);
+	debuginfod_set_progressfn(c, dinfod_progress);
+	return c;
+}
+
+void sym_debuginfod_end(void *client)
+{
+	if (!client)
+		return;
+	free(debuginfod_get_user_data(client));
+	debuginfod_end(client);
+}
+
 static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 {
+	struct dinfod_state *st;
 	const unsigned char *id;
 	ssize_t len = build_id_of(se->loaded_from->elf, &id);
 	Elf *elf;
@@ -726,9 +776,20 @@ static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 
 	if (!ctx->debuginfod || len <= 0)
 		return NULL;
-	fd = debuginfod_find_debuginfo(ctx->debuginfod, id, (int)len, NULL);
-	if (fd < 0)
+	st = debuginfod_get_user_data(ctx->debuginfod);
+	if (st->disabled)
 		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &st->start);
+	fd = debuginfod_find_debuginfo(ctx->debuginfod, id, (int)len, NULL);
+	if (fd < 0) {
+		if (fd != -ENOENT && ++st->errors >= DINFOD_MAX_ERRORS) {
+			st->disabled = true;
+			fprintf(stderr, "ember: debuginfod failed %d times (last: %s); "
+				"not asking it again in this run (check DEBUGINFOD_URLS)\n",
+				st->errors, strerror(-fd));
+		}
+		return NULL;
+	}
 	elf = map_elf(fd);
 	close(fd);
 	return elf;

@@ -161,6 +161,10 @@ void sym_file_close(struct sym_file *f);
 /* File offset -> ELF virtual address via PT_LOAD; false if outside all. */
 bool sym_file_vaddr(const struct sym_file *f, uint64_t off, uint64_t *vaddr);
 
+/* A debuginfod client with a per-query time limit; NULL on failure. */
+void *sym_debuginfod_begin(void);
+void sym_debuginfod_end(void *client);
+
 /* Loads symbols (and DWARF lazily later) of se from f. */
 void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 		  const struct sym_elf_ctx *ctx);

@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <elfutils/debuginfod.h>
 #include "sym_internal.h"
 
 #define PROC_BUCKETS 4096
@@ -100,7 +99,7 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 	s->ctx.no_dwarf = s->opt.no_dwarf;
 	s->ctx.strings = s->strings;
 	if (s->opt.use_debuginfod && getenv("DEBUGINFOD_URLS"))
-		s->ctx.debuginfod = debuginfod_begin();
+		s->ctx.debuginfod = sym_debuginfod_begin();
 	s->cache = sym_cache_new(s->opt.cache_bytes, &s->ctx);
 	if (!s->cache)
 		goto fail;
@@ -139,8 +138,7 @@ void sym_free(struct symbolizer *s)
 	}
 	sym_cache_free(s->cache);
 	sym_kernel_free(s->kernel);
-	if (s->ctx.debuginfod)
-		debuginfod_end(s->ctx.debuginfod);
+	sym_debuginfod_end(s->ctx.debuginfod);
 	sym_strings_free(s->strings);
 	free(s->kallsyms_path);
 	free(s->debug_dirs);

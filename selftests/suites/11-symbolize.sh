@@ -40,6 +40,9 @@ if command -v debuginfod >/dev/null && command -v curl >/dev/null; then
 		timeout 60 "$T/sym_test" "$T" --debuginfod
 	kill "$dpid" 2>/dev/null
 	wait "$dpid" 2>/dev/null
+	# Nothing listens there now: lookups must not hang on it.
+	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$dtmp/cache2" \
+		timeout 60 "$T/sym_test" "$T" --debuginfod-down
 	rm -rf "$dtmp"
 else
 	t_skip sym_debuginfod "debuginfod (server) or curl not installed"

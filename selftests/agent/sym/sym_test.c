@@ -769,6 +769,34 @@ static void test_debuginfod(void)
 	sym_free(on);
 }
 
+/* DEBUGINFOD_URLS names a dead server: fail fast, then stop asking. */
+static void test_debuginfod_down(void)
+{
+	char *argv[] = { path_of("target-dinfod"), NULL };
+	struct sym_options o = { .debug_dirs = "/nonexistent", .use_debuginfod = true };
+	struct symbolizer *s = sym_new(&o);
+	struct sym_frame f[4];
+	struct timespec t0, t1;
+	struct child c;
+	int unresolved = 0;
+
+	if (!check("debuginfod down: spawn", spawn(&c, argv), "failed")) {
+		sym_free(s);
+		return;
+	}
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < c.nr_addrs; i++) {
+		sym_resolve_user(s, (uint32_t)c.pid, c.addrs[i].addr, c.addrs[i].is_return, f, 4);
+		unresolved += !strcmp(c.addrs[i].name, "static_func") && !f[0].function;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	check("debuginfod down: lookups do not hang", unresolved == 1 &&
+	      t1.tv_sec - t0.tv_sec < 10, "%ld s", (long)(t1.tv_sec - t0.tv_sec));
+	sym_free(s);
+}
+
 /* -------------------------------------------------------------- others */
 
 static void test_maps_parse(void)
@@ -1197,6 +1225,10 @@ int main(int argc, char **argv)
 		return bench((size_t)strtoul(argv[3], NULL, 0));
 	if (argc == 3 && !strcmp(argv[2], "--touch-all"))
 		return bench_touch_all();
+	if (argc == 3 && !strcmp(argv[2], "--debuginfod-down")) {
+		test_debuginfod_down();
+		return failures ? 1 : 0;
+	}
 	if (argc == 3 && !strcmp(argv[2], "--debuginfod")) {
 		test_debuginfod();
 		return failures ? 1 : 0;
