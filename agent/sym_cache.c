@@ -186,7 +186,7 @@ void sym_cache_free(struct sym_cache *c)
 
 static void file_opened(struct sym_cache *c, struct sym_file *f)
 {
-	c->meta_bytes += sizeof(*f) + f->nr_loads * sizeof(*f->loads);
+	c->meta_bytes += f->nr_loads * sizeof(*f->loads);
 	if (!f->elf)
 		return;
 	c->files_open++;
@@ -201,10 +201,18 @@ struct sym_file *sym_cache_get(struct sym_cache *c, uint64_t dev,
 	struct sym_file *f;
 
 	for (f = c->files[b]; f; f = f->hash_next) {
-		if (f->dev == dev && f->ino == ino) {
-			f->refs++;
-			return f;
+		if (f->dev != dev || f->ino != ino)
+			continue;
+		f->refs++;
+		/*
+		 * The first process mapping it was gone before we could open
+		 * it: this one may still be there.
+		 */
+		if (f->open_failed) {
+			open_file(arg, f);
+			file_opened(c, f);
 		}
+		return f;
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -213,6 +221,7 @@ struct sym_file *sym_cache_get(struct sym_cache *c, uint64_t dev,
 	f->ino = ino;
 	f->path = sym_intern(c->ctx->strings, path);
 	f->refs = 1;
+	c->meta_bytes += sizeof(*f);
 	/* open_file calls sym_file_open_fd() with the paths it knows. */
 	open_file(arg, f);
 	file_opened(c, f);
@@ -275,6 +284,7 @@ struct sym_file *sym_cache_vdso(struct sym_cache *c)
 	}
 	c->vdso->path = sym_intern(c->ctx->strings, "[vdso]");
 	c->vdso->refs = 1;
+	c->meta_bytes += sizeof(*c->vdso);
 	sym_file_open_mem(c->vdso, copy, size, c->ctx);
 	file_opened(c, c->vdso);
 	return c->vdso;

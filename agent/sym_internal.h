@@ -104,6 +104,8 @@ struct sym_file {
 	 * its new end would kill us with SIGBUS.
 	 */
 	bool copy_in;
+	/* No fd could be had (process gone, no permission): retry later. */
+	bool open_failed;
 	struct sym_file *hash_next;
 };
 

@@ -233,6 +233,7 @@ static void open_mapped_file(void *arg, struct sym_file *f)
 		}
 	}
 	f->copy_in = o->m->type == SYM_MAP_MEMFD;
+	f->open_failed = fd < 0;
 	if (fd >= 0)
 		sym_file_open_fd(f, fd, root,
 				 o->m->type == SYM_MAP_FILE ? o->path : NULL,
