@@ -55,7 +55,8 @@ $(BPF_OUT)/ember.skel.h: $(BPF_OUT)/ember.bpf.o
 BPF_TEST_OUT := $(BPF_OUT)/tests
 BPF_TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
 	-Iagent -Iinclude -Ibpf -I$(BPF_OUT)
-BPF_TEST_BINS := $(BPF_TEST_OUT)/bpf-dump $(BPF_TEST_OUT)/fp-burn \
+BPF_TEST_BINS := $(BPF_TEST_OUT)/bpf-dump $(BPF_TEST_OUT)/ring-fuzz \
+	$(BPF_TEST_OUT)/fp-burn \
 	$(BPF_TEST_OUT)/syscall-burn $(BPF_TEST_OUT)/offcpu-wait
 
 bpf-tests: $(BPF_TEST_BINS)
@@ -66,6 +67,15 @@ $(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source_bpf.c \
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \
 		agent/source_bpf.c agent/record.c -lbpf -lelf -lz
+
+# The reader fed random records, under ASan/UBSan.
+$(BPF_TEST_OUT)/ring-fuzz: selftests/bpf/ring-fuzz.c agent/source_bpf.c \
+		agent/record.c agent/source.h $(BPF_OUT)/ember.skel.h
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(BPF_TEST_OUT)
+	$(Q)$(CC) $(BPF_TEST_CFLAGS) -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -o $@ selftests/bpf/ring-fuzz.c \
+		agent/record.c -lbpf -lelf -lz
 
 # Frame pointers everywhere, leaf functions included: clang honours
 # -mno-omit-leaf-frame-pointer, gcc 12 does not.

@@ -23,11 +23,26 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# check NAME COMMAND...: PASS with the checker's summary, or FAIL with it.
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		echo "  $name: $(printf '%s' "$out" | tail -n 1)"
+		t_pass "$name"
+	else
+		t_fail "$name" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
+	fi
+}
+
 if ! out=$(make -s bpf-tests 2>&1); then
 	t_fail bpf-build "$(printf '%s' "$out" | tail -n 5 | tr '\n' ' ')"
 	exit 0
 fi
 t_pass bpf-build
+
+# the reader against random ring content (ASan/UBSan; needs no privileges)
+check bpf-reader-fuzz $O/ring-fuzz
 
 if [ "$(id -u)" -ne 0 ]; then
 	t_skip bpf-host "not root: the eBPF backend needs CAP_BPF and CAP_PERFMON"
@@ -52,18 +67,6 @@ burn_all() {
 burn_wait() {
 	for p in "${BG[@]}"; do wait "$p" 2>/dev/null; done
 	BG=()
-}
-
-# check NAME COMMAND...: PASS with the checker's summary, or FAIL with it.
-check() {
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then
-		echo "  $name: $(printf '%s' "$out" | tail -n 1)"
-		t_pass "$name"
-	else
-		t_fail "$name" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
-	fi
 }
 
 # --- on-CPU rate: every CPU at the asked frequency (within 10%) ---
