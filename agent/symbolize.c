@@ -28,6 +28,7 @@
 #define PROC_BUCKETS 4096
 #define DEFAULT_CACHE_BYTES (64u << 20)
 #define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
+#define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
 #define VSYSCALL_BASE 0xffffffffff600000ull
 
 struct sym_map {
@@ -40,6 +41,11 @@ struct sym_map {
 struct sym_proc {
 	uint32_t pid, nspid;
 	bool exited, maps_read, jit_tried;
+	/*
+	 * Maps read at an exec record may predate the dynamic loader mapping
+	 * the libraries: the next touch or miss reads them again.
+	 */
+	bool after_exec;
 	uint64_t read_ns;
 	struct sym_map *maps;
 	size_t nr_maps;
@@ -422,15 +428,22 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 		p->nr_maps = 0;
 	}
 	proc_read_maps(s, p);
+	p->after_exec = true;
 }
 
+/* Cheap when nothing is to be done: callers may touch on every sample. */
 void sym_process_touch(struct symbolizer *s, uint32_t pid)
 {
 	struct sym_proc *p;
 
-	if (!s || !(p = proc_get(s, pid)) || p->maps_read)
+	if (!s || !(p = proc_get(s, pid)) || p->exited)
 		return;
-	proc_read_maps(s, p);
+	if (!p->maps_read) {
+		proc_read_maps(s, p);
+	} else if (p->after_exec && now_ns() - p->read_ns >= AFTER_EXEC_NS) {
+		p->after_exec = false;
+		proc_read_maps(s, p);
+	}
 }
 
 static void proc_load_jit(struct symbolizer *s, struct sym_proc *p);
@@ -611,7 +624,9 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 	if (!p->maps_read && !p->exited)
 		proc_read_maps(s, p);
 	m = map_find(p->maps, p->nr_maps, lookup);
-	if (!m && !p->exited && now_ns() - p->read_ns >= REREAD_NS) {
+	if (!m && !p->exited &&
+	    (p->after_exec || now_ns() - p->read_ns >= REREAD_NS)) {
+		p->after_exec = false;
 		/* Maybe mapped (dlopen) after we read the maps. */
 		proc_read_maps(s, p);
 		m = map_find(p->maps, p->nr_maps, lookup);

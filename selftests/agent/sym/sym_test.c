@@ -19,6 +19,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/auxv.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,9 +99,15 @@ struct child {
 
 static bool read_until_ready(struct child *c);
 
-static bool spawn(struct child *c, char *const argv[])
+/*
+ * With at_exec, the child is stopped right after its execve (ptrace), when
+ * only the executable, ld.so and the vdso are mapped, and at_exec(pid) is
+ * called there: what an exec record handled at once sees.
+ */
+static bool spawn_ex(struct child *c, char *const argv[], void (*at_exec)(pid_t, void *),
+		     void *arg)
 {
-	int in[2], out[2];
+	int in[2], out[2], st;
 
 	memset(c, 0, sizeof(*c));
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
@@ -113,6 +120,8 @@ static bool spawn(struct child *c, char *const argv[])
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
+		if (at_exec)
+			ptrace(PTRACE_TRACEME, 0, NULL, NULL);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -120,7 +129,19 @@ static bool spawn(struct child *c, char *const argv[])
 	close(out[1]);
 	c->in = in[1];
 	c->out = fdopen(out[0], "r");
+	if (at_exec) {
+		/* A traced process stops with SIGTRAP after a successful execve. */
+		if (waitpid(c->pid, &st, 0) != c->pid || !WIFSTOPPED(st))
+			return false;
+		at_exec(c->pid, arg);
+		ptrace(PTRACE_DETACH, c->pid, NULL, NULL);
+	}
 	return read_until_ready(c);
+}
+
+static bool spawn(struct child *c, char *const argv[])
+{
+	return spawn_ex(c, argv, NULL, NULL);
 }
 
 static bool read_until_ready(struct child *c)
@@ -375,6 +396,54 @@ static void test_no_dwarf(void)
 	      !f[0].source_file && !f[0].line, "n=%d %s %s:%u", n, str(f[0].function),
 	      str(f[0].source_file), f[0].line);
 	sym_free(s);
+}
+
+static void exec_hint(pid_t pid, void *s)
+{
+	sym_process_exec(s, (uint32_t)pid);
+}
+
+/*
+ * The exec record is handled before ld.so mapped the libraries: a later
+ * touch (or a miss while the process lives) must pick them up, so they
+ * resolve after the process exited.
+ */
+static void test_exec_early(void)
+{
+	char *argv[] = { path_of("target-g"), NULL };
+	const struct addr_line *a;
+	struct sym_frame f[4];
+	struct child c;
+	struct symbolizer *s = new_sym(0), *s2 = new_sym(0);
+	int n;
+
+	if (!check("early exec: spawn stopped at exec", spawn_ex(&c, argv, exec_hint, s) &&
+		   (a = find_addr(&c, "symlib_ret")), "failed")) {
+		sym_free(s);
+		sym_free(s2);
+		return;
+	}
+	usleep(10000);
+	sym_process_touch(s, (uint32_t)c.pid);
+	finish(&c);
+	n = sym_resolve_user(s, (uint32_t)c.pid, a->addr, true, f, 4);
+	check("early exec: library mapped after exec resolves after exit (touch)",
+	      n == 1 && !strcmp(str(f[0].function), "symlib_func"), "got %s in %s",
+	      str(f[0].function), str(f[0].module));
+	sym_free(s);
+
+	/* Same, noticed by a lookup miss while the process still runs. */
+	if (!spawn_ex(&c, argv, exec_hint, s2) || !(a = find_addr(&c, "symlib_ret"))) {
+		check("early exec: spawn (miss)", false, "failed");
+		sym_free(s2);
+		return;
+	}
+	n = sym_resolve_user(s2, (uint32_t)c.pid, a->addr, true, f, 4);
+	finish(&c);
+	check("early exec: library mapped after exec resolves on a miss",
+	      n == 1 && !strcmp(str(f[0].function), "symlib_func"), "got %s in %s",
+	      str(f[0].function), str(f[0].module));
+	sym_free(s2);
 }
 
 /* exec in the same pid: the new image wins, the old one still resolves. */
@@ -1243,6 +1312,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
 		test_variant(&variants[i]);
 	test_exec();
+	test_exec_early();
 	test_no_dwarf();
 	test_deleted(tmp);
 	test_chroot(tmp);
