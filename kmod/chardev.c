@@ -53,6 +53,10 @@ static int ember_dev_mmap(struct file *file, struct vm_area_struct *vma)
 	if (vma->vm_flags & VM_EXEC)
 		return -EPERM;
 
+	/* an offset past 2^64 bytes must not wrap onto a valid ring */
+	if (vma->vm_pgoff > (U64_MAX >> PAGE_SHIFT))
+		return -EINVAL;
+
 	mutex_lock(&ember_lock);
 	set = ember_cur_set;
 	ret = -ENODEV;		/* nothing started yet */

@@ -7,17 +7,21 @@
 #
 # Kernel differences are found by kmod/configure.sh, which compiles
 # kmod/probes/*.c against KDIR and writes ember_config.h into a directory of
-# its own per KDIR under .cache/kmod/, so building for several kernels in a
-# row never mixes their configurations.
+# its own per KDIR under .cache/kmod/, where kbuild also builds (from copies
+# of the sources), so kernels never mix configurations or objects.
 
 KMOD_CACHE := $(TOP)/.cache/kmod
-KMOD_SRCS := $(wildcard $(TOP)/kmod/*.c $(TOP)/kmod/*.h) $(TOP)/Kbuild \
-	$(TOP)/include/uapi/ember.h
-KMOD_PROBES := $(wildcard $(TOP)/kmod/probes/*.c)
 RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
-# one configuration directory per kernel build dir
+# One directory per kernel build dir: ember_config.h, and private copies of
+# the sources that kbuild builds in, so builds for different kernels (or a
+# module-check next to a build) never share objects, even concurrently in
+# one working tree. cp -p keeps mtimes: kbuild stays incremental.
 kmod_cfgdir = $(KMOD_CACHE)/$(subst /,_,$(abspath $(KDIR)))
-KMOD_MAKE = $(MAKE) -C $(KDIR) M=$(TOP) EMBER_CONFIG_DIR=$(kmod_cfgdir)
+KMOD_COPY = mkdir -p $(1)/kmod $(1)/include/uapi && \
+	cp -p $(TOP)/Kbuild $(1)/ && \
+	cp -p $(TOP)/kmod/*.c $(TOP)/kmod/*.h $(1)/kmod/ && \
+	cp -p $(TOP)/include/uapi/ember.h $(1)/include/uapi/
+KMOD_MAKE = $(MAKE) -C $(KDIR) EMBER_CONFIG_DIR=$(kmod_cfgdir)
 CHECKPATCH := $(TOP)/.cache/linux-source-6.1/scripts/checkpatch.pl
 
 .PHONY: module module-check kmod-default kmod-guest kmod-configure
@@ -43,16 +47,14 @@ kmod-configure:
 		echo "  CONFIGURE $(KDIR)"; \
 		sh $(TOP)/kmod/configure.sh $(abspath $(KDIR)) $(kmod_cfgdir); \
 	fi
-	@# objects built for another kernel must not be linked into this one
-	$(Q)last=$$(cat $(KMOD_CACHE)/last-kdir 2>/dev/null || true); \
-	if [ "$$last" != "$(abspath $(KDIR))" ]; then \
-		rm -f $(TOP)/kmod/*.o $(TOP)/kmod/.*.cmd $(TOP)/ember.o $(TOP)/ember.mod.o; \
-		echo "$(abspath $(KDIR))" > $(KMOD_CACHE)/last-kdir; \
-	fi
 
 module: kmod-configure
-	$(Q)$(KMOD_MAKE) modules
-	$(Q)test -f $(TOP)/ember.ko && echo "kmod: built $(TOP)/ember.ko for $$(cat $(KDIR)/include/config/kernel.release 2>/dev/null)"
+	$(Q)$(call KMOD_COPY,$(kmod_cfgdir)/build)
+	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/build modules
+	@# atomic: a concurrent build for another kernel never leaves half a file
+	$(Q)cp $(kmod_cfgdir)/build/ember.ko $(TOP)/.ember.ko.$$$$ && \
+		mv -f $(TOP)/.ember.ko.$$$$ $(TOP)/ember.ko
+	$(Q)echo "kmod: built $(TOP)/ember.ko for $$(cat $(KDIR)/include/config/kernel.release 2>/dev/null)"
 
 # checkpatch.pl comes from Debian's linux-source-6.1 (scripts/install-deps.sh)
 $(CHECKPATCH):
@@ -67,8 +69,11 @@ $(CHECKPATCH):
 # Fails on any W=1 or sparse warning from kmod/ and on any checkpatch
 # warning or check.
 module-check: kmod-configure $(CHECKPATCH)
-	$(Q)rm -f $(TOP)/kmod/*.o $(TOP)/ember.o
-	$(Q)$(KMOD_MAKE) W=1 C=2 modules 2>&1 | tee $(kmod_cfgdir)/check.log
+	$(Q)rm -rf $(kmod_cfgdir)/check
+	$(Q)$(call KMOD_COPY,$(kmod_cfgdir)/check)
+	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/check W=1 C=2 modules \
+		>$(kmod_cfgdir)/check.log 2>&1; rc=$$?; cat $(kmod_cfgdir)/check.log; \
+		[ $$rc -eq 0 ] || { echo "kmod: W=1/sparse build failed" >&2; exit 1; }
 	$(Q)if grep -E '(warning|error):' $(kmod_cfgdir)/check.log | grep -E 'kmod/|Kbuild|ember'; then \
 		echo "kmod: W=1/sparse warnings above" >&2; exit 1; fi
 	$(Q)perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
