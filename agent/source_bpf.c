@@ -33,6 +33,7 @@
 
 #define BTF_PATH		"/sys/kernel/btf/vmlinux"
 #define DEFAULT_RING_BYTES	(512u * 1024)	/* per CPU */
+#define DEFAULT_RING_MAX	(16u << 20)	/* shared ring, by default */
 #define MAX_RECORD_BYTES	(sizeof(struct ember_sample) + \
 				 2 * EMBER_MAX_FRAMES * sizeof(uint64_t) + \
 				 sizeof(struct ember_exec) + EMBER_BPF_FILENAME_MAX)
@@ -446,7 +447,11 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		skel->rodata->wakeup_bytes = ring / 4;
 		bpf_map__set_max_entries(skel->maps.ringbuf, 4096);
 	} else {
-		ring = pow2_at_least(ring * s->nr_possible);
+		/* one ring for all CPUs: the default stays bounded on big hosts */
+		ring *= s->nr_online;
+		if (!cfg->ring_bytes && ring > DEFAULT_RING_MAX)
+			ring = DEFAULT_RING_MAX;
+		ring = pow2_at_least(ring);
 		skel->rodata->wakeup_bytes = ring / 4;
 		bpf_map__set_max_entries(skel->maps.ringbuf, ring);
 	}
