@@ -33,6 +33,7 @@
 #include <zlib.h>
 
 #include "profile.h"
+#include "utf8.h"
 #include "pprof/profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
@@ -197,68 +198,6 @@ static bool string_eq(void *ctx, uint32_t entry, const void *key)
 	return strcmp(b->strings[entry], key) == 0;
 }
 
-/* Length of the valid UTF-8 character at s, 0 if invalid (or NUL). */
-static int utf8_len(const unsigned char *s)
-{
-	uint32_t c = s[0], min;
-	int len;
-
-	if (c && c < 0x80)
-		return 1;
-	if ((c & 0xe0) == 0xc0)
-		len = 2, c &= 0x1f, min = 0x80;
-	else if ((c & 0xf0) == 0xe0)
-		len = 3, c &= 0x0f, min = 0x800;
-	else if ((c & 0xf8) == 0xf0)
-		len = 4, c &= 0x07, min = 0x10000;
-	else
-		return 0;
-	for (int i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	return c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) ? 0 : len;
-}
-
-/*
- * proto3 string fields must be UTF-8 and strict decoders (protoc, Java,
- * Python) reject the whole profile otherwise; names from arbitrary binaries
- * may not be. Returns s itself when valid, else a copy in *fixed with each
- * bad byte replaced by U+FFFD (NULL on allocation failure).
- */
-static const char *valid_utf8(const char *str, char **fixed)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t len = strlen(str), o = 0;
-	char *out;
-	int n;
-
-	*fixed = NULL;
-	for (n = 0; s[n] && utf8_len(s + n); n += utf8_len(s + n))
-		;
-	if (!s[n])
-		return str;
-	out = malloc(len * 3 + 1);
-	if (!out)
-		return NULL;
-	while (*s) {
-		n = utf8_len(s);
-		if (n) {
-			memcpy(out + o, s, n);
-			o += n;
-			s += n;
-		} else {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			s++;
-		}
-	}
-	out[o] = 0;
-	*fixed = out;
-	return out;
-}
-
 static int64_t intern_valid(struct builder *b, const char *s)
 {
 	int64_t id;
@@ -285,7 +224,8 @@ static int64_t intern(struct builder *b, const char *s)
 
 	if (!s)
 		s = "";
-	s = valid_utf8(s, &fixed);
+	/* proto3 strings must be UTF-8 (see utf8.h). */
+	s = utf8_sanitize(s, &fixed);
 	if (!s)
 		return fail(b);
 	id = intern_valid(b, s);
