@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "otlp_intern.h"
+#include "utf8.h"
 
 struct otlp_arena_chunk {
 	struct otlp_arena_chunk *next;
@@ -36,13 +37,21 @@ void *otlp_arena_alloc(struct otlp_arena *a, size_t size)
 	return p;
 }
 
+/* Every arena string ends up in a proto3 string field: see utf8.h. */
 char *otlp_arena_strdup(struct otlp_arena *a, const char *s)
 {
-	size_t n = strlen(s) + 1;
-	char *d = otlp_arena_alloc(a, n);
+	char *owned;
+	const char *v = utf8_sanitize(s, &owned);
+	size_t n;
+	char *d;
 
+	if (!v)
+		return NULL;
+	n = strlen(v) + 1;
+	d = otlp_arena_alloc(a, n);
 	if (d)
-		memcpy(d, s, n);
+		memcpy(d, v, n);
+	free(owned);
 	return d;
 }
 
@@ -137,6 +146,25 @@ int64_t otlp_intern(struct otlp_intern *t, const void *key, size_t len,
 	t->slots[s] = (uint32_t)(t->nr + 1);
 	*is_new = true;
 	return (int64_t)t->nr++;
+}
+
+int64_t otlp_intern_str(struct otlp_intern *t, const char *s, bool *is_new)
+{
+	char *owned;
+	const char *v;
+	int64_t idx;
+
+	*is_new = false;
+	/*
+	 * Sanitise before interning: the table then holds only valid UTF-8,
+	 * and names that differ only in their invalid bytes share one entry.
+	 */
+	v = utf8_sanitize(s, &owned);
+	if (!v)
+		return -1;
+	idx = otlp_intern(t, v, strlen(v) + 1, is_new);
+	free(owned);
+	return idx;
 }
 
 const void *otlp_intern_key(const struct otlp_intern *t, size_t idx)

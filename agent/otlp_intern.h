@@ -19,6 +19,7 @@ struct otlp_arena {
 
 /* Zeroed, 16-byte aligned memory; NULL when out of memory. */
 void *otlp_arena_alloc(struct otlp_arena *a, size_t size);
+/* A copy of s that is valid UTF-8 (see utf8.h); NULL when out of memory. */
 char *otlp_arena_strdup(struct otlp_arena *a, const char *s);
 void otlp_arena_free(struct otlp_arena *a);
 
@@ -36,6 +37,11 @@ struct otlp_intern {
  */
 int64_t otlp_intern(struct otlp_intern *t, const void *key, size_t len,
 		    bool *is_new);
+/*
+ * otlp_intern() for a proto3 string: the key is s made valid UTF-8 (see
+ * utf8.h) with its NUL, so the stored key can be used as a C string.
+ */
+int64_t otlp_intern_str(struct otlp_intern *t, const char *s, bool *is_new);
 /* The stored copy of entry idx's key. */
 const void *otlp_intern_key(const struct otlp_intern *t, size_t idx);
 void otlp_intern_free(struct otlp_intern *t);

@@ -18,6 +18,7 @@
 #include "container.h"
 #include "otlp_intern.h"
 #include "output_otlp.h"
+#include "utf8.h"
 
 typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary PDict;
 typedef Opentelemetry__Proto__Profiles__V1development__ResourceProfiles PResProf;
@@ -86,7 +87,8 @@ static int32_t str_idx(struct enc *e, const char *s)
 
 	if (!s)
 		s = "";
-	idx = otlp_intern(&e->i_str, s, strlen(s) + 1, &is_new);
+	/* The single way into string_table: sanitised to UTF-8 there. */
+	idx = otlp_intern_str(&e->i_str, s, &is_new);
 	if (idx < 0) {
 		e->err = -ENOMEM;
 		return 0;
@@ -232,8 +234,15 @@ static int32_t attr_idx(struct enc *e, int32_t key, bool is_int, int64_t ival,
 	struct attr_ctx c = { key, is_int, ival, sval ? sval : "" };
 	struct keybuf k = { .n = 0 };
 	unsigned char type = key == 0 ? 0 : (is_int ? 1 : 2);
+	char *owned = NULL;
 	int32_t idx;
 
+	/* Key on the UTF-8 the value will be (make_attr's strdup keeps it),
+	 * so values differing only in invalid bytes share one entry. */
+	if (type == 2 && !(c.sval = utf8_sanitize(c.sval, &owned))) {
+		e->err = -ENOMEM;
+		return 0;
+	}
 	key_put(&k, &key, sizeof(key));
 	key_put(&k, &type, 1);
 	if (type == 1)
@@ -242,6 +251,7 @@ static int32_t attr_idx(struct enc *e, int32_t key, bool is_int, int64_t ival,
 		key_put(&k, c.sval, strlen(c.sval));
 	idx = intern_item(e, &e->i_attr, &e->t_attr, &k, make_attr, &c);
 	free(k.big);
+	free(owned);
 	return idx;
 }
 
@@ -725,7 +735,12 @@ static PScope *make_scope(struct enc *e)
 	opentelemetry__proto__common__v1__instrumentation_scope__init(s);
 	s->name = "ember";
 #ifdef EMBER_VERSION
-	s->version = EMBER_VERSION;
+	/* From the VERSION file: UTF-8 like every string field (utf8.h). */
+	s->version = otlp_arena_strdup(&e->a, EMBER_VERSION);
+	if (!s->version) {
+		e->err = -ENOMEM;
+		return NULL;
+	}
 #endif
 	return s;
 }
