@@ -19,6 +19,11 @@
  *
  * otlp_fixture --container CGROUP_PATH prints the container.id ember
  * derives from a cgroup path (empty line when none).
+ *
+ * otlp_fixture --bad-utf8 OUT.otlp encodes a profile whose function names,
+ * source file, thread names, comm, exe path, build id, host name, service
+ * name and extra resource attribute hold invalid UTF-8 (see bad_utf8()):
+ * proto3 decoders must still accept it, with U+FFFD for each bad byte.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +94,116 @@ static const uint64_t ts_b[] = {
 	1700000001000000000ULL, 1700000001100000000ULL,
 };
 
+/*
+ * Invalid UTF-8 of every kind, each bad byte becoming one U+FFFD; the
+ * expected decoded strings are spelled out in 50-otlp.sh. String literals
+ * are split after each \x escape so the next character is not eaten.
+ */
+static const struct sym_frame b_lone = {
+	.kind = SYM_FRAME_NATIVE, .function = "lone_\xff" "_byte",
+	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
+	.source_file = "src/\x80x.c", .line = 7,
+	.address = 0x401000, .map_start = 0x400000, .map_end = 0x410000,
+};
+static const struct sym_frame b_trunc = {	/* 3-byte sequence cut short */
+	.kind = SYM_FRAME_NATIVE, .function = "trunc_\xe2\x82" "_x",
+	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
+	.address = 0x401100, .map_start = 0x400000, .map_end = 0x410000,
+};
+static const struct sym_frame b_overlong = {	/* '/' as 2 and 3 bytes */
+	.kind = SYM_FRAME_NATIVE, .function = "overlong_\xc0\xaf" "_\xe0\x80\xaf",
+	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
+	.address = 0x401200, .map_start = 0x400000, .map_end = 0x410000,
+};
+static const struct sym_frame b_surrogate = {	/* U+D800, U+DFFF */
+	.kind = SYM_FRAME_NATIVE, .function = "surrogate_\xed\xa0\x80" "_\xed\xbf\xbf",
+	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
+	.address = 0x401300, .map_start = 0x400000, .map_end = 0x410000,
+};
+static const struct sym_frame b_range = {	/* > U+10FFFF, cut 4-byte at end */
+	.kind = SYM_FRAME_NATIVE, .function = "big_\xf4\x90\x80\x80" "_end\xf0\x9f\x94",
+	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
+	.address = 0x401400, .map_start = 0x400000, .map_end = 0x410000,
+};
+static const struct sym_frame b_valid = {	/* valid multibyte: untouched */
+	.kind = SYM_FRAME_NATIVE, .function = "na\xc3\xafve_\xce\xbb_\xf0\x9f\x94\xa5",
+	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
+	.address = 0x401500, .map_start = 0x400000, .map_end = 0x410000,
+};
+/* Two names differing only in their invalid byte: one dictionary entry. */
+static const struct sym_frame b_dup1 = {
+	.kind = SYM_FRAME_NATIVE, .function = "dup_\xff",
+	.module = "/opt/w\xffrk", .address = 0x555500000100ULL,
+	.map_start = 0x555500000000ULL, .map_end = 0x555500100000ULL,
+};
+static const struct sym_frame b_dup2 = {
+	.kind = SYM_FRAME_NATIVE, .function = "dup_\xfe",
+	.module = "/opt/w\xffrk", .address = 0x555500000100ULL,
+	.map_start = 0x555500000000ULL, .map_end = 0x555500100000ULL,
+};
+static const struct sym_frame *const st_bad[] = {
+	&b_lone, &b_trunc, &b_overlong, &b_surrogate, &b_range, &b_valid,
+};
+static const struct sym_frame *const st_dup1[] = { &b_dup1 };
+static const struct sym_frame *const st_dup2[] = { &b_dup2 };
+
+static int bad_utf8(const char *out)
+{
+	struct prof_process procs[2] = {
+		{ .pid = 300, .comm = "app", .exe_path = "/opt/b\xc3(ad/app\xff" },
+		/* No exe path: comm names the executable. */
+		{ .pid = 301, .comm = "co\xffmm\xc3", .exe_path = NULL },
+	};
+	struct prof_sample samples[] = {
+		{ &procs[0], 300, "thr\xe2\x82", PROF_EV_CPU, 6, st_bad, 3,
+		  3 * 52631578ULL, 0, NULL },
+		{ &procs[1], 301, "w\xed\xb0\x80", PROF_EV_CPU, 1, st_dup1, 2,
+		  2 * 52631578ULL, 0, NULL },
+		{ &procs[1], 302, "w\xed\xb0\x81", PROF_EV_CPU, 1, st_dup2, 1,
+		  52631578ULL, 0, NULL },
+	};
+	struct profile p = {
+		.meta = {
+			.host_name = "host\xc1\xbf", .backend = "bpf",
+			.events = 1U << PROF_EV_CPU,
+			.freq_hz = 19, .period_ns = 1000000000ULL / 19,
+			.start_ns = 1700000000000000000ULL,
+			.end_ns = 1700000010000000000ULL,
+		},
+		.nr_processes = 2, .processes = procs,
+		.nr_samples = sizeof(samples) / sizeof(samples[0]),
+		.samples = samples,
+	};
+	static const struct otlp_attr attrs[] = {
+		{ "team\xff", "perf\xed\xa0\x80" },
+	};
+	struct otlp_encode_options opt = {
+		.service_name = "svc\xc0\x80", .attrs = attrs, .nr_attrs = 1,
+	};
+	uint8_t *buf;
+	size_t len;
+	FILE *f;
+	int ret = otlp_encode_request(&p, &opt, &buf, &len);
+
+	if (ret) {
+		fprintf(stderr, "otlp_encode_request failed: %d\n", ret);
+		return 1;
+	}
+	f = fopen(out, "we");
+	if (!f) {
+		perror(out);
+		free(buf);
+		return 1;
+	}
+	ret = fwrite(buf, 1, len, f) != len;
+	free(buf);
+	if (fclose(f) || ret) {
+		perror(out);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct prof_process procs[2] = {
@@ -134,6 +249,8 @@ int main(int argc, char **argv)
 		printf("%s\n", container_id_from_cgroup(argv[2], id, sizeof(id)) ? id : "");
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "--bad-utf8"))
+		return bad_utf8(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--user-only")) {
 		p.samples = &samples[4];
 		p.nr_samples = 1;
@@ -141,7 +258,7 @@ int main(int argc, char **argv)
 		argc--;
 	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s [--user-only] OUT.otlp\n", argv[0]);
+		fprintf(stderr, "usage: %s [--user-only|--bad-utf8] OUT.otlp\n", argv[0]);
 		return 2;
 	}
 	f = fopen(argv[1], "we");

@@ -165,6 +165,71 @@ else
 	t_fail otlp-fixture-encode "$(cat "$T/fixture.err")"
 fi
 
+# Invalid UTF-8 from binaries and processes (function names, source file,
+# thread names, comm, exe path, build id, host, service name, extra
+# attribute): strict proto3 decoders must accept the request, with U+FFFD
+# for each invalid byte (lone, truncated, overlong, surrogate, > U+10FFFF).
+if "$FIXTURE" --bad-utf8 "$T/bad-utf8.otlp" 2>"$T/bad-utf8.err"; then
+	if protoc -Iproto --decode=$REQ $SVC_PROTO <"$T/bad-utf8.otlp" >"$T/bad-utf8.txt" 2>&1 &&
+		! grep -qE '^ *[0-9]+:' "$T/bad-utf8.txt" &&
+		grep -qF 'string_table: "lone_\357\277\275_byte"' "$T/bad-utf8.txt"; then
+		t_pass otlp-bad-utf8-protoc-decode
+	else
+		t_fail otlp-bad-utf8-protoc-decode "$(head -c 300 "$T/bad-utf8.txt")"
+	fi
+	if $PY $CHECK --pydir "$T/py" "$T/bad-utf8.otlp" --freq 19 --expect-cpu 6 \
+		--expect-processes 2 >"$T/bad-utf8.check" 2>&1 &&
+		$PY - "$T/py" "$T/bad-utf8.otlp" >>"$T/bad-utf8.check" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as s
+r = s.ExportProfilesServiceRequest()
+r.ParseFromString(open(sys.argv[2], "rb").read())
+d = r.dictionary
+S = list(d.string_table)
+R = "\ufffd"
+EXE = "/opt/b" + R + "(ad/app" + R
+def stack(si):
+    return [S[d.function_table[ln.function_index].name_strindex]
+            for li in d.stack_table[si].location_indices
+            for ln in d.location_table[li].lines]
+want_stack = ["lone_" + R + "_byte", "trunc_" + 2 * R + "_x",
+              "overlong_" + 2 * R + "_" + 3 * R, "surrogate_" + 3 * R + "_" + 3 * R,
+              "big_" + 4 * R + "_end" + 3 * R, "na\u00efve_\u03bb_\U0001f525"]
+stacks = [stack(i) for i in range(len(d.stack_table))]
+assert want_stack in stacks, stacks
+assert ["dup_" + R] in stacks, stacks
+# Names that differ only in invalid bytes share one entry.
+assert len(S) == len(set(S)), "duplicate strings: %r" % S
+assert S.count("dup_" + R) == 1 and EXE in S and "src/" + R + "x.c" in S, S
+assert ("/opt/w" + R + "rk") in S, S
+attrs = {}
+for kv in d.attribute_table[1:]:
+    attrs.setdefault(S[kv.key_strindex], set()).add(kv.value.string_value or kv.value.int_value)
+assert attrs["thread.name"] == {"thr" + 2 * R, "w" + 3 * R}, attrs
+assert attrs["process.executable.build_id.gnu"] == {"b1d" + R}, attrs
+n_thread_names = sum(S[kv.key_strindex] == "thread.name" for kv in d.attribute_table[1:])
+assert n_thread_names == 2, "thread.name entries: %d" % n_thread_names
+res = {}
+for rp in r.resource_profiles:
+    a = {kv.key: kv.value.string_value or kv.value.int_value for kv in rp.resource.attributes}
+    res[a["process.pid"]] = a
+    assert a["host.name"] == "host" + 2 * R, a
+    assert a["service.name"] == "svc" + 2 * R, a
+    assert a["team" + R] == "perf" + 3 * R, a
+assert res[300]["process.executable.path"] == EXE, res
+assert res[300]["process.executable.name"] == "app" + R, res
+assert res[301]["process.executable.name"] == "co" + R + "mm" + R, res
+EOF
+	then
+		t_pass otlp-bad-utf8-python-decode
+	else
+		t_fail otlp-bad-utf8-python-decode "$(tail -c 400 "$T/bad-utf8.check")"
+	fi
+else
+	t_fail otlp-bad-utf8-encode "$(cat "$T/bad-utf8.err")"
+fi
+
 t_check otlp-container-id-forms bash -c '
 	I=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 	f='"$FIXTURE"'
