@@ -163,9 +163,31 @@ void sym_file_close(struct sym_file *f);
 /* File offset -> ELF virtual address via PT_LOAD; false if outside all. */
 bool sym_file_vaddr(const struct sym_file *f, uint64_t off, uint64_t *vaddr);
 
+/* Helpers shared by sym_elf.c, sym_debugfile.c and sym_dwarf.c. */
+/* Maps fd's file (native-endian ELF only); NULL if it is not one. */
+Elf *sym_map_elf(int fd);
+/* elf_end() and unmap an Elf from sym_map_elf(); NULL is fine. */
+void sym_unmap_elf(Elf *elf);
+/* Drops a mapped Elf's pages from our RSS (they come back on access). */
+void sym_release_pages(Elf *elf);
+/* GNU build-id bytes of elf (0 when none). */
+ssize_t sym_build_id(Elf *elf, const unsigned char **id);
+/* Lower-case hex of len bytes into out (2 len + 1 chars). */
+void sym_hex(char *out, const unsigned char *id, size_t len);
+/* The separate debug file of f (see sym_file_open_fd()), or NULL. */
+Elf *sym_find_debug_file(const struct sym_file *f, const char *prefix,
+			 const char *path, const struct sym_elf_ctx *ctx);
+
+/* ---- DWARF (sym_dwarf.c) ---- */
 /* A debuginfod client with a per-query time limit; NULL on failure. */
 void *sym_debuginfod_begin(void);
 void sym_debuginfod_end(void *client);
+/* Finds the DWARF of a loaded se (once) and indexes its functions. */
+void sym_dwarf_open(struct sym_elf *se, const struct sym_elf_ctx *ctx);
+void sym_dwarf_close(struct sym_elf *se);
+/* Inline chain and lines for vaddr, innermost first; 0 if none. */
+int sym_dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
+		     uint64_t vaddr, struct sym_frame *out, int max);
 
 /* Loads symbols (and DWARF lazily later) of se from f. */
 void sym_elf_load(struct sym_elf *se, struct sym_file *f,
