@@ -495,35 +495,47 @@ static void install_signals(void)
 
 /* ---- output ------------------------------------------------------------ */
 
-static int write_profile(const struct profile *p, enum out_format fmt,
-			 const char *path)
+typedef int (*writer_fn)(const struct profile *, FILE *);
+
+static writer_fn writer_for(enum out_format fmt)
 {
-	int (*writer)(const struct profile *, FILE *) = NULL;
-	bool to_stdout = !strcmp(path, "-");
+	switch (fmt) {
+	case OUT_FOLDED: return output_folded;
+	case OUT_SVG: return output_svg;
+	case OUT_PPROF: return output_pprof;
+	case OUT_OTLP: return output_otlp;
+	default: return NULL;
+	}
+}
+
+/* Opened before recording: a bad path fails now, not after the recording. */
+static FILE *open_output(const struct record_opts *o)
+{
 	FILE *f;
+
+	if (!writer_for(o->format)) {
+		fprintf(stderr, "ember: %s output is not available in this build: use -o FILE.folded\n",
+			format_name(o->format));
+		return NULL;
+	}
+	if (!strcmp(o->output, "-"))
+		return stdout;
+	f = fopen(o->output, "we");
+	if (!f)
+		fprintf(stderr, "ember: cannot write %s: %s\n", o->output, strerror(errno));
+	return f;
+}
+
+static int write_profile(const struct profile *p, enum out_format fmt,
+			 const char *path, FILE *f)
+{
+	writer_fn writer = writer_for(fmt);
+	bool to_stdout = f == stdout;
 	int r;
 
-	switch (fmt) {
-	case OUT_FOLDED: writer = output_folded; break;
-	case OUT_SVG: writer = output_svg; break;
-	case OUT_PPROF: writer = output_pprof; break;
-	case OUT_OTLP: writer = output_otlp; break;
-	default: break;
-	}
-	if (!writer) {
-		fprintf(stderr, "ember: %s output is not available in this build: use -o FILE.folded\n",
-			format_name(fmt));
-		return -ENOTSUP;
-	}
-	f = to_stdout ? stdout : fopen(path, "we");
-	if (!f) {
-		r = -errno;
-		fprintf(stderr, "ember: cannot write %s: %s\n", path, strerror(errno));
-		return r;
-	}
 	r = writer(p, f);
 	if (!to_stdout && fclose(f) && !r)
-		r = -errno;
+		r = -EIO;
 	else if (to_stdout && fflush(f) && !r)
 		r = -errno;
 	if (r)
@@ -579,6 +591,7 @@ int cmd_record(int argc, char **argv)
 	struct session s;
 	struct profile *p;
 	char err[1024];
+	FILE *out = NULL;
 	uint32_t child_pid;
 	int wstatus = 0, rc = 0, r;
 
@@ -608,6 +621,11 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 
+	out = open_output(&o);
+	if (!out) {
+		record_opts_free(&o);
+		return 1;
+	}
 	install_signals();
 	if (o.command) {
 		bool in_cgroup = false;
@@ -671,7 +689,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "ember: out of memory building the profile\n");
 		rc = 1;
 	} else {
-		r = write_profile(p, o.format, o.output);
+		r = write_profile(p, o.format, o.output, out);
+		out = NULL;
 		print_summary(p, &o, r);
 		if (r)
 			rc = 1;
@@ -683,6 +702,11 @@ int cmd_record(int argc, char **argv)
 	if (o.command)
 		rc = exit_status_of(wstatus);
 out:
+	if (out && out != stdout) {
+		/* nothing was recorded: leave no empty file behind */
+		fclose(out);
+		unlink(o.output);
+	}
 	if (cg.id)
 		rmdir(cg.path);		/* fails harmlessly if something lingers */
 	record_opts_free(&o);

@@ -38,7 +38,7 @@ struct pb_options {
 	 */
 	const uint32_t *pids;
 	size_t nr_pids;
-	uint64_t cgroup_id;
+	uint64_t cgroup_id;	/* exact match: descendants are not kept */
 };
 
 struct pb_counters {

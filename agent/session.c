@@ -47,7 +47,10 @@ int session_open(struct session *s, const struct session_options *opt,
 	}
 	pbo.pids = opt->src.pids;
 	pbo.nr_pids = opt->src.nr_pids;
-	pbo.cgroup_id = opt->src.cgroup_id;
+	/*
+	 * Not pbo.cgroup_id: the backends keep the cgroup's descendants too,
+	 * which an id comparison here cannot see.
+	 */
 	pbo.include_idle = opt->src.include_idle;
 	s->pb = pb_new(&pbo, s->sym);
 	if (!s->pb) {
