@@ -40,7 +40,15 @@ AGENT_TEST_BINS := $(patsubst selftests/agent/%.c,agent/gen/tests/%,$(AGENT_TEST
 ALL_TARGETS += $(AGENT_BIN)
 CLEAN_FILES += $(AGENT_BIN) agent/*.o agent/gen $(AGENT_TEST_BINS)
 
-$(AGENT_BIN): $(AGENT_OBJS)
+# Relink when the set of objects changes (a file added or removed), not
+# only when one is newer: the eBPF backend is linked weakly, and a binary
+# built while source_bpf.c was absent would otherwise silently stay so.
+AGENT_OBJS_LIST := agent/gen/objs.list
+$(shell mkdir -p agent/gen && { echo '$(sort $(AGENT_OBJS))' | \
+	cmp -s - $(AGENT_OBJS_LIST) 2>/dev/null || \
+	echo '$(sort $(AGENT_OBJS))' >$(AGENT_OBJS_LIST); })
+
+$(AGENT_BIN): $(AGENT_OBJS) $(AGENT_OBJS_LIST)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $(AGENT_OBJS) $(AGENT_LDLIBS) $(LDFLAGS)
 
