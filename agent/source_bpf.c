@@ -54,11 +54,20 @@
  *                                                ~1.1 us per switch
  * So deferred first (fentry, else a kprobe on the symbol, which is often
  * finish_task_switch.isra.0), parked when neither can attach.
+ * (Taking the kernel stack at switch-in with bpf_get_task_stack() instead
+ * was tried: it cannot serve, stack_trace_save_tsk() drops every __sched
+ * function, do_nanosleep and schedule included.)
  */
 enum offcpu_mode {
 	OFFCPU_FENTRY,
 	OFFCPU_KPROBE,
 	OFFCPU_PARKED,
+};
+
+static const char *const offcpu_mode_short[] = {
+	[OFFCPU_FENTRY] = "fentry",
+	[OFFCPU_KPROBE] = "kprobe",
+	[OFFCPU_PARKED] = "parked",
 };
 
 static const char *const offcpu_mode_name[] = {
@@ -554,7 +563,7 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 
 		if (force_raw && *force_raw == '1' && !a->raw_tp)
 			continue;
-		if (force_mode && off && !strstr(offcpu_mode_name[a->mode], force_mode))
+		if (force_mode && off && strcmp(offcpu_mode_short[a->mode], force_mode))
 			continue;
 		/* without off-CPU the mode is irrelevant: each tp flavour once */
 		if (!off && a->mode != (a->raw_tp ? OFFCPU_KPROBE : OFFCPU_FENTRY))
