@@ -720,6 +720,11 @@ void sym_get_stats(struct symbolizer *s, struct sym_stats *st)
 	st->misses = s->misses;
 	st->elf_files_open = sym_cache_files_open(s->cache);
 	st->cache_bytes = sym_cache_bytes(s->cache) + sym_kernel_bytes(s->kernel) +
-		sym_strings_bytes(s->strings);
+		sym_strings_bytes(s->strings) + sizeof(*s);
+	/* Stats are rare: walking the processes is fine. */
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (const struct sym_proc *p = s->procs[b]; p; p = p->next)
+			st->cache_bytes += sizeof(*p) + sym_perfmap_bytes(p->jit) +
+				(p->nr_maps + p->nr_old_maps) * sizeof(struct sym_map);
 	st->processes = s->nr_procs;
 }
