@@ -26,7 +26,7 @@
 #include "sym_internal.h"
 
 #define PROC_BUCKETS 4096
-#define DEFAULT_CACHE_BYTES (64u << 20)
+#define DEFAULT_CACHE_BYTES (32u << 20)	/* "tens of MB" for the whole agent */
 #define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
 #define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
 #define VSYSCALL_BASE 0xffffffffff600000ull
