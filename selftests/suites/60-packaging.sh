@@ -7,6 +7,7 @@
 #   unit-verify           systemd-analyze verify: no error, no warning
 #   unit-caps             ember record works with exactly the unit's
 #                         CapabilityBoundingSet (eBPF backend on this host)
+#   sample-config         ember run accepts every example in ember.conf
 #   udev-rule             60-ember.rules: 0600 root by default, well-formed
 #   install-uninstall     make install DESTDIR=x puts every file in place,
 #                         make uninstall DESTDIR=x leaves x empty
@@ -94,6 +95,25 @@ elif ! grep -qE '(^|;)[A-Za-z_][A-Za-z0-9_.]*_\[k\]' "$WORK/caps.folded"; then
 	t_fail unit-caps "with only $caps: no symbolized kernel frame in $(wc -l <"$WORK/caps.folded") stacks"
 else
 	t_pass unit-caps
+fi
+
+# Every example line of the shipped ember.conf, uncommented, is accepted by
+# `ember run` (a bad setting exits 2 at once, naming file:line). The daemon
+# then runs until the timeout; its endpoint does not resolve, which is fine.
+sed -n 's/^#\([a-z_]* = .*\)$/\1/p' packaging/ember.conf |
+	grep -v '^\(pid\|metrics_addr\) ' >"$WORK/sample.conf"
+if [ ! -x agent/ember ]; then
+	t_fail sample-config "agent/ember not built"
+elif [ "$(wc -l <"$WORK/sample.conf")" -lt 10 ]; then
+	t_fail sample-config "packaging/ember.conf has fewer than 10 '#key = value' examples"
+else
+	timeout -k 10 4 agent/ember run --config "$WORK/sample.conf" >"$LOG" 2>&1
+	rc=$?
+	if [ $rc -eq 2 ] || grep -q "sample.conf:[0-9]*:" "$LOG"; then
+		t_fail sample-config "ember run rejects packaging/ember.conf: $(grep -m1 'sample.conf:' "$LOG")"
+	else
+		t_pass sample-config
+	fi
 fi
 
 udev_bad=$(grep -v '^[[:space:]]*\(#.*\)\?$' packaging/60-ember.rules packaging/examples/61-ember-group.rules |
