@@ -626,6 +626,12 @@ int cmd_record(int argc, char **argv)
 		record_opts_free(&o);
 		return 1;
 	}
+	for (size_t i = 0; i < o.nr_pids; i++)
+		if (kill(o.pids[i], 0) && errno == ESRCH) {
+			fprintf(stderr, "ember record: -p %u: no such process\n", o.pids[i]);
+			rc = 2;
+			goto out;
+		}
 	install_signals();
 	if (o.command) {
 		bool in_cgroup = false;
@@ -653,6 +659,9 @@ int cmd_record(int argc, char **argv)
 	r = session_open(&s, &so, err, sizeof(err));
 	if (!r) {
 		s.track_children = o.command && !so.src.cgroup_id;
+		/* like perf: -p ends when the processes are gone */
+		s.watch_pids = o.pids;
+		s.nr_watch_pids = o.nr_pids;
 		r = session_start(&s, err, sizeof(err));
 		if (r)
 			session_close(&s);

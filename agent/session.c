@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -191,6 +192,14 @@ static uint32_t parent_of(uint32_t pid)
 	return ppid;
 }
 
+static bool any_alive(const uint32_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!kill(pids[i], 0) || errno != ESRCH)
+			return true;
+	return false;
+}
+
 static bool in_set(const uint32_t *set, size_t n, uint32_t v)
 {
 	for (size_t i = 0; i < n; i++)
@@ -269,16 +278,20 @@ int session_run(struct session *s, uint64_t duration_ms,
 			if (w < 0 && errno == ECHILD)
 				break;
 		}
+		if (s->nr_watch_pids && now - last_scan >= SESSION_SCAN_MS * 1000000ull &&
+		    !any_alive(s->watch_pids, s->nr_watch_pids))
+			break;
 		if (tracked && now - last_scan >= SESSION_SCAN_MS * 1000000ull) {
 			size_t n = scan_descendants(tracked, nr_tracked,
 						    EMBER_MAX_FILTER_PIDS);
 
-			last_scan = now;
 			if (n != nr_tracked) {
 				nr_tracked = n;
 				session_set_pids(s, tracked, nr_tracked);
 			}
 		}
+		if (now - last_scan >= SESSION_SCAN_MS * 1000000ull)
+			last_scan = now;
 	}
 	free(tracked);
 	return 0;

@@ -41,6 +41,9 @@ struct session {
 	 * updating the pid filter (when no cgroup can hold the command).
 	 */
 	bool track_children;
+	/* session_run stops once none of these processes exists (-p) */
+	const uint32_t *watch_pids;
+	size_t nr_watch_pids;
 };
 
 /*
