@@ -1,0 +1,30 @@
+# bench/bench.mk: `make bench`, ember's cost measured side by side with
+# perf and offcputime on the same workloads (bench/README.md).
+#
+#   make bench                  full run (~15-20 min on 2 cores)
+#   make bench BENCH_QUICK=1    short run (a few minutes)
+#   make bench BENCH_DRY=1      seconds-long dry run (proves the scripts work)
+#   make bench BENCH_OUT=DIR    write the report to DIR instead of
+#                               bench/results/<date>-<host>/
+#   BENCH_VM_KERNELS="6.1"      test kernels for the module part ("" skips it)
+#
+# Benchmarks are not tests: selftests/suites/70-bench-smoke.sh only runs
+# the dry mode and checks the report's sections.
+
+BENCH_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread
+BENCH_WORKLOADS := bench/build/spin bench/build/pingpong
+
+bench/build/%: bench/workloads/%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $<
+
+.PHONY: bench bench-workloads
+bench-workloads: $(BENCH_WORKLOADS)
+
+bench: agent $(BENCH_WORKLOADS)
+	$(Q)python3 bench/bench.py \
+		$(if $(filter-out 0,$(BENCH_QUICK)),--quick) \
+		$(if $(filter-out 0,$(BENCH_DRY)),--dry) \
+		$(if $(BENCH_OUT),--out $(BENCH_OUT))
+
+CLEAN_FILES += bench/build

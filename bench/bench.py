@@ -1,0 +1,694 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""make bench: what ember costs, measured next to perf and offcputime.
+
+    bench.py [--quick | --dry] [--out DIR] [--vm-kernels "6.1 ..."]
+
+Runs every measurement of bench/README.md on this machine, writes
+DIR/results.csv (one row per figure: section, config, rep, metric, value,
+unit), DIR/meta.json (machine, kernel, versions, load, parameters) and
+DIR/report.md (bench/report.py), and prints the headline table.
+
+A/B runs are interleaved: each repetition runs every configuration once,
+in an order rotated per repetition, and overheads are computed against the
+baseline of the same repetition, so the drift of a shared machine hits
+both sides of each ratio alike.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EMBER = os.path.join(TOP, "agent", "ember")
+SPIN = os.path.join(TOP, "bench", "build", "spin")
+PINGPONG = os.path.join(TOP, "bench", "build", "pingpong")
+RECEIVER = os.path.join(TOP, "selftests", "otlp", "receiver.py")
+
+# Durations in seconds. W: time a profiler gets to attach before the
+# workload starts (it is not measured).
+MODES = {
+    "full": dict(D=5, W=1.5, reps=5, freqs=[19, 99, 999],
+                 loss_freqs=[999, 1999, 4999, 9999], loss_D=4,
+                 off_D=5, off_reps=5, agent_D=20, agent_reps=2,
+                 run_interval=5, sym_D=5, sym_reps=3, cost_D=4,
+                 vm_D=4, vm_reps=3, agent_freqs=[19, 99]),
+    "quick": dict(D=2, W=1.5, reps=3, freqs=[19, 99, 999],
+                  loss_freqs=[999, 4999], loss_D=3,
+                  off_D=2, off_reps=3, agent_D=8, agent_reps=1,
+                  run_interval=5, sym_D=3, sym_reps=1, cost_D=2,
+                  vm_D=2, vm_reps=1, agent_freqs=[19, 99]),
+    "dry": dict(D=0.3, W=1.0, reps=1, freqs=[99],
+                loss_freqs=[999], loss_D=0.5, agent_freqs=[19],
+                off_D=0.3, off_reps=1, agent_D=2, agent_reps=1,
+                run_interval=1, sym_D=0.5, sym_reps=1, cost_D=0.5,
+                vm_D=0.3, vm_reps=1),
+}
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+class Results:
+    def __init__(self, path):
+        self.path = path
+        self.f = open(path, "w")
+        self.f.write("section,config,rep,metric,value,unit\n")
+
+    def add(self, section, config, rep, metric, value, unit=""):
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        self.f.write(f"{section},{config},{rep},{metric},{value},{unit}\n")
+        self.f.flush()
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def kv(line):
+    """'a=1 b=2' -> {'a': 1.0, 'b': 2.0}"""
+    out = {}
+    for tok in line.split():
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            try:
+                out[k] = float(v)
+            except ValueError:
+                out[k] = v
+    return out
+
+
+def proc_cpu_s(pid):
+    """Exact CPU time of every thread of pid (sum_exec_runtime), seconds."""
+    total = 0
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, IndexError, ValueError):
+                pass
+    except OSError:
+        return None
+    return total / 1e9
+
+
+def proc_status(pid, key):
+    """VmRSS/VmHWM of pid in KiB, or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def bpf_prog_ids():
+    r = run(["bpftool", "prog", "list"])
+    return {line.split(":", 1)[0] for line in r.stdout.splitlines()
+            if line[:1].isdigit()}
+
+
+class Profiler:
+    """A profiler started in the background and stopped with SIGINT (the
+    way a user stops each of them), its stderr kept for its loss line."""
+
+    def __init__(self, kind, tmp, freq=None, offcpu=False, extra=()):
+        self.kind = kind
+        self.proc = None
+        self.errpath = os.path.join(tmp, f"{kind}.err")
+        out = os.path.join(tmp, f"{kind}.out")
+        if kind == "none":
+            return
+        if kind == "ember":
+            cmd = [EMBER, "record", "-a", "-o", out + ".folded"]
+            cmd += ["-e", "offcpu"] if offcpu else ["-F", str(freq)]
+            cmd += list(extra)
+        elif kind == "perf":
+            cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-g", "-a",
+                   "-F", str(freq), "-o", out + ".data"]
+        elif kind == "offcputime":
+            cmd = ["offcputime"]
+        else:
+            raise ValueError(kind)
+        waits = kind != "perf" and shutil.which("bpftool") is not None
+        before = bpf_prog_ids() if waits else set()
+        self.proc = subprocess.Popen(
+            cmd, stdout=open(out, "w"), stderr=open(self.errpath, "w"),
+            stdin=subprocess.DEVNULL)
+        # eBPF tools take a variable time (BTF, verifier) to load on a
+        # loaded machine: wait until their programs exist, then the caller
+        # still gives them W seconds to settle
+        self.attach_s = None
+        if waits:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 20 and self.proc.poll() is None:
+                if bpf_prog_ids() - before:
+                    self.attach_s = time.monotonic() - t0
+                    break
+                time.sleep(0.1)
+
+    def alive(self):
+        return self.proc is None or self.proc.poll() is None
+
+    def cpu_s(self):
+        return 0.0 if self.proc is None else (proc_cpu_s(self.proc.pid) or 0.0)
+
+    def stop(self, timeout=120):
+        """SIGINT, wait; returns (seconds until exit, stderr text)."""
+        if self.proc is None:
+            return 0.0, ""
+        t0 = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        el = time.monotonic() - t0
+        with open(self.errpath) as f:
+            err = f.read()
+        return el, err
+
+
+def ember_summary(err):
+    """Numbers from ember record's last line: samples, processes, lost."""
+    m = {}
+    for key, pat in (("samples", r"(\d+) samples"), ("processes", r"(\d+) processes"),
+                     ("lost", r"(\d+) lost"), ("offcpu_intervals", r"(\d+) off-CPU intervals")):
+        r = re.search(pat, err)
+        if r:
+            m[key] = int(r.group(1))
+    return m
+
+
+def rotate(seq, n):
+    n %= len(seq)
+    return seq[n:] + seq[:n]
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.mode = "dry" if args.dry else "quick" if args.quick else "full"
+        self.p = MODES[self.mode]
+        self.tmp = tempfile.mkdtemp(prefix="ember-bench-")
+        self.res = Results(os.path.join(args.out, "results.csv"))
+        self.ncpu = os.cpu_count()
+        self.notes = []
+        self.have = {t: shutil.which(t) is not None
+                     for t in ("perf", "offcputime", "bpftool")}
+
+    def note(self, msg):
+        log(msg)
+        self.notes.append(msg)
+
+    # ---- on-CPU overhead -------------------------------------------------
+    def oncpu(self):
+        p = self.p
+        configs = ["none"]
+        for f in p["freqs"]:
+            configs.append(f"ember{f}")
+            if self.have["perf"]:
+                configs.append(f"perf{f}")
+        if not self.have["perf"]:
+            self.note("perf not found: on-CPU comparison with perf skipped (install linux-perf)")
+        log(f"on-CPU overhead: {len(configs)} configurations x {p['reps']} repetitions of {p['D']} s")
+        for rep in range(p["reps"]):
+            for cfg in rotate(configs, rep):
+                self.oncpu_one(cfg, rep)
+
+    def oncpu_one(self, cfg, rep):
+        p = self.p
+        kind = re.match(r"[a-z]+", cfg).group(0)
+        freq = int(cfg[len(kind):] or 0)
+        prof = Profiler(kind, self.tmp, freq=freq)
+        time.sleep(p["W"])
+        if not prof.alive():
+            _, err = prof.stop()
+            self.note(f"{cfg}: profiler exited early: {err.strip()[-200:]}")
+            return
+        c0 = prof.cpu_s()
+        r = run([SPIN, "-d", str(p["D"])])
+        c1 = prof.cpu_s()
+        stop_s, err = prof.stop()
+        w = kv(r.stdout)
+        if "ops" not in w:
+            self.note(f"{cfg}: spin failed: {r.stderr.strip()}")
+            return
+        sec = "oncpu"
+        self.res.add(sec, cfg, rep, "ops_per_s", w["ops"] / w["secs"], "ops/s")
+        self.res.add(sec, cfg, rep, "workload_cpu_s", w["cpu_s"], "s")
+        self.res.add(sec, cfg, rep, "profiler_cpu_s", c1 - c0, "s")
+        self.res.add(sec, cfg, rep, "ops_per_cpu_s", w["ops"] / (w["cpu_s"] + c1 - c0), "ops/s")
+        self.res.add(sec, cfg, rep, "wall_s", w["secs"], "s")
+        if kind == "ember":
+            s = ember_summary(err)
+            for k in ("samples", "lost"):
+                if k in s:
+                    self.res.add(sec, cfg, rep, k, s[k])
+            self.res.add(sec, cfg, rep, "stop_s", stop_s, "s")
+
+    # ---- per-sample kernel cost (eBPF run time) --------------------------
+    def bpf_progs(self):
+        r = run(["bpftool", "-j", "prog", "show"])
+        try:
+            return {x["id"]: x for x in json.loads(r.stdout or "[]")}
+        except ValueError:
+            return {}
+
+    def bpfcost(self):
+        p = self.p
+        if not self.have["bpftool"]:
+            self.note("bpftool not found: eBPF program run time not measured")
+            return
+        knob = "/proc/sys/kernel/bpf_stats_enabled"
+        try:
+            old = open(knob).read().strip()
+            open(knob, "w").write("1")
+        except OSError as e:
+            self.note(f"cannot enable {knob}: {e}: eBPF run time not measured")
+            return
+        try:
+            runs = [("ember", f, False, SPIN) for f in p["freqs"] if f != 19]
+            runs.append(("ember", 0, True, PINGPONG))
+            if self.have["offcputime"]:
+                runs.append(("offcputime", 0, True, PINGPONG))
+            log(f"per-sample kernel cost: {len(runs)} runs with kernel.bpf_stats_enabled=1")
+            for kind, f, off, wl in runs:
+                self.bpfcost_one(kind, f, off, wl)
+        finally:
+            open(knob, "w").write(old)
+
+    def bpfcost_one(self, kind, freq, offcpu, workload):
+        p = self.p
+        cfg = f"{kind}{freq}" if freq else f"{kind}-offcpu"
+        before = set(self.bpf_progs())
+        wl = subprocess.Popen([workload, "-d", str(p["W"] + p["cost_D"] + 1)],
+                              stdout=subprocess.DEVNULL)
+        prof = Profiler(kind, self.tmp, freq=freq, offcpu=offcpu)
+        time.sleep(p["W"] + p["cost_D"])
+        progs = {i: x for i, x in self.bpf_progs().items() if i not in before}
+        prof.stop()
+        wl.wait()
+        for x in progs.values():
+            cnt, ns = x.get("run_cnt", 0), x.get("run_time_ns", 0)
+            if not cnt:
+                continue
+            name = x.get("name", str(x["id"]))
+            self.res.add("bpfcost", cfg, 0, f"{name}.run_cnt", cnt)
+            self.res.add("bpfcost", cfg, 0, f"{name}.ns_per_run", ns / cnt, "ns")
+        if not progs:
+            self.note(f"{cfg}: no new BPF programs seen")
+
+    # ---- off-CPU overhead ------------------------------------------------
+    def offcpu(self):
+        p = self.p
+        configs = ["none", "ember-offcpu"]
+        if self.have["offcputime"]:
+            configs.append("offcputime")
+        else:
+            self.note("offcputime not found: install libbpf-tools")
+        log(f"off-CPU overhead: {len(configs)} configurations x {p['off_reps']} repetitions of {p['off_D']} s")
+        for rep in range(p["off_reps"]):
+            for cfg in rotate(configs, rep):
+                kind = cfg.split("-")[0]
+                prof = Profiler(kind, self.tmp, offcpu=True)
+                time.sleep(p["W"])
+                c0 = prof.cpu_s()
+                r = run([PINGPONG, "-d", str(p["off_D"])])
+                c1 = prof.cpu_s()
+                _, err = prof.stop()
+                w = kv(r.stdout)
+                if "roundtrips" not in w:
+                    self.note(f"{cfg}: pingpong failed: {r.stderr.strip()}")
+                    continue
+                self.res.add("offcpu", cfg, rep, "roundtrips_per_s", w["roundtrips_per_s"], "1/s")
+                self.res.add("offcpu", cfg, rep, "profiler_cpu_s", c1 - c0, "s")
+                self.res.add("offcpu", cfg, rep, "roundtrips_per_cpu_s",
+                             w["roundtrips"] / (w["cpu_s"] + c1 - c0), "1/s")
+                if kind == "ember":
+                    s = ember_summary(err)
+                    for k in ("offcpu_intervals", "lost"):
+                        if k in s:
+                            self.res.add("offcpu", cfg, rep, k, s[k])
+
+    # ---- loss ------------------------------------------------------------
+    def loss(self):
+        p = self.p
+        log(f"loss: ember record -a at {p['loss_freqs']} Hz, all CPUs busy")
+        for f in p["loss_freqs"]:
+            wl = subprocess.Popen([SPIN, "-d", str(p["loss_D"] + 3)], stdout=subprocess.DEVNULL)
+            r = run([EMBER, "record", "-a", "-F", str(f), "-d", str(p["loss_D"]),
+                     "-o", os.path.join(self.tmp, "loss.folded")])
+            wl.wait()
+            s = ember_summary(r.stderr)
+            if "samples" not in s:
+                self.note(f"loss at {f} Hz: ember record failed: {r.stderr.strip()[-200:]}")
+                continue
+            self.res.add("loss", f"ember{f}", 0, "samples", s["samples"])
+            self.res.add("loss", f"ember{f}", 0, "lost", s.get("lost", 0))
+            self.res.add("loss", f"ember{f}", 0, "samples_per_cpu_s",
+                         s["samples"] / (p["loss_D"] * self.ncpu), "1/s")
+
+    # ---- agent CPU and memory --------------------------------------------
+    def agent(self):
+        p = self.p
+        port = None
+        recv = None
+        rdir = os.path.join(self.tmp, "otlp")
+        os.makedirs(rdir, exist_ok=True)
+        pf = os.path.join(self.tmp, "port")
+        if os.path.exists(RECEIVER):
+            recv = subprocess.Popen([sys.executable, RECEIVER, "--port-file", pf, "--dir", rdir],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(50):
+                if os.path.exists(pf) and open(pf).read().strip():
+                    port = open(pf).read().strip()
+                    break
+                time.sleep(0.1)
+        if not port:
+            self.note("no loopback OTLP receiver: ember run measured against a closed port")
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            port = str(s.getsockname()[1])
+            s.close()
+        configs = []
+        for f in p["agent_freqs"]:
+            configs.append(("record", f))
+            configs.append(("run", f))
+        log(f"agent: CPU and RSS of ember record -a / ember run at {p['agent_freqs']} Hz, {p['agent_D']} s each, busy system")
+        wl = subprocess.Popen([SPIN, "-d", str(10 + len(configs) * p["agent_reps"] * (p["agent_D"] + 6))],
+                              stdout=subprocess.DEVNULL)
+        try:
+            for rep in range(p["agent_reps"]):
+                for cmd, f in rotate(configs, rep):
+                    self.agent_one(cmd, f, rep, port)
+        finally:
+            wl.kill()
+            wl.wait()
+            if recv:
+                recv.terminate()
+                recv.wait()
+        exports = len([n for n in os.listdir(rdir) if n.endswith(".json")])
+        self.res.add("agent", "run", 0, "otlp_exports_received", exports)
+
+    def agent_one(self, cmd, freq, rep, port):
+        p = self.p
+        out = os.path.join(self.tmp, "agent.folded")
+        if cmd == "record":
+            argv = [EMBER, "record", "-a", "-F", str(freq), "-o", out]
+        else:
+            argv = [EMBER, "run", "-c", "/dev/null", "-e", f"http://127.0.0.1:{port}",
+                    "-i", str(p["run_interval"]), "-F", str(freq)]
+        err = open(os.path.join(self.tmp, "agent.err"), "w")
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        t0 = time.monotonic()
+        warm = min(2.0, p["agent_D"] / 3)
+        samples = []   # (t, cpu_s, rss_kib)
+        hwm = 0
+        while time.monotonic() - t0 < p["agent_D"] and proc.poll() is None:
+            time.sleep(0.25)
+            t = time.monotonic() - t0
+            c, rss = proc_cpu_s(proc.pid), proc_status(proc.pid, "VmRSS")
+            hwm = max(hwm, proc_status(proc.pid, "VmHWM") or 0)
+            if c is not None and rss is not None:
+                samples.append((t, c, rss))
+        if proc.poll() is not None:
+            self.note(f"ember {cmd} -F {freq} exited early: {open(err.name).read()[-200:]}")
+            return
+        ts = time.monotonic()
+        proc.send_signal(signal.SIGINT if cmd == "record" else signal.SIGTERM)
+        _, status, ru = os.wait4(proc.pid, 0)
+        proc.returncode = status
+        stop_s = time.monotonic() - ts
+        steady = [s for s in samples if s[0] >= warm]
+        if len(steady) < 2:
+            self.note(f"ember {cmd} -F {freq}: too few samples")
+            return
+        cfg = f"{cmd}{freq}"
+        share = (steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0])
+        rss = sorted(s[2] for s in steady[len(steady) // 2:])
+        self.res.add("agent", cfg, rep, "cpu_share_of_core", share * 100, "%")
+        self.res.add("agent", cfg, rep, "steady_rss_mib", rss[len(rss) // 2] / 1024, "MiB")
+        self.res.add("agent", cfg, rep, "hwm_running_mib", hwm / 1024, "MiB")
+        # ru_maxrss covers the whole life, including writing the profile
+        self.res.add("agent", cfg, rep, "peak_rss_mib", ru.ru_maxrss / 1024, "MiB")
+        self.res.add("agent", cfg, rep, "stop_s", stop_s, "s")
+
+    # ---- cold symbolization ----------------------------------------------
+    def symbolize(self):
+        p = self.p
+        log(f"symbolization: {p['sym_reps']} cold ember record -a runs, stop to profile written")
+        wl = subprocess.Popen([SPIN, "-d", str(p["sym_reps"] * (p["sym_D"] + p["W"] + 20))],
+                              stdout=subprocess.DEVNULL)
+        try:
+            for rep in range(p["sym_reps"]):
+                if os.environ.get("BENCH_DROP_CACHES") == "1":
+                    subprocess.run(["sync"])
+                    open("/proc/sys/vm/drop_caches", "w").write("3")
+                out = os.path.join(self.tmp, f"sym{rep}.folded")
+                prof = Profiler("ember", self.tmp, freq=99, extra=["-o", out])
+                time.sleep(p["W"] + p["sym_D"])
+                stop_s, err = prof.stop()
+                s = ember_summary(err)
+                stacks = sum(1 for _ in open(out)) if os.path.exists(out) else 0
+                self.res.add("symbolize", "ember99", rep, "stop_to_written_s", stop_s, "s")
+                self.res.add("symbolize", "ember99", rep, "processes", s.get("processes", 0))
+                self.res.add("symbolize", "ember99", rep, "unique_stacks", stacks)
+        finally:
+            wl.kill()
+            wl.wait()
+
+    # ---- module in VMs -----------------------------------------------------
+    def vm(self):
+        kernels = self.args.vm_kernels.split()
+        if not kernels:
+            self.note("VM part skipped (no kernels asked: BENCH_VM_KERNELS is empty)")
+            return
+        if not shutil.which("qemu-system-x86_64"):
+            self.note("VM part skipped: qemu-system-x86_64 missing")
+            return
+        for k in kernels:
+            self.vm_one(k)
+
+    def vm_one(self, k):
+        p = self.p
+        kdir = run([os.path.join(TOP, "scripts", "fetch-kernels.sh"), "--kdir", k], cwd=TOP)
+        ver = run([os.path.join(TOP, "scripts", "fetch-kernels.sh"), "--version", k], cwd=TOP)
+        if kdir.returncode or ver.returncode:
+            self.note(f"VM {k}: kernel unavailable: {kdir.stderr.strip()[-200:]}")
+            return
+        ko = os.path.join(self.tmp, f"ember-{k}.ko")
+        # the tree's ember.ko is shared by every build: copy it at once and
+        # check that it is really for this kernel
+        for _ in range(3):
+            b = run(["make", "-s", "module", f"KDIR={kdir.stdout.strip()}"], cwd=TOP)
+            if b.returncode == 0:
+                # kmod/kmod.mk builds in a directory of its own per kernel:
+                # take the module from there, else the tree's copy
+                own = os.path.join(TOP, ".cache", "kmod",
+                                   os.path.abspath(kdir.stdout.strip()).replace("/", "_"),
+                                   "build", "ember.ko")
+                shutil.copy(own if os.path.exists(own) else os.path.join(TOP, "ember.ko"), ko)
+                vm = run(["modinfo", "-F", "vermagic", ko]).stdout.split()
+                if vm and vm[0] == ver.stdout.strip():
+                    break
+            time.sleep(2)
+        else:
+            self.note(f"VM {k}: could not build ember.ko: {b.stderr.strip()[-300:]}")
+            return
+        pay = os.path.join(self.tmp, "bench")
+        os.makedirs(pay, exist_ok=True)
+        for f in (EMBER, SPIN, os.path.join(TOP, "bench", "vm", "guest.sh")):
+            shutil.copy(f, pay)
+        # perf -a synthesizes every process's mappings and ember loads
+        # symbols at start: both take seconds under TCG
+        env = dict(BENCH_D=p["vm_D"], BENCH_W=max(p["W"], 3), BENCH_REPS=p["vm_reps"],
+                   BENCH_FREQS=" ".join(map(str, p["freqs"])))
+        envs = " ".join(f"{a}='{b}'" for a, b in env.items())
+        timeout = int(p["vm_reps"] * 7 * (p["vm_D"] + 3 + 8) + 240)
+        logf = os.path.join(self.args.out, f"vm-{k}.log")
+        cmd = [os.path.join(TOP, "selftests", "vm", "run-vm.sh"), "--kernel", k,
+               "--payload", pay, "--module", ko, "--smp", "2", "--mem", "1G",
+               "--timeout", str(timeout), "--log", logf,
+               "--cmd", f"{envs} sh /payload/bench/guest.sh"]
+        for hf in ("/usr/bin/perf", "/usr/sbin/bpftool"):
+            if os.path.exists(hf):
+                cmd += ["--host-file", hf]
+        log(f"VM {k}: module on-CPU ratios, {p['vm_reps']} repetitions of {p['vm_D']} s (TCG)")
+        r = run(cmd, cwd=TOP)
+        with open(os.path.join(self.args.out, f"vm-{k}.out"), "w") as f:
+            f.write(r.stdout)
+        self.parse_vm(k, r.stdout)
+        if r.returncode:
+            self.note(f"VM {k}: run-vm exit {r.returncode} (log {logf}): {r.stderr.strip()[-200:]}")
+        elif os.path.exists(logf):
+            os.unlink(logf)
+
+    def parse_vm(self, k, out):
+        status_cfg = None
+        for line in out.splitlines():
+            if line.startswith("BENCHROW "):
+                w = kv(line)
+                cfg, rep = w.get("config"), int(w.get("rep", 0))
+                if "ops" not in w or not w.get("wall"):
+                    continue
+                sec = f"vm{k}"
+                self.res.add(sec, cfg, rep, "ops_per_s", w["ops"] / w["wall"], "ops/s")
+                self.res.add(sec, cfg, rep, "ops_per_cpu_s", w["ops"] / (w["cpu"] + w.get("profcpu", 0)), "ops/s")
+                self.res.add(sec, cfg, rep, "profiler_cpu_s", w.get("profcpu", 0), "s")
+                if "lost" in w:
+                    self.res.add(sec, cfg, rep, "lost", w["lost"])
+            elif line.startswith("BENCHSTATUS "):
+                status_cfg = kv(line).get("config")
+                self.vm_status = dict(samples=0, ns=0)
+            elif line.startswith("BENCHSTATUSEND"):
+                st = self.vm_status
+                if st["samples"]:
+                    self.res.add(f"vm{k}", status_cfg, 0, "module_ns_per_sample",
+                                 st["ns"] / st["samples"], "ns")
+                    self.res.add(f"vm{k}", status_cfg, 0, "module_samples", st["samples"])
+                status_cfg = None
+            elif status_cfg is not None:
+                # "  cpu online samples filtered records lost ns/sample"
+                f = line.split()
+                if len(f) == 7 and f[0].isdigit() and f[1] in ("yes", "no"):
+                    self.vm_status["samples"] += int(f[2])
+                    self.vm_status["ns"] += int(f[2]) * int(f[6])
+            elif line.startswith("BENCHBPFJSON "):
+                _, cfg, js = line.split(" ", 2)
+                try:
+                    progs = json.loads(js)
+                except ValueError:
+                    self.note(f"VM {k}: unreadable bpftool output")
+                    continue
+                for x in progs:
+                    if x.get("name", "").startswith("ember_") and x.get("run_cnt"):
+                        c = cfg.split("=", 1)[1]
+                        self.res.add(f"vm{k}", c, 0, f"{x['name']}.run_cnt", x["run_cnt"])
+                        self.res.add(f"vm{k}", c, 0, f"{x['name']}.ns_per_run",
+                                     x["run_time_ns"] / x["run_cnt"], "ns")
+            elif line.startswith("BENCHNOTE "):
+                self.note(f"VM {k}: {line[10:]}")
+
+    # ---- machine description -----------------------------------------------
+    def meta(self, when):
+        def cmd_out(c):
+            try:
+                return run(c).stdout.strip() or run(c).stderr.strip()
+            except OSError:
+                return "not installed"
+        cpu = ""
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        mem = proc_meminfo()
+        def sysctl(name):
+            try:
+                return open("/proc/sys/" + name.replace(".", "/")).read().strip()
+            except OSError:
+                return "?"
+        return dict(
+            mode=self.mode, params=self.p, when=when,
+            host=socket.gethostname(), cpu=cpu, ncpu=self.ncpu, mem_gib=mem,
+            kernel=platform.release(), kernel_version=platform.version(),
+            os=os_release(),
+            ember=cmd_out([EMBER, "--version"]),
+            ember_git=cmd_out(["git", "-C", TOP, "describe", "--always", "--dirty"]),
+            perf=cmd_out(["perf", "--version"]) if self.have["perf"] else "not installed",
+            offcputime=dpkg_version("libbpf-tools"),
+            bpftool=cmd_out(["bpftool", "--version"]).splitlines()[0] if self.have["bpftool"] else "not installed",
+            backend=cmd_out([EMBER, "status"]).splitlines()[-1],
+            perf_event_max_sample_rate=sysctl("kernel.perf_event_max_sample_rate"),
+            perf_event_paranoid=sysctl("kernel.perf_event_paranoid"),
+            vm_kernels=self.args.vm_kernels,
+            notes=self.notes,
+        )
+
+
+def proc_meminfo():
+    with open("/proc/meminfo") as f:
+        return round(int(f.readline().split()[1]) / 1024 / 1024, 1)
+
+
+def os_release():
+    try:
+        for line in open("/etc/os-release"):
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return "?"
+
+
+def dpkg_version(pkg):
+    r = run(["dpkg-query", "-W", "-f=${Version}", pkg])
+    return f"{pkg} {r.stdout}" if r.returncode == 0 else "not installed"
+
+
+def loadavg():
+    return open("/proc/loadavg").read().split()[:3]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--dry", action="store_true")
+    ap.add_argument("--out")
+    ap.add_argument("--vm-kernels", default=os.environ.get("BENCH_VM_KERNELS"))
+    ap.add_argument("--sections", default=os.environ.get("BENCH_SECTIONS",
+                    "oncpu bpfcost offcpu loss agent symbolize vm"))
+    args = ap.parse_args()
+    if args.vm_kernels is None:
+        # the dry run proves the scripts, it does not boot kernels
+        args.vm_kernels = "" if args.dry else "6.1"
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if not args.out:
+        args.out = os.path.join(TOP, "bench", "results",
+                                f"{now:%Y-%m-%d}-{socket.gethostname()}")
+    os.makedirs(args.out, exist_ok=True)
+    if os.geteuid() != 0:
+        sys.exit("bench: run as root (ember, perf -a and offcputime need CAP_BPF/CAP_PERFMON)")
+    for b in (EMBER, SPIN, PINGPONG):
+        if not os.access(b, os.X_OK):
+            sys.exit(f"bench: {b} missing: run `make bench` (it builds them)")
+    bench = Bench(args)
+    t0 = time.monotonic()
+    load_before = loadavg()
+    uptime_before = run(["uptime"]).stdout.strip()
+    log(f"mode {bench.mode}, writing {args.out}; load {' '.join(load_before)}")
+    try:
+        for s in args.sections.split():
+            getattr(bench, s)()
+    finally:
+        shutil.rmtree(bench.tmp, ignore_errors=True)
+    meta = bench.meta(now.strftime("%Y-%m-%d %H:%M UTC"))
+    meta.update(load_before=load_before, load_after=loadavg(),
+                uptime_before=uptime_before, uptime_after=run(["uptime"]).stdout.strip(),
+                duration_s=round(time.monotonic() - t0), sections=args.sections.split())
+    with open(os.path.join(args.out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    bench.res.f.close()
+    r = subprocess.run([sys.executable, os.path.join(TOP, "bench", "report.py"), args.out])
+    sys.exit(r.returncode)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,490 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Write DIR/report.md from DIR/results.csv and DIR/meta.json (written by
+bench/bench.py) and print its headline table. Every figure in the report
+comes from results.csv; how to read them is in the report itself and in
+bench/README.md.
+
+    report.py DIR
+"""
+import csv
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+
+def load(d):
+    rows = defaultdict(dict)          # (section, config, metric) -> {rep: value}
+    with open(os.path.join(d, "results.csv")) as f:
+        for r in csv.DictReader(f):
+            try:
+                v = float(r["value"])
+            except ValueError:
+                continue
+            rows[(r["section"], r["config"], r["metric"])][int(r["rep"])] = v
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    return rows, meta
+
+
+def med(vals):
+    return statistics.median(vals) if vals else None
+
+
+def pct(v, digits=2):
+    return "n/a" if v is None else f"{v * 100:.{digits}f}%"
+
+
+def num(v, fmt="{:.0f}"):
+    return "n/a" if v is None else fmt.format(v)
+
+
+class Report:
+    def __init__(self, d):
+        self.rows, self.meta = load(d)
+        self.d = d
+        self.out = []
+        self.verdicts = []   # (target, verdict, detail)
+
+    def w(self, s=""):
+        self.out.append(s)
+
+    def vals(self, sec, cfg, metric):
+        return self.rows.get((sec, cfg, metric), {})
+
+    def m(self, sec, cfg, metric):
+        return med(list(self.vals(sec, cfg, metric).values()))
+
+    def overhead(self, sec, cfg, metric, base="none"):
+        """Paired overhead 1 - cfg/base per repetition: (median, min, max, n)."""
+        a, b = self.vals(sec, cfg, metric), self.vals(sec, base, metric)
+        o = [1 - a[r] / b[r] for r in a if r in b and b[r]]
+        if not o:
+            return None
+        return (med(o), min(o), max(o), len(o))
+
+    @staticmethod
+    def fo(o):
+        if o is None:
+            return "n/a"
+        if o[3] == 1:
+            return pct(o[0])
+        return f"{pct(o[0])} [{pct(o[1])} .. {pct(o[2])}]"
+
+    # ------------------------------------------------------------------
+    def configs(self, sec):
+        seen = []
+        for (s, c, _m) in self.rows:
+            if s == sec and c not in seen:
+                seen.append(c)
+        return seen
+
+    def freqs(self):
+        fs = sorted({int(c[5:]) for c in self.configs("oncpu") if c.startswith("ember")})
+        return fs
+
+    def bpf_ns_per_sample(self, freq):
+        return self.m("bpfcost", f"ember{freq}", "ember_oncpu.ns_per_run")
+
+    def oncpu_section(self):
+        self.w("## 1. On-CPU overhead (this host, eBPF backend)")
+        self.w()
+        self.w("Workload: `bench/build/spin`, one busy thread per CPU for a fixed time; "
+               "profilers system-wide (`ember record -a -F HZ`, "
+               "`perf record -e cpu-clock -g -a -F HZ`), attached before the workload starts. "
+               "**CPU cost** = 1 - (work per CPU-second, counting the workload's exact CPU time, "
+               "which holds the sampling interrupts that ran on top of it, plus the profiler "
+               "process's CPU time) / (the same without a profiler). **Slowdown** = 1 - "
+               "(work per wall second) / (the same without a profiler). Both are paired per "
+               "repetition; median [min .. max] over repetitions.")
+        self.w()
+        self.w("| config | CPU cost | slowdown (wall) | profiler process CPU | samples | lost |")
+        self.w("|---|---|---|---|---|---|")
+        for c in self.configs("oncpu"):
+            if c == "none":
+                continue
+            pc = self.m("oncpu", c, "profiler_cpu_s")
+            wc = self.m("oncpu", c, "workload_cpu_s")
+            share = pc / wc if pc is not None and wc else None
+            self.w(f"| {c} | {self.fo(self.overhead('oncpu', c, 'ops_per_cpu_s'))} "
+                   f"| {self.fo(self.overhead('oncpu', c, 'ops_per_s'))} "
+                   f"| {pct(share)} of workload CPU "
+                   f"| {num(self.m('oncpu', c, 'samples'))} | {num(self.m('oncpu', c, 'lost'))} |")
+        b = self.m("oncpu", "none", "ops_per_s")
+        self.w()
+        self.w(f"Baseline: {num(b)} ops/s (wall), "
+               f"{num(self.m('oncpu', 'none', 'ops_per_cpu_s'))} ops per CPU-second, "
+               f"{num(self.m('oncpu', 'none', 'workload_cpu_s'), '{:.2f}')} CPU-s of "
+               f"{num(self.m('oncpu', 'none', 'wall_s'), '{:.2f}')} s wall on "
+               f"{self.meta['ncpu']} CPUs: the rest went to the machine's other tenants.")
+        self.w()
+
+    def oncpu_targets(self):
+        for f in self.freqs():
+            e = self.overhead("oncpu", f"ember{f}", "ops_per_cpu_s")
+            p = self.overhead("oncpu", f"perf{f}", "ops_per_cpu_s")
+            if e is None:
+                continue
+            why = self.oncpu_why(f, e)
+            if f == 99:
+                ok = e[0] < 0.01
+                self.verdicts.append((
+                    "on-CPU CPU cost < 1% at 99 Hz", "MET" if ok else "MISSED",
+                    f"ember {self.fo(e)}" + ("" if ok else
+                                             f": {pct(e[0] - 0.01)} over. {why}")))
+            if p is not None:
+                ok = e[0] <= p[0]
+                noise = (not ok) and e[1] <= p[2]
+                detail = f"ember {pct(e[0])} vs perf {pct(p[0])}"
+                if not ok:
+                    detail += f": {pct(e[0] - p[0])} points more"
+                    detail += (" (the repetitions' ranges overlap: within this machine's noise). "
+                               if noise else ". ") + why
+                self.verdicts.append((f"on-CPU CPU cost <= perf's at {f} Hz",
+                                      "MET" if ok else "MISSED", detail))
+
+    def oncpu_why(self, f, e):
+        """Decompose ember's cost: eBPF program time, agent CPU, rest."""
+        ns = self.bpf_ns_per_sample(f)
+        pc = self.m("oncpu", f"ember{f}", "profiler_cpu_s")
+        wc = self.m("oncpu", f"ember{f}", "workload_cpu_s")
+        parts = []
+        if ns is not None:
+            parts.append(f"the eBPF program accounts for ~{pct(ns * f / 1e9, 3)} "
+                         f"({ns:.0f} ns x {f} Hz per busy CPU)")
+        if pc is not None and wc:
+            parts.append(f"the agent process for ~{pct(pc / wc, 3)}")
+        parts.append(f"the rest is the perf-event timer interrupt around the program, "
+                     f"cache effects and noise (spread {pct(e[1])} .. {pct(e[2])})")
+        return "Why: " + "; ".join(parts) + "."
+
+    def bpfcost_section(self):
+        self.w("## 2. Per-sample kernel cost")
+        self.w()
+        self.w("eBPF program run time on this host with `kernel.bpf_stats_enabled=1` "
+               "(`bpftool prog show`: run_time_ns / run_cnt, programs loaded by the profiler "
+               "during the run; enabled only for these runs, not during the overhead runs):")
+        self.w()
+        self.w("| run | program | ns per run | runs |")
+        self.w("|---|---|---|---|")
+        for c in self.configs("bpfcost"):
+            progs = sorted({m.rsplit(".", 1)[0] for (s, cc, m) in self.rows
+                            if s == "bpfcost" and cc == c})
+            for pname in progs:
+                self.w(f"| {c} | {pname} | {num(self.m('bpfcost', c, pname + '.ns_per_run'))} "
+                       f"| {num(self.m('bpfcost', c, pname + '.run_cnt'))} |")
+        self.w()
+        vms = [s for s in sorted({k[0] for k in self.rows}) if s.startswith("vm")]
+        if vms:
+            self.w("In the VMs (qemu TCG, so absolute ns are inflated by emulation; compare "
+                   "the two backends on the same kernel): the module's handler time from "
+                   "`ember status` (ns per sample, kernel + user stacks) next to the eBPF "
+                   "program's run time:")
+            self.w()
+            self.w("| kernel | config | module ns/sample | module samples | eBPF ember_oncpu ns/run |")
+            self.w("|---|---|---|---|---|")
+            for s in vms:
+                for c in self.configs(s):
+                    if not c.startswith("ember"):
+                        continue
+                    f = c[5:]
+                    self.w(f"| {s[2:]} | {c} | {num(self.m(s, c, 'module_ns_per_sample'))} "
+                           f"| {num(self.m(s, c, 'module_samples'))} "
+                           f"| {num(self.m(s, 'bpf' + f, 'ember_oncpu.ns_per_run'))} |")
+            self.w()
+
+    def offcpu_section(self):
+        self.w("## 3. Off-CPU overhead")
+        self.w()
+        self.w("Workload: `bench/build/pingpong`, two threads bouncing a byte over two pipes "
+               "(every round trip is 2 blocking reads, 4 context switches). Profilers: "
+               "`ember record -a -e offcpu` and libbpf-tools `offcputime` (default options, "
+               "min block time 1 us), each system-wide. CPU cost and slowdown as in section 1, "
+               "per round trip.")
+        self.w()
+        self.w("| config | CPU cost | slowdown (wall) | round trips/s (median) | profiler process CPU-s | ember off-CPU intervals | lost |")
+        self.w("|---|---|---|---|---|---|---|")
+        for c in self.configs("offcpu"):
+            ov = "" if c == "none" else self.fo(self.overhead("offcpu", c, "roundtrips_per_cpu_s"))
+            sl = "" if c == "none" else self.fo(self.overhead("offcpu", c, "roundtrips_per_s"))
+            self.w(f"| {c} | {ov} | {sl} | {num(self.m('offcpu', c, 'roundtrips_per_s'))} "
+                   f"| {num(self.m('offcpu', c, 'profiler_cpu_s'), '{:.3f}')} "
+                   f"| {num(self.m('offcpu', c, 'offcpu_intervals'))} | {num(self.m('offcpu', c, 'lost'))} |")
+        self.w()
+        e = self.overhead("offcpu", "ember-offcpu", "roundtrips_per_cpu_s")
+        o = self.overhead("offcpu", "offcputime", "roundtrips_per_cpu_s")
+        if e is not None and o is not None:
+            lim = max(o[0], 0) / 2
+            ok = e[0] <= lim
+            detail = f"ember {pct(e[0])} vs offcputime {pct(o[0])} (limit {pct(lim)})"
+            if not ok:
+                progs = {}
+                for cfg in ("ember-offcpu", "offcputime-offcpu"):
+                    progs[cfg] = sum(v for (s, c, mm), d in self.rows.items()
+                                     if s == "bpfcost" and c == cfg and mm.endswith(".ns_per_run")
+                                     for v in [med(list(d.values()))])
+                detail += (f": {pct(e[0] - lim)} over. Why: eBPF program time summed per program "
+                           f"run: ember {progs['ember-offcpu']:.0f} ns, offcputime "
+                           f"{progs['offcputime-offcpu']:.0f} ns (section 2); spread ember "
+                           f"{pct(e[1])} .. {pct(e[2])}, offcputime {pct(o[1])} .. {pct(o[2])}.")
+            self.verdicts.append(("off-CPU CPU cost <= half of offcputime's",
+                                  "MET" if ok else "MISSED", detail))
+
+    def loss_section(self):
+        self.w("## 4. Loss at default buffer sizes, all CPUs busy")
+        self.w()
+        self.w("`ember record -a -F HZ` with `spin` on every CPU; lost records from ember's "
+               "own summary line.")
+        self.w()
+        self.w("| frequency | samples | lost | samples per CPU-second |")
+        self.w("|---|---|---|---|")
+        zero = []
+        cfgs = sorted(self.configs("loss"), key=lambda c: int(c[5:]))
+        for c in cfgs:
+            lost = self.m("loss", c, "lost")
+            self.w(f"| {c[5:]} Hz | {num(self.m('loss', c, 'samples'))} | {num(lost)} "
+                   f"| {num(self.m('loss', c, 'samples_per_cpu_s'))} |")
+            if lost == 0:
+                zero.append(int(c[5:]))
+        self.w()
+        hi = max(zero) if zero else None
+        self.w(f"Highest tried frequency with zero lost records: **{hi if hi else 'none'} Hz** "
+               f"(tried {', '.join(c[5:] for c in cfgs)} Hz; 10000 Hz is ember's maximum).")
+        self.w()
+        l999 = self.m("loss", "ember999", "lost")
+        if l999 is not None:
+            self.verdicts.append(("zero loss at 999 Hz, all CPUs, default buffers",
+                                  "MET" if l999 == 0 else "MISSED",
+                                  f"{l999:.0f} lost at 999 Hz; highest zero-loss frequency tried: {hi} Hz"
+                                  + ("" if l999 == 0 else
+                                     ". Why: the agent did not drain the rings fast enough "
+                                     "while competing for CPU with the busy workload.")))
+
+    def agent_section(self):
+        self.w("## 5. Agent CPU and memory on a busy system")
+        self.w()
+        p = self.meta["params"]
+        self.w(f"`ember record -a -F HZ` and `ember run -F HZ` (exporting every "
+               f"{p['run_interval']} s to a loopback OTLP receiver) for {p['agent_D']} s each "
+               f"while `spin` keeps every CPU busy. CPU share: the agent's exact CPU time "
+               f"(all threads) over the steady window (after the first 2 s) / wall time, in "
+               f"% of one core. Steady RSS: median VmRSS of the second half of the run. "
+               f"Peak: VmHWM while running, and ru_maxrss over the whole life (for `record` "
+               f"that includes symbolizing and writing the profile at the end).")
+        self.w()
+        self.w("| agent | CPU share of one core | steady RSS | peak RSS while running | peak RSS incl. exit |")
+        self.w("|---|---|---|---|---|")
+        for c in self.configs("agent"):
+            if c == "run":
+                continue
+            self.w(f"| ember {c[:-2] if c.endswith('99') else c[:-2]} {c[-2:]} Hz "
+                   f"| {num(self.m('agent', c, 'cpu_share_of_core'), '{:.2f}%')} "
+                   f"| {num(self.m('agent', c, 'steady_rss_mib'), '{:.1f} MiB')} "
+                   f"| {num(self.m('agent', c, 'hwm_running_mib'), '{:.1f} MiB')} "
+                   f"| {num(self.m('agent', c, 'peak_rss_mib'), '{:.1f} MiB')} |")
+        self.w()
+        self.w(f"OTLP exports received from `ember run`: {num(self.m('agent', 'run', 'otlp_exports_received'))}.")
+        self.w()
+        worst_rss = max([self.m("agent", c, "steady_rss_mib") or 0 for c in self.configs("agent")
+                         if c != "run"] or [0])
+        if self.configs("agent"):
+            ok = worst_rss < 32 * 1e6 / 2**20
+            self.verdicts.append(("agent steady RSS < 32 MB", "MET" if ok else "MISSED",
+                                  f"worst {worst_rss:.1f} MiB ({worst_rss * 2**20 / 1e6:.1f} MB)"))
+        for c in ("record19", "run19"):
+            v = self.m("agent", c, "cpu_share_of_core")
+            if v is None:
+                continue
+            ok = v < 1
+            detail = f"{v:.2f}% of one core"
+            if not ok:
+                detail += (f": {v - 1:.2f} points over. Why: at 19 Hz the sampling itself is "
+                           f"cheap; the agent's CPU goes to its periodic work (process scans, "
+                           f"ring polling" + (", symbolizing and encoding each export"
+                                              if c.startswith("run") else "") + ").")
+            self.verdicts.append((f"ember {c[:-2]} CPU < 1% of a core at 19 Hz",
+                                  "MET" if ok else "MISSED", detail))
+
+    def sym_section(self):
+        self.w("## 6. Time to symbolize a cold profile")
+        self.w()
+        self.w("A fresh `ember record -a -F 99` process (empty symbol caches) on the busy "
+               "system, stopped with SIGINT: time from the signal until the symbolized folded "
+               "profile is written and the process exits."
+               + (" Page cache dropped before each run." if os.environ.get("BENCH_DROP_CACHES") == "1"
+                  else " The page cache was not dropped (shared machine): ELF files may be cached."))
+        self.w()
+        self.w("| stop to written (median) | min .. max | processes | unique stacks |")
+        self.w("|---|---|---|---|")
+        v = list(self.vals("symbolize", "ember99", "stop_to_written_s").values())
+        if v:
+            self.w(f"| {med(v):.2f} s | {min(v):.2f} .. {max(v):.2f} s "
+                   f"| {num(self.m('symbolize', 'ember99', 'processes'))} "
+                   f"| {num(self.m('symbolize', 'ember99', 'unique_stacks'))} |")
+        self.w()
+
+    def vm_section(self):
+        vms = [s for s in sorted({k[0] for k in self.rows}) if s.startswith("vm")]
+        self.w("## 7. Module backend in test-kernel VMs (ratios only)")
+        self.w()
+        if not vms:
+            self.w("Not run (" + (", ".join(n for n in self.meta.get("notes", []) if "VM" in n)
+                                  or "no VM kernels asked") + ").")
+            self.w()
+            return
+        self.w("Same workload and method as section 1, inside a 2-vCPU qemu TCG guest "
+               "(`selftests/vm/run-vm.sh`) with ember.ko loaded and `ember record --backend kmod`. "
+               "Emulated time is not absolute: read the ratios only.")
+        self.w()
+        self.w("| kernel | config | CPU cost | slowdown (wall) | lost |")
+        self.w("|---|---|---|---|---|")
+        for s in vms:
+            for c in self.configs(s):
+                if c == "none" or c.startswith("bpf"):
+                    continue
+                if not self.vals(s, c, "ops_per_s"):
+                    continue
+                self.w(f"| {s[2:]} | {c} | {self.fo(self.overhead(s, c, 'ops_per_cpu_s'))} "
+                       f"| {self.fo(self.overhead(s, c, 'ops_per_s'))} | {num(self.m(s, c, 'lost'))} |")
+        self.w()
+
+    def headline(self):
+        h = ["| figure | ember | baseline tool | target |", "|---|---|---|---|"]
+        for f in self.freqs():
+            e = self.overhead("oncpu", f"ember{f}", "ops_per_cpu_s")
+            p = self.overhead("oncpu", f"perf{f}", "ops_per_cpu_s")
+            tgt = "< 1% and <= perf" if f == 99 else "<= perf"
+            h.append(f"| on-CPU CPU cost, {f} Hz (host, eBPF) | {pct(e and e[0])} | perf {pct(p and p[0])} | {tgt} |")
+        e = self.overhead("offcpu", "ember-offcpu", "roundtrips_per_cpu_s")
+        o = self.overhead("offcpu", "offcputime", "roundtrips_per_cpu_s")
+        h.append(f"| off-CPU CPU cost (pipe ping-pong) | {pct(e and e[0])} | offcputime {pct(o and o[0])} | <= half of offcputime's |")
+        for f in self.freqs():
+            ns = self.bpf_ns_per_sample(f)
+            if ns is not None:
+                h.append(f"| eBPF ns per sample, {f} Hz | {ns:.0f} ns | | |")
+        for s in sorted({k[0] for k in self.rows if k[0].startswith("vm")}):
+            ns = self.m(s, "ember99", "module_ns_per_sample")
+            e = self.overhead(s, "ember99", "ops_per_cpu_s")
+            p = self.overhead(s, "perf99", "ops_per_cpu_s")
+            h.append(f"| module {s[2:]} (TCG): CPU cost 99 Hz; ns/sample | {pct(e and e[0])}; {num(ns)} ns | perf {pct(p and p[0])} | ratios only |")
+        cfgs = self.configs("loss")
+        zero = [int(c[5:]) for c in cfgs if self.m("loss", c, "lost") == 0]
+        l999 = self.m("loss", "ember999", "lost")
+        h.append(f"| lost at 999 Hz; highest zero-loss Hz tried | {num(l999)}; {max(zero) if zero else 'none'} | | 0 at 999 Hz |")
+        for c in self.configs("agent"):
+            if c == "run":
+                continue
+            h.append(f"| ember {c[:-2]} {c[-2:]} Hz: CPU; steady / peak RSS "
+                     f"| {num(self.m('agent', c, 'cpu_share_of_core'), '{:.2f}%')}; "
+                     f"{num(self.m('agent', c, 'steady_rss_mib'), '{:.1f}')} / "
+                     f"{num(self.m('agent', c, 'peak_rss_mib'), '{:.1f}')} MiB | | "
+                     f"{'< 1% and < 32 MB' if c.endswith('19') else '< 32 MB'} |")
+        v = self.m("symbolize", "ember99", "stop_to_written_s")
+        h.append(f"| cold symbolize + write (99 Hz, all processes) | {num(v, '{:.2f} s')} | | |")
+        return h
+
+    def build(self):
+        m = self.meta
+        # verdicts first (sections append them), then assemble
+        body_start = len(self.out)
+        self.oncpu_section()
+        self.oncpu_targets()
+        self.bpfcost_section()
+        self.offcpu_section()
+        self.loss_section()
+        self.agent_section()
+        self.sym_section()
+        self.vm_section()
+        body = self.out[body_start:]
+        self.out = []
+        self.w(f"# ember benchmark report: {m['host']}, {m['when']}")
+        self.w()
+        self.w(f"Mode **{m['mode']}** (`make bench`"
+               + {"quick": " BENCH_QUICK=1", "dry": " BENCH_DRY=1"}.get(m["mode"], "")
+               + f"), {m['duration_s']} s. Generated by bench/report.py from results.csv "
+               f"(every figure below is in it) and meta.json.")
+        if m["mode"] == "dry":
+            self.w()
+            self.w("**DRY RUN**: runs of a fraction of a second, to prove the scripts work. "
+                   "The numbers mean nothing.")
+        self.w()
+        self.w("## Headline")
+        self.w()
+        self.headline_lines = self.headline()
+        self.out += self.headline_lines
+        self.w()
+        self.w("## Targets")
+        self.w()
+        self.w("| target | verdict | detail |")
+        self.w("|---|---|---|")
+        for t, v, d in self.verdicts:
+            self.w(f"| {t} | **{v}** | {d} |")
+        self.w()
+        self.machine()
+        self.out += body
+        self.reading()
+        return "\n".join(self.out) + "\n"
+
+    def machine(self):
+        m = self.meta
+        p = m["params"]
+        self.w("## Machine and run")
+        self.w()
+        self.w(f"- Host: {m['host']}, {m['cpu']}, {m['ncpu']} CPUs, {m['mem_gib']} GiB, {m['os']}")
+        self.w(f"- Kernel: {m['kernel']} ({m['kernel_version']}); {m['backend']}")
+        self.w(f"- ember: {m['ember']} (git {m['ember_git']})")
+        self.w(f"- perf: {m['perf']}, event cpu-clock (no PMU on this host); "
+               f"kernel.perf_event_max_sample_rate={m['perf_event_max_sample_rate']}")
+        self.w(f"- offcputime: {m['offcputime']}; bpftool: {m['bpftool']}")
+        self.w(f"- Load: before `{m['uptime_before']}`; after `{m['uptime_after']}`. "
+               f"The machine is shared with other engineers' builds and VMs: the "
+               f"load above is theirs plus ours. A/B runs are interleaved (each repetition "
+               f"runs every configuration once, order rotated per repetition) and every "
+               f"overhead is paired with the baseline of its own repetition.")
+        self.w(f"- Parameters: {p['reps']} repetitions x {p['D']} s per on-CPU configuration, "
+               f"{p['off_reps']} x {p['off_D']} s off-CPU, profilers given {p['W']} s to attach, "
+               f"loss runs {p['loss_D']} s, agent runs {p['agent_D']} s x {p['agent_reps']}, "
+               f"VM runs {p['vm_reps']} x {p['vm_D']} s on kernels '{m['vm_kernels']}'.")
+        for n in m.get("notes", []):
+            self.w(f"- Note: {n}")
+        self.w()
+
+    def reading(self):
+        self.w("## How to read this report")
+        self.w()
+        self.w("- **CPU cost** is what the targets are judged on: the extra CPU time needed to "
+               "do the same work with the profiler on (interrupt handlers on the workload's "
+               "CPUs plus the profiler's own process). On a dedicated machine it equals the "
+               "wall-clock slowdown; on this shared machine the wall-clock slowdown mostly "
+               "measures how much CPU the other tenants took during each run, so it is shown "
+               "but its spread is wide.")
+        self.w("- Brackets are [min .. max] of the paired per-repetition overheads; a negative "
+               "value means the profiled run did more work per CPU-second than its baseline, "
+               "i.e. noise. When ember's and perf's ranges overlap, their difference is within "
+               "the noise of this machine.")
+        self.w("- Per-sample cost x frequency = share of a busy CPU spent in the program "
+               "(e.g. 5000 ns x 99 Hz = 0.05%). The module figures come from a TCG guest and "
+               "are only comparable with the eBPF figures measured in the same guest.")
+        self.w("- Raw data: `results.csv` (section, config, rep, metric, value, unit) and "
+               "`meta.json`. Regenerate this file with `python3 bench/report.py DIR`.")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: report.py DIR")
+    d = sys.argv[1]
+    r = Report(d)
+    text = r.build()
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write(text)
+    print("\n".join(r.headline_lines))
+    print()
+    for t, v, det in r.verdicts:
+        print(f"{v:7s} {t}: {det}")
+    print(f"\nreport: {os.path.join(d, 'report.md')}")
+
+
+if __name__ == "__main__":
+    main()

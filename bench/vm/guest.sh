@@ -1,0 +1,115 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# make bench, inside a test-kernel VM (busybox sh, see selftests/vm/README.md):
+# on-CPU overhead of ember with the module backend vs perf vs nothing, the
+# module's own handler-time statistics (ember status), and the eBPF
+# backend's program run time on the same kernel. Prints BENCH* lines that
+# bench/bench.py parses; under TCG only ratios mean something.
+#
+# Environment: BENCH_D (seconds per run), BENCH_W (attach time),
+# BENCH_REPS, BENCH_FREQS ("19 99 999").
+D=${BENCH_D:-2}
+W=${BENCH_W:-1}
+REPS=${BENCH_REPS:-1}
+FREQS=${BENCH_FREQS:-19 99 999}
+B=/payload/bench
+cd /tmp || exit 1
+
+if ! insmod "$EMBER_MODULE" 2>/tmp/insmod.err; then
+	echo "BENCHNOTE insmod failed: $(cat /tmp/insmod.err)"
+	exit 1
+fi
+have_perf=0
+perf --version >/dev/null 2>&1 && have_perf=1
+[ $have_perf = 1 ] || echo "BENCHNOTE perf cannot run in the guest"
+
+configs=none
+for f in $FREQS; do
+	configs="$configs ember$f"
+	[ $have_perf = 1 ] && configs="$configs perf$f"
+done
+
+# CPU seconds (sum_exec_runtime) of every thread of a process
+profcpu() {
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null |
+		awk '{ s += $1 } END { printf "%.6f", s / 1e9 }'
+}
+
+run_one() {
+	cfg=$1
+	rep=$2
+	pid=
+	case $cfg in
+	ember*) $B/ember record --backend kmod -a -F "${cfg#ember}" -o /tmp/e.folded 2>/tmp/e.err &
+		pid=$! ;;
+	perf*) perf record -q -e cpu-clock -g -a -F "${cfg#perf}" -o /tmp/perf.data 2>/tmp/p.err &
+		pid=$! ;;
+	esac
+	sleep "$W"
+	c0=0
+	[ -n "$pid" ] && c0=$(profcpu "$pid")
+	out=$($B/spin -d "$D" | sed 's/secs=/wall=/; s/cpu_s=/cpu=/')
+	c1=0
+	[ -n "$pid" ] && c1=$(profcpu "$pid")
+	extra=
+	if [ -n "$pid" ]; then
+		kill -INT "$pid"
+		wait "$pid"
+	fi
+	case $cfg in
+	ember*) lost=$(sed -n 's/.* \([0-9][0-9]*\) lost.*/\1/p' /tmp/e.err | tail -n 1)
+		[ -n "$lost" ] || echo "BENCHNOTE $cfg: $(tail -n 2 /tmp/e.err | tr '\n' ' ')"
+		extra="lost=${lost:-0}" ;;
+	esac
+	echo "BENCHROW config=$cfg rep=$rep $out profcpu=$(awk "BEGIN { print $c1 - $c0 }") $extra"
+	# the module's statistics of the session that just ended
+	case $cfg in
+	ember*) if [ "$rep" = 0 ]; then
+			echo "BENCHSTATUS config=$cfg"
+			$B/ember status
+			echo "BENCHSTATUSEND"
+		fi ;;
+	esac
+}
+
+set -- $configs
+n=$#
+rep=0
+while [ $rep -lt "$REPS" ]; do
+	i=0
+	while [ $i -lt $n ]; do
+		idx=$(( (i + rep) % n + 1 ))
+		eval "cfg=\${$idx}"
+		run_one "$cfg" "$rep"
+		i=$((i + 1))
+	done
+	rep=$((rep + 1))
+done
+
+# the eBPF backend's per-run cost on the same kernel, for comparison
+if echo 1 >/proc/sys/kernel/bpf_stats_enabled 2>/dev/null && command -v bpftool >/dev/null; then
+	for f in $FREQS; do
+		[ "$f" = 19 ] && continue
+		$B/spin -d 300 >/dev/null &
+		spid=$!
+		$B/ember record --backend bpf -a -F "$f" -o /tmp/b.folded 2>/tmp/b.err &
+		pid=$!
+		# loading (BTF, verifier) is slow under TCG: wait for the programs
+		t=0
+		while [ $t -lt 120 ] && ! bpftool prog list 2>/dev/null | grep -q ember_; do
+			sleep 1
+			t=$((t + 1))
+		done
+		sleep "$(awk "BEGIN { print $W + $D }")"
+		echo "BENCHBPFJSON config=bpf$f $(bpftool -j prog show)"
+		kill -INT "$pid"
+		wait "$pid" || echo "BENCHNOTE ember --backend bpf: $(tail -n 2 /tmp/b.err | tr '\n' ' ')"
+		kill "$spid"
+		wait "$spid"
+	done
+	echo 0 >/proc/sys/kernel/bpf_stats_enabled
+else
+	echo "BENCHNOTE eBPF run time not measured in the guest (no bpf_stats or bpftool)"
+fi
+rmmod ember 2>/dev/null
+exit 0
