@@ -12,9 +12,9 @@
 # the dry mode and checks the report's sections.
 
 BENCH_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread
-BENCH_WORKLOADS := bench/build/spin bench/build/pingpong
+BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong
 
-bench/build/%: bench/workloads/%.c
+.cache/bench/%: bench/workloads/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $<
 
@@ -27,4 +27,4 @@ bench: agent $(BENCH_WORKLOADS)
 		$(if $(filter-out 0,$(BENCH_DRY)),--dry) \
 		$(if $(BENCH_OUT),--out $(BENCH_OUT))
 
-CLEAN_FILES += bench/build
+CLEAN_FILES += .cache/bench

@@ -30,8 +30,8 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMBER = os.path.join(TOP, "agent", "ember")
-SPIN = os.path.join(TOP, "bench", "build", "spin")
-PINGPONG = os.path.join(TOP, "bench", "build", "pingpong")
+SPIN = os.path.join(TOP, ".cache", "bench", "spin")
+PINGPONG = os.path.join(TOP, ".cache", "bench", "pingpong")
 RECEIVER = os.path.join(TOP, "selftests", "otlp", "receiver.py")
 
 # Durations in seconds. W: time a profiler gets to attach before the

@@ -91,7 +91,7 @@ class Report:
     def oncpu_section(self):
         self.w("## 1. On-CPU overhead (this host, eBPF backend)")
         self.w()
-        self.w("Workload: `bench/build/spin`, one busy thread per CPU for a fixed time; "
+        self.w("Workload: `spin` (bench/workloads/spin.c), one busy thread per CPU for a fixed time; "
                "profilers system-wide (`ember record -a -F HZ`, "
                "`perf record -e cpu-clock -g -a -F HZ`), attached before the workload starts. "
                "**CPU cost** = 1 - (work per CPU-second, counting the workload's exact CPU time, "
@@ -198,7 +198,7 @@ class Report:
     def offcpu_section(self):
         self.w("## 3. Off-CPU overhead")
         self.w()
-        self.w("Workload: `bench/build/pingpong`, two threads bouncing a byte over two pipes "
+        self.w("Workload: `pingpong` (bench/workloads/pingpong.c), two threads bouncing a byte over two pipes "
                "(every round trip is 2 blocking reads, 4 context switches). Profilers: "
                "`ember record -a -e offcpu` and libbpf-tools `offcputime` (default options, "
                "min block time 1 us), each system-wide. CPU cost and slowdown as in section 1, "
