@@ -54,18 +54,21 @@ for k in $KERNELS; do
 	release=$("$FETCH" --version "$k")
 
 	rm -f ember.ko
-	if make --no-print-directory module KDIR="$kdir" >"$logs/kmod-build-$k.log" 2>&1 && [ -f ember.ko ]; then
+	t0=$SECONDS
+	if make -j2 --no-print-directory module KDIR="$kdir" >"$logs/kmod-build-$k.log" 2>&1 && [ -f ember.ko ]; then
 		t_pass "$T: build ($release)"
 	else
 		t_fail "$T: build" "$(grep -m2 -E 'error|Error' "$logs/kmod-build-$k.log" | tr '\n' ' ' | cut -c1-400)"
 		continue
 	fi
+	echo "info: $T: build took $((SECONDS - t0)) s"
 	# The repository's ember.ko is rebuilt for the next kernel: keep ours.
 	mkdir -p "$work/$k"
 	cp ember.ko "$work/$k/ember.ko"
 
 	if [ "$has_check" = 1 ] && [ "${EMBER_KMOD_CHECK:-1}" != 0 -o "${CI:-}" = true ]; then
-		if make --no-print-directory module-check KDIR="$kdir" >"$logs/kmod-check-$k.log" 2>&1; then
+		t0=$SECONDS
+		if make -j2 --no-print-directory module-check KDIR="$kdir" >"$logs/kmod-check-$k.log" 2>&1; then
 			t_pass "$T: module-check (W=1, sparse, checkpatch --strict)"
 		else
 			t_fail "$T: module-check (W=1, sparse, checkpatch --strict)" \
@@ -73,6 +76,7 @@ for k in $KERNELS; do
 		fi
 		# module-check rebuilds with W=1 C=2: the copy above stays the
 		# artefact under test.
+		echo "info: $T: module-check took $((SECONDS - t0)) s"
 	fi
 
 	if [ ! -f "$guest_sh" ]; then
