@@ -123,7 +123,7 @@ do_install() {
 	# A real install: let the running system notice.
 	if [ "$part" != agent ]; then
 		if command -v dkms >/dev/null; then
-			dkms status -m ember -v "$VERSION" | grep -q . ||
+			[ -n "$(dkms status -m ember -v "$VERSION")" ] ||
 				dkms add -m ember -v "$VERSION"
 			if [ -d "/lib/modules/$(uname -r)/build" ]; then
 				dkms install -m ember -v "$VERSION" ||
@@ -163,7 +163,7 @@ do_uninstall() {
 			systemctl disable --now ember.service 2>/dev/null || true
 		fi
 		if [ "$part" != agent ] && command -v dkms >/dev/null &&
-			dkms status -m ember -v "$VERSION" | grep -q .; then
+			[ -n "$(dkms status -m ember -v "$VERSION")" ]; then
 			dkms remove -m ember -v "$VERSION" --all
 		fi
 	fi

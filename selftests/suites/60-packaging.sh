@@ -288,7 +288,9 @@ if [ -f "$deb_agent" ] && [ -f "$deb_dkms" ]; then
 	fi
 	# Documentation=man:ember(1) in the unit resolves to the shipped page.
 	mkdir -p "$WORK/man" && dpkg -x "$deb_agent" "$WORK/man"
-	if MANPATH="$WORK/man/usr/share/man" man -w ember 2>/dev/null | grep -q "^$WORK/man/usr/share/man/man1/ember.1"; then
+	# (outputs captured before grep -q: with pipefail, an early grep exit
+	# could SIGPIPE the writer and turn a match into a failure)
+	if grep -q "^$WORK/man/usr/share/man/man1/ember.1" <<<"$(MANPATH="$WORK/man/usr/share/man" man -w ember 2>/dev/null)"; then
 		t_pass deb-man
 	else
 		t_fail deb-man "man:ember(1) not found in the ember package"
@@ -313,8 +315,10 @@ if make -s rpm >"$LOG" 2>&1; then
 			/usr/src/ember-"$VERSION"/dkms.conf /usr/src/ember-"$VERSION"/kmod/kmod.mk; do
 			grep -qx "$p" <<<"$list" || errs+=("$p not packaged")
 		done
-		rpm -qp --scripts "$rpm_dkms" 2>/dev/null | grep -q 'dkms install' || errs+=("ember-dkms %post does not run dkms install")
-		rpm -qp --configfiles "$rpm_agent" 2>/dev/null | grep -qx /etc/ember/ember.conf || errs+=("ember.conf not %config")
+		grep -q 'dkms install' <<<"$(rpm -qp --scripts "$rpm_dkms" 2>/dev/null)" ||
+			errs+=("ember-dkms %post does not run dkms install")
+		grep -qx /etc/ember/ember.conf <<<"$(rpm -qp --configfiles "$rpm_agent" 2>/dev/null)" ||
+			errs+=("ember.conf not %config")
 	fi
 	if [ ${#errs[@]} -eq 0 ]; then
 		t_pass rpm-build
@@ -392,7 +396,8 @@ dkms_in_sandbox() {
 pick_sign_file() {
 	local k s
 	for k in "$1" $(for s in $SERIES; do scripts/fetch-kernels.sh --kdir "$s" 2>/dev/null; done); do
-		if [ -x "$k/scripts/sign-file" ] && ! ldd "$k/scripts/sign-file" 2>/dev/null | grep -q 'not found'; then
+		if [ -x "$k/scripts/sign-file" ] &&
+			! grep -q "not found" <<<"$(ldd "$k/scripts/sign-file" 2>&1)"; then
 			echo "$k/scripts/sign-file"
 			return 0
 		fi
