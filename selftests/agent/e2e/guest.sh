@@ -29,7 +29,7 @@ fi
 # shares are compared within the main thread (per-thread), since two
 # virtual CPUs are stalled unevenly (e2e.sh prints the overall ones too)
 bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
-	--freq "${EMBER_E2E_FREQ:-499}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e \
+	--freq "${EMBER_E2E_FREQ:-999}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e \
 	--shares per-thread
 
 # Module loading disallowed: auto must fall back to eBPF by itself.
