@@ -431,8 +431,12 @@ static __always_inline int handle_switch(void *ctx, bool preempt,
 		return 0;
 	st->switches++;
 	switch_out(ctx, preempt, prev, now, st);
+	/*
+	 * next runs only once this program is done: a fresh timestamp keeps
+	 * the time spent parking prev's stacks inside next's interval.
+	 */
 	if (!offcpu_deferred)
-		switch_in(ctx, next, now, st);
+		switch_in(ctx, next, bpf_ktime_get_ns(), st);
 	return 0;
 }
 
