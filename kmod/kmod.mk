@@ -90,7 +90,8 @@ KG_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -g -I$(TOP)/include
 KG_FP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -no-pie -fno-optimize-sibling-calls \
 	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 KG_PROGS := $(KG_BIN)/ember-test $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy \
-	$(KG_BIN)/offcpu-work $(KG_BIN)/runas $(KG_BIN)/compat32
+	$(KG_BIN)/offcpu-work $(KG_BIN)/runas $(KG_BIN)/compat32 \
+	$(KG_BIN)/ticker
 
 kmod-guest: $(KG_PROGS) $(KG_BIN)/fpbusy.nm $(KG_BIN)/sysbusy.nm \
 	$(KG_BIN)/offcpu-work.nm $(KG_BIN)/compat32.nm
@@ -102,7 +103,7 @@ $(KG_BIN)/ember-test: $(KG_DIR)/ember-test.c $(TOP)/include/uapi/ember.h | $(KG_
 	$(Q)$(CC) $(KG_CFLAGS) $$(pkg-config --cflags libnl-genl-3.0) -o $@ $< \
 		$$(pkg-config --libs libnl-genl-3.0)
 
-$(KG_BIN)/runas: $(KG_DIR)/runas.c | $(KG_BIN)
+$(KG_BIN)/runas $(KG_BIN)/ticker: $(KG_BIN)/%: $(KG_DIR)/%.c | $(KG_BIN)
 	$(Q)$(CC) $(KG_CFLAGS) -o $@ $<
 
 $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy $(KG_BIN)/offcpu-work: $(KG_BIN)/%: $(KG_DIR)/%.c | $(KG_BIN)

@@ -18,6 +18,7 @@
  *   -F (folded stacks summary) -N NMFILE -K (kallsyms) -m OFFCPU_MIN_NS
  *   -P PPM -B (write absurd consumer positions and never read: the kernel
  *   must treat the rings as full, not write outside them)
+ *   -s SECS:PID (replace the filter by that one pid after SECS)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +51,8 @@ struct opts {
 	uint64_t cgroup, offcpu_min;
 	bool have_freq, have_kmax, have_umax, have_ring, have_wm, have_cg;
 	bool have_min, have_ppm, idle, quiet, folded, kallsyms, bogus;
+	double refilter_at;	/* -s SECS:PID: SET_FILTER to PID at SECS */
+	uint32_t refilter_pid;
 	uint32_t pids[EMBER_MAX_FILTER_PIDS];
 	unsigned int nr_pids;
 	double duration, nodrain;
@@ -705,6 +708,15 @@ static int cmd_run(const struct opts *o)
 		}
 		poll(&pfd, 1, 50);
 		drain_all(o);
+		if (o->refilter_pid && now_s() >= t0 + o->refilter_at) {
+			struct nl_msg *m = req(EMBER_CMD_SET_FILTER, NLM_F_ACK);
+
+			nla_put(m, EMBER_A_FILTER_PIDS, 4, &o->refilter_pid);
+			report("set-filter", transact(m, NULL, NULL));
+			printf("refiltered pid=%u t=%" PRIu64 "\n", o->refilter_pid,
+			       (uint64_t)(now_s() * 1e9));
+			((struct opts *)o)->refilter_pid = 0;
+		}
 		if (!first_drain_done) {
 			/* what a reader that fell behind finds at once */
 			first_drain = total_read();
@@ -842,7 +854,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->events = EMBER_EV_ONCPU;
 	o->duration = 2;
-	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:B")) != -1) {
+	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:Bs:")) != -1) {
 		switch (c) {
 		case 'f': o->freq = strtoul(optarg, NULL, 0); o->have_freq = true; break;
 		case 'e': o->events = strtoul(optarg, NULL, 0); break;
@@ -866,6 +878,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'm': o->offcpu_min = strtoull(optarg, NULL, 0); o->have_min = true; break;
 		case 'P': o->ppm = strtoul(optarg, NULL, 0); o->have_ppm = true; break;
 		case 'B': o->bogus = true; break;
+		case 's':
+			if (sscanf(optarg, "%lf:%u", &o->refilter_at,
+				   &o->refilter_pid) != 2)
+				usage();
+			break;
 		default: usage();
 		}
 	}
