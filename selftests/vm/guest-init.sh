@@ -19,6 +19,7 @@ mount -t debugfs debugfs /sys/kernel/debug
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 chmod 1777 /out
+chown -R 1000:1000 /home/user
 hostname -F /etc/hostname
 ip link set lo up
 echo "EMBER-VM-UP: uptime $(cut -d' ' -f1 /proc/uptime)"

@@ -66,7 +66,7 @@ done
 for p in "${payloads[@]}"; do [ -d "$p" ] || die "payload $p is not a directory"; done
 [ -z "$module" ] || [ -f "$module" ] || die "module $module not found"
 if [ -z "$cmd" ]; then
-	cmd="sh /payload/$(basename "${payloads[0]}")/guest.sh"
+	cmd="sh /payload/$(basename "$(cd "${payloads[0]}" && pwd)")/guest.sh"
 fi
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run scripts/install-deps.sh"
 command -v cpio >/dev/null || die "cpio missing: run scripts/install-deps.sh"
@@ -184,7 +184,6 @@ user:x:1000:
 nogroup:x:65534:
 EOF
 echo "ember-vm" >"$root/etc/hostname"
-chown -R 1000:1000 "$root/home/user" 2>/dev/null || true
 
 printf '%s\n' "$cmd" >"$root/etc/ember-cmd"
 cat >"$root/etc/ember-env" <<EOF

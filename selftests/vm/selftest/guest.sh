@@ -39,6 +39,7 @@ check "kernel release" test "$(uname -r)" = "$EMBER_VM_RELEASE"
 check "non-root user" test "$(as-user id -u):$(as-user id -g)" = 1000:1000
 check "as-user keeps arguments" test "$(as-user echo "a b'c" -u)" = "a b'c -u"
 check "non-root denied root files" sh -c '! as-user touch /root/x'
+check "non-root owns its home" as-user touch /home/user/x
 check "dynamic ELF with ldd closure" /payload/selftest/bin/true-elf
 if [ -f "$hello" ]; then
 	check "module loads" insmod "$hello"
