@@ -39,8 +39,8 @@ RECEIVER = os.path.join(TOP, "selftests", "otlp", "receiver.py")
 MODES = {
     "full": dict(D=5, W=1.5, reps=5, freqs=[19, 99, 999],
                  loss_freqs=[999, 1999, 4999, 9999], loss_D=4,
-                 off_D=5, off_reps=5, agent_D=20, agent_reps=2,
-                 run_interval=5, sym_D=5, sym_reps=3, cost_D=4,
+                 off_D=5, off_reps=5, agent_D=25, agent_reps=2,
+                 run_interval=10, sym_D=5, sym_reps=3, cost_D=4,
                  vm_D=4, vm_reps=3, agent_freqs=[19, 99]),
     "quick": dict(D=2, W=1.5, reps=3, freqs=[19, 99, 999],
                   loss_freqs=[999, 4999], loss_D=3,
@@ -116,10 +116,23 @@ def proc_status(pid, key):
     return None
 
 
-def bpf_prog_ids():
-    r = run(["bpftool", "prog", "list"])
-    return {line.split(":", 1)[0] for line in r.stdout.splitlines()
-            if line[:1].isdigit()}
+def own_prog_ids(pid):
+    """IDs of the BPF programs a process holds (fdinfo of its prog and link
+    fds): other people's profilers running at the same time are not ours."""
+    ids = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return ids
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except (OSError, ValueError, IndexError):
+            pass
+    return ids
 
 
 class Profiler:
@@ -144,8 +157,7 @@ class Profiler:
             cmd = ["offcputime"]
         else:
             raise ValueError(kind)
-        waits = kind != "perf" and shutil.which("bpftool") is not None
-        before = bpf_prog_ids() if waits else set()
+        waits = kind != "perf"
         self.proc = subprocess.Popen(
             cmd, stdout=open(out, "w"), stderr=open(self.errpath, "w"),
             stdin=subprocess.DEVNULL)
@@ -156,7 +168,7 @@ class Profiler:
         if waits:
             t0 = time.monotonic()
             while time.monotonic() - t0 < 20 and self.proc.poll() is None:
-                if bpf_prog_ids() - before:
+                if own_prog_ids(self.proc.pid):
                     self.attach_s = time.monotonic() - t0
                     break
                 time.sleep(0.1)
@@ -254,7 +266,11 @@ class Bench:
         self.res.add(sec, cfg, rep, "ops_per_s", w["ops"] / w["secs"], "ops/s")
         self.res.add(sec, cfg, rep, "workload_cpu_s", w["cpu_s"], "s")
         self.res.add(sec, cfg, rep, "profiler_cpu_s", c1 - c0, "s")
-        self.res.add(sec, cfg, rep, "ops_per_cpu_s", w["ops"] / (w["cpu_s"] + c1 - c0), "ops/s")
+        self.res.add(sec, cfg, rep, "ops_per_workload_cpu_s", w["ops"] / w["cpu_s"], "ops/s")
+        # the profiler process's CPU as a share of the whole machine: with
+        # -a it samples every busy CPU whoever runs there, so its work does
+        # not depend on how much of the machine our workload got
+        self.res.add(sec, cfg, rep, "profiler_share", (c1 - c0) / (self.ncpu * w["secs"]))
         self.res.add(sec, cfg, rep, "wall_s", w["secs"], "s")
         if kind == "ember":
             s = ember_summary(err)
@@ -264,10 +280,10 @@ class Bench:
             self.res.add(sec, cfg, rep, "stop_s", stop_s, "s")
 
     # ---- per-sample kernel cost (eBPF run time) --------------------------
-    def bpf_progs(self):
+    def bpf_progs(self, ids):
         r = run(["bpftool", "-j", "prog", "show"])
         try:
-            return {x["id"]: x for x in json.loads(r.stdout or "[]")}
+            return {x["id"]: x for x in json.loads(r.stdout or "[]") if x["id"] in ids}
         except ValueError:
             return {}
 
@@ -297,12 +313,11 @@ class Bench:
     def bpfcost_one(self, kind, freq, offcpu, workload):
         p = self.p
         cfg = f"{kind}{freq}" if freq else f"{kind}-offcpu"
-        before = set(self.bpf_progs())
-        wl = subprocess.Popen([workload, "-d", str(p["W"] + p["cost_D"] + 1)],
-                              stdout=subprocess.DEVNULL)
+        wl = subprocess.Popen([workload, "-d", "600"], stdout=subprocess.DEVNULL)
         prof = Profiler(kind, self.tmp, freq=freq, offcpu=offcpu)
         time.sleep(p["W"] + p["cost_D"])
-        progs = {i: x for i, x in self.bpf_progs().items() if i not in before}
+        progs = self.bpf_progs(own_prog_ids(prof.proc.pid))
+        wl.kill()
         prof.stop()
         wl.wait()
         for x in progs.values():
@@ -514,20 +529,20 @@ class Bench:
             return
         pay = os.path.join(self.tmp, "bench")
         os.makedirs(pay, exist_ok=True)
-        for f in (EMBER, SPIN, os.path.join(TOP, "bench", "vm", "guest.sh")):
+        for f in (EMBER, SPIN, PINGPONG, os.path.join(TOP, "bench", "vm", "guest.sh")):
             shutil.copy(f, pay)
         # perf -a synthesizes every process's mappings and ember loads
         # symbols at start: both take seconds under TCG
         env = dict(BENCH_D=p["vm_D"], BENCH_W=max(p["W"], 3), BENCH_REPS=p["vm_reps"],
                    BENCH_FREQS=" ".join(map(str, p["freqs"])))
         envs = " ".join(f"{a}='{b}'" for a, b in env.items())
-        timeout = int(p["vm_reps"] * 7 * (p["vm_D"] + 3 + 8) + 240)
+        timeout = int(p["vm_reps"] * 11 * (p["vm_D"] + 3 + 10) + 300)
         logf = os.path.join(self.args.out, f"vm-{k}.log")
         cmd = [os.path.join(TOP, "selftests", "vm", "run-vm.sh"), "--kernel", k,
                "--payload", pay, "--module", ko, "--smp", "2", "--mem", "1G",
                "--timeout", str(timeout), "--log", logf,
                "--cmd", f"{envs} sh /payload/bench/guest.sh"]
-        for hf in ("/usr/bin/perf", "/usr/sbin/bpftool"):
+        for hf in ("/usr/bin/perf", "/usr/sbin/bpftool", "/usr/sbin/offcputime"):
             if os.path.exists(hf):
                 cmd += ["--host-file", hf]
         log(f"VM {k}: module on-CPU ratios, {p['vm_reps']} repetitions of {p['vm_D']} s (TCG)")
@@ -550,10 +565,21 @@ class Bench:
                     continue
                 sec = f"vm{k}"
                 self.res.add(sec, cfg, rep, "ops_per_s", w["ops"] / w["wall"], "ops/s")
-                self.res.add(sec, cfg, rep, "ops_per_cpu_s", w["ops"] / (w["cpu"] + w.get("profcpu", 0)), "ops/s")
+                self.res.add(sec, cfg, rep, "ops_per_workload_cpu_s", w["ops"] / w["cpu"], "ops/s")
                 self.res.add(sec, cfg, rep, "profiler_cpu_s", w.get("profcpu", 0), "s")
+                self.res.add(sec, cfg, rep, "profiler_share", w.get("profcpu", 0) / (2 * w["wall"]))
                 if "lost" in w:
                     self.res.add(sec, cfg, rep, "lost", w["lost"])
+            elif line.startswith("BENCHOFF "):
+                w = kv(line)
+                cfg, rep = w.get("config"), int(w.get("rep", 0))
+                if "roundtrips" not in w or not w.get("wall"):
+                    continue
+                sec = f"vm{k}off"
+                self.res.add(sec, cfg, rep, "roundtrips_per_s", w["roundtrips"] / w["wall"], "1/s")
+                self.res.add(sec, cfg, rep, "roundtrips_per_cpu_s",
+                             w["roundtrips"] / (w["cpu"] + w.get("profcpu", 0)), "1/s")
+                self.res.add(sec, cfg, rep, "profiler_cpu_s", w.get("profcpu", 0), "s")
             elif line.startswith("BENCHSTATUS "):
                 status_cfg = kv(line).get("config")
                 self.vm_status = dict(samples=0, ns=0)
@@ -616,11 +642,23 @@ class Bench:
             offcputime=dpkg_version("libbpf-tools"),
             bpftool=cmd_out(["bpftool", "--version"]).splitlines()[0] if self.have["bpftool"] else "not installed",
             backend=cmd_out([EMBER, "status"]).splitlines()[-1],
+            ember_bpf_flavour=ember_bpf_flavour(),
             perf_event_max_sample_rate=sysctl("kernel.perf_event_max_sample_rate"),
             perf_event_paranoid=sysctl("kernel.perf_event_paranoid"),
             vm_kernels=self.args.vm_kernels,
             notes=self.notes,
         )
+
+
+def ember_bpf_flavour():
+    """How the eBPF backend loaded here (tracepoint flavour, off-CPU mode)."""
+    r = subprocess.run([EMBER, "record", "-a", "-e", "cpu,offcpu", "-d", "0.2",
+                        "-o", "/dev/null", "--format", "folded"], capture_output=True,
+                       text=True, env=dict(os.environ, EMBER_BPF_VERBOSE="1"))
+    for line in r.stderr.splitlines():
+        if line.startswith("ember: bpf:"):
+            return line[len("ember: bpf:"):].strip()
+    return "unknown"
 
 
 def proc_meminfo():

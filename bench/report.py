@@ -65,6 +65,23 @@ class Report:
             return None
         return (med(o), min(o), max(o), len(o))
 
+    def cpu_cost(self, sec, cfg, base="none", part="total"):
+        """On-CPU cost per repetition: work lost per CPU-second of the
+        workload (interrupts that ran on top of it), plus the profiler
+        process's share of the machine. part: total, irq or process."""
+        a = self.vals(sec, cfg, "ops_per_workload_cpu_s")
+        b = self.vals(sec, base, "ops_per_workload_cpu_s")
+        sh = self.vals(sec, cfg, "profiler_share")
+        o = []
+        for r in a:
+            if r not in b or not b[r]:
+                continue
+            irq, proc = 1 - a[r] / b[r], sh.get(r, 0.0)
+            o.append({"total": irq + proc, "irq": irq, "process": proc}[part])
+        if not o:
+            return None
+        return (med(o), min(o), max(o), len(o))
+
     @staticmethod
     def fo(o):
         if o is None:
@@ -94,28 +111,27 @@ class Report:
         self.w("Workload: `spin` (bench/workloads/spin.c), one busy thread per CPU for a fixed time; "
                "profilers system-wide (`ember record -a -F HZ`, "
                "`perf record -e cpu-clock -g -a -F HZ`), attached before the workload starts. "
-               "**CPU cost** = 1 - (work per CPU-second, counting the workload's exact CPU time, "
-               "which holds the sampling interrupts that ran on top of it, plus the profiler "
-               "process's CPU time) / (the same without a profiler). **Slowdown** = 1 - "
-               "(work per wall second) / (the same without a profiler). Both are paired per "
-               "repetition; median [min .. max] over repetitions.")
+               "**CPU cost** = **in-context cost** (1 - work per CPU-second of the workload / the "
+               "same without a profiler: the workload's exact CPU time holds the sampling "
+               "interrupts that ran on top of it) + **profiler process** (its CPU time / "
+               "(CPUs x wall time): with -a it samples every busy CPU whoever runs there). "
+               "**Slowdown** = 1 - work per wall second / the same without a profiler. All "
+               "paired per repetition; median [min .. max] over repetitions.")
         self.w()
-        self.w("| config | CPU cost | slowdown (wall) | profiler process CPU | samples | lost |")
-        self.w("|---|---|---|---|---|---|")
+        self.w("| config | CPU cost | = in-context | + profiler process | slowdown (wall) | samples | lost |")
+        self.w("|---|---|---|---|---|---|---|")
         for c in self.configs("oncpu"):
             if c == "none":
                 continue
-            pc = self.m("oncpu", c, "profiler_cpu_s")
-            wc = self.m("oncpu", c, "workload_cpu_s")
-            share = pc / wc if pc is not None and wc else None
-            self.w(f"| {c} | {self.fo(self.overhead('oncpu', c, 'ops_per_cpu_s'))} "
+            self.w(f"| {c} | {self.fo(self.cpu_cost('oncpu', c))} "
+                   f"| {self.fo(self.cpu_cost('oncpu', c, part='irq'))} "
+                   f"| {self.fo(self.cpu_cost('oncpu', c, part='process'))} "
                    f"| {self.fo(self.overhead('oncpu', c, 'ops_per_s'))} "
-                   f"| {pct(share)} of workload CPU "
                    f"| {num(self.m('oncpu', c, 'samples'))} | {num(self.m('oncpu', c, 'lost'))} |")
         b = self.m("oncpu", "none", "ops_per_s")
         self.w()
         self.w(f"Baseline: {num(b)} ops/s (wall), "
-               f"{num(self.m('oncpu', 'none', 'ops_per_cpu_s'))} ops per CPU-second, "
+               f"{num(self.m('oncpu', 'none', 'ops_per_workload_cpu_s'))} ops per CPU-second, "
                f"{num(self.m('oncpu', 'none', 'workload_cpu_s'), '{:.2f}')} CPU-s of "
                f"{num(self.m('oncpu', 'none', 'wall_s'), '{:.2f}')} s wall on "
                f"{self.meta['ncpu']} CPUs: the rest went to the machine's other tenants.")
@@ -123,8 +139,8 @@ class Report:
 
     def oncpu_targets(self):
         for f in self.freqs():
-            e = self.overhead("oncpu", f"ember{f}", "ops_per_cpu_s")
-            p = self.overhead("oncpu", f"perf{f}", "ops_per_cpu_s")
+            e = self.cpu_cost("oncpu", f"ember{f}")
+            p = self.cpu_cost("oncpu", f"perf{f}")
             if e is None:
                 continue
             why = self.oncpu_why(f, e)
@@ -148,16 +164,22 @@ class Report:
     def oncpu_why(self, f, e):
         """Decompose ember's cost: eBPF program time, agent CPU, rest."""
         ns = self.bpf_ns_per_sample(f)
-        pc = self.m("oncpu", f"ember{f}", "profiler_cpu_s")
-        wc = self.m("oncpu", f"ember{f}", "workload_cpu_s")
+        irq = self.cpu_cost("oncpu", f"ember{f}", part="irq")
+        proc = self.cpu_cost("oncpu", f"ember{f}", part="process")
+        pirq = self.cpu_cost("oncpu", f"perf{f}", part="irq")
+        pproc = self.cpu_cost("oncpu", f"perf{f}", part="process")
         parts = []
+        if proc is not None:
+            parts.append(f"agent process {pct(proc[0], 3)}"
+                         + (f" (perf's {pct(pproc[0], 3)})" if pproc else ""))
+        if irq is not None:
+            parts.append(f"in-context {pct(irq[0], 3)}"
+                         + (f" (perf's {pct(pirq[0], 3)})" if pirq else "")
+                         + f", range {pct(irq[1])} .. {pct(irq[2])}")
         if ns is not None:
-            parts.append(f"the eBPF program accounts for ~{pct(ns * f / 1e9, 3)} "
-                         f"({ns:.0f} ns x {f} Hz per busy CPU)")
-        if pc is not None and wc:
-            parts.append(f"the agent process for ~{pct(pc / wc, 3)}")
-        parts.append(f"the rest is the perf-event timer interrupt around the program, "
-                     f"cache effects and noise (spread {pct(e[1])} .. {pct(e[2])})")
+            parts.append(f"of which the eBPF program itself is ~{pct(ns * f / 1e9, 3)} "
+                         f"({ns:.0f} ns x {f} Hz per busy CPU); the rest of the in-context "
+                         f"part is the timer interrupt around it, cache effects and noise")
         return "Why: " + "; ".join(parts) + "."
 
     def bpfcost_section(self):
@@ -176,7 +198,8 @@ class Report:
                 self.w(f"| {c} | {pname} | {num(self.m('bpfcost', c, pname + '.ns_per_run'))} "
                        f"| {num(self.m('bpfcost', c, pname + '.run_cnt'))} |")
         self.w()
-        vms = [s for s in sorted({k[0] for k in self.rows}) if s.startswith("vm")]
+        vms = [s for s in sorted({k[0] for k in self.rows})
+               if s.startswith("vm") and not s.endswith("off")]
         if vms:
             self.w("In the VMs (qemu TCG, so absolute ns are inflated by emulation; compare "
                    "the two backends on the same kernel): the module's handler time from "
@@ -229,8 +252,30 @@ class Report:
                            f"run: ember {progs['ember-offcpu']:.0f} ns, offcputime "
                            f"{progs['offcputime-offcpu']:.0f} ns (section 2); spread ember "
                            f"{pct(e[1])} .. {pct(e[2])}, offcputime {pct(o[1])} .. {pct(o[2])}.")
+                fl = self.meta.get("ember_bpf_flavour", "")
+                if "parked" in fl:
+                    detail += (" On this kernel the eBPF backend runs its off-CPU stacks "
+                               f"'parked' ({fl}): it walks both stacks at every switch-out, "
+                               "where the cheaper deferred mode (stacks only when the thread "
+                               "comes back, fentry or kprobe on finish_task_switch) could not "
+                               "attach.")
+                vo = self.vm_off_costs()
+                if vo:
+                    detail += " In the VMs: " + "; ".join(vo) + "."
             self.verdicts.append(("off-CPU CPU cost <= half of offcputime's",
                                   "MET" if ok else "MISSED", detail))
+
+    def vm_off_costs(self):
+        out = []
+        for s in sorted({k[0] for k in self.rows if k[0].startswith("vm") and k[0].endswith("off")}):
+            parts = []
+            for c in ("kmod-offcpu", "bpf-offcpu", "offcputime"):
+                o = self.overhead(s, c, "roundtrips_per_cpu_s")
+                if o is not None:
+                    parts.append(f"{c} {pct(o[0])}")
+            if parts:
+                out.append(f"{s[2:-3]} (TCG) " + ", ".join(parts))
+        return out
 
     def loss_section(self):
         self.w("## 4. Loss at default buffer sizes, all CPUs busy")
@@ -326,7 +371,8 @@ class Report:
         self.w()
 
     def vm_section(self):
-        vms = [s for s in sorted({k[0] for k in self.rows}) if s.startswith("vm")]
+        vms = [s for s in sorted({k[0] for k in self.rows})
+               if s.startswith("vm") and not s.endswith("off")]
         self.w("## 7. Module backend in test-kernel VMs (ratios only)")
         self.w()
         if not vms:
@@ -346,15 +392,30 @@ class Report:
                     continue
                 if not self.vals(s, c, "ops_per_s"):
                     continue
-                self.w(f"| {s[2:]} | {c} | {self.fo(self.overhead(s, c, 'ops_per_cpu_s'))} "
+                self.w(f"| {s[2:]} | {c} | {self.fo(self.cpu_cost(s, c))} "
                        f"| {self.fo(self.overhead(s, c, 'ops_per_s'))} | {num(self.m(s, c, 'lost'))} |")
         self.w()
+        offs = [s for s in sorted({k[0] for k in self.rows}) if s.startswith("vm") and s.endswith("off")]
+        if offs:
+            self.w("Off-CPU in the same guest, as in section 3: `pingpong` alone, with "
+                   "`ember record -a -e offcpu` through the module and through eBPF, and with "
+                   "`offcputime`:")
+            self.w()
+            self.w("| kernel | config | CPU cost | slowdown (wall) |")
+            self.w("|---|---|---|---|")
+            for s in offs:
+                for c in self.configs(s):
+                    if c == "none":
+                        continue
+                    self.w(f"| {s[2:-3]} | {c} | {self.fo(self.overhead(s, c, 'roundtrips_per_cpu_s'))} "
+                           f"| {self.fo(self.overhead(s, c, 'roundtrips_per_s'))} |")
+            self.w()
 
     def headline(self):
         h = ["| figure | ember | baseline tool | target |", "|---|---|---|---|"]
         for f in self.freqs():
-            e = self.overhead("oncpu", f"ember{f}", "ops_per_cpu_s")
-            p = self.overhead("oncpu", f"perf{f}", "ops_per_cpu_s")
+            e = self.cpu_cost("oncpu", f"ember{f}")
+            p = self.cpu_cost("oncpu", f"perf{f}")
             tgt = "< 1% and <= perf" if f == 99 else "<= perf"
             h.append(f"| on-CPU CPU cost, {f} Hz (host, eBPF) | {pct(e and e[0])} | perf {pct(p and p[0])} | {tgt} |")
         e = self.overhead("offcpu", "ember-offcpu", "roundtrips_per_cpu_s")
@@ -364,11 +425,13 @@ class Report:
             ns = self.bpf_ns_per_sample(f)
             if ns is not None:
                 h.append(f"| eBPF ns per sample, {f} Hz | {ns:.0f} ns | | |")
-        for s in sorted({k[0] for k in self.rows if k[0].startswith("vm")}):
+        for s in sorted({k[0] for k in self.rows if k[0].startswith("vm") and not k[0].endswith("off")}):
             ns = self.m(s, "ember99", "module_ns_per_sample")
-            e = self.overhead(s, "ember99", "ops_per_cpu_s")
-            p = self.overhead(s, "perf99", "ops_per_cpu_s")
+            e = self.cpu_cost(s, "ember99")
+            p = self.cpu_cost(s, "perf99")
             h.append(f"| module {s[2:]} (TCG): CPU cost 99 Hz; ns/sample | {pct(e and e[0])}; {num(ns)} ns | perf {pct(p and p[0])} | ratios only |")
+        for v in self.vm_off_costs():
+            h.append(f"| off-CPU CPU cost in VM {v.split(' (')[0]} (TCG) | {v.split('(TCG) ')[1]} | | ratios only |")
         cfgs = self.configs("loss")
         zero = [int(c[5:]) for c in cfgs if self.m("loss", c, "lost") == 0]
         l999 = self.m("loss", "ember999", "lost")
@@ -433,7 +496,8 @@ class Report:
         self.w("## Machine and run")
         self.w()
         self.w(f"- Host: {m['host']}, {m['cpu']}, {m['ncpu']} CPUs, {m['mem_gib']} GiB, {m['os']}")
-        self.w(f"- Kernel: {m['kernel']} ({m['kernel_version']}); {m['backend']}")
+        self.w(f"- Kernel: {m['kernel']} ({m['kernel_version']}); {m['backend']} "
+               f"({m.get('ember_bpf_flavour', '?')})")
         self.w(f"- ember: {m['ember']} (git {m['ember_git']})")
         self.w(f"- perf: {m['perf']}, event cpu-clock (no PMU on this host); "
                f"kernel.perf_event_max_sample_rate={m['perf_event_max_sample_rate']}")
@@ -454,12 +518,12 @@ class Report:
     def reading(self):
         self.w("## How to read this report")
         self.w()
-        self.w("- **CPU cost** is what the targets are judged on: the extra CPU time needed to "
-               "do the same work with the profiler on (interrupt handlers on the workload's "
-               "CPUs plus the profiler's own process). On a dedicated machine it equals the "
-               "wall-clock slowdown; on this shared machine the wall-clock slowdown mostly "
+        self.w("- **CPU cost** is what the on-CPU and off-CPU targets are judged on: the extra "
+               "CPU time needed to do the same work with the profiler on (its kernel code running "
+               "on top of the workload, plus its own process). On a dedicated machine it equals "
+               "the wall-clock slowdown; on this shared machine the wall-clock slowdown mostly "
                "measures how much CPU the other tenants took during each run, so it is shown "
-               "but its spread is wide.")
+               "but its range is wide. bench/README.md explains both.")
         self.w("- Brackets are [min .. max] of the paired per-repetition overheads; a negative "
                "value means the profiled run did more work per CPU-second than its baseline, "
                "i.e. noise. When ember's and perf's ranges overlap, their difference is within "

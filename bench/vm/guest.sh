@@ -86,6 +86,62 @@ while [ $rep -lt "$REPS" ]; do
 	rep=$((rep + 1))
 done
 
+# off-CPU: pingpong alone, with ember's off-CPU through the module and
+# through eBPF, and with offcputime
+offconfigs="none kmod-offcpu bpf-offcpu"
+command -v offcputime >/dev/null && offconfigs="$offconfigs offcputime"
+
+# wait (up to 120 s: BTF and the verifier are slow under TCG) until a
+# process holds BPF programs
+wait_progs() {
+	t=0
+	while [ $t -lt 120 ] && ! grep -qs '^prog_id' /proc/"$1"/fdinfo/*; do
+		sleep 1
+		t=$((t + 1))
+	done
+}
+
+run_off() {
+	cfg=$1
+	rep=$2
+	pid=
+	case $cfg in
+	kmod-offcpu) $B/ember record --backend kmod -a -e offcpu -o /tmp/o.folded 2>/tmp/o.err &
+		pid=$! ;;
+	bpf-offcpu) $B/ember record --backend bpf -a -e offcpu -o /tmp/o.folded 2>/tmp/o.err &
+		pid=$!
+		wait_progs $pid ;;
+	offcputime) offcputime >/tmp/oc.out 2>&1 &
+		pid=$!
+		wait_progs $pid ;;
+	esac
+	sleep "$W"
+	c0=0
+	[ -n "$pid" ] && c0=$(profcpu "$pid")
+	out=$($B/pingpong -d "$D" | sed 's/secs=/wall=/; s/cpu_s=/cpu=/')
+	c1=0
+	[ -n "$pid" ] && c1=$(profcpu "$pid")
+	if [ -n "$pid" ]; then
+		kill -INT "$pid"
+		wait "$pid"
+	fi
+	echo "BENCHOFF config=$cfg rep=$rep $out profcpu=$(awk "BEGIN { print $c1 - $c0 }")"
+}
+
+set -- $offconfigs
+n=$#
+rep=0
+while [ $rep -lt "$REPS" ]; do
+	i=0
+	while [ $i -lt $n ]; do
+		idx=$(( (i + rep) % n + 1 ))
+		eval "cfg=\${$idx}"
+		run_off "$cfg" "$rep"
+		i=$((i + 1))
+	done
+	rep=$((rep + 1))
+done
+
 # the eBPF backend's per-run cost on the same kernel, for comparison
 if echo 1 >/proc/sys/kernel/bpf_stats_enabled 2>/dev/null && command -v bpftool >/dev/null; then
 	for f in $FREQS; do
