@@ -58,6 +58,15 @@ agent/%.o: agent/%.c | $(AGENT_GEN_H)
 	$(Q)mkdir -p agent/gen/deps
 	$(Q)$(CC) $(AGENT_CFLAGS) -MMD -MP -MF agent/gen/deps/$*.d -c -o $@ $<
 
+# Every agent object waits for the generated headers. Naming them here,
+# outside a pattern rule, is what makes them "ought to exist" for make: with
+# only the order-only prerequisite of the pattern rule, a fresh clone (no
+# agent/gen/ yet) fell back to make's built-in %.o rule and failed.
+$(AGENT_SRCS:.c=.o): | $(AGENT_GEN_H)
+# Keep generated code between builds (make deletes intermediates otherwise,
+# and protoc-c would rerun every time).
+.SECONDARY: $(AGENT_GEN_C) $(AGENT_GEN_H)
+
 agent/gen/%.pb-c.c agent/gen/%.pb-c.h: proto/%.proto
 	@echo "  PROTOC  $<"
 	$(Q)mkdir -p agent/gen
