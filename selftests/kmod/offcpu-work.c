@@ -75,9 +75,15 @@ __attribute__((noinline)) void sleep_10ms(void)
 	__asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) void pipe_wait(void)
+/* asks the helper to answer in 20 ms; kept out of the timed pipe_wait() */
+__attribute__((noinline)) void pipe_kick(void)
 {
 	raw_write1(go_pipe[1]);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void pipe_wait(void)
+{
 	raw_read1(done_pipe[0]);
 	__asm__ volatile("" ::: "memory");
 }
@@ -104,6 +110,7 @@ __attribute__((noinline)) void work_loop(long deadline)
 		t = now_ns();
 		sleep_10ms();
 		s10 += now_ns() - t;
+		pipe_kick();
 		t = now_ns();
 		pipe_wait();
 		pw += now_ns() - t;
