@@ -106,7 +106,10 @@ apt_refresh() {
 	fi
 	[ "${EMBER_OFFLINE:-}" = 1 ] && return 1
 	log "updating private package lists (bullseye, bookworm, backports)"
-	if apt-get -q update >"$APTDIR/update.log" 2>&1; then
+	# apt-get update exits 0 when an index could not be fetched (only a
+	# warning): read its log too.
+	if apt-get -q update >"$APTDIR/update.log" 2>&1 &&
+		! grep -qE '^(Err:|E: |W: Failed to fetch|W: Some index files failed)' "$APTDIR/update.log"; then
 		touch "$stamp"
 		return 0
 	fi
@@ -155,28 +158,47 @@ fetch_series() {
 		die "$series: cannot update package lists and nothing cached"
 	fi
 
-	image=$(resolve_image "$series")
-	[ -n "$image" ] || die "$series: no package matches $(image_pattern "$series")"
-	abi=${image#linux-image-}
-	abi=${abi%-unsigned}
-	headers=linux-headers-$abi
-	if [ -e "$dir/info" ] && grep -qx "IMAGE=$image" "$dir/info"; then
-		fixup_tree "$series"
-		return 0
-	fi
+	local attempt iver
+	for attempt in 1 2; do
+		image=$(resolve_image "$series")
+		if [ -z "$image" ]; then
+			if [ -e "$dir/info" ]; then
+				log "$series: no package matches $(image_pattern "$series") in the lists; using cached $(sed -n 's/^VERSION=//p' "$dir/info")"
+				fixup_tree "$series"
+				return 0
+			fi
+			die "$series: no package matches $(image_pattern "$series")"
+		fi
+		abi=${image#linux-image-}
+		abi=${abi%-unsigned}
+		headers=linux-headers-$abi
+		if [ -e "$dir/info" ] && grep -qx "IMAGE=$image" "$dir/info"; then
+			fixup_tree "$series"
+			return 0
+		fi
 
-	local iver
-	iver=$(pkg_field "$image" Version)
-	pkgs=("$image=$iver" "$headers=$(pkg_field "$headers" Version)")
-	while read -r p; do pkgs+=("$p"); done < <(headers_deps "$headers")
-	for p in $(extra_packages "$series"); do pkgs+=("$p"); done
-	log "$series: newest is $abi; fetching ${pkgs[*]}"
+		iver=$(pkg_field "$image" Version)
+		pkgs=("$image=$iver" "$headers=$(pkg_field "$headers" Version)")
+		while read -r p; do pkgs+=("$p"); done < <(headers_deps "$headers")
+		for p in $(extra_packages "$series"); do pkgs+=("$p"); done
+		log "$series: newest is $abi; fetching ${pkgs[*]}"
 
-	(cd "$APTDIR/debs" && apt-get -q download "${pkgs[@]}" >"$APTDIR/download.log" 2>&1) || {
-		# A stale list may name a version the mirror no longer has.
+		if (cd "$APTDIR/debs" && apt-get -q download "${pkgs[@]}" >"$APTDIR/download.log" 2>&1); then
+			break
+		fi
 		tail -n 5 "$APTDIR/download.log" >&2
+		# A list a few hours old may name a version the mirror dropped:
+		# refresh once and resolve again.
+		if [ "$attempt" = 1 ] && apt_refresh force; then
+			continue
+		fi
+		if [ -e "$dir/info" ]; then
+			log "$series: download failed, using cached $(sed -n 's/^VERSION=//p' "$dir/info")"
+			fixup_tree "$series"
+			return 0
+		fi
 		die "$series: apt-get download failed (see $APTDIR/download.log)"
-	}
+	done
 	for p in "${pkgs[@]}"; do
 		local n=${p%%=*} v
 		v=$(pkg_field "$p" Version)
@@ -194,7 +216,7 @@ fetch_series() {
 	mv "$dir.new" "$dir"
 
 	local release vmlinuz
-	vmlinuz=$(ls "$dir"/root/boot/vmlinuz-* | head -n 1)
+	vmlinuz=$(find "$dir/root/boot" -name 'vmlinuz-*' | head -n 1)
 	release=${vmlinuz##*/vmlinuz-}
 	{
 		echo "IMAGE=$image"
@@ -229,11 +251,14 @@ fixup_tree() {
 		[ "$target" = "$want" ] || ln -sfn "$want" "$f"
 	done < <(find "$root/usr/src" "$root/lib/modules" -maxdepth 3 -type l 2>/dev/null)
 
+	# Makefiles and kbuild variable files naming /usr/src or /usr/lib,
+	# regenerated from Debian's originals (kept as *.debian).
+	for f in "$root"/usr/src/linux-headers-*/Makefile "$root"/usr/src/linux-headers-*/.kernelvariables; do
+		[ -e "$f" ] && [ ! -e "$f.debian" ] && cp -p "$f" "$f.debian"
+	done
 	cc=$(compiler_of "$series")
-	# Makefiles and kbuild variable files naming /usr/src or /usr/lib.
 	for f in "$root"/usr/src/linux-headers-*/Makefile "$root"/usr/src/linux-headers-*/.kernelvariables; do
 		[ -e "$f" ] || continue
-		[ -e "$f.debian" ] || cp -p "$f" "$f.debian"
 		sed -e "s#\(^\|[ =]\)/usr/src/#\1$root/usr/src/#g" \
 			-e "s#\(^\|[ =]\)/usr/lib/linux-kbuild#\1$root/usr/lib/linux-kbuild#g" \
 			"$f.debian" >"$f.tmp"
@@ -267,7 +292,7 @@ compiler_of() {
 		done
 		die "5.10: extracted gcc-10 not found"
 	fi
-	kv=$(ls "$root"/usr/src/linux-headers-*-amd64/.kernelvariables.debian 2>/dev/null | head -n 1)
+	kv=$(find "$root/usr/src" -maxdepth 2 -path '*-amd64/.kernelvariables.debian' | head -n 1)
 	cc=$(sed -nE 's/^CC *=.*[) ](gcc-[0-9]+)$/\1/p' "$kv" 2>/dev/null | head -n 1)
 	echo "${cc:-gcc}"
 }

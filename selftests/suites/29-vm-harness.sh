@@ -8,7 +8,7 @@
 #
 # EMBER_VM_KERNELS="6.1" limits the kernels (default: 5.10 6.1 6.12).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . selftests/lib.sh
 
 KERNELS=${EMBER_VM_KERNELS:-5.10 6.1 6.12}

@@ -10,7 +10,7 @@
 # (seconds, default 600) bounds each VM run; EMBER_KMOD_CHECK=0 skips the
 # module-check step (developer shortcut; CI always runs it).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . selftests/lib.sh
 
 KERNELS=${EMBER_VM_KERNELS:-5.10 6.1 6.12}
@@ -66,7 +66,7 @@ for k in $KERNELS; do
 	mkdir -p "$work/$k"
 	cp ember.ko "$work/$k/ember.ko"
 
-	if [ "$has_check" = 1 ] && [ "${EMBER_KMOD_CHECK:-1}" != 0 -o "${CI:-}" = true ]; then
+	if [ "$has_check" = 1 ] && { [ "${EMBER_KMOD_CHECK:-1}" != 0 ] || [ "${CI:-}" = true ]; }; then
 		t0=$SECONDS
 		if make -j2 --no-print-directory module-check KDIR="$kdir" >"$logs/kmod-check-$k.log" 2>&1; then
 			t_pass "$T: module-check (W=1, sparse, checkpatch --strict)"

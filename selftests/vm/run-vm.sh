@@ -71,8 +71,9 @@ fi
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run scripts/install-deps.sh"
 command -v cpio >/dev/null || die "cpio missing: run scripts/install-deps.sh"
 BUSYBOX=$(command -v busybox || true)
-[ -n "$BUSYBOX" ] && file -L "$BUSYBOX" | grep -q 'statically linked' ||
+if [ -z "$BUSYBOX" ] || ! file -L "$BUSYBOX" | grep -q 'statically linked'; then
 	die "a static busybox is needed: run scripts/install-deps.sh (busybox-static)"
+fi
 
 # The uncompressed ELF boots through PVH and skips the in-guest
 # decompression, seconds under TCG; the bzImage is the fallback.
@@ -84,6 +85,7 @@ release=$("$FETCH" --version "$series")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-vm.XXXXXX")
 keep_log=0
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	rm -rf "$work"
 }
@@ -239,6 +241,7 @@ qemu_args=(
 # shellcheck disable=SC2206
 [ -z "${EMBER_VM_QEMU_ARGS:-}" ] || qemu_args+=($EMBER_VM_QEMU_ARGS)
 if [ -n "$out_disk" ]; then
+	# shellcheck disable=SC2054 # commas belong to qemu's option syntax
 	qemu_args+=(-drive "file=$out_disk,format=raw,if=none,id=out,cache=unsafe"
 		-device virtio-blk-pci,drive=out)
 fi
