@@ -3,9 +3,26 @@
  * ember: a Linux continuous profiler. main() only dispatches the first
  * argument to a subcommand (commands.h); each command parses its own options.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include "commands.h"
+
+/*
+ * glibc's defaults suit short programs, not a daemon that builds a large
+ * transient profile every interval. A fixed mmap threshold sends every
+ * big block (decompressed debug sections, symbol arrays, encode buffers)
+ * to its own mapping, returned to the kernel when freed, and turns off
+ * the threshold's growth that would move them into the heap to fragment
+ * it; the trim threshold gives the heap's free top back early. Worker
+ * threads (exporter, metrics) allocate little: one extra arena is enough.
+ */
+static void malloc_tune(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 256 * 1024);
+	mallopt(M_ARENA_MAX, 2);
+}
 
 struct command {
 	const char *name;
@@ -31,6 +48,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	malloc_tune();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -133,6 +133,7 @@ struct profile *session_snapshot(struct session *s)
 	struct prof_meta meta = { 0 };
 	char host[256] = "";
 	uint64_t lost, corrupt;
+	struct profile *p;
 
 	gethostname(host, sizeof(host) - 1);
 	source_counters(s, &lost, &corrupt);
@@ -148,7 +149,10 @@ struct profile *session_snapshot(struct session *s)
 	meta.end_ns = now_ns(CLOCK_REALTIME);
 	meta.lost = lost >= s->lost_base ? lost - s->lost_base : lost;
 	meta.bad_records = corrupt >= s->corrupt_base ? corrupt - s->corrupt_base : 0;
-	return pb_finish(s->pb, &meta);
+	p = pb_finish(s->pb, &meta);
+	/* DWARF and file pages are only needed while a profile is built */
+	sym_trim(s->sym);
+	return p;
 }
 
 void session_reset(struct session *s)

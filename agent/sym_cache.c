@@ -313,6 +313,31 @@ int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
 	return n;
 }
 
+void sym_cache_trim(struct sym_cache *c)
+{
+	struct sym_elf *se, *next;
+
+	if (!c)
+		return;
+	for (se = c->lru.lru_next; se != &c->lru; se = next) {
+		next = se->lru_next;
+		if (!se->dwarf_tried)
+			continue;
+		c->loaded_bytes -= se->dwarf_cost < c->loaded_bytes ?
+				   se->dwarf_cost : c->loaded_bytes;
+		if (!sym_dwarf_close(se))
+			unload(c, se);	/* its symbol names went with the image */
+	}
+	for (size_t i = 0; i < FILE_BUCKETS; i++) {
+		for (struct sym_file *f = c->files[i]; f; f = f->hash_next) {
+			/* a copied-in image is our heap: never madvise it */
+			if (!f->mem)
+				sym_release_pages(f->elf);
+			sym_release_pages(f->debug_elf);
+		}
+	}
+}
+
 size_t sym_cache_bytes(const struct sym_cache *c)
 {
 	return c ? c->loaded_bytes + c->meta_bytes : 0;

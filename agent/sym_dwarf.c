@@ -397,8 +397,10 @@ int sym_dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
 	if (measure) {
 		size_t after = sym_heap_bytes();
 
-		if (after > before)
+		if (after > before) {
 			se->cost += after - before;
+			se->dwarf_cost += after - before;
+		}
 		if (f)
 			se->cu_seen[f->cu] = 1;
 	}
@@ -411,24 +413,51 @@ void sym_dwarf_open(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 
 	se->dwarf_tried = true;
 	se->dwarf = open_dwarf(se, ctx);
-	if (se->dwarf)
+	if (se->dwarf) {
 		build_index(se);
+		/*
+		 * The index walk read every unit's DIEs: all of an
+		 * uncompressed .debug_info would stay in our RSS. Lookups
+		 * fault back the few pages they need.
+		 */
+		if (!se->loaded_from->mem)
+			sym_release_pages(se->loaded_from->elf);
+		sym_release_pages(se->loaded_from->debug_elf);
+		sym_release_pages(se->dbgd_elf);
+	}
 	after = sym_heap_bytes();
-	if (after > before)
+	if (after > before) {
 		se->cost += after - before;
+		se->dwarf_cost += after - before;
+	}
 }
 
-void sym_dwarf_close(struct sym_elf *se)
+bool sym_dwarf_close(struct sym_elf *se)
 {
+	struct sym_file *f = se->loaded_from;
+	bool ok = true;
+
 	if (se->dwarf)
 		dwarf_end(se->dwarf);
+	/*
+	 * dwarf_end() leaves the decompressed debug sections with the Elf
+	 * they came from; only a new Elf gives them back. An in-memory image
+	 * (vdso, memfd) keeps them: its bytes cannot be re-read.
+	 */
+	if (se->dwarf_tried && f && !f->mem) {
+		ok = sym_reset_elf(&f->debug_elf);
+		ok = sym_reset_elf(&f->elf) && ok;
+	}
 	sym_unmap_elf(se->dbgd_elf);
 	free(se->funcs);
 	free(se->cu_seen);
 	se->dwarf = NULL;
 	se->dbgd_elf = NULL;
 	se->dwarf_tried = false;
+	se->cost -= se->dwarf_cost < se->cost ? se->dwarf_cost : se->cost;
+	se->dwarf_cost = 0;
 	se->funcs = NULL;
 	se->cu_seen = NULL;
 	se->nr_funcs = se->nr_cus = 0;
+	return ok;
 }

@@ -85,14 +85,69 @@ void sym_unmap_elf(Elf *elf)
 		munmap(raw, size);
 }
 
-/* Our RSS need not keep file pages we are done with for now. */
+/*
+ * Our RSS need not keep file pages we are done with for now. One part
+ * must stay: libelf edits the section header table of an in-place image
+ * when it decompresses a section (sh_size, SHF_COMPRESSED cleared), and
+ * dropping those private pages while the Elf lives would revert the
+ * headers to the file's under libelf's feet. The rest is read-only file
+ * data that faults back in on access.
+ */
 void sym_release_pages(Elf *elf)
 {
-	size_t size = 0;
+	uintptr_t start, end, lo, hi, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	size_t size = 0, shnum = 0;
 	char *raw = elf ? elf_rawfile(elf, &size) : NULL;
+	GElf_Ehdr eh;
 
-	if (raw && size)
-		madvise(raw, size, MADV_DONTNEED);
+	if (!raw || !size)
+		return;
+	start = (uintptr_t)raw;
+	end = start + size;
+	lo = hi = end;
+	if (gelf_getehdr(elf, &eh) && elf_getshdrnum(elf, &shnum) == 0 &&
+	    eh.e_shoff < size) {
+		lo = start + eh.e_shoff;
+		hi = shnum * eh.e_shentsize < end - lo ? lo + shnum * eh.e_shentsize : end;
+		lo &= ~(pg - 1);
+		hi = (hi + pg - 1) & ~(pg - 1);
+	}
+	if (lo > start)
+		madvise(raw, lo - start, MADV_DONTNEED);
+	if (hi < end)
+		madvise((void *)hi, end - hi, MADV_DONTNEED);
+}
+
+/*
+ * Start an in-place image afresh: elf_end() frees what libelf allocated
+ * for it (decompressed debug sections are most of the DWARF's memory),
+ * dropping the pages undoes its edits, and a new Elf reads the same bytes
+ * at the same address (symbol names pointing there stay valid). false when
+ * no new Elf could be had: *elfp is NULL and the bytes are unmapped.
+ */
+bool sym_reset_elf(Elf **elfp)
+{
+	size_t size = 0;
+	char *raw;
+	Elf *elf;
+
+	if (!*elfp)
+		return true;
+	raw = elf_rawfile(*elfp, &size);
+	elf_end(*elfp);
+	*elfp = NULL;
+	if (!raw || !size)
+		return false;
+	madvise(raw, size, MADV_DONTNEED);
+	elf = elf_memory(raw, size);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		munmap(raw, size);
+		return false;
+	}
+	*elfp = elf;
+	return true;
 }
 
 ssize_t sym_build_id(Elf *elf, const unsigned char **id)
@@ -483,6 +538,14 @@ void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 	se->syms = syms;
 	se->nr_syms = out;
 	se->cost = sizeof(*se) + cap * sizeof(*syms) + plt_bytes;
+	se->dwarf_cost = 0;
+	/*
+	 * Reading the tables touched every page of .symtab/.strtab; a lookup
+	 * needs one name, so let the rest leave our RSS.
+	 */
+	if (!f->mem)
+		sym_release_pages(f->elf);
+	sym_release_pages(f->debug_elf);
 }
 
 void sym_elf_unload(struct sym_elf *se)

@@ -135,6 +135,7 @@ struct sym_elf {
 	uint8_t *cu_seen;	/* per CU: its line table was loaded (cost) */
 	size_t nr_cus;
 	size_t cost;		/* approximate heap bytes while loaded */
+	size_t dwarf_cost;	/* the part of cost that is DWARF state */
 	struct sym_elf *lru_prev, *lru_next;
 	struct sym_elf *hash_next;
 };
@@ -170,6 +171,12 @@ Elf *sym_map_elf(int fd);
 void sym_unmap_elf(Elf *elf);
 /* Drops a mapped Elf's pages from our RSS (they come back on access). */
 void sym_release_pages(Elf *elf);
+/*
+ * Drops an image's libelf state and creates it again on the same mapped
+ * bytes (sym_map_elf() images only, never in-memory ones). false when
+ * that failed: *elfp is then NULL and the mapping gone.
+ */
+bool sym_reset_elf(Elf **elfp);
 /* GNU build-id bytes of elf (0 when none). */
 ssize_t sym_build_id(Elf *elf, const unsigned char **id);
 /* Lower-case hex of len bytes into out (2 len + 1 chars). */
@@ -184,7 +191,12 @@ void *sym_debuginfod_begin(void);
 void sym_debuginfod_end(void *client);
 /* Finds the DWARF of a loaded se (once) and indexes its functions. */
 void sym_dwarf_open(struct sym_elf *se, const struct sym_elf_ctx *ctx);
-void sym_dwarf_close(struct sym_elf *se);
+/*
+ * Frees se's DWARF state, including what libelf decompressed for it (the
+ * images it was read from are reset). false when an image could not be
+ * re-created: se must then be unloaded (its symbol names are gone).
+ */
+bool sym_dwarf_close(struct sym_elf *se);
 /* Inline chain and lines for vaddr, innermost first; 0 if none. */
 int sym_dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
 		     uint64_t vaddr, struct sym_frame *out, int max);
@@ -222,6 +234,12 @@ void sym_cache_put(struct sym_cache *c, struct sym_file *f);
 int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
 		      struct sym_frame *out, int max);
 size_t sym_cache_bytes(const struct sym_cache *c);
+/*
+ * Drop every loaded file's DWARF state (it is rebuilt on the next lookup
+ * that needs it) and every mapped file's pages from our RSS; symbol tables
+ * stay. For between profiles: DWARF is the bulk of the heap.
+ */
+void sym_cache_trim(struct sym_cache *c);
 uint64_t sym_cache_files_open(const struct sym_cache *c);
 
 /* ---- JIT maps (sym_perfmap.c) ---- */

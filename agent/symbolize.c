@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,6 +82,23 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sym_debug_dirs_add(char **list, const char *dir)
+{
+	size_t old = *list ? strlen(*list) : 0, len = strlen(dir);
+	char *n;
+
+	if (!len || strchr(dir, ':'))
+		return -EINVAL;
+	n = realloc(*list, old + len + 2);
+	if (!n)
+		return -ENOMEM;
+	if (old)
+		n[old++] = ':';
+	memcpy(n + old, dir, len + 1);
+	*list = n;
+	return 0;
 }
 
 struct symbolizer *sym_new(const struct sym_options *opt)
@@ -479,6 +497,15 @@ void sym_sweep(struct symbolizer *s)
 			s->nr_procs--;
 		}
 	}
+}
+
+void sym_trim(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	sym_cache_trim(s->cache);
+	/* freed DWARF left holes in the heap: hand them back */
+	malloc_trim(0);
 }
 
 /* ------------------------------------------------------------------ JIT */

@@ -53,6 +53,12 @@ struct sym_options {
 	const char *debug_dirs;
 };
 
+/*
+ * Append dir to a malloc'd ':'-separated debug_dirs list (*list may be
+ * NULL). -EINVAL when dir is empty or holds ':', -ENOMEM.
+ */
+int sym_debug_dirs_add(char **list, const char *dir);
+
 struct symbolizer *sym_new(const struct sym_options *opt);
 void sym_free(struct symbolizer *s);
 
@@ -67,6 +73,14 @@ void sym_process_touch(struct symbolizer *s, uint32_t pid);
  * calls it after each interval); sym_free() does it too.
  */
 void sym_sweep(struct symbolizer *s);
+/*
+ * Give memory back once a profile has been built: DWARF state (decompressed
+ * debug sections, line tables, the function index) is dropped and rebuilt
+ * on demand, mapped ELF pages leave the RSS, free heap returns to the
+ * kernel. Symbol tables and process mappings stay. Profiles already built
+ * stay valid (their strings are interned, not in DWARF).
+ */
+void sym_trim(struct symbolizer *s);
 
 /*
  * Resolve one address. For user frames, is_return says the address is a
