@@ -67,6 +67,10 @@ $(AGENT_SRCS:.c=.o): | $(AGENT_GEN_H)
 # and protoc-c would rerun every time).
 .SECONDARY: $(AGENT_GEN_C) $(AGENT_GEN_H)
 
+# Generated sources are intermediate files of a pattern chain: without
+# this make deletes them after every build, and protoc-c runs again.
+.SECONDARY: $(AGENT_GEN_C) $(AGENT_GEN_H)
+
 agent/gen/%.pb-c.c agent/gen/%.pb-c.h: proto/%.proto
 	@echo "  PROTOC  $<"
 	$(Q)mkdir -p agent/gen

@@ -31,6 +31,7 @@
 #pragma weak output_otlp
 
 #define CGROUP_ROOT	"/sys/fs/cgroup"
+#define RECORD_TIMESTAMPS_PER_STACK 1024
 
 static const char usage_text[] =
 "usage: ember record [-F HZ] [-e cpu|offcpu|cpu,offcpu] [-p PID,...]\n"
@@ -53,13 +54,18 @@ static const char usage_text[] =
 "                         else eBPF), kmod or bpf\n"
 "      --max-stacks N     unique stacks kept in memory (default 65536)\n"
 "      --idle             include samples of idle CPUs\n"
+"      --debug-dir DIR    also look for separate debug files under DIR\n"
+"                         (repeatable; searched before /usr/lib/debug)\n"
+"      --debuginfod       fetch missing debug info from DEBUGINFOD_URLS\n"
+"                         (off by default: it may download a lot)\n"
 "  -- COMMAND [ARGS...]   start COMMAND, profile it and its children until it\n"
 "                         exits; its stdio and exit status pass through\n"
 "\n"
 "Folded output is \"comm;root;...;leaf VALUE\": VALUE counts samples, or\n"
 "microseconds when off-CPU time is recorded. See ember(1).\n";
 
-enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE };
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
+       OPT_DEBUG_DIR, OPT_DEBUGINFOD };
 
 static const struct option long_opts[] = {
 	{ "freq", required_argument, NULL, 'F' },
@@ -73,6 +79,8 @@ static const struct option long_opts[] = {
 	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "idle", no_argument, NULL, OPT_IDLE },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -255,6 +263,14 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 		case OPT_IDLE:
 			o->include_idle = true;
 			break;
+		case OPT_DEBUG_DIR:
+			if (sym_debug_dirs_add(&o->debug_dirs, optarg))
+				FAIL("--debug-dir wants a directory without ':', not '%s'",
+				     optarg);
+			break;
+		case OPT_DEBUGINFOD:
+			o->debuginfod = true;
+			break;
 		case 'h':
 			o->help = true;
 			return 0;
@@ -299,6 +315,8 @@ void record_opts_free(struct record_opts *o)
 {
 	free(o->pids);
 	o->pids = NULL;
+	free(o->debug_dirs);
+	o->debug_dirs = NULL;
 }
 
 /* ---- targets ----------------------------------------------------------- */
@@ -566,6 +584,11 @@ static void print_summary(const struct profile *p, const struct record_opts *o,
 			format_name(o->format));
 	else
 		fprintf(stderr, "; no output written\n");
+	if (m->cut_user_stacks)
+		fprintf(stderr, "ember: %llu user stacks were cut at a frame that cannot "
+			"be a user address (frame-pointer walk through code built "
+			"without frame pointers)\n",
+			(unsigned long long)m->cut_user_stacks);
 	if (m->lost)
 		fprintf(stderr, "ember: the profile misses %llu lost records: lower -F or raise ring sizes\n",
 			(unsigned long long)m->lost);
@@ -614,6 +637,16 @@ int cmd_record(int argc, char **argv)
 	so.src.pids = o.pids;
 	so.src.nr_pids = o.nr_pids;
 	so.pb.max_stacks = o.max_stacks;
+	/* per-sample times, as ember run keeps them (OTLP output uses them) */
+	so.pb.max_timestamps = RECORD_TIMESTAMPS_PER_STACK;
+	/* --debug-dir adds to the default root, searched last */
+	if (o.debug_dirs && sym_debug_dirs_add(&o.debug_dirs, SYM_DEFAULT_DEBUG_DIR)) {
+		fprintf(stderr, "ember record: out of memory\n");
+		record_opts_free(&o);
+		return 1;
+	}
+	so.sym.debug_dirs = o.debug_dirs;
+	so.sym.use_debuginfod = o.debuginfod;
 	if (o.cgroup_path &&
 	    cgroup_id_of(o.cgroup_path, &so.src.cgroup_id, err, sizeof(err))) {
 		fprintf(stderr, "ember record: %s\n", err);

@@ -294,6 +294,11 @@ int cmd_run(int argc, char **argv)
 	so.src.pids = rc.pids;
 	so.src.nr_pids = rc.nr_pids;
 	so.pb.max_timestamps = TIMESTAMPS_PER_STACK;
+	/* --debug-dir adds to the default root, searched last */
+	if (rc.debug_dirs)
+		sym_debug_dirs_add(&rc.debug_dirs, SYM_DEFAULT_DEBUG_DIR);
+	so.sym.debug_dirs = rc.debug_dirs;
+	so.sym.use_debuginfod = rc.debuginfod;
 	so.quiet = rc.quiet;
 	install_signals();
 	r = session_open(&s, &so, err, sizeof(err));

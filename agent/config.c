@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "symbolize.h"
 
 #define MAX_LIST 64	/* headers, attributes, pids */
 
@@ -322,6 +323,10 @@ static int apply(struct run_config *c, const char *key, const char *v,
 		c->shutdown_timeout_s = (unsigned int)n;
 	} else if (!strcmp(key, "pid")) {
 		ret = add_pid(c, v);
+	} else if (!strcmp(key, "debug_dir")) {
+		ret = sym_debug_dirs_add(&c->debug_dirs, v);
+	} else if (!strcmp(key, "debuginfod")) {
+		ret = parse_bool(v, &c->debuginfod);
 	} else if (!strcmp(key, "retry_initial_ms")) {
 		ret = parse_uint(v, 1, 3600000, &n);
 		c->retry_initial_ms = (unsigned int)n;
@@ -462,6 +467,10 @@ void run_config_usage(FILE *f)
 	      "                           (HOST defaults to 127.0.0.1)\n"
 	      "      --queue-size N       profiles kept while the receiver is away (8)\n"
 	      "      --shutdown-timeout S delivery deadline on SIGTERM (default 5)\n"
+	      "      --debug-dir DIR      also look for separate debug files under DIR\n"
+	      "                           (repeatable; searched before /usr/lib/debug)\n"
+	      "      --debuginfod         fetch missing debug info from DEBUGINFOD_URLS\n"
+	      "                           (off by default)\n"
 	      "\n"
 	      "Environment: OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT,\n"
 	      "OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT,\n"
@@ -474,7 +483,7 @@ void run_config_usage(FILE *f)
 enum {
 	OPT_TIMEOUT = 256, OPT_COMPRESSION, OPT_CA, OPT_CERT, OPT_KEY, OPT_OFFCPU,
 	OPT_METRICS, OPT_QUEUE, OPT_SHUTDOWN, OPT_R_INIT, OPT_R_MAX, OPT_R_ELAPSED,
-	OPT_QUIET,
+	OPT_QUIET, OPT_DEBUG_DIR, OPT_DEBUGINFOD,
 };
 
 static const struct option long_opts[] = {
@@ -500,6 +509,8 @@ static const struct option long_opts[] = {
 	{ "retry-max-ms", required_argument, NULL, OPT_R_MAX },
 	{ "retry-max-elapsed-ms", required_argument, NULL, OPT_R_ELAPSED },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -527,6 +538,7 @@ static const char *opt_key(int c)
 	case OPT_R_INIT: return "retry_initial_ms";
 	case OPT_R_MAX: return "retry_max_ms";
 	case OPT_R_ELAPSED: return "retry_max_elapsed_ms";
+	case OPT_DEBUG_DIR: return "debug_dir";
 	default: return NULL;
 	}
 }
@@ -544,6 +556,7 @@ void run_config_free(struct run_config *c)
 	free(c->backend);
 	free(c->metrics_addr);
 	free(c->pids);
+	free(c->debug_dirs);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -597,6 +610,8 @@ int run_config_load(struct run_config *c, int argc, char **argv,
 			c->off_cpu = true;
 		} else if (opt == OPT_QUIET) {
 			c->quiet = true;
+		} else if (opt == OPT_DEBUGINFOD) {
+			c->debuginfod = true;
 		} else if (key) {
 			ret = apply(c, key, optarg, err, err_len);
 			if (ret)

@@ -51,6 +51,8 @@ struct run_config {
 	size_t nr_pids;
 	unsigned int retry_initial_ms, retry_max_ms, retry_max_elapsed_ms;
 	bool quiet;
+	char *debug_dirs;		/* ':'-joined; NULL = /usr/lib/debug */
+	bool debuginfod;		/* fetch debug info from DEBUGINFOD_URLS */
 };
 
 /*

@@ -653,6 +653,10 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		err |= add_comment(b, comments, &nc,
 				   "WARNING: %" PRIu64 " stacks dropped at the memory bound",
 				   m->dropped_stacks);
+	if (m->cut_user_stacks)
+		err |= add_comment(b, comments, &nc,
+				   "%" PRIu64 " user stacks cut at a non-user return address",
+				   m->cut_user_stacks);
 	pb->n_comment = nc;
 	pb->comment = comments;
 

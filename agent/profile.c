@@ -50,6 +50,7 @@ struct proc_entry {
 	char comm[EMBER_COMM_LEN];
 	char *exe_path;
 	char *cgroup_path;
+	char *container_id;	/* read at first sight: the process may exit */
 };
 
 struct profile_builder {
@@ -159,6 +160,12 @@ static void proc_read_info(struct proc_entry *p)
 			p->cgroup_path = strdup(line + 3);
 		}
 	}
+	/*
+	 * One more small /proc read per process (about 10 us), once: it also
+	 * knows cgroup v1 hierarchies, where the v2 path above is "/".
+	 */
+	if (container_id_for_pid((pid_t)p->pid, buf, sizeof(buf)))
+		p->container_id = strdup(buf);
 }
 
 static struct proc_entry *proc_get(struct profile_builder *pb, uint32_t pid,
@@ -177,9 +184,6 @@ static struct proc_entry *proc_get(struct profile_builder *pb, uint32_t pid,
 	p->next = pb->proc_buckets[pid % PROC_BUCKETS];
 	pb->proc_buckets[pid % PROC_BUCKETS] = p;
 	pb->nr_procs++;
-	/* first sight: let the symbolizer read its mappings while it lives */
-	if (pb->sym && pid)
-		sym_process_touch(pb->sym, pid);
 	return p;
 }
 
@@ -201,6 +205,7 @@ static void proc_free_all(struct profile_builder *pb, bool exited_only)
 			*pp = p->next;
 			free(p->exe_path);
 			free(p->cgroup_path);
+			free(p->container_id);
 			free(p);
 			pb->nr_procs--;
 		}
@@ -353,10 +358,19 @@ static void entry_add_time(struct profile_builder *pb, struct agg_entry *e,
 	e->timestamps[e->nr_timestamps++] = t;
 }
 
+uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user)
+{
+	for (uint16_t i = 0; i < nr_user; i++)
+		if (user_ips[i] >= PB_USER_ADDR_LIMIT)
+			return i;
+	return nr_user;
+}
+
 static void add_sample(struct profile_builder *pb,
 		       const struct ember_sample *s, enum prof_event ev)
 {
-	size_t nips = (size_t)s->nr_kernel + s->nr_user, sz;
+	uint16_t nr_user = pb_user_frames_valid(s->ips + s->nr_kernel, s->nr_user);
+	size_t nips = (size_t)s->nr_kernel + nr_user, sz;
 	uint64_t h = 0;
 	struct agg_entry *e;
 	struct proc_entry *p;
@@ -371,8 +385,10 @@ static void add_sample(struct profile_builder *pb,
 	}
 
 	h = mix64(h, ((uint64_t)s->pid << 32) | s->tid);
+	if (nr_user != s->nr_user)
+		pb->c.cut_user_stacks++;
 	h = mix64(h, ((uint64_t)ev << 32) | ((uint64_t)s->nr_kernel << 16) |
-		  s->nr_user);
+		  nr_user);
 	for (size_t i = 0; i < EMBER_COMM_LEN; i += 8) {
 		uint64_t w;
 
@@ -385,7 +401,7 @@ static void add_sample(struct profile_builder *pb,
 	for (e = pb->buckets[h & (pb->nr_buckets - 1)]; e; e = e->next) {
 		if (e->hash == h && e->pid == s->pid && e->tid == s->tid &&
 		    e->event == ev && e->nr_kernel == s->nr_kernel &&
-		    e->nr_user == s->nr_user &&
+		    e->nr_user == nr_user &&
 		    !memcmp(e->comm, s->comm, EMBER_COMM_LEN) &&
 		    !memcmp(e->ips, s->ips, nips * 8))
 			break;
@@ -403,7 +419,7 @@ static void add_sample(struct profile_builder *pb,
 		e->tid = s->tid;
 		e->event = ev;
 		e->nr_kernel = s->nr_kernel;
-		e->nr_user = s->nr_user;
+		e->nr_user = nr_user;
 		e->cgroup_id = s->cgroup_id;
 		memcpy(e->comm, s->comm, EMBER_COMM_LEN);
 		e->comm[EMBER_COMM_LEN - 1] = '\0';
@@ -421,6 +437,13 @@ static void add_sample(struct profile_builder *pb,
 		entry_add_time(pb, e, s->time_ns);
 	pb->c.samples[ev]++;
 
+	/*
+	 * Every sample, not only the first of a pid: the symbolizer re-reads
+	 * the mappings of a process that just exec'd (its libraries get
+	 * mapped after the exec record), and does nothing otherwise.
+	 */
+	if (pb->sym && s->pid)
+		sym_process_touch(pb->sym, s->pid);
 	p = proc_get(pb, s->pid, s->tid == s->pid ? s->comm : NULL);
 	if (p) {
 		if (!p->has_samples)
@@ -653,7 +676,9 @@ static int build_processes(struct profile_builder *pb, struct profile_impl *pi,
 			pp->exe_path = arena_strdup(pi, p->exe_path);
 			pp->cgroup_id = p->cgroup_id;
 			pp->cgroup_path = arena_strdup(pi, p->cgroup_path);
-			pp->container_id = container_id_of(pi, p->cgroup_path);
+			pp->container_id = p->container_id ?
+					   arena_strdup(pi, p->container_id) :
+					   container_id_of(pi, p->cgroup_path);
 		}
 	}
 	pi->pub.processes = procs;
@@ -781,6 +806,7 @@ struct profile *pb_finish(struct profile_builder *pb,
 	pi->pub.meta.lost += pb->c.lost;
 	pi->pub.meta.bad_records += pb->c.bad_records;
 	pi->pub.meta.dropped_stacks += pb->c.dropped_stacks;
+	pi->pub.meta.cut_user_stacks += pb->c.cut_user_stacks;
 	pi->pub.meta.host_name = arena_strdup(pi, pi->pub.meta.host_name);
 	pi->pub.meta.backend = arena_strdup(pi, pi->pub.meta.backend);
 

@@ -64,6 +64,12 @@ struct prof_meta {
 	uint64_t lost;			/* records the producers dropped */
 	uint64_t bad_records;		/* corrupt or unknown records skipped */
 	uint64_t dropped_stacks;	/* not aggregated: memory bound reached */
+	/*
+	 * Samples whose user stack was cut at a return address that cannot be
+	 * a user address (a frame-pointer walk through code built without
+	 * frame pointers reads data as a return address).
+	 */
+	uint64_t cut_user_stacks;
 };
 
 struct profile {

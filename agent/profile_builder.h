@@ -47,6 +47,7 @@ struct pb_counters {
 	uint64_t bad_records;	/* invalid/unknown records skipped */
 	uint64_t lost;		/* from EMBER_REC_LOST records */
 	uint64_t dropped_stacks;	/* samples not kept: table full */
+	uint64_t cut_user_stacks;	/* user stacks cut at a non-user address */
 	uint64_t filtered;	/* samples outside the pid/cgroup filter */
 	size_t unique_stacks;
 	size_t bytes;		/* memory held by the stack table */
@@ -74,6 +75,16 @@ int pb_set_pids(struct profile_builder *pb, const uint32_t *pids,
 		size_t nr_pids);
 
 void pb_get_counters(const struct profile_builder *pb, struct pb_counters *c);
+
+/*
+ * How many of a sample's user frames to keep: every frame before the first
+ * one that cannot be a user-space address on x86-64 (kernel half or
+ * non-canonical, >= 2^56 to allow 5-level paging's 56-bit user space).
+ * Both backends' frame-pointer walks can read such garbage from a frame
+ * of code built without frame pointers; everything after it is garbage too.
+ */
+#define PB_USER_ADDR_LIMIT	(1ull << 56)
+uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user);
 
 /*
  * Symbolize and freeze everything aggregated since pb_new()/pb_reset().

@@ -28,6 +28,8 @@ struct record_opts {
 	const char *backend;		/* auto|kmod|bpf */
 	size_t max_stacks;
 	bool include_idle;
+	char *debug_dirs;		/* --debug-dir, ':'-joined, malloc'd; NULL = default */
+	bool debuginfod;		/* --debuginfod */
 	char **command;			/* after --, NULL-terminated; NULL if none */
 	bool help;
 };

@@ -53,6 +53,8 @@ struct sym_options {
 	const char *debug_dirs;
 };
 
+#define SYM_DEFAULT_DEBUG_DIR "/usr/lib/debug"
+
 /*
  * Append dir to a malloc'd ':'-separated debug_dirs list (*list may be
  * NULL). -EINVAL when dir is empty or holds ':', -ENOMEM.

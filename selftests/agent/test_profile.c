@@ -175,5 +175,62 @@ int main(void)
 		profile_free(p);
 		pb_free(pb);
 	}
+	{
+		/*
+		 * User stacks from frame-pointer walks through code without
+		 * frame pointers: ASCII read as a return address, a kernel-half
+		 * pointer. Cut there (not later frames), counted; the highest
+		 * 5-level-paging user address and a stack without garbage stay.
+		 */
+		static const uint64_t bad[] = {
+			0x2e2f67756265642full, 0xffff88803d2326b8ull,
+			0x8000000000000000ull, 0x0100000000000000ull,
+		};
+		struct profile_builder *pb = pb_new(NULL, NULL);
+		struct ember_sample *s;
+		const struct prof_sample *cut;
+		bool ok = true;
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			sample(EMBER_REC_SAMPLE, P, P, "fp", 1, 5, 0x1000 * (i + 1), 0);
+			s = (void *)buf;
+			s->ips[1 + 2] = bad[i];	/* user frames 0, 1 kept */
+			pb_add_record(pb, &s->hdr);
+		}
+		sample(EMBER_REC_SAMPLE, P, P, "fp", 1, 3, 0x9000, 0);
+		s = (void *)buf;
+		s->ips[1] = 0x7fffffff0000ull;
+		s->ips[2] = 0x00ffffffffffffffull;	/* 56-bit user space: legal */
+		s->ips[3] = 0x401000;
+		pb_add_record(pb, &s->hdr);
+		sample(EMBER_REC_SAMPLE, P, P, "fp", 1, 2, 0xa000, 0);
+		s = (void *)buf;
+		s->ips[1] = 0xffffffff81000000ull;	/* user leaf itself bad */
+		pb_add_record(pb, &s->hdr);
+		pb_get_counters(pb, &c);
+		T_CHECK("user_cut_counted", c.cut_user_stacks == 5,
+			"%llu cut, want 5", (unsigned long long)c.cut_user_stacks);
+		p = pb_finish(pb, NULL);
+		T_CHECK("user_cut_in_meta", p && p->meta.cut_user_stacks == 5,
+			"meta %llu", p ? (unsigned long long)p->meta.cut_user_stacks : 0ull);
+		for (size_t i = 0; p && i < sizeof(bad) / sizeof(bad[0]); i++) {
+			cut = find(p, P, 0x1000 * (i + 1));
+			ok = ok && cut && cut->nr_frames == 3 &&
+			     cut->frames[2]->address == 0x1000 * (i + 1) + 2;
+		}
+		T_CHECK("user_cut_at_first_bad", p && ok,
+			"a stack was not cut right before its bad frame");
+		cut = p ? find(p, P, 0x9000) : NULL;
+		T_CHECK("user_legit_kept", cut && cut->nr_frames == 4 &&
+			cut->frames[2]->address == 0x00ffffffffffffffull,
+			"a stack of valid user addresses lost frames");
+		cut = p ? find(p, P, 0xa000) : NULL;
+		T_CHECK("user_bad_leaf_cut", cut && cut->nr_frames == 1,
+			"a bad user leaf was kept");
+		T_CHECK("user_limit_fn", pb_user_frames_valid(NULL, 0) == 0 &&
+			PB_USER_ADDR_LIMIT == 0x0100000000000000ull, "limit changed");
+		profile_free(p);
+		pb_free(pb);
+	}
 	T_EXIT();
 }
