@@ -3,7 +3,8 @@
 # picks here (eBPF on a kernel without module support): the phases workload
 # (CPU shares within 3 points, symbolized chains, kernel frames under the
 # syscall phase), a 200 ms process, stdio/exit status pass-through, Ctrl-C,
-# off-CPU and SVG. See selftests/agent/e2e/e2e.sh.
+# off-CPU and SVG (which must open in headless Chromium; screenshot in
+# selftests/artifacts/record-host.png). See selftests/agent/e2e/e2e.sh.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . selftests/lib.sh
@@ -39,3 +40,69 @@ art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-host
 rm -rf "$art"
 selftests/agent/e2e/e2e.sh --backend "$backend" --ember agent/ember \
 	--phases agent/gen/tests/ember-phases --out "$art"
+
+# The SVG of that real recording opens in headless Chromium: its script runs
+# to the end (data-ember-ready) with no error in the DOM or the console, and
+# a screenshot of it is kept (selftests/artifacts/record-host.png). Same
+# harness as 12-outputs.sh.
+svg=$art/phases.svg
+png=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/record-host.png
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ ! -s "$svg" ]; then
+	t_fail agent_host_svg_in_chromium "the recording wrote no $svg"
+elif [ -z "$browser" ]; then
+	t_skip agent_host_svg_in_chromium "chromium missing (scripts/install-deps.sh)"
+else
+	work=$(mktemp -d)
+	chrome() {
+		timeout 90 "$browser" --headless --no-sandbox --disable-gpu \
+			--disable-background-networking --disable-component-update \
+			--disable-sync --disable-quic --no-first-run \
+			--user-data-dir="$work/profile" --enable-logging=stderr --v=0 "$@"
+	}
+	attr() {
+		head -c 4096 "$1" | grep -m1 -o "<svg [^>]*>" | grep -o " $2=\"[^\"]*\"" |
+			sed 's/^[^"]*"//; s/"$//'
+	}
+	chrome --dump-dom "file://$PWD/$svg" >"$work/dom" 2>"$work/err"
+	if [ -n "$(attr "$work/dom" data-ember-error)" ]; then
+		t_fail agent_host_svg_in_chromium "script error: $(attr "$work/dom" data-ember-error)"
+	elif grep -q 'INFO:CONSOLE.*\(Uncaught\|Error\)' "$work/err"; then
+		t_fail agent_host_svg_in_chromium "console: $(grep -m1 'INFO:CONSOLE' "$work/err")"
+	elif [ "$(attr "$work/dom" data-ember-ready)" != 1 ]; then
+		t_fail agent_host_svg_in_chromium "script did not finish: $(head -c 200 "$work/dom")"
+	else
+		t_pass agent_host_svg_in_chromium
+	fi
+	height=$(grep -m1 -o '<svg [^>]*>' "$svg" | grep -o ' height="[0-9]*"' | tr -dc 0-9)
+	mkdir -p "$(dirname "$png")"
+	rm -f "$png"
+	chrome --screenshot="$PWD/$png" --window-size="1200,${height:-300}" \
+		--hide-scrollbars "file://$PWD/$svg" >"$work/shot.log" 2>&1
+	if [ -s "$png" ]; then
+		# check_png.py's decoder and colour families; a real recording
+		# has no JIT frames, so only user, kernel and process boxes
+		# must cover a visible area
+		if r=$(python3 - "$png" <<'PY'
+import sys
+sys.path.insert(0, "selftests/agent/output")
+import check_png
+w, h, bpp, rows = check_png.decode(sys.argv[1])
+n = {}
+for line in rows:
+    for x in range(0, w * bpp, bpp):
+        f = check_png.family(line[x], line[x + 1], line[x + 2])
+        n[f] = n.get(f, 0) + 1
+print(f"{w}x{h} pixels per family {n}")
+sys.exit(any(n.get(f, 0) < 100 for f in ("user", "kernel", "process")))
+PY
+		); then
+			t_pass "agent_host_record_screenshot ($r)"
+		else
+			t_fail agent_host_record_screenshot "no user/kernel/process boxes: $r"
+		fi
+	else
+		t_fail agent_host_record_screenshot "chromium wrote no $png"
+	fi
+	rm -rf "$work"
+fi
