@@ -435,6 +435,9 @@ struct ring {
 static struct ring rings[MAX_CPUS];
 static unsigned int nr_rings;
 
+/* per-CPU sample timestamps: the delivered rate, free of START/STOP time */
+static uint64_t ts_first[MAX_CPUS], ts_last[MAX_CPUS], ts_n[MAX_CPUS];
+
 static void print_sample(const struct opts *o, const struct ember_sample *s,
 			 uint32_t size)
 {
@@ -495,8 +498,16 @@ static void handle(const struct opts *o, const struct ember_rec_header *h)
 	switch (h->type) {
 	case EMBER_REC_SAMPLE:
 	case EMBER_REC_OFFCPU:
-		if (h->size >= sizeof(struct ember_sample))
-			print_sample(o, (const void *)h, h->size);
+		if (h->size >= sizeof(struct ember_sample)) {
+			const struct ember_sample *s = (const void *)h;
+
+			if (h->type == EMBER_REC_SAMPLE && s->cpu < MAX_CPUS) {
+				if (!ts_n[s->cpu]++)
+					ts_first[s->cpu] = s->time_ns;
+				ts_last[s->cpu] = s->time_ns;
+			}
+			print_sample(o, s, h->size);
+		}
 		break;
 	case EMBER_REC_EXEC:
 		if (!o->quiet && h->size >= sizeof(*ex) &&
@@ -610,10 +621,14 @@ static void print_stats(double secs)
 		printf("stats cpu=%u online=%d samples=%" PRIu64 " filtered=%" PRIu64
 		       " records=%" PRIu64 " lost=%" PRIu64 " read=%" PRIu64
 		       " handler_ns=%" PRIu64 " switches=%" PRIu64
-		       " overflow=%" PRIu64 " offcpu_ns=%" PRIu64 " rate_hz=%.1f\n",
-		       i, have_live ? live_online[i] : c->online, c->samples, c->filtered, c->records, c->lost,
+		       " overflow=%" PRIu64 " offcpu_ns=%" PRIu64 " rate_hz=%.1f"
+		       " ts_rate_hz=%.1f\n",
+		       i, have_live ? live_online[i] : c->online, c->samples,
+		       c->filtered, c->records, c->lost,
 		       r, c->handler_ns, c->switches, c->overflow, c->offcpu_ns,
-		       secs > 0 ? c->samples / secs : 0.0);
+		       secs > 0 ? c->samples / secs : 0.0,
+		       ts_n[i] > 1 && ts_last[i] > ts_first[i] ?
+		       (ts_n[i] - 1) * 1e9 / (ts_last[i] - ts_first[i]) : 0.0);
 		samples += c->samples;
 		filtered += c->filtered;
 		records += c->records;

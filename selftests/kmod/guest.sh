@@ -77,7 +77,8 @@ t_rate() {
 	n=0
 	for c in $(seq 0 $((NCPU - 1))); do
 		line=$(grep "^stats cpu=$c " $W/rate)
-		rate=$(echo "$line" | tr ' ' '\n' | sed -n 's/^rate_hz=//p')
+		# from the samples' own timestamps, first to last on that CPU
+		rate=$(echo "$line" | tr ' ' '\n' | sed -n 's/^ts_rate_hz=//p')
 		rec=$(echo "$line" | tr ' ' '\n' | sed -n 's/^read=//p')
 		[ -n "$rate" ] || { bad="$bad cpu$c:no-stats"; continue; }
 		ok=$(awk -v r="$rate" -v f=$f 'BEGIN { print (r >= 0.9 * f && r <= 1.1 * f) }')
@@ -86,7 +87,7 @@ t_rate() {
 		n=$((n + 1))
 	done
 	if [ -z "$bad" ] && [ $n -eq "$NCPU" ]; then
-		pass "rate: $f Hz on all $NCPU CPUs within 10% ($(grep '^stats' $W/rate | sed 's/.*rate_hz=//' | tr '\n' ' ')Hz; reference hrtimer $(sed -n 's/ticker rate_hz=//p' $W/ticker) Hz)"
+		pass "rate: $f Hz on all $NCPU CPUs within 10% ($(grep '^stats' $W/rate | sed 's/.*ts_rate_hz=//' | tr '\n' ' ')Hz; reference hrtimer $(sed -n 's/ticker rate_hz=//p' $W/ticker) Hz)"
 	else
 		fail rate "asked $f Hz:$bad; a user-space hrtimer got $(sed -n 's/ticker rate_hz=//p' $W/ticker) Hz meanwhile (below $f: the VM is starved, not ember); $(grep -E '^(stats|summary)|ember-test' $W/rate | tr '\n' ' ')"
 	fi
