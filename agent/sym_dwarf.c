@@ -94,19 +94,67 @@ static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 	return elf;
 }
 
+/*
+ * Bytes of DWARF in elf once decompressed: libdw decompresses every
+ * compressed .debug_* section into the heap at dwarf_begin_elf(), and its
+ * unit and abbreviation tables grow with the rest.
+ */
+static uint64_t dwarf_bytes(Elf *elf, bool *any)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t total = 0;
+	size_t shstrndx;
+
+	*any = false;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    (strncmp(name, ".debug_", 7) && strncmp(name, ".zdebug_", 8)))
+			continue;
+		*any = true;
+		if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch))
+			total += ch.ch_size;
+		else
+			total += sh.sh_size;
+	}
+	return total;
+}
+
+/* dwarf_begin_elf() unless elf's DWARF is over the per-file cap. */
+static Dwarf *begin_capped(Elf *elf, const struct sym_elf_ctx *ctx, bool *capped)
+{
+	bool any;
+	uint64_t bytes = dwarf_bytes(elf, &any);
+
+	if (!any)
+		return NULL;
+	if (ctx->dwarf_max_bytes && bytes > ctx->dwarf_max_bytes) {
+		*capped = true;
+		return NULL;
+	}
+	return dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+}
+
 static Dwarf *open_dwarf(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 {
 	struct sym_file *f = se->loaded_from;
+	bool capped = false;
 	Dwarf *dw = NULL;
 
 	if (f->debug_elf)
-		dw = dwarf_begin_elf(f->debug_elf, DWARF_C_READ, NULL);
-	if (!dw)
-		dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
-	if (!dw && !se->dbgd_elf) {
+		dw = begin_capped(f->debug_elf, ctx, &capped);
+	if (!dw && !capped)
+		dw = begin_capped(f->elf, ctx, &capped);
+	if (!dw && !capped && !se->dbgd_elf) {
 		se->dbgd_elf = fetch_debuginfod(se, ctx);
 		if (se->dbgd_elf)
-			dw = dwarf_begin_elf(se->dbgd_elf, DWARF_C_READ, NULL);
+			dw = begin_capped(se->dbgd_elf, ctx, &capped);
 	}
 	return dw;
 }

@@ -143,6 +143,7 @@ struct sym_elf {
 struct sym_elf_ctx {
 	const char *debug_dirs;	/* never NULL */
 	bool no_dwarf;
+	uint64_t dwarf_max_bytes;	/* per-file DWARF cap, 0 = none */
 	void *debuginfod;	/* debuginfod_client *, NULL when off */
 	struct sym_strings *strings;
 };

@@ -121,6 +121,9 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 	s->opt.debug_dirs = s->debug_dirs;
 	s->ctx.debug_dirs = s->debug_dirs;
 	s->ctx.no_dwarf = s->opt.no_dwarf;
+	s->ctx.dwarf_max_bytes = !s->opt.dwarf_max_bytes ? SYM_DEFAULT_DWARF_MAX :
+				 s->opt.dwarf_max_bytes == SIZE_MAX ? 0 :
+				 s->opt.dwarf_max_bytes;
 	s->ctx.strings = s->strings;
 	if (s->opt.use_debuginfod && getenv("DEBUGINFOD_URLS"))
 		s->ctx.debuginfod = sym_debuginfod_begin();

@@ -46,6 +46,13 @@ struct sym_options {
 	bool use_debuginfod;	/* consult DEBUGINFOD_URLS (off by default) */
 	bool no_dwarf;		/* symbols only: no line/inline info */
 	/*
+	 * A file whose DWARF is bigger than this once decompressed resolves
+	 * by symbols only (no lines, no inline frames): libdw holds all of it
+	 * in the heap while in use. 0 = default (SYM_DEFAULT_DWARF_MAX, which
+	 * leaves out e.g. libc6-dbg's 10 MB), SIZE_MAX = no cap.
+	 */
+	size_t dwarf_max_bytes;
+	/*
 	 * ':'-separated roots searched for separate debug files
 	 * (ROOT/.build-id/xx/yyyy.debug, ROOT/DIR/DEBUGLINK); NULL or "" means
 	 * "/usr/lib/debug". Tests point it at a temporary tree.
@@ -54,6 +61,7 @@ struct sym_options {
 };
 
 #define SYM_DEFAULT_DEBUG_DIR "/usr/lib/debug"
+#define SYM_DEFAULT_DWARF_MAX (8u << 20)
 
 /*
  * Append dir to a malloc'd ':'-separated debug_dirs list (*list may be
