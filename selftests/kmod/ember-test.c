@@ -19,6 +19,8 @@
  *   -P PPM -B (write absurd consumer positions and never read: the kernel
  *   must treat the rings as full, not write outside them)
  *   -s SECS:PID (replace the filter by that one pid after SECS)
+ *   -W MS (poll timeout; "poll ready=N timeout=M" tells how often the
+ *   watermark woke the reader)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,6 +54,7 @@ struct opts {
 	bool have_freq, have_kmax, have_umax, have_ring, have_wm, have_cg;
 	bool have_min, have_ppm, idle, quiet, folded, kallsyms, bogus;
 	double refilter_at;	/* -s SECS:PID: SET_FILTER to PID at SECS */
+	int poll_ms;		/* -W MS: poll timeout (default 50) */
 	uint32_t refilter_pid;
 	uint32_t pids[EMBER_MAX_FILTER_PIDS];
 	unsigned int nr_pids;
@@ -671,6 +674,7 @@ static uint64_t total_read(void)
 
 static int cmd_run(const struct opts *o)
 {
+	unsigned int polls_ready = 0, polls_timeout = 0;
 	bool first_drain_done = false;
 	uint64_t first_drain = 0;
 	double t0, t_end, t_read;
@@ -721,7 +725,10 @@ static int cmd_run(const struct opts *o)
 			usleep(20000);
 			continue;
 		}
-		poll(&pfd, 1, 50);
+		if (poll(&pfd, 1, o->poll_ms ? o->poll_ms : 50) > 0)
+			polls_ready++;
+		else
+			polls_timeout++;
 		drain_all(o);
 		if (o->refilter_pid && now_s() >= t0 + o->refilter_at) {
 			struct nl_msg *m = req(EMBER_CMD_SET_FILTER, NLM_F_ACK);
@@ -754,6 +761,7 @@ static int cmd_run(const struct opts *o)
 	print_stats(t_end - t0);
 	printf("drain first=%" PRIu64 " later=%" PRIu64 "\n", first_drain,
 	       total_read() - first_drain);
+	printf("poll ready=%u timeout=%u\n", polls_ready, polls_timeout);
 	if (o->folded)
 		print_folded();
 	close(fd);
@@ -869,7 +877,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->events = EMBER_EV_ONCPU;
 	o->duration = 2;
-	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:Bs:")) != -1) {
+	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:Bs:W:")) != -1) {
 		switch (c) {
 		case 'f': o->freq = strtoul(optarg, NULL, 0); o->have_freq = true; break;
 		case 'e': o->events = strtoul(optarg, NULL, 0); break;
@@ -893,6 +901,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'm': o->offcpu_min = strtoull(optarg, NULL, 0); o->have_min = true; break;
 		case 'P': o->ppm = strtoul(optarg, NULL, 0); o->have_ppm = true; break;
 		case 'B': o->bogus = true; break;
+		case 'W': o->poll_ms = atoi(optarg); break;
 		case 's':
 			if (sscanf(optarg, "%lf:%u", &o->refilter_at,
 				   &o->refilter_pid) != 2)

@@ -245,6 +245,24 @@ t_ring_full() {
 	fi
 }
 
+# ------------------------------------------- poll wakes at the watermark
+t_poll() {
+	spawn "$BIN/fpbusy" 5 "$NCPU"
+	# 4 KiB watermark at 1 kHz: poll (1 s timeout) returns readable often
+	$ET run -w 4096 -W 1000 -f 1000 -d 2 -q >$W/poll1 2>&1
+	# watermark = the whole ring at 99 Hz: never reached in 2 s
+	$ET run -w 524288 -W 700 -f 99 -d 2 -q >$W/poll2 2>&1
+	reap
+	r1=$(kv $W/poll1 poll ready)
+	r2=$(kv $W/poll2 poll ready)
+	t2=$(kv $W/poll2 poll timeout)
+	if [ "${r1:-0}" -ge 4 ] && [ "$r2" = 0 ] && [ "${t2:-0}" -ge 2 ]; then
+		pass "poll: woken $r1 times past a 4 KiB watermark; never below a full-ring one ($t2 timeouts)"
+	else
+		fail poll "small watermark: $(grep '^poll' $W/poll1); full-ring watermark: $(grep '^poll' $W/poll2)"
+	fi
+}
+
 # ----------------------- consumer positions from user space are not trusted
 t_bogus_consumer() {
 	spawn "$BIN/fpbusy" 4 "$NCPU"
@@ -399,6 +417,7 @@ want filter-pid && t_filter_pid
 want filter-change && t_filter_change
 want filter-cgroup && t_filter_cgroup
 want ring-full && t_ring_full
+want poll && t_poll
 want bogus-consumer && t_bogus_consumer
 want owner && t_owner
 want badreq && t_badreq
