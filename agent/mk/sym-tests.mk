@@ -20,7 +20,7 @@ SYM_TCC := $(CC) -std=gnu11 -Wall -Wextra -Wl,--build-id -L$(SYM_T)
 # Targets find libsymtest.so next to themselves (also when copied away).
 SYM_RPATH := -Wl,-rpath,'$$$$ORIGIN'
 SYM_VARIANTS := target-g target-O2 target-nopie target-nog target-stripped \
-	target-dbglink target-buildid target-dinfod
+	target-dbglink target-buildid target-dinfod target-gz
 SYM_TEST_BINS := $(SYM_T)/sym_test $(SYM_T)/libsymtest.so $(SYM_T)/cxx \
 	$(addprefix $(SYM_T)/,$(SYM_VARIANTS))
 
@@ -48,6 +48,8 @@ $(eval $(call sym_target,target-g,-O0 -g -fPIE -pie))
 $(eval $(call sym_target,target-O2,-O2 -g -fPIE -pie))
 $(eval $(call sym_target,target-nopie,-O0 -g -fno-pie -no-pie))
 $(eval $(call sym_target,target-nog,-O0 -fPIE -pie))
+# Compressed debug sections (as distributions ship): libdw decompresses them.
+$(eval $(call sym_target,target-gz,-O0 -g -gz=zlib -fPIE -pie))
 $(eval $(call sym_target,target-stripped.full,-O0 -g -fPIE -pie))
 $(eval $(call sym_target,target-dbglink.full,-O0 -g -fPIE -pie))
 $(eval $(call sym_target,target-buildid.full,-O0 -g -fPIE -pie))

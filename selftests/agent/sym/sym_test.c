@@ -1239,6 +1239,53 @@ static int bench_touch_all(void)
 	return 0;
 }
 
+/*
+ * sym_trim() between lookups drops DWARF state and resets the images it
+ * came from (compressed sections are decompressed again from a fresh
+ * Elf): every address resolves to the same frames before and after.
+ */
+static void test_trim(const char *name)
+{
+	char *argv[] = { path_of(name), NULL };
+	struct sym_frame f[8], g[8];
+	struct symbolizer *s = new_sym(0);
+	int lines = 0, differ = 0, n, m;
+	struct child c;
+	char t[160];
+
+	snprintf(t, sizeof(t), "trim %s: spawn", name);
+	if (!check(t, s && spawn(&c, argv), "cannot run %s", argv[0])) {
+		sym_free(s);
+		return;
+	}
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	sym_process_exit(s, (uint32_t)c.pid);
+	for (int i = 0; i < c.nr_addrs; i++) {
+		const struct addr_line *x = &c.addrs[i];
+
+		n = sym_resolve_user(s, (uint32_t)c.pid, x->addr, x->is_return, f, 8);
+		sym_trim(s);
+		m = sym_resolve_user(s, (uint32_t)c.pid, x->addr, x->is_return, g, 8);
+		sym_trim(s);
+		if (n != m) {
+			differ++;
+			continue;
+		}
+		for (int k = 0; k < n; k++) {
+			/* interned: equal strings are equal pointers */
+			differ += f[k].function != g[k].function || f[k].line != g[k].line ||
+				  f[k].source_file != g[k].source_file ||
+				  f[k].inlined != g[k].inlined;
+			lines += f[k].line > 0;
+		}
+	}
+	snprintf(t, sizeof(t), "trim %s: same frames, lines included, after sym_trim", name);
+	check(t, c.nr_addrs > 0 && !differ && lines >= c.nr_addrs / 2,
+	      "%d of %d addresses differ, %d frames with lines", differ, c.nr_addrs, lines);
+	sym_free(s);
+}
+
 static void test_bound(void)
 {
 	enum { N = 3000 };
@@ -1281,6 +1328,7 @@ int main(int argc, char **argv)
 		{ "target-stripped", false, false },
 		{ "target-dbglink", true, true },
 		{ "target-buildid", true, true },
+		{ "target-gz", true, true },
 	};
 	char tmp[] = "/tmp/ember-symtest.XXXXXX";
 
@@ -1324,6 +1372,8 @@ int main(int argc, char **argv)
 	test_vdso();
 	test_kernel(tmp);
 	test_sharing_and_sweep();
+	test_trim("target-gz");
+	test_trim("target-dbglink");
 	test_bound();
 	{
 		char cmd[128];
