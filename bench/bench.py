@@ -440,9 +440,10 @@ class Bench:
             time.sleep(0.25)
             t = time.monotonic() - t0
             c, rss = proc_cpu_s(proc.pid), proc_status(proc.pid, "VmRSS")
+            anon = proc_status(proc.pid, "RssAnon")
             hwm = max(hwm, proc_status(proc.pid, "VmHWM") or 0)
             if c is not None and rss is not None:
-                samples.append((t, c, rss))
+                samples.append((t, c, rss, anon or 0))
         if proc.poll() is not None:
             self.note(f"ember {cmd} -F {freq} exited early: {open(err.name).read()[-200:]}")
             return
@@ -458,8 +459,13 @@ class Bench:
         cfg = f"{cmd}{freq}"
         share = (steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0])
         rss = sorted(s[2] for s in steady[len(steady) // 2:])
+        anon = sorted(s[3] for s in steady[len(steady) // 2:])
         self.res.add("agent", cfg, rep, "cpu_share_of_core", share * 100, "%")
         self.res.add("agent", cfg, rep, "steady_rss_mib", rss[len(rss) // 2] / 1024, "MiB")
+        # anonymous memory is the agent's own; the rest is mapped files
+        # (its libraries, ELF files being symbolized), which the kernel can
+        # drop and share
+        self.res.add("agent", cfg, rep, "steady_rss_anon_mib", anon[len(anon) // 2] / 1024, "MiB")
         self.res.add("agent", cfg, rep, "hwm_running_mib", hwm / 1024, "MiB")
         # ru_maxrss covers the whole life, including writing the profile
         self.res.add("agent", cfg, rep, "peak_rss_mib", ru.ru_maxrss / 1024, "MiB")
@@ -546,9 +552,12 @@ class Bench:
             if os.path.exists(hf):
                 cmd += ["--host-file", hf]
         log(f"VM {k}: module on-CPU ratios, {p['vm_reps']} repetitions of {p['vm_D']} s (TCG)")
-        r = run(cmd, cwd=TOP)
-        with open(os.path.join(self.args.out, f"vm-{k}.out"), "w") as f:
-            f.write(r.stdout)
+        outf = os.path.join(self.args.out, f"vm-{k}.out")
+        with open(outf, "w") as o, open(os.path.join(self.tmp, "vm.err"), "w") as e:
+            proc = subprocess.Popen(cmd, cwd=TOP, stdout=o, stderr=e)
+            self.host_windows = watch_qemu(proc)
+        r = subprocess.CompletedProcess(cmd, proc.returncode, open(outf).read(),
+                                        open(os.path.join(self.tmp, "vm.err")).read())
         self.parse_vm(k, r.stdout)
         if r.returncode:
             self.note(f"VM {k}: run-vm exit {r.returncode} (log {logf}): {r.stderr.strip()[-200:]}")
@@ -557,7 +566,18 @@ class Bench:
 
     def parse_vm(self, k, out):
         status_cfg = None
+        windows = list(self.host_windows)   # one per BENCHROW/BENCHOFF, in order
         for line in out.splitlines():
+            if line.startswith(("BENCHROW ", "BENCHOFF ")) and windows:
+                w = kv(line)
+                hc = windows.pop(0)
+                work = w.get("ops", w.get("roundtrips"))
+                if hc and work:
+                    sec = f"vm{k}" if line.startswith("BENCHROW") else f"vm{k}off"
+                    self.res.add(sec, w.get("config"), int(w.get("rep", 0)),
+                                 "work_per_host_cpu_s", work / hc, "1/s")
+                    self.res.add(sec, w.get("config"), int(w.get("rep", 0)),
+                                 "emulator_host_cpu_s", hc, "s")
             if line.startswith("BENCHROW "):
                 w = kv(line)
                 cfg, rep = w.get("config"), int(w.get("rep", 0))
@@ -648,6 +668,82 @@ class Bench:
             vm_kernels=self.args.vm_kernels,
             notes=self.notes,
         )
+
+
+def descendants_named(root, prefix):
+    """PIDs of processes under root whose comm starts with prefix."""
+    parent = {}
+    comm = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+            r = st.rindex(")")
+            comm[int(d)] = st[st.index("(") + 1:r]
+            parent[int(d)] = int(st[r + 2:].split()[1])
+        except (OSError, ValueError):
+            continue
+    out = []
+    for pid, c in comm.items():
+        if not c.startswith(prefix):
+            continue
+        p = pid
+        while p > 1 and p in parent:
+            p = parent[p]
+            if p == root:
+                out.append(pid)
+                break
+    return out
+
+
+def watch_qemu(proc):
+    """While a run-vm.sh runs: follow the guest console (the file qemu's
+    -serial writes, live) and read qemu's own CPU time at every "BENCHT
+    begin/end" line. Returns the host CPU seconds of each begin..end window,
+    in order. Under TCG the guest's clocks follow the wall clock while the
+    emulated CPU gets whatever share of the host the other tenants leave,
+    so work per host CPU-second of the emulator is the stable measure."""
+    qemu, console, pos, begin, windows = None, None, 0, None, []
+    buf = ""
+    while proc.poll() is None:
+        time.sleep(0.05)
+        if qemu is None:
+            pids = descendants_named(proc.pid, "qemu-system")
+            if not pids:
+                continue
+            qemu = pids[0]
+            try:
+                args = open(f"/proc/{qemu}/cmdline").read().split("\0")
+            except OSError:
+                qemu = None
+                continue
+            for a in args:
+                if a.startswith("file:") and a.endswith("console.log"):
+                    console = a[5:]
+            if console is None:
+                return windows
+        try:
+            with open(console, "rb") as f:
+                f.seek(pos)
+                data = f.read()
+        except OSError:
+            continue
+        if not data:
+            continue
+        cpu = proc_cpu_s(qemu)
+        pos += len(data)
+        buf += data.decode("utf-8", "replace")
+        *lines, buf = buf.split("\n")
+        for line in lines:
+            line = line.strip()
+            if line == "BENCHT begin":
+                begin = cpu
+            elif line == "BENCHT end":
+                windows.append(cpu - begin if begin is not None and cpu is not None else None)
+                begin = None
+    return windows
 
 
 def ember_bpf_flavour():

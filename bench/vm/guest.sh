@@ -48,7 +48,11 @@ run_one() {
 	sleep "$W"
 	c0=0
 	[ -n "$pid" ] && c0=$(profcpu "$pid")
+	# BENCHT lines let the host read the emulator's own CPU time around
+	# the run: guest CPU time means little under TCG
+	echo "BENCHT begin"
 	out=$($B/spin -d "$D" | sed 's/secs=/wall=/; s/cpu_s=/cpu=/')
+	echo "BENCHT end"
 	c1=0
 	[ -n "$pid" ] && c1=$(profcpu "$pid")
 	extra=
@@ -118,7 +122,9 @@ run_off() {
 	sleep "$W"
 	c0=0
 	[ -n "$pid" ] && c0=$(profcpu "$pid")
+	echo "BENCHT begin"
 	out=$($B/pingpong -d "$D" | sed 's/secs=/wall=/; s/cpu_s=/cpu=/')
+	echo "BENCHT end"
 	c1=0
 	[ -n "$pid" ] && c1=$(profcpu "$pid")
 	if [ -n "$pid" ]; then
