@@ -6,11 +6,15 @@
  *   wait_sleep10   nanosleep 10 ms          (kernel: do_nanosleep)
  *   wait_pipe20    read() on a pipe a helper thread writes after 20 ms
  *                                           (kernel: pipe_read)
- * Runs argv[1] rounds (default 40). Raw syscalls, so the user stack (frame
- * pointers, clang) reaches main without libc frames.
+ * Runs argv[1] rounds (default 40). Every syscall inside a timed window is
+ * made right here with the syscall instruction (no libc, no vDSO: they keep
+ * no frame pointers), so whatever stops the thread inside a window, a wait
+ * or a preemption, has wait_* in its user stack (frame pointers, clang).
  * Output: "MEASURED wait_sleep30=<ns> wait_sleep10=<ns> wait_pipe20=<ns>".
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -20,24 +24,30 @@
 static int pfd[2];
 static unsigned long long t_sleep30, t_sleep10, t_pipe20;
 
-static unsigned long long now_ns(void)
+__attribute__((noinline)) static long sys3(long nr, long a, long b, long c)
+{
+	long ret;
+
+	asm volatile("syscall"
+		     : "=a"(ret)
+		     : "0"(nr), "D"(a), "S"(b), "d"(c)
+		     : "rcx", "r11", "memory");
+	return ret;
+}
+
+__attribute__((noinline)) static unsigned long long now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	sys3(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts, 0);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/*
- * libc's syscall() keeps no frame, so the function calling it is missing
- * from a frame-pointer walk: these wrappers are that function, and the
- * wait_* functions the tests look for sit one level above.
- */
 __attribute__((noinline)) static void sleep_ns(long ns)
 {
 	struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
 
-	syscall(SYS_nanosleep, &ts, NULL);
+	sys3(SYS_nanosleep, (long)&ts, 0, 0);
 }
 
 __attribute__((noinline)) void wait_sleep30(void)
@@ -58,7 +68,7 @@ __attribute__((noinline)) void wait_sleep10(void)
 
 __attribute__((noinline)) static long read_one(int fd, char *c)
 {
-	return syscall(SYS_read, fd, c, 1);
+	return sys3(SYS_read, fd, (long)c, 1);
 }
 
 /*
@@ -68,11 +78,28 @@ __attribute__((noinline)) static long read_one(int fd, char *c)
  */
 static int go[2];
 
+/*
+ * Main thread and releaser on different CPUs when there are two: waking
+ * the releaser must not preempt the main thread inside a timed window
+ * (under emulation such a preemption lasts milliseconds).
+ */
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
 static void *releaser(void *arg)
 {
 	char c = 'x';
 
 	(void)arg;
+	pin_to(1);
 	while (read_one(go[0], &c) == 1 && c == 'g') {
 		sleep_ns(20000000);
 		if (syscall(SYS_write, pfd[1], &c, 1) != 1)
@@ -86,7 +113,7 @@ __attribute__((noinline)) void wait_pipe20(void)
 	unsigned long long a;
 	char c = 'g';
 
-	if (syscall(SYS_write, go[1], &c, 1) != 1)
+	if (sys3(SYS_write, go[1], (long)&c, 1) != 1)
 		abort();
 	a = now_ns();
 	if (read_one(pfd[0], &c) != 1)
@@ -101,6 +128,7 @@ int main(int argc, char **argv)
 	pthread_t th;
 	char q = 'q';
 
+	pin_to(0);
 	if (pipe(pfd) || pipe(go) || pthread_create(&th, NULL, releaser, NULL))
 		return 1;
 	for (int i = 0; i < rounds; i++) {

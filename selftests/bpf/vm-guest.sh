@@ -48,6 +48,21 @@ $D -F 1000 -i -r 4096 -S 1000 -d 1 >/tmp/lost 2>/tmp/lost.err || fail lost "$(ta
 kill $(jobs -p) 2>/dev/null
 wait
 
+# ember record end to end through eBPF, module loading disallowed so that
+# --backend auto must choose eBPF by itself (agent payload, when shipped)
+if [ -x /payload/agent/ember ]; then
+	echo 1 >/proc/sys/kernel/modules_disabled
+	cd /payload/agent || exit 1
+	./ember record -o /tmp/auto.folded -- $T/fp-burn 1 2>/tmp/auto.err
+	echo "AUTO rc=$? $(head -n 1 /tmp/auto.err)"
+	grep -q "main;fp_level1;fp_level2;fp_leaf" /tmp/auto.folded &&
+		echo "AUTO-PROFILE fp chain"
+	bash ./e2e.sh --backend bpf --ember ./ember --phases ./ember-phases \
+		--freq 999 --scale 2 --out /tmp/e2e --shares per-thread 2>&1 |
+		sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p'
+	cd /tmp || exit 1
+fi
+
 for f in rate chain sys off offp offr lost; do
 	gzip -c /tmp/$f >/out/$f.gz
 	cp /tmp/$f.err /out/$f.err 2>/dev/null

@@ -5,7 +5,11 @@
 # here with bpf-check.py, as suite 20-bpf does on the host: rate per CPU,
 # user call chain, kernel frames in a syscall, pid filter, off-CPU time per
 # function (default flavour, forced parked stacks, forced raw_tp), exec/exit
-# records, exact losses. Any kernel WARNING/BUG in the guest fails the run.
+# records, exact losses. Then, with kernel.modules_disabled=1, `ember
+# record` with --backend auto must say it uses eBPF, and the agent's
+# end-to-end checks (selftests/agent/e2e/e2e.sh: shares, call chains,
+# kernel frames, off-CPU...) must pass with --backend bpf, as they do with
+# the module in suite 40. Any kernel WARNING/BUG in the guest fails the run.
 #
 # EMBER_VM_KERNELS="6.1" limits the kernels.
 set -uo pipefail
@@ -19,7 +23,7 @@ HOSTDIR=$PWD/bpf/.output/tests
 logs=${EMBER_TEST_LOGS:-selftests/logs}/vm
 mkdir -p "$logs"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-21.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${EMBER_KEEP:-}" ] || rm -rf "$work"' EXIT
 
 for tool in qemu-system-x86_64 cpio busybox; do
 	if ! command -v "$tool" >/dev/null; then
@@ -32,13 +36,23 @@ if ! out=$(make -s bpf-tests 2>&1); then
 	exit 0
 fi
 
+# the agent and its end-to-end test, when they build
+agent_payload=()
+if make -s agent-e2e >"$work/agent-build.log" 2>&1; then
+	mkdir -p "$work/agent"
+	cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh "$work/agent/"
+	agent_payload=(--payload "$work/agent" --host-file /usr/bin/bash)
+else
+	t_fail "bpf-vm: agent build" "$(tail -n 3 "$work/agent-build.log" | tr '\n' ' ')"
+fi
+
 exec_pid() { zcat "$1" | awk '/^EXEC/ { sub("pid=", "", $3); print $3; exit }'; }
 
 for k in $KERNELS; do
 	T="bpf[$k]"
 	out=$work/$k
 	mkdir -p "$out"
-	"$RUNVM" --kernel "$k" --payload bpf/.output/tests --payload selftests/bpf \
+	"$RUNVM" --kernel "$k" --payload bpf/.output/tests --payload selftests/bpf "${agent_payload[@]}" \
 		--cmd "sh /payload/bpf/vm-guest.sh" --timeout 600 --out "$out" \
 		--log "$logs/bpf-vm-$k.log" --result "$out/result" >"$out/console" 2>&1
 	rc=$?
@@ -77,6 +91,19 @@ for k in $KERNELS; do
 	pid=$(exec_pid "$out/off.gz")
 	c lifecycle $CHECK lifecycle "$out/off.gz" "${pid:-0}" /payload/tests/offcpu-wait
 	c lost-exact $CHECK lost "$out/lost.gz"
+	if [ ${#agent_payload[@]} -gt 0 ]; then
+		auto=$(grep '^AUTO rc=' "$out/console")
+		if [ "$auto" = "AUTO rc=0 ember: module loading disabled (kernel.modules_disabled=1): using eBPF" ] &&
+			grep -q '^AUTO-PROFILE fp chain' "$out/console"; then
+			t_pass "$T: auto picks eBPF when module loading is disabled"
+		else
+			t_fail "$T: auto picks eBPF when module loading is disabled" \
+				"${auto:-no AUTO line}; $(grep '^AUTO-PROFILE' "$out/console")"
+		fi
+		sed -n -E "s/^E2E-(PASS|FAIL|SKIP): (.*)/\1: $T: \2/p" "$out/console"
+		grep -q '^E2E-PASS' "$out/console" ||
+			t_fail "$T: e2e" "no end-to-end result from the guest"
+	fi
 	unset EMBER_KALLSYMS EMBER_PATH_MAP EMBER_NCPUS
 done
 exit 0
