@@ -104,6 +104,8 @@ t_pingpong() {
 	[ "$bad" = 0 ] || why="$why corrupt=$bad"
 	[ "$memkb" -lt 65536 ] || why="$why memory-grew-${memkb}KiB"
 	base=$per
+	sw1=$sw
+	mem1=$memkb
 	# cost experiment: also unwind the kernel stack at switch-out
 	p=/sys/module/ember/parameters/offcpu_unwind_at_switch_out
 	if [ -w $p ]; then
@@ -113,7 +115,7 @@ t_pingpong() {
 		alt=$per
 	fi
 	if [ -z "$why" ]; then
-		pass "pingpong: $sw switches, $trips round trips, $r records, $l lost (exact), overflow $ovf, mem +${memkb}KiB; probe cost ${base} ns/switch (unwinding at switch-out too: ${alt:-?} ns/switch)"
+		pass "pingpong: $sw1 switches, $trips round trips, $r records, $l lost (exact), overflow $ovf, mem +${mem1}KiB; probe cost ${base} ns/switch (unwinding at switch-out too: ${alt:-?} ns/switch)"
 	else
 		fail pingpong "$why; $(grep '^summary' $W/pp)"
 	fi
