@@ -39,10 +39,11 @@ void sym_kernel_free(struct sym_kernel *k);
 bool sym_kernel_hidden(const struct sym_kernel *k);
 size_t sym_kernel_bytes(const struct sym_kernel *k);
 /*
- * Symbol containing addr: name, module ("[kernel.kallsyms]" or "[mod]"),
- * offset of addr from the module's base. false when nothing matches.
+ * Symbol containing addr: name (valid until the next lookup), module
+ * ("[kernel.kallsyms]" or "[mod]"), offset of addr from the module's base.
+ * false when nothing matches.
  */
-bool sym_kernel_lookup(const struct sym_kernel *k, uint64_t addr,
+bool sym_kernel_lookup(struct sym_kernel *k, uint64_t addr,
 		       const char **name, const char **module,
 		       uint64_t *module_offset);
 

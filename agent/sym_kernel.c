@@ -7,14 +7,21 @@
  *
  * With kptr_restrict (or without CAP_SYSLOG) every address reads as 0:
  * sym_kernel_hidden() tells, and the caller says what to do.
+ *
+ * Kept compactly for the whole run (a kernel has 100k+ text symbols): an
+ * address and a module index per symbol, and the names, 3 MB as text,
+ * zlib-compressed in blocks of KBLOCK consecutive symbols (about 5x
+ * smaller); a lookup inflates one block (a few microseconds).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include "sym_internal.h"
 
 #define KERNEL_MODULE "[kernel.kallsyms]"
+#define KBLOCK 64		/* names per compressed block */
 
 struct ksym {
 	uint64_t addr;
@@ -28,10 +35,21 @@ struct kmodule {
 };
 
 struct sym_kernel {
+	/* while parsing */
 	struct ksym *syms;
 	size_t nr_syms, cap_syms;
 	char *names;
 	size_t names_len, names_cap;
+	/* kept, sorted by address */
+	uint64_t *addrs;
+	uint16_t *mods;
+	size_t nr;
+	unsigned char *zblob;		/* compressed name blocks */
+	uint32_t *zoff;			/* block b is zblob[zoff[b], zoff[b + 1]) */
+	uint32_t *rawlen;		/* block b's inflated size */
+	size_t zlen;
+	char *block;			/* the last inflated block... */
+	size_t block_cap, block_nr;	/* ...and its number (SIZE_MAX: none) */
 	struct kmodule *modules;
 	size_t nr_modules;
 	uint64_t text_end;	/* _etext, bounds the last core symbol */
@@ -152,6 +170,103 @@ static bool parse_line(struct sym_kernel *k, char *line, bool *any_nonzero)
 	return true;
 }
 
+/* Sorted parse arrays -> addresses, module indexes, compressed names. */
+static bool compact(struct sym_kernel *k)
+{
+	size_t nblocks = (k->nr_syms + KBLOCK - 1) / KBLOCK, zcap = 0;
+	char *raw = NULL;
+	bool ok = false;
+
+	k->nr = k->nr_syms;
+	k->addrs = malloc((k->nr ? k->nr : 1) * sizeof(*k->addrs));
+	k->mods = malloc((k->nr ? k->nr : 1) * sizeof(*k->mods));
+	k->zoff = calloc(nblocks + 1, sizeof(*k->zoff));
+	k->rawlen = calloc(nblocks ? nblocks : 1, sizeof(*k->rawlen));
+	raw = malloc(KBLOCK * 512);	/* kallsyms names are < 512 bytes */
+	if (!k->addrs || !k->mods || !k->zoff || !k->rawlen || !raw ||
+	    k->nr_modules > UINT16_MAX)
+		goto out;
+	for (size_t b = 0; b < nblocks; b++) {
+		size_t len = 0, first = b * KBLOCK;
+		uLongf zl;
+
+		for (size_t i = first; i < k->nr && i < first + KBLOCK; i++) {
+			const char *n = k->names + k->syms[i].name;
+			size_t l = strnlen(n, 511) + 1;
+
+			memcpy(raw + len, n, l - 1);
+			raw[len + l - 1] = '\0';
+			len += l;
+			k->addrs[i] = k->syms[i].addr;
+			k->mods[i] = (uint16_t)k->syms[i].module;
+		}
+		zl = compressBound(len);
+		if (k->zlen + zl > zcap) {
+			size_t cap = zcap ? zcap * 2 : 256 * 1024;
+			unsigned char *z;
+
+			while (cap < k->zlen + zl)
+				cap *= 2;
+			if (cap > UINT32_MAX || !(z = realloc(k->zblob, cap)))
+				goto out;
+			k->zblob = z;
+			zcap = cap;
+		}
+		if (compress2(k->zblob + k->zlen, &zl, (const Bytef *)raw, len, 6) != Z_OK)
+			goto out;
+		k->zlen += zl;
+		k->zoff[b + 1] = (uint32_t)k->zlen;
+		k->rawlen[b] = (uint32_t)len;
+	}
+	if (k->zlen && k->zlen < zcap) {
+		unsigned char *fit = realloc(k->zblob, k->zlen);
+
+		if (fit)
+			k->zblob = fit;
+	}
+	k->block_nr = SIZE_MAX;
+	ok = true;
+out:
+	free(raw);
+	/* the parse arrays are done with */
+	free(k->syms);
+	free(k->names);
+	k->syms = NULL;
+	k->names = NULL;
+	k->nr_syms = k->cap_syms = k->names_len = k->names_cap = 0;
+	return ok;
+}
+
+/* Name of symbol i: inflates its block unless it is the last one used. */
+static const char *ksym_name(struct sym_kernel *k, size_t i)
+{
+	size_t b = i / KBLOCK, len;
+	uLongf out;
+	const char *p;
+
+	if (b != k->block_nr) {
+		len = k->rawlen[b];
+		if (len > k->block_cap) {
+			char *nb = realloc(k->block, len);
+
+			if (!nb)
+				return NULL;
+			k->block = nb;
+			k->block_cap = len;
+		}
+		out = len;
+		k->block_nr = SIZE_MAX;
+		if (uncompress((Bytef *)k->block, &out, k->zblob + k->zoff[b],
+			       k->zoff[b + 1] - k->zoff[b]) != Z_OK || out != len)
+			return NULL;
+		k->block_nr = b;
+	}
+	p = k->block;
+	for (size_t j = b * KBLOCK; j < i; j++)
+		p += strlen(p) + 1;
+	return p;
+}
+
 struct sym_kernel *sym_kernel_load(const char *path)
 {
 	struct sym_kernel *k = calloc(1, sizeof(*k));
@@ -183,22 +298,9 @@ struct sym_kernel *sym_kernel_load(const char *path)
 	fclose(f);
 	k->hidden = k->nr_syms > 0 && !any_nonzero;
 	qsort(k->syms, k->nr_syms, sizeof(*k->syms), cmp_ksym);
-	/* Kept for the whole run: give back what doubling over-allocated. */
-	if (k->nr_syms && k->nr_syms < k->cap_syms) {
-		struct ksym *fit = realloc(k->syms, k->nr_syms * sizeof(*fit));
-
-		if (fit) {
-			k->syms = fit;
-			k->cap_syms = k->nr_syms;
-		}
-	}
-	if (k->names_len && k->names_len < k->names_cap) {
-		char *fit = realloc(k->names, k->names_len);
-
-		if (fit) {
-			k->names = fit;
-			k->names_cap = k->names_len;
-		}
+	if (!compact(k)) {
+		errno = ENOMEM;
+		goto fail;
 	}
 	return k;
 fail:
@@ -215,6 +317,12 @@ void sym_kernel_free(struct sym_kernel *k)
 	free(k->modules);
 	free(k->syms);
 	free(k->names);
+	free(k->addrs);
+	free(k->mods);
+	free(k->zblob);
+	free(k->zoff);
+	free(k->rawlen);
+	free(k->block);
 	free(k);
 }
 
@@ -225,24 +333,28 @@ bool sym_kernel_hidden(const struct sym_kernel *k)
 
 size_t sym_kernel_bytes(const struct sym_kernel *k)
 {
-	return k ? sizeof(*k) + k->cap_syms * sizeof(*k->syms) + k->names_cap : 0;
+	size_t nblocks = k ? (k->nr + KBLOCK - 1) / KBLOCK : 0;
+
+	return k ? sizeof(*k) + k->nr * (sizeof(*k->addrs) + sizeof(*k->mods)) +
+		   k->zlen + (2 * nblocks + 1) * sizeof(uint32_t) + k->block_cap : 0;
 }
 
-bool sym_kernel_lookup(const struct sym_kernel *k, uint64_t addr,
+bool sym_kernel_lookup(struct sym_kernel *k, uint64_t addr,
 		       const char **name, const char **module,
 		       uint64_t *module_offset)
 {
 	size_t lo = 0, hi, i;
-	const struct ksym *s;
 	const struct kmodule *m;
+	uint64_t sa;
+	uint16_t mi;
 
-	if (!k || k->hidden || !k->nr_syms)
+	if (!k || k->hidden || !k->nr)
 		return false;
-	hi = k->nr_syms;
+	hi = k->nr;
 	while (lo < hi) {	/* first symbol with addr > target */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (k->syms[mid].addr <= addr)
+		if (k->addrs[mid] <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -250,14 +362,17 @@ bool sym_kernel_lookup(const struct sym_kernel *k, uint64_t addr,
 	if (lo == 0)
 		return false;
 	i = lo - 1;
-	s = &k->syms[i];
-	m = &k->modules[s->module];
+	sa = k->addrs[i];
+	mi = k->mods[i];
+	m = &k->modules[mi];
 	/* Past the kernel's text, or into a gap after a module's last symbol. */
-	if (s->module == 0 && s->addr < k->text_end && addr >= k->text_end)
+	if (mi == 0 && sa < k->text_end && addr >= k->text_end)
 		return false;
-	if (i + 1 == k->nr_syms && s->module != 0 && addr - s->addr > (1u << 20))
+	if (i + 1 == k->nr && mi != 0 && addr - sa > (1u << 20))
 		return false;
-	*name = k->names + s->name;
+	*name = ksym_name(k, i);
+	if (!*name)
+		return false;
 	*module = m->name;
 	*module_offset = addr - m->base;
 	return true;

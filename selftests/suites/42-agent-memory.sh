@@ -2,17 +2,19 @@
 # ember stays small. On this host (2 CPUs, eBPF backend) while a shell loop
 # keeps starting processes:
 #  - `ember record -a -d 5`: peak RSS (VmHWM, as getrusage reports it for a
-#    child) under 37 MiB + twice the BPF ring (512 KiB per CPU rounded up to
+#    child) under 44 MiB + twice the BPF ring (512 KiB per CPU rounded up to
 #    a power of two, capped at 16 MiB; the kernel maps a ring's data twice
-#    for wrap-around and both count once touched), i.e. 39 MiB here.
+#    for wrap-around and both count once touched), i.e. 46 MiB here.
 #  - `ember run` at 19 Hz with 2 s intervals: RSS after 4 intervals < 32 MiB.
 #
 # Why these bounds (measured with getrusage/smaps; numbers in the commit log):
-# record -a -d 5 peaked at 44-68 MB before the symbolizer dropped DWARF state
-# and capped per-file DWARF, 22-34 MB after (9-219 processes); ember run held
-# 46-47 MB between intervals before, 23-25 MB after. The record bound leaves
-# ~15% over the worst run seen for machine variance and still fails every
-# run measured before the fix but one; run's is the project's target.
+# record -a -d 5 peaked at 44-68 MB (typically 60) before the symbolizer
+# dropped DWARF state, capped per-file DWARF and compressed kallsyms; 24-35 MB
+# after (9-268 processes), with one 41 MB outlier while other people's
+# compilers (cc1, libLLVM: big symbol tables) were being sampled. The bound
+# is ~12% over that outlier for machine variance, and below all but one run
+# measured before the fix. ember run held 46-47 MB between intervals before,
+# 21-25 MB after; its bound is the project's target.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . selftests/lib.sh
@@ -44,7 +46,7 @@ cpus=$(getconf _NPROCESSORS_ONLN)
 ring_kib=512
 while [ $ring_kib -lt $((cpus * 512)) ]; do ring_kib=$((ring_kib * 2)); done
 [ $ring_kib -gt 16384 ] && ring_kib=16384
-bound_kib=$((37 * 1024 + 2 * ring_kib))
+bound_kib=$((44 * 1024 + 2 * ring_kib))
 
 busy 6 &
 busy_pid=$!
