@@ -48,7 +48,7 @@ static void on_hup(int sig)
 struct run_counters {
 	pthread_mutex_t lock;
 	uint64_t samples[PROF_EV__COUNT];
-	uint64_t lost, bad_records, dropped_stacks;
+	uint64_t lost, bad_records, dropped_stacks, cut_user_stacks;
 	uint64_t intervals, empty_intervals, encode_failures;
 	uint64_t last_export_bytes;
 	struct otlp_exporter *x;
@@ -78,6 +78,9 @@ static void fill_metrics(FILE *f, void *ctx)
 		"ember_bad_records_total %" PRIu64 "\n"
 		"# TYPE ember_dropped_stacks_total counter\n"
 		"ember_dropped_stacks_total %" PRIu64 "\n"
+		"# HELP ember_cut_user_stacks_total User stacks cut at a frame that cannot be a user address.\n"
+		"# TYPE ember_cut_user_stacks_total counter\n"
+		"ember_cut_user_stacks_total %" PRIu64 "\n"
 		"# TYPE ember_intervals_total counter\n"
 		"ember_intervals_total %" PRIu64 "\n"
 		"# TYPE ember_empty_intervals_total counter\n"
@@ -110,7 +113,8 @@ static void fill_metrics(FILE *f, void *ctx)
 		"# TYPE ember_info gauge\n"
 		"ember_info{backend=\"%s\"} 1\n",
 		snap.samples[PROF_EV_CPU], snap.samples[PROF_EV_OFFCPU],
-		snap.lost, snap.bad_records, snap.dropped_stacks, snap.intervals,
+		snap.lost, snap.bad_records, snap.dropped_stacks, snap.cut_user_stacks,
+		snap.intervals,
 		snap.empty_intervals, snap.encode_failures, st.exported, st.failed,
 		st.dropped_queue_full, st.retries, st.partial_rejected, st.bytes_sent,
 		st.queue_depth + st.in_flight, st.last_status,
@@ -165,6 +169,7 @@ static void export_interval(struct session *s, const struct run_config *rc,
 		c->lost += p->meta.lost;
 		c->bad_records += p->meta.bad_records;
 		c->dropped_stacks += p->meta.dropped_stacks;
+		c->cut_user_stacks += p->meta.cut_user_stacks;
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!p) {
