@@ -161,7 +161,7 @@ static void proc_read_info(struct proc_entry *p)
 		}
 	}
 	/*
-	 * One more small /proc read per process (about 10 us), once: it also
+	 * One more small /proc read per process (about 15 us), once: it also
 	 * knows cgroup v1 hierarchies, where the v2 path above is "/".
 	 */
 	if (container_id_for_pid((pid_t)p->pid, buf, sizeof(buf)))
