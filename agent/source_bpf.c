@@ -942,10 +942,30 @@ out:
 	return ret;
 }
 
+/* EMBER_BPF_VERBOSE: counters the generic stats have no field for. */
+static void print_extra_stats(struct ember_source *s)
+{
+	struct ember_bpf_stats *st = calloc(s->nr_possible, sizeof(*st));
+	uint64_t stale = 0, switches = 0;
+	uint32_t zero = 0;
+
+	if (st && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &zero, st)) {
+		for (int cpu = 0; cpu < s->nr_possible; cpu++) {
+			stale += st[cpu].offcpu_stale;
+			switches += st[cpu].switches;
+		}
+		fprintf(stderr, "ember: bpf: %" PRIu64 " switches, %" PRIu64
+			" off-CPU intervals whose end was never seen\n", switches, stale);
+	}
+	free(st);
+}
+
 static void bpf_close(struct ember_source *s)
 {
 	if (!s)
 		return;
+	if (s->skel && getenv("EMBER_BPF_VERBOSE"))
+		print_extra_stats(s);
 	bpf_stop(s);
 	bpf_link__destroy(s->back_link);
 	ring_buffer__free(s->rb);

@@ -377,8 +377,14 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 		start.start_ns = now;
 		start.flags = flags;
 		start.state = offcpu_state(preempt, state);
-		if (bpf_map_update_elem(&offstart, &tid, &start, BPF_ANY))
+		if (!bpf_map_update_elem(&offstart, &tid, &start, BPF_NOEXIST))
+			return;
+		if (bpf_map_lookup_elem(&offstart, &tid)) {
+			st->offcpu_stale++;
+			bpf_map_update_elem(&offstart, &tid, &start, BPF_EXIST);
+		} else {
 			st->offcpu_overflow++;
+		}
 		return;
 	}
 
@@ -391,8 +397,15 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 	s->state = offcpu_state(preempt, state);
 	s->flags = flags;
 	s->flags |= fill_stacks(ctx, s, true, !(flags & EMBER_SF_KTHREAD));
-	if (bpf_map_update_elem(&inflight, &tid, s, BPF_ANY))
+	if (!bpf_map_update_elem(&inflight, &tid, s, BPF_NOEXIST))
+		return;
+	/* still parked: its return to the CPU was never seen */
+	if (bpf_map_lookup_elem(&inflight, &tid)) {
+		st->offcpu_stale++;
+		bpf_map_update_elem(&inflight, &tid, s, BPF_EXIST);
+	} else {
 		st->offcpu_overflow++;
+	}
 }
 
 /* The thread coming back: emit its interval if long enough. */

@@ -15,6 +15,7 @@ struct ember_bpf_stats {
 	__u64 lost;		/* records the ring refused (full) */
 	__u64 switches;		/* sched_switch program runs */
 	__u64 offcpu_overflow;	/* in-flight table full: interval not tracked */
+	__u64 offcpu_stale;	/* a thread left again before its return was seen */
 };
 
 /*

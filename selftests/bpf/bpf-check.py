@@ -53,9 +53,12 @@ def parse(path):
                 continue
             d = dict(KV.findall(line))
             d['kind'] = kind
-            for key in ('k', 'u'):
-                if key in d:
-                    d[key] = [int(x, 16) for x in d[key].split(',') if x]
+            try:
+                for key in ('k', 'u'):
+                    if key in d:
+                        d[key] = [int(x, 16) for x in d[key].split(',') if x]
+            except ValueError:      # a line cut by other output
+                continue
             if kind == 'STATS':
                 stats = d
             else:

@@ -79,7 +79,7 @@ for hz in 99 997; do
 done
 burn_all 3
 sleep 0.2
-EMBER_BPF_TRANSPORT=perfbuf $DUMP -d 2 >"$TMP/rate-pb" 2>&1
+EMBER_BPF_TRANSPORT=perfbuf $DUMP -d 2 >"$TMP/rate-pb" 2>"$TMP/rate-pb.err"
 burn_wait
 check bpf-rate-perfbuf $CHECK rate "$TMP/rate-pb" 99
 
@@ -160,6 +160,7 @@ for flavour in tp_btf raw_tp; do
 	pid=$(exec_pid "$TMP/off-$flavour")
 	check bpf-offcpu-$flavour $CHECK offcpu "$TMP/off-$flavour" "${pid:-0}" \
 		"$(grep MEASURED "$TMP/off-$flavour.err")"
+	sed -n 's/^ember: bpf: /  info: bpf-offcpu-'$flavour': /p' "$TMP/off-$flavour.err"
 	check bpf-lifecycle-$flavour $CHECK lifecycle "$TMP/off-$flavour" \
 		"${pid:-0}" $O/offcpu-wait
 done
