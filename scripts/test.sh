@@ -4,6 +4,10 @@
 # "N passed, N failed, N skipped".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The tests load eBPF programs, create cgroups and boot VMs: they need root.
+if [ "$(id -u)" -ne 0 ]; then
+	exec sudo --preserve-env=CI,SUITES,EMBER_VM_KERNELS "$0" "$@"
+fi
 scripts/install-deps.sh
 make -j"$(nproc)" all
 exec selftests/run.sh
