@@ -12,6 +12,12 @@ what it found and exits 0 when the property holds, 1 otherwise:
   only DUMP PID                 every sample/off-CPU record is from PID
   offcpu DUMP PID MEASURED      off-CPU ns per function within 10% of the
                                 program's own MEASURED line, wait frames seen
+  waits DUMP PID                number of PID's waits in the dump: records of
+                                the main thread (tid == PID), SLEEPING, in a
+                                wait_* function with its kernel wait frame
+                                (offcpu-wait blocks exactly so 3 times a round)
+  sampled DUMP PID PPM N        waits kept with PPM sampling out of N: within
+                                4.5 standard deviations of N * PPM / 1e6
   lost DUMP                     lost counts exact: delivered == written,
                                 LOST records == lost, written+lost == produced
   lifecycle DUMP PID FILE       EXEC of FILE and EXIT for PID arrived
@@ -262,6 +268,43 @@ def cmd_offcpu(dump, pid, measured):
     ok(not fails and want, '; '.join(parts))
 
 
+WAIT_FRAMES = {'wait_sleep30': 'do_nanosleep', 'wait_sleep10': 'do_nanosleep',
+               'wait_pipe20': 'pipe_read'}
+
+
+def main_thread_waits(dump, pid):
+    """The intervals offcpu-wait produces deterministically: its main
+    thread asleep (state 2) in one of its waits, in the wait's kernel
+    function. Preemptions (RUNNABLE), the helper thread and the process's
+    start and exit are not counted: their number depends on the load."""
+    recs, maps, _ = parse(dump)
+    n = 0
+    for r in recs:
+        if (r['kind'] != 'OFFCPU' or r['pid'] != pid or r['tid'] != pid
+                or r.get('state') != '2'):
+            continue
+        u = user_syms(r, maps)
+        k = kernel_syms(r)
+        if any(f in u and any(w in x for x in k)
+               for f, w in WAIT_FRAMES.items()):
+            n += 1
+    return n
+
+
+def cmd_waits(dump, pid):
+    print(main_thread_waits(dump, pid))
+
+
+def cmd_sampled(dump, pid, ppm, n):
+    p, n = int(ppm) / 1e6, int(n)
+    k = main_thread_waits(dump, pid)
+    mean, sd = n * p, (n * p * (1 - p)) ** 0.5
+    lo, hi = mean - 4.5 * sd, mean + 4.5 * sd
+    ok(n > 0 and lo <= k <= hi,
+       '%d of %d waits kept at %s ppm (want %.1f..%.1f: 4.5 standard '
+       'deviations around %.1f)' % (k, n, ppm, lo, hi, mean))
+
+
 def cmd_lost(dump):
     recs, _, st = parse(dump)
     if st is None:
@@ -305,6 +348,7 @@ def cmd_switch(dump, pid1, pid2):
 if __name__ == '__main__':
     cmds = {'rate': cmd_rate, 'chain': cmd_chain, 'syscall': cmd_syscall,
             'only': cmd_only, 'offcpu': cmd_offcpu, 'lost': cmd_lost,
+            'waits': cmd_waits, 'sampled': cmd_sampled,
             'lifecycle': cmd_lifecycle, 'switch': cmd_switch}
     if len(sys.argv) < 3 or sys.argv[1] not in cmds:
         print(__doc__)
