@@ -11,7 +11,23 @@
  * syscall instruction from the phase function itself, so even a
  * frame-pointer unwinder sees the phase under the kernel frames); a worker
  * thread runs phase_worker meanwhile. Every hot function is a non-leaf
- * with a frame pointer, so the whole chain is walkable.
+ * with a frame pointer, so the whole chain is walkable. The clock is read
+ * with a raw syscall from the phase too: libc's clock_gettime() sets up no
+ * frame, so a sample taken in it (~5% of a VM run's samples) walks from
+ * the phase's own frame pointer to run_timed and loses the phase.
+ *
+ * The reference is CPU time without stalls. Under emulation (qemu TCG)
+ * the guest clock runs on while the host has the virtual CPU descheduled,
+ * and the guest thread that was running is charged that time: on a loaded
+ * host, single 25-40 ms slices were charged 0.3-1.3 s with no profiler
+ * running. No sampler sees that time (the timer fires once when the
+ * virtual CPU runs again), and the few big stalls hit one phase or another
+ * at random: raw CPU time put the reference up to 7 points off. So the
+ * work is done in fixed units (a spin chunk, a read), and a unit that took
+ * more than STALL_FACTOR times the thread's longest median unit counts as
+ * a median one of its phase. One threshold per thread, since a stall is as
+ * long whichever unit it hits (a read is a quarter of a spin chunk). On
+ * real hardware no unit comes near it.
  *
  * usage: ember-phases [SCALE]     (SCALE multiplies every duration)
  *        ember-phases --short     (burn ~200 ms in short_lived_burn, exit)
@@ -29,15 +45,26 @@
 #define NOINLINE __attribute__((noinline))
 
 #define ROUNDS 40
+#define STALL_FACTOR 8
+#define UNIT_BUCKETS 256	/* 4 per power of two: 19% wide */
 
 static volatile unsigned long sink;
 static double scale = 1.0;
 
-static unsigned long long thread_cpu_ns(void)
+/* inlined: a sample in the syscall walks from the caller's own frame */
+static inline __attribute__((always_inline)) unsigned long long
+thread_cpu_ns(void)
 {
 	struct timespec ts;
+	long ret;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	__asm__ volatile ("syscall"
+			  : "=a"(ret)
+			  : "a"((long)SYS_clock_gettime),
+			    "D"((long)CLOCK_THREAD_CPUTIME_ID), "S"(&ts)
+			  : "rcx", "r11", "memory");
+	if (ret)
+		abort();
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
@@ -49,31 +76,96 @@ static unsigned long long mono_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+struct timed {
+	const char *name;
+	void (*fn)(struct timed *, unsigned long long);
+	unsigned long long want_ns;
+	unsigned long long raw_ns;	/* CPU time, stalls included */
+	unsigned long long units;
+	/* unit durations: how many and their sum per log-scale bucket */
+	unsigned long long n[UNIT_BUCKETS], sum[UNIT_BUCKETS];
+};
+
+static int unit_bucket(unsigned long long d)
+{
+	int msb = 63 - __builtin_clzll(d | 1);
+
+	return msb < 2 ? msb * 4 : msb * 4 + (int)((d >> (msb - 2)) & 3);
+}
+
+/* One unit of work done since *prev: account it, return the time now. */
+static inline __attribute__((always_inline)) unsigned long long
+unit_done(struct timed *t, unsigned long long *prev)
+{
+	unsigned long long now = thread_cpu_ns(), d = now - *prev;
+
+	*prev = now;
+	t->raw_ns += d;
+	t->units++;
+	t->n[unit_bucket(d)]++;
+	t->sum[unit_bucket(d)] += d;
+	return now;
+}
+
+/* the median unit's duration (the mean of its bucket) */
+static unsigned long long median_unit_ns(const struct timed *t)
+{
+	unsigned long long seen = 0;
+
+	for (int b = 0; b < UNIT_BUCKETS; b++) {
+		seen += t->n[b];
+		if (t->n[b] && 2 * seen >= t->units)
+			return t->sum[b] / t->n[b];
+	}
+	return 0;
+}
+
+/* the units of t a thread's stall threshold, stall_cap(), keeps */
+static unsigned long long stall_free_ns(const struct timed *t,
+					unsigned long long cap)
+{
+	unsigned long long med = median_unit_ns(t), kept = 0;
+
+	for (int b = 0; b < UNIT_BUCKETS; b++)
+		if (t->n[b])
+			kept += t->sum[b] / t->n[b] > cap ?
+				t->n[b] * med : t->sum[b];
+	return kept;
+}
+
+/* STALL_FACTOR x the longest median unit of a thread's phases */
+static unsigned long long stall_cap(const struct timed *t, int n)
+{
+	unsigned long long med = 0;
+
+	for (int i = 0; i < n; i++)
+		if (median_unit_ns(&t[i]) > med)
+			med = median_unit_ns(&t[i]);
+	return STALL_FACTOR * med;
+}
+
 /* Spin in the caller's frame: the caller is what the profile must show. */
-#define SPIN_UNTIL(start, ns) do {					\
-	while (thread_cpu_ns() - (start) < (ns))			\
+#define SPIN_UNTIL(t, ns) do {						\
+	unsigned long long start_ = thread_cpu_ns(), prev_ = start_;	\
+									\
+	do								\
 		for (unsigned long i = 0; i < 50000; i++)		\
 			sink += i * i;					\
+	while (unit_done((t), &prev_) - start_ < (ns));			\
 } while (0)
 
-NOINLINE void phase_alpha(unsigned long long ns)
+NOINLINE void phase_alpha(struct timed *t, unsigned long long ns)
 {
-	unsigned long long t = thread_cpu_ns();
-
 	SPIN_UNTIL(t, ns);
 }
 
-NOINLINE void phase_beta(unsigned long long ns)
+NOINLINE void phase_beta(struct timed *t, unsigned long long ns)
 {
-	unsigned long long t = thread_cpu_ns();
-
 	SPIN_UNTIL(t, ns);
 }
 
-NOINLINE void phase_worker(unsigned long long ns)
+NOINLINE void phase_worker(struct timed *t, unsigned long long ns)
 {
-	unsigned long long t = thread_cpu_ns();
-
 	SPIN_UNTIL(t, ns);
 }
 
@@ -89,18 +181,19 @@ static long raw_read(int fd, void *buf, unsigned long len)
 }
 
 /* Kernel time: big reads from /dev/zero (clear_user in the kernel). */
-NOINLINE void phase_syscall(unsigned long long ns)
+NOINLINE void phase_syscall(struct timed *t, unsigned long long ns)
 {
 	static char buf[256 << 10];
-	unsigned long long t = thread_cpu_ns();
 	int fd = open("/dev/zero", O_RDONLY);
+	unsigned long long start = thread_cpu_ns(), prev = start;
 
 	if (fd < 0) {
 		perror("/dev/zero");
 		exit(1);
 	}
-	while (thread_cpu_ns() - t < ns)
+	do
 		sink += raw_read(fd, buf, sizeof(buf));
+	while (unit_done(t, &prev) - start < ns);
 	close(fd);
 }
 
@@ -114,18 +207,9 @@ NOINLINE void short_lived_burn(void)
 			sink += i;
 }
 
-struct timed {
-	const char *name;
-	void (*fn)(unsigned long long);
-	unsigned long long want_ns, got_ns;
-};
-
 NOINLINE void run_timed(struct timed *t, int rounds)
 {
-	unsigned long long s = thread_cpu_ns();
-
-	t->fn(t->want_ns * scale / rounds);
-	t->got_ns += thread_cpu_ns() - s;
+	t->fn(t, t->want_ns * scale / rounds);
 }
 
 static void *worker_main(void *arg)
@@ -151,11 +235,14 @@ NOINLINE void run_phases(struct timed *main_phases, int n)
 int main(int argc, char **argv)
 {
 	struct timed phases[] = {
-		{ "phase_alpha", phase_alpha, 1000000000ull, 0 },
-		{ "phase_beta", phase_beta, 600000000ull, 0 },
-		{ "phase_syscall", phase_syscall, 400000000ull, 0 },
+		{ .name = "phase_alpha", .fn = phase_alpha, .want_ns = 1000000000ull },
+		{ .name = "phase_beta", .fn = phase_beta, .want_ns = 600000000ull },
+		{ .name = "phase_syscall", .fn = phase_syscall,
+		  .want_ns = 400000000ull },
 	};
-	struct timed worker = { "phase_worker", phase_worker, 800000000ull, 0 };
+	struct timed worker = {
+		.name = "phase_worker", .fn = phase_worker, .want_ns = 800000000ull
+	};
 	pthread_t th;
 
 	if (argc > 1 && !strcmp(argv[1], "--short")) {
@@ -168,8 +255,15 @@ int main(int argc, char **argv)
 		return 1;
 	run_phases(phases, 3);
 	pthread_join(th, NULL);
-	for (int i = 0; i < 3; i++)
-		printf("PHASE %s %llu\n", phases[i].name, phases[i].got_ns);
-	printf("PHASE %s %llu\n", worker.name, worker.got_ns);
+	/* PHASE name stall-free-ns raw-ns units median-unit-ns */
+	for (int i = 0; i <= 3; i++) {
+		struct timed *t = i < 3 ? &phases[i] : &worker;
+		unsigned long long cap = i < 3 ? stall_cap(phases, 3) :
+					 stall_cap(&worker, 1);
+
+		printf("PHASE %s %llu %llu %llu %llu\n", t->name,
+		       stall_free_ns(t, cap), t->raw_ns, t->units,
+		       median_unit_ns(t));
+	}
 	return 0;
 }
