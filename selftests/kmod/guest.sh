@@ -65,14 +65,21 @@ t_load() {
 }
 
 # ---------------------------------------------------- rate on every CPU
-# every CPU (idle included) must deliver FREQ samples/s within 10%
-t_rate() {
-	f=${EMBER_RATE_HZ:-99}
-	# the reference ticker runs alongside: what the VM's timers deliver
+# every CPU (idle included) must deliver FREQ samples/s within 10%.
+#
+# Under TCG a vCPU the host does not schedule loses hrtimer expiries for
+# everything in the guest, ember or not; the reference ticker measures what
+# the VM's timers delivered in the same seconds. An attempt that misses the
+# rate while the reference itself got < 95% of FREQ says nothing about
+# ember, so it is measured again (at most 3 times). A miss with a healthy
+# reference fails at once, and so do 3 starved attempts: the pass condition
+# is never relaxed.
+rate_attempt() {
 	"$BIN/ticker" 4 $f >$W/ticker 2>&1 &
 	tk=$!
 	$ET run -f $f -i -d 4 -q >$W/rate 2>&1
 	wait $tk
+	ref=$(sed -n 's/ticker rate_hz=//p' $W/ticker)
 	bad=""
 	n=0
 	for c in $(seq 0 $((NCPU - 1))); do
@@ -86,11 +93,27 @@ t_rate() {
 		[ "${rec:-0}" -gt 0 ] || bad="$bad cpu$c:no-records"
 		n=$((n + 1))
 	done
-	if [ -z "$bad" ] && [ $n -eq "$NCPU" ]; then
-		pass "rate: $f Hz on all $NCPU CPUs within 10% ($(grep '^stats' $W/rate | sed 's/.*ts_rate_hz=//' | tr '\n' ' ')Hz; reference hrtimer $(sed -n 's/ticker rate_hz=//p' $W/ticker) Hz)"
-	else
-		fail rate "asked $f Hz:$bad; a user-space hrtimer got $(sed -n 's/ticker rate_hz=//p' $W/ticker) Hz meanwhile (below $f: the VM is starved, not ember); $(grep -E '^(stats|summary)|ember-test' $W/rate | tr '\n' ' ')"
-	fi
+	[ $n -eq "$NCPU" ] || bad="$bad only-$n-cpus"
+}
+
+t_rate() {
+	f=${EMBER_RATE_HZ:-99}
+	starved=""
+	for attempt in 1 2 3; do
+		rate_attempt
+		if [ -z "$bad" ]; then
+			pass "rate: $f Hz on all $NCPU CPUs within 10% ($(grep '^stats' $W/rate | sed 's/.*ts_rate_hz=//' | tr '\n' ' ')Hz; reference hrtimer $ref Hz; attempt $attempt)"
+			return
+		fi
+		healthy=$(awk -v r="${ref:-0}" -v f=$f 'BEGIN { print (r >= 0.95 * f) }')
+		if [ "$healthy" = 1 ]; then
+			fail rate "asked $f Hz:$bad while a user-space hrtimer got $ref Hz (the VM delivered its timers: ember missed samples); $(grep -E '^(stats|summary)|ember-test' $W/rate | tr '\n' ' ')"
+			return
+		fi
+		starved="$starved [attempt $attempt:$bad; reference $ref Hz]"
+		echo "  rate: attempt $attempt inconclusive, the VM was starved (reference hrtimer $ref Hz < 95% of $f); measuring again"
+	done
+	fail rate "asked $f Hz: the VM was starved in all 3 attempts, nothing proven:$starved"
 }
 
 # ----------------------------------------------- user call chain by name
