@@ -436,6 +436,14 @@ class Report:
                         continue
                     self.w(f"| {s[2:-3]} | {c} | {self.fo(self.overhead(s, c, 'work_per_host_cpu_s'))} "
                            f"| {self.fo(self.overhead(s, c, 'roundtrips_per_s'))} |")
+                b = list(self.vals(s, "none", "roundtrips_per_s").values())
+                if b:
+                    self.w()
+                    self.w(f"Baseline {s[2:-3]}: {min(b):.0f} .. {max(b):.0f} round trips/s without "
+                           f"a profiler. Every round trip is a cross-vCPU wakeup, which under TCG "
+                           f"depends on how the host schedules the emulator's threads: when that "
+                           f"range is wide, these off-CPU ratios are not conclusive; section 3 "
+                           f"(host) is the off-CPU measurement.")
             self.w()
 
     def headline(self):
