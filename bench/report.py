@@ -565,6 +565,9 @@ class Report:
                "value means the profiled run did more work per CPU-second than its baseline, "
                "i.e. noise. When ember's and perf's ranges overlap, their difference is within "
                "the noise of this machine.")
+        self.w("- Every column is a median over the repetitions of its own paired values, so "
+               "the medians of the two parts of the CPU cost need not add up to the median of "
+               "the total.")
         self.w("- Per-sample cost x frequency = share of a busy CPU spent in the program "
                "(e.g. 5000 ns x 99 Hz = 0.05%). The module figures come from a TCG guest and "
                "are only comparable with the eBPF figures measured in the same guest.")
