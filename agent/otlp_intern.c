@@ -2,6 +2,7 @@
 /* Arena and intern table for the OTLP encoder (see otlp_intern.h). */
 #include <stdlib.h>
 #include <string.h>
+#include "hash_index.h"
 #include "otlp_intern.h"
 #include "utf8.h"
 
@@ -70,60 +71,34 @@ void otlp_arena_free(struct otlp_arena *a)
 struct otlp_intern_entry {
 	const void *key;
 	size_t len;
-	uint64_t hash;
 };
 
-/* FNV-1a: short keys, no adversary (keys come from our own profile). */
-static uint64_t hash_bytes(const void *key, size_t len)
+struct intern_key {
+	const void *data;
+	size_t len;
+};
+
+static bool entry_eq(void *ctx, uint32_t entry, const void *key)
 {
-	const unsigned char *p = key;
-	uint64_t h = 0xcbf29ce484222325ULL;
+	const struct otlp_intern_entry *e = &((struct otlp_intern *)ctx)->entries[entry];
+	const struct intern_key *k = key;
 
-	while (len--) {
-		h ^= *p++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static int grow_slots(struct otlp_intern *t)
-{
-	size_t n = t->nr_slots ? t->nr_slots * 2 : 256;
-	uint32_t *slots = calloc(n, sizeof(*slots));
-
-	if (!slots)
-		return -1;
-	for (size_t i = 0; i < t->nr; i++) {
-		size_t s = t->entries[i].hash & (n - 1);
-
-		while (slots[s])
-			s = (s + 1) & (n - 1);
-		slots[s] = (uint32_t)(i + 1);
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nr_slots = n;
-	return 0;
+	return e->len == k->len && !memcmp(e->key, k->data, k->len);
 }
 
 int64_t otlp_intern(struct otlp_intern *t, const void *key, size_t len,
 		    bool *is_new)
 {
+	const struct intern_key k = { key, len };
 	uint64_t h = hash_bytes(key, len);
 	struct otlp_intern_entry *e;
-	size_t s;
+	int64_t found;
 	void *copy;
 
 	*is_new = false;
-	/* Keep the load factor under 1/2 so probes stay short. */
-	if ((t->nr + 1) * 2 > t->nr_slots && grow_slots(t))
-		return -1;
-	for (s = h & (t->nr_slots - 1); t->slots[s];
-	     s = (s + 1) & (t->nr_slots - 1)) {
-		e = &t->entries[t->slots[s] - 1];
-		if (e->hash == h && e->len == len && !memcmp(e->key, key, len))
-			return t->slots[s] - 1;
-	}
+	found = hash_index_find(&t->index, h, &k, entry_eq, t);
+	if (found >= 0)
+		return found;
 	if (t->nr >= INT32_MAX - 1)
 		return -1;	/* OTLP indices are int32 */
 	if (t->nr == t->alloc) {
@@ -136,14 +111,12 @@ int64_t otlp_intern(struct otlp_intern *t, const void *key, size_t len,
 		t->alloc = n;
 	}
 	copy = otlp_arena_alloc(&t->keys, len ? len : 1);
-	if (!copy)
+	if (!copy || hash_index_add(&t->index, h, (uint32_t)t->nr))
 		return -1;
 	memcpy(copy, key, len);
 	e = &t->entries[t->nr];
 	e->key = copy;
 	e->len = len;
-	e->hash = h;
-	t->slots[s] = (uint32_t)(t->nr + 1);
 	*is_new = true;
 	return (int64_t)t->nr++;
 }
@@ -176,6 +149,6 @@ void otlp_intern_free(struct otlp_intern *t)
 {
 	otlp_arena_free(&t->keys);
 	free(t->entries);
-	free(t->slots);
+	hash_index_free(&t->index);
 	memset(t, 0, sizeof(*t));
 }

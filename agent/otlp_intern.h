@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "hash_index.h"
 
 struct otlp_arena {
 	struct otlp_arena_chunk *head;
@@ -27,8 +28,7 @@ struct otlp_intern {
 	struct otlp_arena keys;		/* copies of the keys */
 	struct otlp_intern_entry *entries;
 	size_t nr, alloc;
-	uint32_t *slots;		/* entry index + 1, 0 = empty */
-	size_t nr_slots;		/* power of two */
+	struct hash_index index;	/* key -> entry index */
 };
 
 /*

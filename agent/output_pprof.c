@@ -32,6 +32,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "hash_index.h"
 #include "profile.h"
 #include "utf8.h"
 #include "pprof/profile.pb-c.h"
@@ -44,86 +45,6 @@ typedef Perftools__Profiles__Function PbFunction;
 typedef Perftools__Profiles__Mapping PbMapping;
 typedef Perftools__Profiles__Label PbLabel;
 typedef Perftools__Profiles__ValueType PbValueType;
-
-/*
- * A small open-addressing index: maps a key hash to an entry number; the
- * caller compares keys through a callback because every table (strings,
- * functions, mappings, locations) stores its keys differently.
- */
-struct index {
-	uint64_t *hash;
-	uint32_t *slot;		/* entry number + 1, 0 = empty */
-	size_t cap, used;
-};
-
-typedef bool (*index_eq_fn)(void *ctx, uint32_t entry, const void *key);
-
-static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	/* FNV-1a: short keys, no adversary can make us slower than O(n) per key */
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-#define HASH_INIT 0xcbf29ce484222325ULL
-
-static int index_grow(struct index *ix)
-{
-	size_t ncap = ix->cap ? ix->cap * 2 : 1024;
-	uint64_t *nh = calloc(ncap, sizeof(*nh));
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
-
-	if (!nh || !ns) {
-		free(nh);
-		free(ns);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < ix->cap; i++) {
-		size_t j;
-
-		if (!ix->slot[i])
-			continue;
-		for (j = ix->hash[i] & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
-			;
-		nh[j] = ix->hash[i];
-		ns[j] = ix->slot[i];
-	}
-	free(ix->hash);
-	free(ix->slot);
-	ix->hash = nh;
-	ix->slot = ns;
-	ix->cap = ncap;
-	return 0;
-}
-
-/*
- * Find key; if absent, register new_entry for it. Returns the entry number
- * found (or new_entry when inserted), or -ENOMEM.
- */
-static int64_t index_get(struct index *ix, uint64_t h, const void *key,
-			 index_eq_fn eq, void *ctx, uint32_t new_entry)
-{
-	size_t j;
-
-	if ((ix->used + 1) * 2 > ix->cap && index_grow(ix))
-		return -ENOMEM;
-	for (j = h & (ix->cap - 1); ix->slot[j]; j = (j + 1) & (ix->cap - 1))
-		if (ix->hash[j] == h && eq(ctx, ix->slot[j] - 1, key))
-			return ix->slot[j] - 1;
-	ix->hash[j] = h;
-	ix->slot[j] = new_entry + 1;
-	ix->used++;
-	return new_entry;
-}
-
-static void index_free(struct index *ix)
-{
-	free(ix->hash);
-	free(ix->slot);
-}
 
 /* Grow a plain array to hold at least n elements. */
 static int grow(void *arrp, size_t *cap, size_t n, size_t elem)
@@ -155,23 +76,23 @@ struct builder {
 
 	char **strings;
 	size_t nr_strings, cap_strings;
-	struct index string_ix;
+	struct hash_index string_ix;
 
 	PbFunction *functions;
 	size_t nr_functions, cap_functions;
-	struct index function_ix;
+	struct hash_index function_ix;
 
 	PbMapping *mappings;
 	struct mapping_key *mapping_keys;
 	size_t nr_mappings, cap_mappings, cap_mapping_keys;
-	struct index mapping_ix;
+	struct hash_index mapping_ix;
 
 	/* Locations: key = the run of sym_frame pointers they came from. */
 	PbLocation *locations;
 	const struct sym_frame *const **loc_frames;
 	uint32_t *loc_nframes;
 	size_t nr_locations, cap_locations, cap_loc_frames, cap_loc_nframes;
-	struct index location_ix;
+	struct hash_index location_ix;
 
 	PbLine *lines;		/* one array for all locations' lines */
 	size_t nr_lines, cap_lines;
@@ -205,8 +126,8 @@ static int64_t intern_valid(struct builder *b, const char *s)
 
 	if (b->failed || grow(&b->strings, &b->cap_strings, b->nr_strings + 1, sizeof(char *)))
 		return fail(b);
-	id = index_get(&b->string_ix, hash_bytes(HASH_INIT, s, strlen(s)), s,
-		       string_eq, b, b->nr_strings);
+	id = hash_index_get(&b->string_ix, hash_bytes(s, strlen(s)), s,
+			    string_eq, b, b->nr_strings);
 	if (id != (int64_t)b->nr_strings)
 		return id < 0 ? fail(b) : id;
 	copy = strdup(s);
@@ -256,10 +177,10 @@ static int64_t function_id(struct builder *b, const struct sym_frame *f)
 	if (grow(&b->functions, &b->cap_functions, b->nr_functions + 1,
 		 sizeof(*b->functions)))
 		return fail(b);
-	i = index_get(&b->function_ix,
-		      hash_bytes(hash_bytes(HASH_INIT, &key.name, sizeof(key.name)),
-				 &key.filename, sizeof(key.filename)),
-		      &key, function_eq, b, b->nr_functions);
+	i = hash_index_get(&b->function_ix,
+			   hash_bytes_more(hash_bytes(&key.name, sizeof(key.name)),
+					   &key.filename, sizeof(key.filename)),
+			   &key, function_eq, b, b->nr_functions);
 	if (i < 0)
 		return fail(b);
 	if (i == (int64_t)b->nr_functions) {
@@ -303,8 +224,8 @@ static int64_t mapping_id(struct builder *b, const struct sym_frame *f)
 	    grow(&b->mapping_keys, &b->cap_mapping_keys, b->nr_mappings + 1,
 		 sizeof(*b->mapping_keys)))
 		return fail(b);
-	i = index_get(&b->mapping_ix, hash_bytes(HASH_INIT, &key, sizeof(key)),
-		      &key, mapping_eq, b, b->nr_mappings);
+	i = hash_index_get(&b->mapping_ix, hash_bytes(&key, sizeof(key)),
+			   &key, mapping_eq, b, b->nr_mappings);
 	if (i < 0)
 		return fail(b);
 	m = &b->mappings[i];
@@ -378,9 +299,9 @@ static int64_t location_id(struct builder *b, const struct sym_frame *const *fra
 	    grow(&b->loc_nframes, &b->cap_loc_nframes, b->nr_locations + 1,
 		 sizeof(*b->loc_nframes)))
 		return fail(b);
-	i = index_get(&b->location_ix,
-		      hash_bytes(HASH_INIT, frames, n * sizeof(*frames)), &run,
-		      location_eq, b, b->nr_locations);
+	i = hash_index_get(&b->location_ix,
+			   hash_bytes(frames, n * sizeof(*frames)), &run,
+			   location_eq, b, b->nr_locations);
 	if (i != (int64_t)b->nr_locations)
 		return i < 0 ? fail(b) : i + 1;
 
@@ -778,16 +699,16 @@ static void builder_free(struct builder *b)
 	for (size_t i = 0; i < b->nr_strings; i++)
 		free(b->strings[i]);
 	free(b->strings);
-	index_free(&b->string_ix);
+	hash_index_free(&b->string_ix);
 	free(b->functions);
-	index_free(&b->function_ix);
+	hash_index_free(&b->function_ix);
 	free(b->mappings);
 	free(b->mapping_keys);
-	index_free(&b->mapping_ix);
+	hash_index_free(&b->mapping_ix);
 	free(b->locations);
 	free(b->loc_frames);
 	free(b->loc_nframes);
-	index_free(&b->location_ix);
+	hash_index_free(&b->location_ix);
 	free(b->lines);
 	free(b->loc_line_off);
 }

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hash_index.h"
 #include "profile.h"
 #include "flamegraph/assets.h"
 
@@ -82,25 +83,12 @@ struct tree {
 
 	char **names;
 	size_t nr_names, cap_names;
-	uint64_t *name_hash;	/* open addressing: string number + 1 */
-	uint32_t *name_slot;
-	size_t name_cap;
+	struct hash_index name_ix;	/* string -> string number */
 
 	struct node *nodes;
 	size_t nr_nodes, cap_nodes;
-	uint32_t *child_slot;	/* (parent, name) -> node number + 1 */
-	size_t child_cap;
+	struct hash_index child_ix;	/* (parent, name) -> node number */
 };
-
-static uint64_t fnv1a(const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return h;
-}
 
 static int grow(void *arrp, size_t *cap, size_t n, size_t elem)
 {
@@ -121,33 +109,11 @@ static int grow(void *arrp, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
-static int names_rehash(struct tree *t)
+static bool name_eq(void *ctx, uint32_t entry, const void *key)
 {
-	size_t ncap = t->name_cap ? t->name_cap * 2 : 1024;
-	uint64_t *nh = calloc(ncap, sizeof(*nh));
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
+	const struct tree *t = ctx;
 
-	if (!nh || !ns) {
-		free(nh);
-		free(ns);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < t->name_cap; i++) {
-		size_t j;
-
-		if (!t->name_slot[i])
-			continue;
-		for (j = t->name_hash[i] & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
-			;
-		nh[j] = t->name_hash[i];
-		ns[j] = t->name_slot[i];
-	}
-	free(t->name_hash);
-	free(t->name_slot);
-	t->name_hash = nh;
-	t->name_slot = ns;
-	t->name_cap = ncap;
-	return 0;
+	return !strcmp(t->names[entry], key);
 }
 
 /*
@@ -156,21 +122,21 @@ static int names_rehash(struct tree *t)
  */
 static int64_t intern(struct tree *t, const char *s)
 {
-	uint64_t h = fnv1a(s, strlen(s));
-	size_t j;
+	uint64_t h = hash_bytes(s, strlen(s));
+	int64_t found = hash_index_find(&t->name_ix, h, s, name_eq, t);
 
-	if ((t->nr_names + 1) * 2 > t->name_cap && names_rehash(t))
-		return -ENOMEM;
-	for (j = h & (t->name_cap - 1); t->name_slot[j]; j = (j + 1) & (t->name_cap - 1))
-		if (t->name_hash[j] == h && !strcmp(t->names[t->name_slot[j] - 1], s))
-			return t->name_slot[j] - 1;
+	if (found >= 0)
+		return found;
 	if (grow(&t->names, &t->cap_names, t->nr_names + 1, sizeof(char *)))
 		return -ENOMEM;
 	t->names[t->nr_names] = strdup(s);
 	if (!t->names[t->nr_names])
 		return -ENOMEM;
-	t->name_hash[j] = h;
-	t->name_slot[j] = t->nr_names + 1;
+	/* Counted only once indexed: tree_free() frees nr_names strings. */
+	if (hash_index_add(&t->name_ix, h, t->nr_names)) {
+		free(t->names[t->nr_names]);
+		return -ENOMEM;
+	}
 	return t->nr_names++;
 }
 
@@ -178,29 +144,19 @@ static uint64_t child_hash(uint32_t parent, uint32_t name)
 {
 	uint64_t k = (uint64_t)parent << 32 | name;
 
-	return fnv1a(&k, sizeof(k));
+	return hash_bytes(&k, sizeof(k));
 }
 
-static int children_rehash(struct tree *t)
+struct child_key {
+	uint32_t parent, name;
+};
+
+static bool child_eq(void *ctx, uint32_t entry, const void *key)
 {
-	size_t ncap = t->child_cap ? t->child_cap * 2 : 4096;
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
+	const struct tree *t = ctx;
+	const struct child_key *k = key;
 
-	if (!ns)
-		return -ENOMEM;
-	for (size_t i = 1; i < t->nr_nodes; i++) {
-		const struct node *n = &t->nodes[i];
-		size_t j;
-
-		for (j = child_hash(n->parent, n->name) & (ncap - 1); ns[j];
-		     j = (j + 1) & (ncap - 1))
-			;
-		ns[j] = i + 1;
-	}
-	free(t->child_slot);
-	t->child_slot = ns;
-	t->child_cap = ncap;
-	return 0;
+	return t->nodes[entry].parent == k->parent && t->nodes[entry].name == k->name;
 }
 
 /* The child of parent named name (created if new), or -ENOMEM. */
@@ -208,21 +164,21 @@ static int64_t child(struct tree *t, uint32_t parent, const char *label, enum no
 		     bool inlined)
 {
 	int64_t name = intern(t, label);
+	struct child_key key = { .parent = parent };
 	struct node *n;
-	size_t j;
+	uint64_t h;
+	int64_t found;
 
 	if (name < 0)
 		return name;
-	if ((t->nr_nodes + 1) * 2 > t->child_cap && children_rehash(t))
-		return -ENOMEM;
-	for (j = child_hash(parent, name) & (t->child_cap - 1); t->child_slot[j];
-	     j = (j + 1) & (t->child_cap - 1)) {
-		n = &t->nodes[t->child_slot[j] - 1];
-		if (n->parent == parent && n->name == name)
-			return t->child_slot[j] - 1;
-	}
+	key.name = name;
+	h = child_hash(parent, name);
+	found = hash_index_find(&t->child_ix, h, &key, child_eq, t);
+	if (found >= 0)
+		return found;
 	if (t->nr_nodes >= UINT32_MAX - 1 ||
-	    grow(&t->nodes, &t->cap_nodes, t->nr_nodes + 1, sizeof(*t->nodes)))
+	    grow(&t->nodes, &t->cap_nodes, t->nr_nodes + 1, sizeof(*t->nodes)) ||
+	    hash_index_add(&t->child_ix, h, t->nr_nodes))
 		return -ENOMEM;
 	n = &t->nodes[t->nr_nodes];
 	memset(n, 0, sizeof(*n));
@@ -233,7 +189,6 @@ static int64_t child(struct tree *t, uint32_t parent, const char *label, enum no
 	n->depth = t->nodes[parent].depth + 1;
 	n->next_sibling = t->nodes[parent].first_child;
 	t->nodes[parent].first_child = t->nr_nodes;
-	t->child_slot[j] = t->nr_nodes + 1;
 	return t->nr_nodes++;
 }
 
@@ -279,10 +234,9 @@ static void tree_free(struct tree *t)
 	for (size_t i = 0; i < t->nr_names; i++)
 		free(t->names[i]);
 	free(t->names);
-	free(t->name_hash);
-	free(t->name_slot);
+	hash_index_free(&t->name_ix);
 	free(t->nodes);
-	free(t->child_slot);
+	hash_index_free(&t->child_ix);
 }
 
 static int build_tree(struct tree *t, const struct profile *p)
@@ -458,7 +412,7 @@ static const char *value_text(const struct tree *t, uint64_t v, char buf[48])
 static void frame_fill(const struct tree *t, const struct node *n, char buf[32])
 {
 	const char *name = t->names[n->name];
-	uint64_t h = fnv1a(name, strlen(name));
+	uint64_t h = hash_bytes(name, strlen(name));
 	unsigned int a = h & 0xff, b = (h >> 8) & 0xff;
 
 	switch (n->kind) {
