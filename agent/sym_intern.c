@@ -6,11 +6,12 @@
  * valid after the ELF file they came from is evicted from the cache.
  *
  * Strings live in large chunks (no per-string malloc) and are found
- * through an open-addressing hash table of pointers.
+ * through the shared hash index (hash_index.h) over an array of pointers.
  */
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hash_index.h"
 #include "sym_internal.h"
 
 #define CHUNK_SIZE (64 * 1024)
@@ -22,23 +23,12 @@ struct chunk {
 };
 
 struct sym_strings {
-	const char **slots;	/* open addressing, power of two */
-	uint32_t *hashes;
-	size_t nr_slots, count;
+	const char **strs;	/* entry number -> string */
+	size_t count, cap;
+	struct hash_index index;	/* string -> entry number */
 	struct chunk *chunks;
-	size_t bytes;
+	size_t bytes;		/* chunks and *this; see sym_strings_bytes() */
 };
-
-static uint32_t hash_bytes(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u;	/* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 16777619u;
-	}
-	return h;
-}
 
 struct sym_strings *sym_strings_new(void)
 {
@@ -46,14 +36,7 @@ struct sym_strings *sym_strings_new(void)
 
 	if (!t)
 		return NULL;
-	t->nr_slots = 1024;
-	t->slots = calloc(t->nr_slots, sizeof(*t->slots));
-	t->hashes = calloc(t->nr_slots, sizeof(*t->hashes));
-	if (!t->slots || !t->hashes) {
-		sym_strings_free(t);
-		return NULL;
-	}
-	t->bytes = sizeof(*t) + t->nr_slots * (sizeof(*t->slots) + 4);
+	t->bytes = sizeof(*t);
 	return t;
 }
 
@@ -67,38 +50,37 @@ void sym_strings_free(struct sym_strings *t)
 		t->chunks = c->next;
 		free(c);
 	}
-	free(t->slots);
-	free(t->hashes);
+	free(t->strs);
+	hash_index_free(&t->index);
 	free(t);
 }
 
-static bool grow(struct sym_strings *t)
+struct str_key {
+	const char *str;
+	size_t len;
+};
+
+static bool str_eq(void *ctx, uint32_t entry, const void *key)
 {
-	size_t n = t->nr_slots * 2;
-	const char **slots = calloc(n, sizeof(*slots));
-	uint32_t *hashes = calloc(n, sizeof(*hashes));
+	const char *s = ((const struct sym_strings *)ctx)->strs[entry];
+	const struct str_key *k = key;
 
-	if (!slots || !hashes) {
-		free(slots);
-		free(hashes);
+	return strncmp(s, k->str, k->len) == 0 && s[k->len] == '\0';
+}
+
+/* Room for one more string pointer. */
+static bool grow_strs(struct sym_strings *t)
+{
+	size_t n = t->cap ? t->cap * 2 : 1024;
+	const char **strs;
+
+	if (t->count < t->cap)
+		return true;
+	strs = realloc(t->strs, n * sizeof(*strs));
+	if (!strs)
 		return false;
-	}
-	for (size_t i = 0; i < t->nr_slots; i++) {
-		size_t j;
-
-		if (!t->slots[i])
-			continue;
-		for (j = t->hashes[i] & (n - 1); slots[j]; j = (j + 1) & (n - 1))
-			;
-		slots[j] = t->slots[i];
-		hashes[j] = t->hashes[i];
-	}
-	free(t->slots);
-	free(t->hashes);
-	t->bytes += (n - t->nr_slots) * (sizeof(*slots) + sizeof(*hashes));
-	t->slots = slots;
-	t->hashes = hashes;
-	t->nr_slots = n;
+	t->strs = strs;
+	t->cap = n;
 	return true;
 }
 
@@ -134,31 +116,27 @@ static char *store(struct sym_strings *t, const char *str, size_t len)
 
 const char *sym_intern_n(struct sym_strings *t, const char *str, size_t len)
 {
-	uint32_t h;
-	size_t i;
+	struct str_key key = { str, len };
+	uint64_t h;
+	int64_t found;
 	char *p;
 
 	if (!t || !str)
 		return NULL;
 	h = hash_bytes(str, len);
-	for (i = h & (t->nr_slots - 1); t->slots[i]; i = (i + 1) & (t->nr_slots - 1)) {
-		if (t->hashes[i] == h && strncmp(t->slots[i], str, len) == 0 &&
-		    t->slots[i][len] == '\0')
-			return t->slots[i];
-	}
-	if ((t->count + 1) * 4 > t->nr_slots * 3) {
-		if (!grow(t))
-			return NULL;
-		for (i = h & (t->nr_slots - 1); t->slots[i];
-		     i = (i + 1) & (t->nr_slots - 1))
-			;
-	}
-	p = store(t, str, len);
-	if (!p)
+	found = hash_index_find(&t->index, h, &key, str_eq, t);
+	if (found >= 0)
+		return t->strs[found];
+	if (t->count >= UINT32_MAX - 1 || !grow_strs(t))
 		return NULL;
-	t->slots[i] = p;
-	t->hashes[i] = h;
-	t->count++;
+	/*
+	 * Stored before indexed, so the index never names an entry without a
+	 * string; when indexing fails the stored copy is merely unused.
+	 */
+	p = store(t, str, len);
+	if (!p || hash_index_add(&t->index, h, t->count))
+		return NULL;
+	t->strs[t->count++] = p;
 	return p;
 }
 
@@ -169,7 +147,9 @@ const char *sym_intern(struct sym_strings *t, const char *str)
 
 size_t sym_strings_bytes(const struct sym_strings *t)
 {
-	return t ? t->bytes : 0;
+	if (!t)
+		return 0;
+	return t->bytes + t->cap * sizeof(*t->strs) + hash_index_bytes(&t->index);
 }
 
 size_t sym_heap_bytes(void)
