@@ -942,22 +942,48 @@ out:
 	return ret;
 }
 
+/*
+ * Runs the kernel skipped because the same program was already running on
+ * that CPU (bpf_prog_info.recursion_misses): a skipped sched_switch or
+ * finish_task_switch run loses an off-CPU interval with no other trace.
+ */
+static void print_recursion_misses(struct ember_source *s)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, s->skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		memset(&info, 0, sizeof(info));
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) ||
+		    !info.recursion_misses)
+			continue;
+		fprintf(stderr, "ember: bpf: %s: %llu runs skipped by the kernel (recursion)\n",
+			bpf_program__name(prog), (unsigned long long)info.recursion_misses);
+	}
+}
+
 /* EMBER_BPF_VERBOSE: counters the generic stats have no field for. */
 static void print_extra_stats(struct ember_source *s)
 {
 	struct ember_bpf_stats *st = calloc(s->nr_possible, sizeof(*st));
-	uint64_t stale = 0, switches = 0;
+	uint64_t stale = 0, recovered = 0, switches = 0;
 	uint32_t zero = 0;
 
 	if (st && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &zero, st)) {
 		for (int cpu = 0; cpu < s->nr_possible; cpu++) {
 			stale += st[cpu].offcpu_stale;
+			recovered += st[cpu].offcpu_recovered;
 			switches += st[cpu].switches;
 		}
 		fprintf(stderr, "ember: bpf: %" PRIu64 " switches, %" PRIu64
-			" off-CPU intervals whose end was never seen\n", switches, stale);
+			" off-CPU intervals whose end was never seen (%" PRIu64
+			" recovered from CPU time)\n", switches, stale, recovered);
 	}
 	free(st);
+	print_recursion_misses(s);
 }
 
 static void bpf_close(struct ember_source *s)

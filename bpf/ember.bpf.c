@@ -344,6 +344,38 @@ static __always_inline __u8 offcpu_state(bool preempt, long state)
 }
 
 /*
+ * Parked mode: a thread leaves the CPU while its previous interval is
+ * still parked, i.e. the kernel switched it in without a sched_switch
+ * event. Seen on this project's 6.18 host (a sandbox kernel): switching
+ * away from some of the sandbox's own tasks fires no sched_switch at all
+ * (ftrace's own sched_switch event is missing too). The thread has run
+ * without a break since that unseen return (every switch away from it is
+ * seen), for exactly its CPU time since it left, so the return was at
+ * now - (cpu_now - cpu_then). The record keeps the stacks parked when it
+ * left; the CPU it came back on is not known and is given as this one.
+ */
+static __always_inline void emit_unseen_return(void *ctx,
+					       struct ember_sample *v,
+					       __u64 now, __u64 cpu_now,
+					       struct ember_bpf_stats *st)
+{
+	__u64 ran = cpu_now - v->weight_ns, size = v->hdr.size, back;
+
+	if (cpu_now < v->weight_ns || now < v->time_ns ||
+	    ran > now - v->time_ns)
+		return;
+	back = now - ran;
+	if (back - v->time_ns < offcpu_min_ns || size < sizeof(*v) ||
+	    size > inflight_value_size)
+		return;
+	v->weight_ns = back - v->time_ns;
+	v->time_ns = back;
+	v->cpu = bpf_get_smp_processor_id();
+	st->offcpu_recovered++;
+	emit(ctx, v, size, st);
+}
+
+/*
  * The thread leaving the CPU: note the time (deferred mode) or take and
  * park its stacks (parked mode) until it runs again.
  */
@@ -356,7 +388,7 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 	long state = task_state(prev);
 	__u32 pflags = BPF_CORE_READ(prev, flags);
 	struct offcpu_start start;
-	struct ember_sample *s;
+	struct ember_sample *s, *v;
 	struct scratch *sc;
 	__u16 flags;
 
@@ -397,11 +429,15 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 	s->state = offcpu_state(preempt, state);
 	s->flags = flags;
 	s->flags |= fill_stacks(ctx, s, true, !(flags & EMBER_SF_KTHREAD));
+	/* until the thread returns, weight_ns holds its CPU time so far */
+	s->weight_ns = BPF_CORE_READ(prev, se.sum_exec_runtime);
 	if (!bpf_map_update_elem(&inflight, &tid, s, BPF_NOEXIST))
 		return;
 	/* still parked: its return to the CPU was never seen */
-	if (bpf_map_lookup_elem(&inflight, &tid)) {
+	v = bpf_map_lookup_elem(&inflight, &tid);
+	if (v) {
 		st->offcpu_stale++;
+		emit_unseen_return(ctx, v, now, s->weight_ns, st);
 		bpf_map_update_elem(&inflight, &tid, s, BPF_EXIST);
 	} else {
 		st->offcpu_overflow++;

@@ -16,6 +16,8 @@ struct ember_bpf_stats {
 	__u64 switches;		/* sched_switch program runs */
 	__u64 offcpu_overflow;	/* in-flight table full: interval not tracked */
 	__u64 offcpu_stale;	/* a thread left again before its return was seen */
+	__u64 offcpu_recovered;	/* of those, emitted with the end recovered
+				 * from the thread's CPU time (parked mode) */
 };
 
 /*

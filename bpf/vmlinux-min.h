@@ -53,8 +53,13 @@ struct signal_struct {
 	atomic_t live;
 };
 
+struct sched_entity {
+	u64 sum_exec_runtime;
+};
+
 struct task_struct {
 	unsigned int __state;
+	struct sched_entity se;
 	unsigned int flags;
 	int exit_code;
 	pid_t pid;
