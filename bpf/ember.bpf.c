@@ -106,6 +106,21 @@ struct {
 	__uint(value_size, sizeof(struct ember_sample) + 256 * sizeof(__u64));
 } inflight SEC(".maps");
 
+/*
+ * Processes whose EXIT was emitted: tgid -> its signal_struct. Every
+ * thread that reaches sched_process_exit after the last one dropped
+ * signal->live to 0 sees live == 0 (a joined thread is still on its way
+ * to the tracepoint when pthread_join returns), so "live == 0" alone gave
+ * two EXIT records on the 6.1 VM. The signal_struct tells a reused pid
+ * apart. LRU: bounded, and an old entry is only ever needed briefly.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} exited SEC(".maps");
+
 /* Deferred mode: tid -> how and when it left. Preallocated. */
 struct offcpu_start {
 	__u64 start_ns;
@@ -613,12 +628,20 @@ static __always_inline int handle_exit(void *ctx, struct task_struct *p)
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct ember_exit *e;
 	struct scratch *sc;
+	__u64 sig, *prev_sig;
 
 	/* do_exit() drops signal->live before this tracepoint. */
 	if (!st || BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	if (!pass_filters(p, tgid))
 		return 0;
+	sig = (__u64)BPF_CORE_READ(p, signal);
+	if (bpf_map_update_elem(&exited, &tgid, &sig, BPF_NOEXIST)) {
+		prev_sig = bpf_map_lookup_elem(&exited, &tgid);
+		if (prev_sig && *prev_sig == sig)
+			return 0;	/* another thread of it emitted the EXIT */
+		bpf_map_update_elem(&exited, &tgid, &sig, BPF_ANY);
+	}
 	sc = get_scratch(EMBER_SLOT_LIFECYCLE);
 	if (!sc)
 		return 0;
