@@ -31,6 +31,7 @@ struct sym_cache {
 	const struct sym_elf_ctx *ctx;
 	struct sym_file *vdso;
 	bool vdso_tried;
+	uint64_t gen;		/* sym_cache_trim() calls so far */
 };
 
 static uint32_t hash_str(const char *s)
@@ -306,6 +307,7 @@ int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
 		lru_unlink(se);
 	}
 	lru_push_front(c, se);
+	se->used_gen = c->gen;
 	before = se->cost;
 	n = sym_elf_resolve(se, c->ctx, vaddr, out, max);
 	c->loaded_bytes += se->cost - before;
@@ -313,16 +315,24 @@ int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
 	return n;
 }
 
-void sym_cache_trim(struct sym_cache *c)
+size_t sym_cache_trim(struct sym_cache *c)
 {
 	struct sym_elf *se, *next;
+	size_t kept = 0, dropped = 0;
 
 	if (!c)
-		return;
+		return 0;
+	/* most recently used first: the hot files keep their DWARF */
 	for (se = c->lru.lru_next; se != &c->lru; se = next) {
 		next = se->lru_next;
 		if (!se->dwarf_tried)
 			continue;
+		if (se->used_gen == c->gen &&
+		    kept + se->dwarf_cost <= SYM_TRIM_KEEP_BYTES) {
+			kept += se->dwarf_cost;
+			continue;
+		}
+		dropped += se->dwarf_cost;
 		c->loaded_bytes -= se->dwarf_cost < c->loaded_bytes ?
 				   se->dwarf_cost : c->loaded_bytes;
 		if (!sym_dwarf_close(se))
@@ -330,12 +340,17 @@ void sym_cache_trim(struct sym_cache *c)
 	}
 	for (size_t i = 0; i < FILE_BUCKETS; i++) {
 		for (struct sym_file *f = c->files[i]; f; f = f->hash_next) {
+			/* kept DWARF would fault its pages right back in */
+			if (f->se && f->se->dwarf_tried && f->se->loaded_from == f)
+				continue;
 			/* a copied-in image is our heap: never madvise it */
 			if (!f->mem)
 				sym_release_pages(f->elf);
 			sym_release_pages(f->debug_elf);
 		}
 	}
+	c->gen++;
+	return dropped;
 }
 
 size_t sym_cache_bytes(const struct sym_cache *c)

@@ -137,6 +137,7 @@ struct sym_elf {
 	size_t nr_cus;
 	size_t cost;		/* approximate heap bytes while loaded */
 	size_t dwarf_cost;	/* the part of cost that is DWARF state */
+	uint64_t used_gen;	/* sym_cache trim generation of its last lookup */
 	struct sym_elf *lru_prev, *lru_next;
 	struct sym_elf *hash_next;
 };
@@ -237,11 +238,17 @@ int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
 		      struct sym_frame *out, int max);
 size_t sym_cache_bytes(const struct sym_cache *c);
 /*
- * Drop every loaded file's DWARF state (it is rebuilt on the next lookup
- * that needs it) and every mapped file's pages from our RSS; symbol tables
- * stay. For between profiles: DWARF is the bulk of the heap.
+ * Between profiles: drop loaded files' DWARF state (it is rebuilt on the
+ * next lookup that needs it) and mapped files' pages from our RSS; symbol
+ * tables stay. DWARF is the bulk of the heap, but rebuilding it every
+ * interval for the files every interval needs (decompressing sections,
+ * re-reading the symbol table that went with the Elf) was the agent's
+ * biggest steady cost: the most recently used files that were looked up
+ * since the last trim keep theirs, up to SYM_TRIM_KEEP_BYTES of DWARF
+ * state together. Returns the bytes of DWARF state dropped.
  */
-void sym_cache_trim(struct sym_cache *c);
+#define SYM_TRIM_KEEP_BYTES (4u << 20)
+size_t sym_cache_trim(struct sym_cache *c);
 uint64_t sym_cache_files_open(const struct sym_cache *c);
 
 /* ---- JIT maps (sym_perfmap.c) ---- */

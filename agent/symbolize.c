@@ -29,6 +29,7 @@
 #define PROC_BUCKETS 4096
 #define DEFAULT_CACHE_BYTES (32u << 20)	/* "tens of MB" for the whole agent */
 #define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
+#define SYM_MALLOC_TRIM_BYTES (1u << 20)
 #define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
 #define VSYSCALL_BASE 0xffffffffff600000ull
 
@@ -506,9 +507,13 @@ void sym_trim(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	sym_cache_trim(s->cache);
-	/* freed DWARF left holes in the heap: hand them back */
-	malloc_trim(0);
+	/*
+	 * Freed DWARF left holes in the heap: hand them back, but only when
+	 * there is much to give. Otherwise the next profile faults the same
+	 * pages back in (the heap's free top goes back by M_TRIM_THRESHOLD).
+	 */
+	if (sym_cache_trim(s->cache) >= SYM_MALLOC_TRIM_BYTES)
+		malloc_trim(0);
 }
 
 /* ------------------------------------------------------------------ JIT */
