@@ -71,6 +71,37 @@ bool container_id_from_cgroup(const char *path, char *out, size_t len)
 	return false;
 }
 
+/* One "hierarchy:controllers:path" line (v2 is "0::path"), len bytes. */
+static bool id_from_line(const char *line, size_t n, char *out, size_t len)
+{
+	const char *c1 = memchr(line, ':', n), *c2;
+	char path[4096];
+	size_t plen;
+
+	if (!c1 || !(c2 = memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line))))
+		return false;
+	plen = n - (size_t)(c2 + 1 - line);
+	if (plen >= sizeof(path))
+		return false;
+	memcpy(path, c2 + 1, plen);
+	path[plen] = '\0';
+	return container_id_from_cgroup(path, out, len);
+}
+
+bool container_id_from_proc_cgroup(const char *text, char *out, size_t len)
+{
+	while (text && *text) {
+		size_t n = strcspn(text, "\n");
+
+		if (id_from_line(text, n, out, len))
+			return true;
+		text += n;
+		if (*text)
+			text++;
+	}
+	return false;
+}
+
 bool container_id_for_pid(pid_t pid, char *out, size_t len)
 {
 	char file[64], line[4096];
@@ -81,18 +112,8 @@ bool container_id_for_pid(pid_t pid, char *out, size_t len)
 	f = fopen(file, "re");
 	if (!f)
 		return false;
-	/* "hierarchy:controllers:path"; v2 is "0::path". */
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *path = strchr(line, ':');
-
-		if (path)
-			path = strchr(path + 1, ':');
-		if (!path)
-			continue;
-		path++;
-		path[strcspn(path, "\n")] = '\0';
-		found = container_id_from_cgroup(path, out, len);
-	}
+	while (!found && fgets(line, sizeof(line), f))
+		found = id_from_line(line, strcspn(line, "\n"), out, len);
 	fclose(f);
 	return found;
 }

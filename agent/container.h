@@ -20,6 +20,8 @@
 
 /* true and out = the id (out needs CONTAINER_ID_LEN + 1 bytes). */
 bool container_id_from_cgroup(const char *cgroup_path, char *out, size_t len);
+/* Same, from the text of a /proc/PID/cgroup file (v2 line, else any v1). */
+bool container_id_from_proc_cgroup(const char *text, char *out, size_t len);
 /* Same, from /proc/PID/cgroup (the cgroup v2 line, else any v1 line). */
 bool container_id_for_pid(pid_t pid, char *out, size_t len);
 

@@ -130,28 +130,41 @@ static struct proc_entry *proc_find(struct profile_builder *pb, uint32_t pid)
 	return p;
 }
 
-/* What /proc knows about a process the first time we see it. */
-static void proc_read_info(struct proc_entry *p)
+/*
+ * What /proc knows about a process the first time we see it. An exec
+ * record carries the comm and the file itself (names = false): on a host
+ * that starts many processes, reading them again was a steady cost.
+ */
+static void proc_read_info(struct proc_entry *p, bool names)
 {
 	char path[64], buf[PATH_MAX];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
-	if (read_small(path, buf, sizeof(buf)))
-		set_comm(p->comm, buf);
+	if (names) {
+		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+		if (read_small(path, buf, sizeof(buf)))
+			set_comm(p->comm, buf);
 
-	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
-	n = readlink(path, buf, sizeof(buf) - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		p->exe_path = strdup(buf);
+		snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
+		n = readlink(path, buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = '\0';
+			p->exe_path = strdup(buf);
+		}
 	}
 
 	/* cgroup v2: the single "0::/path" line */
 	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
 	if (read_small(path, buf, sizeof(buf))) {
-		char *line = strstr(buf, "0::");
+		char *line = strstr(buf, "0::"), id[CONTAINER_ID_LEN + 1];
 
+		/*
+		 * From the same read (a second open cost ~15 us per new
+		 * process): it also knows cgroup v1 hierarchies, where the v2
+		 * path is "/".
+		 */
+		if (container_id_from_proc_cgroup(buf, id, sizeof(id)))
+			p->container_id = strdup(id);
 		if (line == buf || (line && line[-1] == '\n')) {
 			char *end = strchr(line, '\n');
 
@@ -160,16 +173,11 @@ static void proc_read_info(struct proc_entry *p)
 			p->cgroup_path = strdup(line + 3);
 		}
 	}
-	/*
-	 * One more small /proc read per process (about 15 us), once: it also
-	 * knows cgroup v1 hierarchies, where the v2 path above is "/".
-	 */
-	if (container_id_for_pid((pid_t)p->pid, buf, sizeof(buf)))
-		p->container_id = strdup(buf);
 }
 
-static struct proc_entry *proc_get(struct profile_builder *pb, uint32_t pid,
-				   const char *comm)
+static struct proc_entry *proc_get_info(struct profile_builder *pb,
+					uint32_t pid, const char *comm,
+					bool names)
 {
 	struct proc_entry *p = proc_find(pb, pid);
 
@@ -180,11 +188,17 @@ static struct proc_entry *proc_get(struct profile_builder *pb, uint32_t pid,
 		return NULL;
 	p->pid = pid;
 	set_comm(p->comm, comm ? comm : "");
-	proc_read_info(p);
+	proc_read_info(p, names);
 	p->next = pb->proc_buckets[pid % PROC_BUCKETS];
 	pb->proc_buckets[pid % PROC_BUCKETS] = p;
 	pb->nr_procs++;
 	return p;
+}
+
+static struct proc_entry *proc_get(struct profile_builder *pb, uint32_t pid,
+				   const char *comm)
+{
+	return proc_get_info(pb, pid, comm, true);
 }
 
 static void proc_free_all(struct profile_builder *pb, bool exited_only)
@@ -486,7 +500,7 @@ void pb_add_record(struct profile_builder *pb,
 			sym_process_exec(pb->sym, x->pid);
 		p = proc_find(pb, x->pid);
 		if (!p)
-			p = proc_get(pb, x->pid, x->comm);
+			p = proc_get_info(pb, x->pid, x->comm, false);
 		if (p) {
 			set_comm(p->comm, x->comm);
 			free(p->exe_path);
