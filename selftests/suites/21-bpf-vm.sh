@@ -41,6 +41,9 @@ agent_payload=()
 if make -s agent-e2e >"$work/agent-build.log" 2>&1; then
 	mkdir -p "$work/agent"
 	cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh "$work/agent/"
+	# the rate test's reference timer (the module's VM test uses it too)
+	${CC:-cc} -O2 -Wall -o "$work/agent/ticker" selftests/kmod/ticker.c ||
+		t_fail "bpf-vm: ticker build" "selftests/kmod/ticker.c did not build"
 	agent_payload=(--payload "$work/agent" --host-file /usr/bin/bash)
 else
 	t_fail "bpf-vm: agent build" "$(tail -n 3 "$work/agent-build.log" | tr '\n' ' ')"
@@ -75,7 +78,8 @@ for k in $KERNELS; do
 			t_fail "$T: $name" "$(printf '%s' "$res" | tail -n 2 | tr '\n' ' ' | cut -c1-400)"
 		fi
 	}
-	c rate-99hz $CHECK rate "$out/rate.gz" 99
+	c rate-99hz $CHECK rate-attempts 99 "$out/rate.1.gz" "$out/ticker.1" \
+		"$out/rate.2.gz" "$out/ticker.2" "$out/rate.3.gz" "$out/ticker.3"
 	pid=$(exec_pid "$out/chain.gz")
 	c user-chain $CHECK chain "$out/chain.gz" "${pid:-0}" fp_leaf,fp_level2,fp_level1,main
 	c pid-filter $CHECK only "$out/chain.gz" "${pid:-0}"
