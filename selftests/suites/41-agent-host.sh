@@ -77,8 +77,14 @@ else
 	height=$(grep -m1 -o '<svg [^>]*>' "$svg" | grep -o ' height="[0-9]*"' | tr -dc 0-9)
 	mkdir -p "$(dirname "$png")"
 	rm -f "$png"
-	chrome --screenshot="$PWD/$png" --window-size="1200,${height:-300}" \
-		--hide-scrollbars "file://$PWD/$svg" >"$work/shot.log" 2>&1
+	# Taking the picture is retried (at most twice more) when Chromium
+	# wrote nothing at all, as it once did on a heavily loaded machine;
+	# what the picture must show is checked once, below.
+	for shot in 1 2 3; do
+		chrome --screenshot="$PWD/$png" --window-size="1200,${height:-300}" \
+			--hide-scrollbars "file://$PWD/$svg" >"$work/shot.log" 2>&1
+		[ -s "$png" ] && break
+	done
 	if [ -s "$png" ]; then
 		# check_png.py's decoder and colour families; a real recording
 		# has no JIT frames, so only user, kernel and process boxes
@@ -102,7 +108,7 @@ PY
 			t_fail agent_host_record_screenshot "no user/kernel/process boxes: $r"
 		fi
 	else
-		t_fail agent_host_record_screenshot "chromium wrote no $png"
+		t_fail agent_host_record_screenshot "chromium wrote no $png in 3 tries: $(tail -n 2 "$work/shot.log" | tr '\n' ' ')"
 	fi
 	rm -rf "$work"
 fi
