@@ -308,6 +308,8 @@ int cmd_run(int argc, char **argv)
 	install_signals();
 	r = session_open(&s, &so, err, sizeof(err));
 	if (!r) {
+		/* every profile has kernel frames: read kallsyms once, up front */
+		sym_preload_kernel(s.sym);
 		r = session_start(&s, err, sizeof(err));
 		if (r)
 			session_close(&s);

@@ -685,6 +685,31 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 	return n;
 }
 
+/* /proc/kallsyms once: kernel symbols change only with modules. */
+static void kernel_load(struct symbolizer *s)
+{
+	if (s->kernel_tried)
+		return;
+	s->kernel_tried = true;
+	s->kernel = sym_kernel_load(s->kallsyms_path);
+	if (!s->kernel)
+		fprintf(stderr, "ember: cannot read %s (%s): kernel frames "
+			"will show as addresses\n", s->kallsyms_path,
+			strerror(errno));
+	else if (sym_kernel_hidden(s->kernel))
+		fprintf(stderr, "ember: kernel symbol addresses are hidden "
+			"(%s shows zeros because of kernel.kptr_restrict): "
+			"run as root, or set 'sysctl kernel.kptr_restrict=0'; "
+			"kernel frames will show as addresses\n",
+			s->kallsyms_path);
+}
+
+void sym_preload_kernel(struct symbolizer *s)
+{
+	if (s)
+		kernel_load(s);
+}
+
 int sym_resolve_kernel(struct symbolizer *s, uint64_t addr,
 		       struct sym_frame *out, int max)
 {
@@ -699,20 +724,7 @@ int sym_resolve_kernel(struct symbolizer *s, uint64_t addr,
 	if (!s)
 		return 1;
 	s->lookups++;
-	if (!s->kernel_tried) {
-		s->kernel_tried = true;
-		s->kernel = sym_kernel_load(s->kallsyms_path);
-		if (!s->kernel)
-			fprintf(stderr, "ember: cannot read %s (%s): kernel frames "
-				"will show as addresses\n", s->kallsyms_path,
-				strerror(errno));
-		else if (sym_kernel_hidden(s->kernel))
-			fprintf(stderr, "ember: kernel symbol addresses are hidden "
-				"(%s shows zeros because of kernel.kptr_restrict): "
-				"run as root, or set 'sysctl kernel.kptr_restrict=0'; "
-				"kernel frames will show as addresses\n",
-				s->kallsyms_path);
-	}
+	kernel_load(s);
 	if (sym_kernel_lookup(s->kernel, addr, &name, &module, &off)) {
 		out[0].function = sym_intern(s->strings, name);
 		out[0].module = module[0] == '[' && strcmp(module, "[kernel.kallsyms]") ?

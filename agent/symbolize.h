@@ -91,6 +91,12 @@ void sym_sweep(struct symbolizer *s);
  * stay valid (their strings are interned, not in DWARF).
  */
 void sym_trim(struct symbolizer *s);
+/*
+ * Read the kernel symbol table now instead of at the first kernel lookup:
+ * a daemon calls it at startup so that its first interval does not pay for
+ * it. Kept until sym_free().
+ */
+void sym_preload_kernel(struct symbolizer *s);
 
 /*
  * Resolve one address. For user frames, is_return says the address is a
