@@ -29,9 +29,13 @@ for suite in selftests/suites/*; do
 	fi
 	echo "=== suite $name"
 	start=$(date +%s)
-	out="$log_dir/$name.log"
+	# Count from a private file: two runs of one suite in the same tree
+	# (two developers) would otherwise interleave one shared log and break
+	# the line starts the counts rely on. The log is copied afterwards.
+	out=$(mktemp "${TMPDIR:-/tmp}/ember-$name.XXXXXX")
 	"$suite" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
+	cp "$out" "$log_dir/$name.log"
 	p=$(grep -c '^PASS: ' "$out")
 	f=$(grep -c '^FAIL: ' "$out")
 	s=$(grep -c '^SKIP: ' "$out")
@@ -41,6 +45,7 @@ for suite in selftests/suites/*; do
 	fi
 	while IFS= read -r line; do failures+=("$line"); done < <(grep '^FAIL: ' "$out")
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	rm -f "$out"
 	echo "=== suite $name: $p passed, $f failed, $s skipped ($(( $(date +%s) - start )) s)"
 done
 
