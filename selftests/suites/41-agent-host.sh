@@ -38,8 +38,9 @@ if [ "$backend" = bpf ] && [ ! -e /proc/modules ]; then
 fi
 art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-host
 rm -rf "$art"
+# A real CPU: compare with the threads' raw CPU time (see --truth in e2e.sh).
 selftests/agent/e2e/e2e.sh --backend "$backend" --ember agent/ember \
-	--phases agent/gen/tests/ember-phases --out "$art"
+	--phases agent/gen/tests/ember-phases --out "$art" --truth cpu
 
 # The SVG of that real recording opens in headless Chromium: its script runs
 # to the end (data-ember-ready) with no error in the DOM or the console, and
