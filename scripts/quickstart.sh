@@ -20,3 +20,7 @@ make -j"$(nproc)" agent
 echo "quickstart: recording the whole system for ${secs} s..." >&2
 $SUDO agent/ember record -a -d "$secs" -o "$out"
 echo "quickstart: flame graph written to $out (open it in a browser)" >&2
+# Idle CPUs are not sampled (--idle includes them), so an idle machine
+# gives a small graph: say how to profile real work.
+echo "quickstart: an idle machine gives a small graph; to profile a program:" >&2
+echo "  $SUDO agent/ember record -o prog.svg -- ./your-program args" >&2
