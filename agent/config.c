@@ -119,15 +119,18 @@ static int add_header(struct run_config *c, const char *name, const char *value)
 	return 0;
 }
 
-/* "k=v,k2=v2" (OTEL_EXPORTER_OTLP_HEADERS) replacing the current headers. */
-static int set_headers_list(struct run_config *c, const char *list)
+/*
+ * Walk an OTel "k=v,k2=v2" list (values percent-encoded, W3C baggage
+ * style), handing each pair to add().
+ */
+static int for_each_kv(struct run_config *c, const char *list,
+		       int (*add)(struct run_config *, const char *, const char *))
 {
 	char *dup = strdup(list), *save = NULL, *tok;
 	int ret = 0;
 
 	if (!dup)
 		return -ENOMEM;
-	free_headers(c);
 	for (tok = strtok_r(dup, ",", &save); tok && !ret;
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
@@ -138,10 +141,17 @@ static int set_headers_list(struct run_config *c, const char *list)
 		}
 		*eq = '\0';
 		pct_decode(eq + 1);
-		ret = add_header(c, trim(tok), trim(eq + 1));
+		ret = add(c, trim(tok), trim(eq + 1));
 	}
 	free(dup);
 	return ret;
+}
+
+/* OTEL_EXPORTER_OTLP_HEADERS: replaces the current headers. */
+static int set_headers_list(struct run_config *c, const char *list)
+{
+	free_headers(c);
+	return for_each_kv(c, list, add_header);
 }
 
 static void free_attrs(struct run_config *c)
@@ -194,25 +204,7 @@ static int add_attr(struct run_config *c, const char *k, const char *v)
 
 static int add_attrs_list(struct run_config *c, const char *list)
 {
-	char *dup = strdup(list), *save = NULL, *tok;
-	int ret = 0;
-
-	if (!dup)
-		return -ENOMEM;
-	for (tok = strtok_r(dup, ",", &save); tok && !ret;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-
-		if (!eq) {
-			ret = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		pct_decode(eq + 1);
-		ret = add_attr(c, trim(tok), trim(eq + 1));
-	}
-	free(dup);
-	return ret;
+	return for_each_kv(c, list, add_attr);
 }
 
 /* A base URL gets the profiles path unless it already names a path. */
