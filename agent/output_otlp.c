@@ -289,6 +289,16 @@ static int32_t fn_idx(struct enc *e, const struct sym_frame *f)
 	return intern_item(e, &e->i_fn, &e->t_fn, &k, make_fn, &c);
 }
 
+/* A one-element index array in the encoder's arena (NULL: out of memory). */
+static int32_t *one_index(struct enc *e, int32_t idx)
+{
+	int32_t *a = enc_alloc(e, sizeof(*a));
+
+	if (a)
+		a[0] = idx;
+	return a;
+}
+
 struct map_ctx {
 	uint64_t start, limit, offset;
 	int32_t file, build_id_attr;
@@ -307,10 +317,9 @@ static void *make_map(struct enc *e, void *ctx)
 	m->file_offset = c->offset;
 	m->filename_strindex = c->file;
 	if (c->build_id_attr) {
-		m->attribute_indices = enc_alloc(e, sizeof(int32_t));
+		m->attribute_indices = one_index(e, c->build_id_attr);
 		if (!m->attribute_indices)
 			return NULL;
-		m->attribute_indices[0] = c->build_id_attr;
 		m->n_attribute_indices = 1;
 	}
 	return m;
@@ -356,10 +365,9 @@ static void *make_loc(struct enc *e, void *ctx)
 	l->mapping_index = c->mapping;
 	l->address = c->address;
 	if (c->kind_attr) {
-		l->attribute_indices = enc_alloc(e, sizeof(int32_t));
+		l->attribute_indices = one_index(e, c->kind_attr);
 		if (!l->attribute_indices)
 			return NULL;
-		l->attribute_indices[0] = c->kind_attr;
 		l->n_attribute_indices = 1;
 	}
 	if (c->nr_lines) {
