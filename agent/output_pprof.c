@@ -32,6 +32,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "array.h"
 #include "hash_index.h"
 #include "profile.h"
 #include "utf8.h"
@@ -45,26 +46,6 @@ typedef Perftools__Profiles__Function PbFunction;
 typedef Perftools__Profiles__Mapping PbMapping;
 typedef Perftools__Profiles__Label PbLabel;
 typedef Perftools__Profiles__ValueType PbValueType;
-
-/* Grow a plain array to hold at least n elements. */
-static int grow(void *arrp, size_t *cap, size_t n, size_t elem)
-{
-	void **arr = arrp;
-	size_t ncap;
-	void *na;
-
-	if (n <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 256;
-	while (ncap < n)
-		ncap *= 2;
-	na = realloc(*arr, ncap * elem);
-	if (!na)
-		return -ENOMEM;
-	*arr = na;
-	*cap = ncap;
-	return 0;
-}
 
 struct mapping_key {
 	int64_t file, build_id;
@@ -124,7 +105,7 @@ static int64_t intern_valid(struct builder *b, const char *s)
 	int64_t id;
 	char *copy;
 
-	if (b->failed || grow(&b->strings, &b->cap_strings, b->nr_strings + 1, sizeof(char *)))
+	if (b->failed || array_grow(&b->strings, &b->cap_strings, b->nr_strings + 1, sizeof(char *)))
 		return fail(b);
 	id = hash_index_get(&b->string_ix, hash_bytes(s, strlen(s)), s,
 			    string_eq, b, b->nr_strings);
@@ -174,7 +155,7 @@ static int64_t function_id(struct builder *b, const struct sym_frame *f)
 	if (key.name < 0 || key.filename < 0)
 		return -ENOMEM;
 	key.system_name = key.name;
-	if (grow(&b->functions, &b->cap_functions, b->nr_functions + 1,
+	if (array_grow(&b->functions, &b->cap_functions, b->nr_functions + 1,
 		 sizeof(*b->functions)))
 		return fail(b);
 	i = hash_index_get(&b->function_ix,
@@ -219,9 +200,9 @@ static int64_t mapping_id(struct builder *b, const struct sym_frame *f)
 		key.end = f->map_end;
 		key.pgoff = f->map_pgoff;
 	}
-	if (grow(&b->mappings, &b->cap_mappings, b->nr_mappings + 1,
+	if (array_grow(&b->mappings, &b->cap_mappings, b->nr_mappings + 1,
 		 sizeof(*b->mappings)) ||
-	    grow(&b->mapping_keys, &b->cap_mapping_keys, b->nr_mappings + 1,
+	    array_grow(&b->mapping_keys, &b->cap_mapping_keys, b->nr_mappings + 1,
 		 sizeof(*b->mapping_keys)))
 		return fail(b);
 	i = hash_index_get(&b->mapping_ix, hash_bytes(&key, sizeof(key)),
@@ -292,11 +273,11 @@ static int64_t location_id(struct builder *b, const struct sym_frame *const *fra
 
 	if (b->failed)
 		return -ENOMEM;
-	if (grow(&b->locations, &b->cap_locations, b->nr_locations + 1,
+	if (array_grow(&b->locations, &b->cap_locations, b->nr_locations + 1,
 		 sizeof(*b->locations)) ||
-	    grow(&b->loc_frames, &b->cap_loc_frames, b->nr_locations + 1,
+	    array_grow(&b->loc_frames, &b->cap_loc_frames, b->nr_locations + 1,
 		 sizeof(*b->loc_frames)) ||
-	    grow(&b->loc_nframes, &b->cap_loc_nframes, b->nr_locations + 1,
+	    array_grow(&b->loc_nframes, &b->cap_loc_nframes, b->nr_locations + 1,
 		 sizeof(*b->loc_nframes)))
 		return fail(b);
 	i = hash_index_get(&b->location_ix,
@@ -316,9 +297,9 @@ static int64_t location_id(struct builder *b, const struct sym_frame *const *fra
 	loc->address = outer->address;
 	/* b->lines may still move: finish_tables() points loc->line into it */
 	loc->n_line = n;
-	if (grow(&b->loc_line_off, &b->cap_loc_line_off, b->nr_locations + 1,
+	if (array_grow(&b->loc_line_off, &b->cap_loc_line_off, b->nr_locations + 1,
 		 sizeof(*b->loc_line_off)) ||
-	    grow(&b->lines, &b->cap_lines, b->nr_lines + n, sizeof(*b->lines)))
+	    array_grow(&b->lines, &b->cap_lines, b->nr_lines + n, sizeof(*b->lines)))
 		return fail(b);
 	b->loc_line_off[i] = b->nr_lines;
 	for (uint32_t k = 0; k < n; k++) {

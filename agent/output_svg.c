@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "hash_index.h"
 #include "profile.h"
 #include "flamegraph/assets.h"
@@ -90,25 +91,6 @@ struct tree {
 	struct hash_index child_ix;	/* (parent, name) -> node number */
 };
 
-static int grow(void *arrp, size_t *cap, size_t n, size_t elem)
-{
-	void **arr = arrp;
-	size_t ncap;
-	void *na;
-
-	if (n <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 256;
-	while (ncap < n)
-		ncap *= 2;
-	na = realloc(*arr, ncap * elem);
-	if (!na)
-		return -ENOMEM;
-	*arr = na;
-	*cap = ncap;
-	return 0;
-}
-
 static bool name_eq(void *ctx, uint32_t entry, const void *key)
 {
 	const struct tree *t = ctx;
@@ -127,7 +109,7 @@ static int64_t intern(struct tree *t, const char *s)
 
 	if (found >= 0)
 		return found;
-	if (grow(&t->names, &t->cap_names, t->nr_names + 1, sizeof(char *)))
+	if (array_grow(&t->names, &t->cap_names, t->nr_names + 1, sizeof(char *)))
 		return -ENOMEM;
 	t->names[t->nr_names] = strdup(s);
 	if (!t->names[t->nr_names])
@@ -177,7 +159,7 @@ static int64_t child(struct tree *t, uint32_t parent, const char *label, enum no
 	if (found >= 0)
 		return found;
 	if (t->nr_nodes >= UINT32_MAX - 1 ||
-	    grow(&t->nodes, &t->cap_nodes, t->nr_nodes + 1, sizeof(*t->nodes)) ||
+	    array_grow(&t->nodes, &t->cap_nodes, t->nr_nodes + 1, sizeof(*t->nodes)) ||
 	    hash_index_add(&t->child_ix, h, t->nr_nodes))
 		return -ENOMEM;
 	n = &t->nodes[t->nr_nodes];
@@ -249,7 +231,7 @@ static int build_tree(struct tree *t, const struct profile *p)
 		if (p->samples[i].event < PROF_EV__COUNT)
 			t->events |= 1u << p->samples[i].event;
 	t->microseconds = (t->events & (1u << PROF_EV_OFFCPU)) != 0;
-	if (grow(&t->nodes, &t->cap_nodes, 1, sizeof(*t->nodes)) || intern(t, "all") < 0)
+	if (array_grow(&t->nodes, &t->cap_nodes, 1, sizeof(*t->nodes)) || intern(t, "all") < 0)
 		return -ENOMEM;
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
 	t->nodes[0].kind = NODE_META;
@@ -487,7 +469,7 @@ static int put_frames(FILE *out, const struct tree *t, const struct layout *lo)
 	struct pending *stack = NULL;
 	size_t sp = 0, cap = 0;
 
-	if (grow(&stack, &cap, 1, sizeof(*stack)))
+	if (array_grow(&stack, &cap, 1, sizeof(*stack)))
 		return -ENOMEM;
 	stack[sp++] = (struct pending){ 0, 0 };
 	while (sp) {
@@ -499,7 +481,7 @@ static int put_frames(FILE *out, const struct tree *t, const struct layout *lo)
 		for (uint32_t c = t->nodes[cur.node].first_child; c; c = t->nodes[c].next_sibling) {
 			if (!t->nodes[c].drawn)
 				continue;
-			if (grow(&stack, &cap, sp + 1, sizeof(*stack))) {
+			if (array_grow(&stack, &cap, sp + 1, sizeof(*stack))) {
 				free(stack);
 				return -ENOMEM;
 			}
