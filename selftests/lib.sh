@@ -21,3 +21,15 @@ t_check() {
 		t_fail "$name" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
 	fi
 }
+# t_kernel_log_excerpt LOG: print, as '# ' comment lines, the guest kernel
+# log around its first problem line (WARNING, BUG:, Oops, ...), so a CI
+# log that keeps only the test output still says what the kernel reported.
+t_kernel_log_excerpt() {
+	local log=$1 first
+	[ -r "$log" ] || return 0
+	first=$(grep -nE '^\[ *[0-9]+\.[0-9]+\] .*(WARNING:|BUG:|Oops|general protection fault|Call Trace|KASAN:|UBSAN:|Kernel panic|kernel BUG|refcount_t:|list_(add|del) corruption)' "$log" |
+		head -n 1 | cut -d: -f1)
+	[ -n "$first" ] || return 0
+	echo "# kernel log $log, lines $((first > 8 ? first - 8 : 1))-$((first + 50)):"
+	sed -n "$((first > 8 ? first - 8 : 1)),$((first + 50))p" "$log" | tr -d '\r' | cut -c1-200 | sed 's/^/#   /'
+}

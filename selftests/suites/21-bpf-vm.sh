@@ -61,6 +61,7 @@ for k in $KERNELS; do
 	rc=$?
 	if [ $rc -ne 0 ] || ! grep -q GUEST-DONE "$out/console"; then
 		t_fail "$T: VM run" "status $rc: $(grep -E 'run-vm:|GUEST-FAIL' "$out/console" | head -n 3 | tr '\n' ' ')"
+		t_kernel_log_excerpt "$logs/bpf-vm-$k.log"
 		continue
 	fi
 	t_pass "$T: VM run, clean kernel log"

@@ -110,6 +110,7 @@ for k in $KERNELS; do
 	else
 		t_fail "$T: no kernel warnings" \
 			"$(grep -A3 'kernel problem' "$work/$k/runvm.err" | sed -n 2,4p | tr '\n' ' ' | cut -c1-400)$([ "$rc" = 124 ] && echo timeout) (log: $logs/kmod-$k.log)"
+		t_kernel_log_excerpt "$logs/kmod-$k.log"
 	fi
 	echo "info: $T: guest up at $(res "$work/$k/res" boot_s) s, whole run $(res "$work/$k/res" total_s | cut -c1-5) s"
 done

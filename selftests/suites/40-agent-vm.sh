@@ -50,7 +50,10 @@ for k in $kernels; do
 	grep '^# ' "$art/$k/guest.out"
 	case $rc in
 	0) t_pass "agent_vm_${k}_clean_run" ;;
-	126) t_fail "agent_vm_${k}_clean_run" "kernel problem in the guest log: $art/$k/console.log" ;;
+	126)
+		t_fail "agent_vm_${k}_clean_run" "kernel problem in the guest log: $(grep -A2 'kernel problem' "$art/$k/run-vm.err" | sed -n 2,3p | tr '\n' ' ' | cut -c1-300) (log: $art/$k/console.log)"
+		t_kernel_log_excerpt "$art/$k/console.log"
+		;;
 	*) t_fail "agent_vm_${k}_clean_run" "run-vm exit $rc: $(tail -n 2 "$art/$k/run-vm.err" | tr '\n' ' ')" ;;
 	esac
 done
