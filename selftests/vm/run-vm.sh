@@ -34,7 +34,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 FETCH=$TOP/scripts/fetch-kernels.sh
 
-series="" cmd="" append="" smp=2 mem=1G timeout_s=120 out_dir="" log="" result="" quiet=0
+series="" cmd="" append="${EMBER_VM_APPEND:+ $EMBER_VM_APPEND}" smp=2 mem=1G timeout_s=120 out_dir="" log="" result="" quiet=0
 module=""
 payloads=() host_files=() kmods=()
 
@@ -230,8 +230,17 @@ outser=$work/out.b64
 # cryptomgr.notests: the crypto self-tests are a third of the kernel's
 # initcall time under TCG (~1.2 s) and test nothing of ours; module
 # signature checks still work (29-vm-harness's locked boot proves it).
+#
+# thread=single: multi-threaded TCG can run a stale translation of kernel
+# text another vCPU has just patched, so a guest that flips a static key
+# (every tracepoint attach and detach: ember's, BPF's, ftrace's) can execute
+# a leftover int3 and die with "Oops: int3" at the patch site (reproduced
+# on 6.12 without ember, toggling sched_switch through tracefs: see
+# selftests/vm/README.md). One TCG thread for all vCPUs keeps x86's
+# cross-modifying-code guarantee; EMBER_VM_TCG_THREAD=multi is faster for
+# debugging, never for verdicts.
 qemu_args=(
-	-accel tcg -nodefaults -display none -no-reboot
+	-accel "tcg,thread=${EMBER_VM_TCG_THREAD:-single}" -nodefaults -display none -no-reboot
 	-m "$mem" -smp "$smp"
 	-kernel "$vmlinuz" -initrd "$work/initrd.cpio"
 	-append "console=ttyS0 panic=-1 cryptomgr.notests$append"
