@@ -34,6 +34,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 FETCH=$TOP/scripts/fetch-kernels.sh
 
+# EMBER_VM_APPEND: kernel arguments for every guest (e.g. kfence.sample_interval=1)
 series="" cmd="" append="${EMBER_VM_APPEND:+ $EMBER_VM_APPEND}" smp=2 mem=1G timeout_s=120 out_dir="" log="" result="" quiet=0
 module=""
 payloads=() host_files=() kmods=()
@@ -237,8 +238,8 @@ outser=$work/out.b64
 # a leftover int3 and die with "Oops: int3" at the patch site (reproduced
 # on 6.12 without ember, toggling sched_switch through tracefs: see
 # selftests/vm/README.md). One TCG thread for all vCPUs keeps x86's
-# cross-modifying-code guarantee; EMBER_VM_TCG_THREAD=multi is faster for
-# debugging, never for verdicts.
+# cross-modifying-code guarantee; EMBER_VM_TCG_THREAD=multi brings the old
+# mode back for experiments, never for verdicts.
 qemu_args=(
 	-accel "tcg,thread=${EMBER_VM_TCG_THREAD:-single}" -nodefaults -display none -no-reboot
 	-m "$mem" -smp "$smp"
