@@ -391,6 +391,27 @@ static __always_inline void emit_unseen_return(void *ctx,
 }
 
 /*
+ * A dying thread leaving the CPU with an interval still parked came back
+ * unseen and ran to its end (a short-lived "sleep 0.4" does exactly that):
+ * emit that interval now, or it is lost and its entry stays in the map
+ * for good.
+ */
+static __always_inline void flush_unseen_return(void *ctx,
+						struct task_struct *prev,
+						__u32 tid, __u64 now,
+						struct ember_bpf_stats *st)
+{
+	struct ember_sample *v = bpf_map_lookup_elem(&inflight, &tid);
+
+	if (!v)
+		return;
+	st->offcpu_stale++;
+	emit_unseen_return(ctx, v, now,
+			   BPF_CORE_READ(prev, se.sum_exec_runtime), st);
+	bpf_map_delete_elem(&inflight, &tid);
+}
+
+/*
  * The thread leaving the CPU: note the time (deferred mode) or take and
  * park its stacks (parked mode) until it runs again.
  */
@@ -407,9 +428,14 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 	struct scratch *sc;
 	__u16 flags;
 
-	/* idle, or dying (it may never come back), as the module does */
-	if (tid == 0 || (state & TASK_DEAD) || (pflags & PF_EXITING))
+	if (tid == 0)
 		return;
+	/* dying (it may never come back): not parked, as the module does */
+	if ((state & TASK_DEAD) || (pflags & PF_EXITING)) {
+		if (!offcpu_deferred)
+			flush_unseen_return(ctx, prev, tid, now, st);
+		return;
+	}
 	if (offcpu_ppm && bpf_get_prandom_u32() % 1000000 >= offcpu_ppm)
 		return;
 	if (!pass_filters(prev, tgid)) {
