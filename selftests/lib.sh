@@ -22,14 +22,19 @@ t_check() {
 	fi
 }
 # t_kernel_log_excerpt LOG: print, as '# ' comment lines, the guest kernel
-# log around its first problem line (WARNING, BUG:, Oops, ...), so a CI
-# log that keeps only the test output still says what the kernel reported.
+# log around its first problem line (the harness's own pattern,
+# selftests/vm/kernel-problems.ere), so a CI log that keeps only the test
+# output still says what the kernel reported.
 t_kernel_log_excerpt() {
-	local log=$1 first
+	local log=$1 first from
 	[ -r "$log" ] || return 0
-	first=$(grep -nE '^\[ *[0-9]+\.[0-9]+\] .*(WARNING:|BUG:|Oops|general protection fault|Call Trace|KASAN:|UBSAN:|Kernel panic|kernel BUG|refcount_t:|list_(add|del) corruption)' "$log" |
+	first=$(grep -nE '^\[ *[0-9]+\.[0-9]+\] ' "$log" |
+		grep -E -f "${BASH_SOURCE[0]%/*}/vm/kernel-problems.ere" |
 		head -n 1 | cut -d: -f1)
 	[ -n "$first" ] || return 0
-	echo "# kernel log $log, lines $((first > 8 ? first - 8 : 1))-$((first + 50)):"
-	sed -n "$((first > 8 ? first - 8 : 1)),$((first + 50))p" "$log" | tr -d '\r' | cut -c1-200 | sed 's/^/#   /'
+	from=$((first > 8 ? first - 8 : 1))
+	echo "# kernel log $log, lines $from-$((first + 50)):"
+	sed -n "$from,$((first + 50))p" "$log" | tr -d '\r' | cut -c1-200 | sed 's/^/#   /'
 }
+# vm_result FILE KEY: a value from a run-vm.sh --result file
+vm_result() { sed -n "s/^$2=//p" "$1"; }

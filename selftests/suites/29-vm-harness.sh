@@ -26,9 +26,6 @@ for tool in qemu-system-x86_64 cpio busybox; do
 	fi
 done
 
-# key=value from a run-vm --result file
-res() { sed -n "s/^$2=//p" "$1"; }
-
 # Relay the guest's PASS/FAIL/SKIP lines; anything else stays in the log.
 relay() { grep -E '^(PASS|FAIL|SKIP): ' || true; }
 
@@ -79,7 +76,7 @@ for k in $KERNELS; do
 		t_fail "$T: /out collected intact" "missing or corrupted files in $out"
 	fi
 	[ -f "$work/$k/res" ] &&
-		echo "info: $T: guest up at $(res "$work/$k/res" boot_s) s, whole run $(res "$work/$k/res" total_s | cut -c1-5) s"
+		echo "info: $T: guest up at $(vm_result "$work/$k/res" boot_s) s, whole run $(vm_result "$work/$k/res" total_s | cut -c1-5) s"
 
 	# Locked-down boot: the "module loading disallowed" situation.
 	"$RUNVM" --kernel "$k" --payload "$payload" --append "module.sig_enforce=1 lockdown=integrity" \
@@ -108,7 +105,7 @@ fi
 "$RUNVM" --kernel "$k" --cmd 'echo "WARNING: CPU: 0 PID: 1 at ember-selftest fake" >/dev/kmsg; exit 3' \
 	--result "$work/neg.res" --timeout 180 >/dev/null 2>"$work/neg.err"
 rc=$?
-if [ "$rc" -eq 126 ] && [ "$(res "$work/neg.res" exit)" = 3 ] &&
+if [ "$rc" -eq 126 ] && [ "$(vm_result "$work/neg.res" exit)" = 3 ] &&
 	grep -q 'kernel problem' "$work/neg.err" && grep -q 'ember-selftest fake' "$work/neg.err"; then
 	t_pass "vm: harness reports exit status and fails on a kernel WARNING"
 else

@@ -30,7 +30,6 @@ for tool in qemu-system-x86_64 cpio busybox; do
 done
 
 oneline() { tail -n "${2:-3}" "$1" | tr '\n' ' ' | cut -c1-400; }
-res() { sed -n "s/^$2=//p" "$1"; }
 
 # Guest programs (host-built, shipped in the payload) once for all kernels.
 guest_ok=1
@@ -95,8 +94,8 @@ for k in $KERNELS; do
 	rc=$?
 	sed -nE "s/^(PASS|FAIL|SKIP): /\1: $T: /p" "$work/$k/guest.out"
 	nfail=$(grep -c '^FAIL: ' "$work/$k/guest.out")
-	exit_code=$(res "$work/$k/res" exit)
-	if [ "$(res "$work/$k/res" timeout)" = 1 ]; then
+	exit_code=$(vm_result "$work/$k/res" exit)
+	if [ "$(vm_result "$work/$k/res" timeout)" = 1 ]; then
 		t_fail "$T: guest run" "timeout after ${TIMEOUT}s (log: $logs/kmod-$k.log)"
 	elif [ "$exit_code" = none ] || [ -z "$exit_code" ]; then
 		t_fail "$T: guest run" "no exit status: boot failure or kernel panic (log: $logs/kmod-$k.log): $(oneline "$work/$k/runvm.err" 4)"
@@ -105,13 +104,13 @@ for k in $KERNELS; do
 	elif ! grep -qE '^(PASS|FAIL): ' "$work/$k/guest.out"; then
 		t_fail "$T: guest run" "guest.sh reported no test (log: $logs/kmod-$k.log)"
 	fi
-	if [ "$(res "$work/$k/res" kernel_problems)" = 0 ] && [ -n "$exit_code" ] && [ "$exit_code" != none ]; then
+	if [ "$(vm_result "$work/$k/res" kernel_problems)" = 0 ] && [ -n "$exit_code" ] && [ "$exit_code" != none ]; then
 		t_pass "$T: no kernel warnings"
 	else
 		t_fail "$T: no kernel warnings" \
 			"$(grep -A3 'kernel problem' "$work/$k/runvm.err" | sed -n 2,4p | tr '\n' ' ' | cut -c1-400)$([ "$rc" = 124 ] && echo timeout) (log: $logs/kmod-$k.log)"
 		t_kernel_log_excerpt "$logs/kmod-$k.log"
 	fi
-	echo "info: $T: guest up at $(res "$work/$k/res" boot_s) s, whole run $(res "$work/$k/res" total_s | cut -c1-5) s"
+	echo "info: $T: guest up at $(vm_result "$work/$k/res" boot_s) s, whole run $(vm_result "$work/$k/res" total_s | cut -c1-5) s"
 done
 exit 0

@@ -50,8 +50,8 @@ for k in $kernels; do
 	grep '^# ' "$art/$k/guest.out"
 	# judged from the result file: the exit status alone cannot tell a
 	# kernel problem (126) from a guest command that exited 126
-	res_get() { sed -n "s/^$1=//p" "$work/result-$k" 2>/dev/null; }
-	if [ "$(res_get kernel_problems)" != 0 ] && [ -n "$(res_get kernel_problems)" ]; then
+	problems=$(vm_result "$work/result-$k" kernel_problems 2>/dev/null)
+	if [ -n "$problems" ] && [ "$problems" != 0 ]; then
 		t_fail "agent_vm_${k}_clean_run" "kernel problem in the guest log: $(grep -A2 'kernel problem' "$art/$k/run-vm.err" | sed -n 2,3p | tr '\n' ' ' | cut -c1-300) (log: $art/$k/console.log)"
 		t_kernel_log_excerpt "$art/$k/console.log"
 	elif [ "$rc" = 0 ]; then

@@ -277,9 +277,10 @@ fi
 exit_code=$(sed -n 's/^EMBER-VM-EXIT: \([0-9]\+\)$/\1/p' "$log" | tail -n 1)
 boot_s=$(sed -n 's/^EMBER-VM-UP: uptime \([0-9.]\+\)$/\1/p' "$log" | head -n 1)
 
-# Kernel log lines (console or the final dmesg dump) that mean trouble.
+# Kernel log lines (console or the final dmesg dump) that mean trouble;
+# the pattern is shared with selftests/lib.sh's log excerpt.
 problems=$(grep -E '^\[ *[0-9]+\.[0-9]+\] ' "$log" |
-	grep -E 'WARNING:|BUG:|Oops|general protection fault|Call Trace|KASAN:|UBSAN:|Kernel panic|kernel BUG|refcount_t:|list_(add|del) corruption' |
+	grep -E -f "$HERE/kernel-problems.ere" |
 	sort -u | head -n 20 || true)
 
 # Command output: what the guest printed between its markers.
