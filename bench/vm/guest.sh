@@ -35,6 +35,49 @@ profcpu() {
 		awk '{ s += $1 } END { printf "%.6f", s / 1e9 }'
 }
 
+# measure PID WORKLOAD...: once the profiler PID (none: empty) has had
+# the attach time, run WORKLOAD and stop PID. Sets $out (the workload's
+# wall= cpu= ... line) and $pcpu (PID's CPU seconds during the workload).
+measure() {
+	mpid=$1
+	shift
+	sleep "$W"
+	c0=0
+	[ -n "$mpid" ] && c0=$(profcpu "$mpid")
+	# BENCHT lines let the host read the emulator's own CPU time around
+	# the run: guest CPU time means little under TCG
+	echo "BENCHT begin"
+	out=$("$@" | sed 's/secs=/wall=/; s/cpu_s=/cpu=/')
+	echo "BENCHT end"
+	c1=0
+	[ -n "$mpid" ] && c1=$(profcpu "$mpid")
+	if [ -n "$mpid" ]; then
+		kill -INT "$mpid"
+		wait "$mpid"
+	fi
+	pcpu=$(awk "BEGIN { print $c1 - $c0 }")
+}
+
+# rotated FN CONFIG...: REPS repetitions, each running FN CONFIG REP for
+# every config in an order rotated per repetition, so a slow drift of the
+# machine hits every config alike
+rotated() {
+	fn=$1
+	shift
+	n=$#
+	rep=0
+	while [ $rep -lt "$REPS" ]; do
+		i=0
+		while [ $i -lt $n ]; do
+			idx=$(( (i + rep) % n + 1 ))
+			eval "cfg=\${$idx}"
+			"$fn" "$cfg" "$rep"
+			i=$((i + 1))
+		done
+		rep=$((rep + 1))
+	done
+}
+
 run_one() {
 	cfg=$1
 	rep=$2
@@ -45,27 +88,14 @@ run_one() {
 	perf*) perf record -q -e cpu-clock -g -a -F "${cfg#perf}" -o /tmp/perf.data 2>/tmp/p.err &
 		pid=$! ;;
 	esac
-	sleep "$W"
-	c0=0
-	[ -n "$pid" ] && c0=$(profcpu "$pid")
-	# BENCHT lines let the host read the emulator's own CPU time around
-	# the run: guest CPU time means little under TCG
-	echo "BENCHT begin"
-	out=$($B/spin -d "$D" | sed 's/secs=/wall=/; s/cpu_s=/cpu=/')
-	echo "BENCHT end"
-	c1=0
-	[ -n "$pid" ] && c1=$(profcpu "$pid")
+	measure "$pid" $B/spin -d "$D"
 	extra=
-	if [ -n "$pid" ]; then
-		kill -INT "$pid"
-		wait "$pid"
-	fi
 	case $cfg in
 	ember*) lost=$(sed -n 's/.* \([0-9][0-9]*\) lost.*/\1/p' /tmp/e.err | tail -n 1)
 		[ -n "$lost" ] || echo "BENCHNOTE $cfg: $(tail -n 2 /tmp/e.err | tr '\n' ' ')"
 		extra="lost=${lost:-0}" ;;
 	esac
-	echo "BENCHROW config=$cfg rep=$rep $out profcpu=$(awk "BEGIN { print $c1 - $c0 }") $extra"
+	echo "BENCHROW config=$cfg rep=$rep $out profcpu=$pcpu $extra"
 	# the module's statistics of the session that just ended
 	case $cfg in
 	ember*) if [ "$rep" = 0 ]; then
@@ -76,19 +106,7 @@ run_one() {
 	esac
 }
 
-set -- $configs
-n=$#
-rep=0
-while [ $rep -lt "$REPS" ]; do
-	i=0
-	while [ $i -lt $n ]; do
-		idx=$(( (i + rep) % n + 1 ))
-		eval "cfg=\${$idx}"
-		run_one "$cfg" "$rep"
-		i=$((i + 1))
-	done
-	rep=$((rep + 1))
-done
+rotated run_one $configs
 
 # off-CPU: pingpong alone, with ember's off-CPU through the module and
 # through eBPF, and with offcputime
@@ -119,34 +137,11 @@ run_off() {
 		pid=$!
 		wait_progs $pid ;;
 	esac
-	sleep "$W"
-	c0=0
-	[ -n "$pid" ] && c0=$(profcpu "$pid")
-	echo "BENCHT begin"
-	out=$($B/pingpong -d "$D" | sed 's/secs=/wall=/; s/cpu_s=/cpu=/')
-	echo "BENCHT end"
-	c1=0
-	[ -n "$pid" ] && c1=$(profcpu "$pid")
-	if [ -n "$pid" ]; then
-		kill -INT "$pid"
-		wait "$pid"
-	fi
-	echo "BENCHOFF config=$cfg rep=$rep $out profcpu=$(awk "BEGIN { print $c1 - $c0 }")"
+	measure "$pid" $B/pingpong -d "$D"
+	echo "BENCHOFF config=$cfg rep=$rep $out profcpu=$pcpu"
 }
 
-set -- $offconfigs
-n=$#
-rep=0
-while [ $rep -lt "$REPS" ]; do
-	i=0
-	while [ $i -lt $n ]; do
-		idx=$(( (i + rep) % n + 1 ))
-		eval "cfg=\${$idx}"
-		run_off "$cfg" "$rep"
-		i=$((i + 1))
-	done
-	rep=$((rep + 1))
-done
+rotated run_off $offconfigs
 
 # the eBPF backend's per-run cost on the same kernel, for comparison
 if echo 1 >/proc/sys/kernel/bpf_stats_enabled 2>/dev/null && command -v bpftool >/dev/null; then
