@@ -77,6 +77,23 @@ struct ember_source_ops {
 	int (*stats)(struct ember_source *src, struct ember_source_stats *st);
 	int (*stop)(struct ember_source *src);
 	void (*close)(struct ember_source *src);	/* stops if running */
+	/*
+	 * CFI unwinding (NULL when the backend has none). Called from the
+	 * unwind worker thread while another thread polls: implementations
+	 * must not share state with poll() without their own locking.
+	 * unwind_load hands over a table (include/uapi/ember.h) already
+	 * checked by ember_unwind_table_check(); the backend keeps its own
+	 * copy. unwind_bind replaces a process's mappings (sorted by start,
+	 * disjoint; nr 0 unbinds it). All return 0 or a negative errno with a
+	 * sentence in err.
+	 */
+	int (*unwind_load)(struct ember_source *src, uint32_t table_id,
+			   const void *table, size_t len,
+			   char *err, size_t err_len);
+	int (*unwind_drop)(struct ember_source *src, uint32_t table_id);
+	int (*unwind_bind)(struct ember_source *src, uint32_t pid,
+			   const struct ember_unwind_mapping *maps, size_t nr,
+			   char *err, size_t err_len);
 };
 
 extern const struct ember_source_ops ember_source_kmod;

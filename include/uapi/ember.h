@@ -45,6 +45,7 @@ enum ember_rec_type {
 	EMBER_REC_EXEC		= 3,	/* ember_exec */
 	EMBER_REC_EXIT		= 4,	/* ember_exit (whole process) */
 	EMBER_REC_LOST		= 5,	/* ember_lost, for backends without a ctrl page */
+	EMBER_REC_UNWIND_MISS	= 6,	/* ember_unwind_miss: a PC with no table */
 	__EMBER_REC_MAX,
 };
 
@@ -62,6 +63,16 @@ struct ember_rec_header {
 #define EMBER_SF_KTHREAD	(1U << 4)	/* kernel thread: no user stack */
 #define EMBER_SF_COMPAT		(1U << 5)	/* 32-bit user task */
 #define EMBER_SF_IDLE		(1U << 6)	/* the idle task */
+#define EMBER_SF_USER_CUT	(1U << 7)	/* user stack stops short of its
+						 * outermost frame: no rule, bad
+						 * frame, or a return address
+						 * outside executable mappings */
+#define EMBER_SF_USER_CFI	(1U << 8)	/* unwound with CFI tables */
+#define EMBER_SF_USER_FP	(1U << 9)	/* >= 1 frame by frame pointer
+						 * where no table covered the PC */
+#define EMBER_SF_USER_COMPLETE	(1U << 10)	/* reached the outermost frame
+						 * (CFI says the return address
+						 * is undefined: _start, clone) */
 
 /* ember_sample.state for EMBER_REC_OFFCPU: how the thread left the CPU */
 enum ember_offcpu_state {
@@ -130,6 +141,21 @@ struct ember_lost {
 };
 
 /*
+ * EMBER_REC_UNWIND_MISS: the user unwinder met a PC that no loaded table
+ * covers in a process it profiles (the process is not bound yet, or the
+ * PC is in a mapping added since: exec, dlopen, a JIT). The agent answers
+ * by reading /proc/PID/maps and loading tables and a binding (see "Unwind
+ * tables" below). Rate-limited per process by the producer.
+ */
+struct ember_unwind_miss {
+	struct ember_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 tid;
+	__u64 pc;		/* the uncovered PC (0: process not bound) */
+};
+
+/*
  * Rings (module backend)
  *
  * /dev/ember exposes one ring per possible CPU. Ring N is mapped with
@@ -162,6 +188,116 @@ struct ember_ring_ctrl {
 };
 
 /*
+ * Unwind tables: user stacks without frame pointers (x86_64)
+ *
+ * The agent compiles a file's call-frame information (.eh_frame,
+ * .debug_frame) into one table per file, and describes each profiled
+ * process's executable mappings as a list of ember_unwind_mapping. Both
+ * backends consume exactly these bytes: the module copies them in over
+ * netlink (EMBER_CMD_UNWIND_*), the eBPF backend loads them into maps.
+ * Every consumer validates a table completely before use (the rules are
+ * spelled out in include/ember_unwind.h, shared code both sides run).
+ *
+ * A table is one contiguous blob:
+ *	struct ember_unwind_table	header (32 bytes)
+ *	__u32 page_row[nr_pages + 1]	first row of each 64 KiB page
+ *	struct ember_unwind_row	rows[nr_rows]
+ *	struct ember_unwind_rule	rules[nr_rules]
+ * Addresses are the file's ELF virtual addresses (what symbol tables use);
+ * a mapping's bias turns a PC into one: vaddr = pc - bias. Page p covers
+ * [base + p * 64 KiB, base + (p + 1) * 64 KiB); its rows are
+ * rows[page_row[p] .. page_row[p + 1]), sorted by strictly increasing
+ * pc_low, and a non-empty page's first row has pc_low 0 (the builder
+ * repeats the rule in force at each page start), so a lookup is one index
+ * plus a binary search of at most 16 steps. A row holds from its pc_low up
+ * to the next row's. Rows are 4 bytes; rules, shared by every row that
+ * needs them, 8 bytes.
+ */
+#define EMBER_UNWIND_MAGIC		0x31574e55	/* "UNW1" */
+#define EMBER_UNWIND_VERSION		1
+#define EMBER_UNWIND_PAGE_SHIFT		16
+#define EMBER_UNWIND_MAX_PAGES		(1U << 16)	/* 4 GiB of text */
+#define EMBER_UNWIND_MAX_RULES		(1U << 16)	/* row.rule is 16 bits */
+#define EMBER_UNWIND_MAX_ROWS		(1U << 24)
+#define EMBER_UNWIND_MAX_CFA_OFF	(1 << 24)	/* |cfa_off|, bytes */
+#define EMBER_UNWIND_MAX_TABLE		(64U << 20)	/* bytes, one table */
+#define EMBER_UNWIND_MAX_MAPPINGS	2000		/* per process binding */
+
+/* How to find the Canonical Frame Address (the caller's stack pointer). */
+enum ember_cfa_type {
+	EMBER_CFA_NONE		= 0,	/* no CFI here: cut (or FP step) */
+	EMBER_CFA_SP		= 1,	/* rsp + cfa_off */
+	EMBER_CFA_FP		= 2,	/* rbp + cfa_off */
+	EMBER_CFA_PLT1		= 3,	/* lazy PLT: rsp + 8 + ((pc & 15) >= 11 ? 8 : 0) */
+	EMBER_CFA_PLT2		= 4,	/* same with 10 (.plt.sec / IBT PLT) */
+	EMBER_CFA_DEREF_FP	= 5,	/* *(rbp + cfa_off): realigned stack */
+	EMBER_CFA_DEREF_SP	= 6,	/* *(rsp + cfa_off) */
+	EMBER_CFA_SIGNAL	= 7,	/* rt_sigreturn trampoline: the interrupted
+					 * registers are in the ucontext at rsp */
+	EMBER_CFA_END		= 8,	/* outermost frame: the stack is complete */
+	__EMBER_CFA_MAX,
+};
+
+/* Where the caller's rbp is (the return address is always at CFA - 8). */
+enum ember_fp_rule {
+	EMBER_FP_SAME		= 0,	/* unchanged: the caller's rbp is rbp */
+	EMBER_FP_AT_CFA		= 1,	/* saved at CFA + fp_off */
+	EMBER_FP_AT_FP		= 2,	/* saved at rbp + fp_off (realigned) */
+	EMBER_FP_UNKNOWN	= 3,	/* clobbered: the caller's rbp is unknown */
+	__EMBER_FP_MAX,
+};
+
+struct ember_unwind_rule {
+	__u8 cfa_type;		/* enum ember_cfa_type */
+	__u8 fp_type;		/* enum ember_fp_rule */
+	__s16 fp_off;		/* multiple of 8 */
+	__s32 cfa_off;		/* |cfa_off| <= EMBER_UNWIND_MAX_CFA_OFF */
+};
+
+struct ember_unwind_row {
+	__u16 pc_low;		/* low 16 bits of the first address */
+	__u16 rule;		/* index into rules[] */
+};
+
+struct ember_unwind_table {
+	__u32 magic;		/* EMBER_UNWIND_MAGIC */
+	__u16 version;		/* EMBER_UNWIND_VERSION */
+	__u16 flags;		/* none defined: must be 0 */
+	__u64 base;		/* ELF vaddr of page 0, 64 KiB aligned */
+	__u32 nr_pages;		/* 1..EMBER_UNWIND_MAX_PAGES */
+	__u32 nr_rows;		/* 1..EMBER_UNWIND_MAX_ROWS */
+	__u32 nr_rules;		/* 1..EMBER_UNWIND_MAX_RULES */
+	__u32 size;		/* bytes of the whole blob, header included */
+};
+
+#define EMBER_UNWIND_TABLE_SIZE(pages, rows, rules)			\
+	(sizeof(struct ember_unwind_table) +				\
+	 ((__u64)(pages) + 1) * sizeof(__u32) +				\
+	 (__u64)(rows) * sizeof(struct ember_unwind_row) +		\
+	 (__u64)(rules) * sizeof(struct ember_unwind_rule))
+
+/* One executable mapping of a bound process. */
+struct ember_unwind_mapping {
+	__u64 start;		/* [start, end) in the process, page aligned */
+	__u64 end;
+	__u64 bias;		/* file vaddr = pc - bias */
+	__u32 table_id;		/* a loaded table, 0 = none (FP steps only) */
+	__u32 flags;		/* EMBER_UMF_* */
+};
+
+#define EMBER_UMF_ANON		(1U << 0)	/* anonymous (JIT) code */
+#define EMBER_UMF_VDSO		(1U << 1)
+
+/*
+ * EMBER_CFA_SIGNAL: where the interrupted registers are, from rsp at the
+ * trampoline (x86_64 struct rt_sigframe after its pretcode was popped:
+ * ucontext first, uc_mcontext at 40, struct sigcontext's rbp, rsp, rip).
+ */
+#define EMBER_SIGFRAME_RBP	(40 + 80)	/* uc_mcontext.rbp */
+#define EMBER_SIGFRAME_RSP	(40 + 120)	/* uc_mcontext.rsp */
+#define EMBER_SIGFRAME_RIP	(40 + 128)	/* uc_mcontext.rip */
+
+/*
  * Control: generic netlink family "ember". Every command needs
  * CAP_PERFMON or CAP_SYS_ADMIN.
  */
@@ -172,6 +308,18 @@ enum ember_cmd {
 	EMBER_CMD_STOP,
 	EMBER_CMD_GET_STATS,	/* dump: one message per CPU */
 	EMBER_CMD_SET_FILTER,	/* FILTER_PIDS and/or FILTER_CGROUP; empty clears */
+	/*
+	 * Unwind tables, while a session runs (freed when it stops). A table
+	 * arrives in chunks: UNWIND_TABLE_ID, UNWIND_TABLE_SIZE (whole blob),
+	 * UNWIND_OFFSET and UNWIND_DATA (<= 60000 bytes), in order; the chunk
+	 * that completes it has it validated and published, or refused with
+	 * an extack message.
+	 */
+	EMBER_CMD_UNWIND_LOAD,
+	EMBER_CMD_UNWIND_DROP,	/* UNWIND_TABLE_ID */
+	/* UNWIND_PID and UNWIND_MAPPINGS (array of ember_unwind_mapping,
+	 * sorted, not overlapping); no UNWIND_MAPPINGS unbinds the process */
+	EMBER_CMD_UNWIND_BIND,
 	__EMBER_CMD_MAX,
 };
 #define EMBER_CMD_MAX (__EMBER_CMD_MAX - 1)
@@ -198,6 +346,7 @@ enum ember_clock_event {
 #define EMBER_CAP_CGROUP_FILTER	(1ULL << 4)
 #define EMBER_CAP_USER_STACKS	(1ULL << 5)
 #define EMBER_CAP_KERNEL_STACKS	(1ULL << 6)
+#define EMBER_CAP_UNWIND_CFI	(1ULL << 7)	/* EMBER_CMD_UNWIND_* tables */
 
 enum ember_attr {
 	EMBER_A_UNSPEC,
@@ -220,6 +369,16 @@ enum ember_attr {
 	EMBER_A_OFFCPU_MIN_NS,		/* u64: shorter intervals are not emitted */
 	EMBER_A_OFFCPU_SAMPLE_PPM,	/* u32: keep this many per million, 0 = all */
 	EMBER_A_STATS,			/* nested ember_stat_attr, in GET_STATS dumps */
+	EMBER_A_UNWIND_TABLE_ID,	/* u32, nonzero, chosen by the agent */
+	EMBER_A_UNWIND_TABLE_SIZE,	/* u32: bytes of the whole table */
+	EMBER_A_UNWIND_OFFSET,		/* u32: where this chunk goes */
+	EMBER_A_UNWIND_DATA,		/* binary: a chunk of the table */
+	EMBER_A_UNWIND_PID,		/* u32: tgid to bind */
+	EMBER_A_UNWIND_MAPPINGS,	/* binary: ember_unwind_mapping[] */
+	EMBER_A_UNWIND_MEM_USED,	/* u64: bytes of tables and bindings */
+	EMBER_A_UNWIND_MEM_CAP,		/* u64: the module parameter's cap */
+	EMBER_A_UNWIND_TABLES,		/* u32: tables loaded */
+	EMBER_A_UNWIND_BOUND,		/* u32: processes bound */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)
@@ -237,6 +396,11 @@ enum ember_stat_attr {
 	EMBER_STAT_OFFCPU_SWITCHES,	/* u64: sched_switch probe calls */
 	EMBER_STAT_OFFCPU_OVERFLOW,	/* u64: in-flight table full */
 	EMBER_STAT_OFFCPU_NS,		/* u64: time spent in scheduler probes */
+	EMBER_STAT_USTACK_CFI,		/* u64: user stacks unwound with tables */
+	EMBER_STAT_USTACK_FP,		/* u64: ... needing >= 1 FP step */
+	EMBER_STAT_USTACK_CUT,		/* u64: ... cut short (EMBER_SF_USER_CUT) */
+	EMBER_STAT_UNWIND_MISS,		/* u64: miss records emitted */
+	EMBER_STAT_UNWIND_MISS_LIMITED,	/* u64: misses not reported (rate limit) */
 	__EMBER_STAT_MAX,
 };
 #define EMBER_STAT_MAX (__EMBER_STAT_MAX - 1)

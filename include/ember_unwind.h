@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * ember_unwind.h: the unwind-table code every consumer shares, so that the
+ * module, the agent's builder and its tests agree on what a valid table is
+ * and what a rule means. Plain C without allocation or locking: it builds
+ * in the kernel (kmod/unwind_*.c) and in user space (agent/unwind/).
+ * The eBPF program implements the same lookup and step within the
+ * verifier's rules (bpf/unwind.bpf.h); tests compare it with this file.
+ *
+ * The format itself is in include/uapi/ember.h.
+ */
+#ifndef EMBER_UNWIND_H
+#define EMBER_UNWIND_H
+
+#include "uapi/ember.h"
+
+static inline const __u32 *
+ember_unwind_page_rows(const struct ember_unwind_table *t)
+{
+	return (const __u32 *)(t + 1);
+}
+
+static inline const struct ember_unwind_row *
+ember_unwind_rows(const struct ember_unwind_table *t)
+{
+	return (const struct ember_unwind_row *)
+		(ember_unwind_page_rows(t) + t->nr_pages + 1);
+}
+
+static inline const struct ember_unwind_rule *
+ember_unwind_rules(const struct ember_unwind_table *t)
+{
+	return (const struct ember_unwind_rule *)
+		(ember_unwind_rows(t) + t->nr_rows);
+}
+
+static inline int ember_unwind_rule_check(const struct ember_unwind_rule *r)
+{
+	if (r->cfa_type >= __EMBER_CFA_MAX || r->fp_type >= __EMBER_FP_MAX)
+		return -1;
+	if (r->cfa_off > EMBER_UNWIND_MAX_CFA_OFF ||
+	    r->cfa_off < -EMBER_UNWIND_MAX_CFA_OFF)
+		return -1;
+	if (r->fp_off % 8)
+		return -1;
+	return 0;
+}
+
+/*
+ * 0 when the len bytes at blob are a table every consumer may use without
+ * further checks; otherwise -1 with *why saying what is wrong. Checks
+ * everything a lookup relies on: sizes, counts, page row bounds, order of
+ * rows, rule indices and rule contents.
+ */
+static inline int ember_unwind_table_check(const void *blob, __u64 len,
+					   const char **why)
+{
+	const struct ember_unwind_table *t = blob;
+	const struct ember_unwind_row *rows;
+	const struct ember_unwind_rule *rules;
+	const __u32 *page_row;
+	__u32 p, i;
+
+	if (len < sizeof(*t)) {
+		*why = "unwind table shorter than its header";
+		return -1;
+	}
+	if (t->magic != EMBER_UNWIND_MAGIC || t->version != EMBER_UNWIND_VERSION ||
+	    t->flags) {
+		*why = "unwind table magic, version or flags not supported";
+		return -1;
+	}
+	if (t->nr_pages < 1 || t->nr_pages > EMBER_UNWIND_MAX_PAGES ||
+	    t->nr_rows < 1 || t->nr_rows > EMBER_UNWIND_MAX_ROWS ||
+	    t->nr_rules < 1 || t->nr_rules > EMBER_UNWIND_MAX_RULES) {
+		*why = "unwind table counts out of range";
+		return -1;
+	}
+	if (t->size != len || len > EMBER_UNWIND_MAX_TABLE ||
+	    EMBER_UNWIND_TABLE_SIZE(t->nr_pages, t->nr_rows, t->nr_rules) != len) {
+		*why = "unwind table size does not match its counts";
+		return -1;
+	}
+	if (t->base & ((1ULL << EMBER_UNWIND_PAGE_SHIFT) - 1) ||
+	    t->base + ((__u64)t->nr_pages << EMBER_UNWIND_PAGE_SHIFT) < t->base) {
+		*why = "unwind table base not page aligned or range wraps";
+		return -1;
+	}
+	page_row = ember_unwind_page_rows(t);
+	rows = ember_unwind_rows(t);
+	rules = ember_unwind_rules(t);
+	if (page_row[0] != 0 || page_row[t->nr_pages] != t->nr_rows) {
+		*why = "unwind table page index does not span the rows";
+		return -1;
+	}
+	for (p = 0; p < t->nr_pages; p++) {
+		__u32 lo = page_row[p], hi = page_row[p + 1];
+
+		if (hi < lo || hi > t->nr_rows) {
+			*why = "unwind table page index not monotonic";
+			return -1;
+		}
+		if (lo == hi)
+			continue;
+		if (rows[lo].pc_low != 0) {
+			*why = "unwind table page does not start with a row at 0";
+			return -1;
+		}
+		for (i = lo + 1; i < hi; i++) {
+			if (rows[i].pc_low <= rows[i - 1].pc_low) {
+				*why = "unwind table rows not sorted";
+				return -1;
+			}
+		}
+	}
+	for (i = 0; i < t->nr_rows; i++) {
+		if (rows[i].rule >= t->nr_rules) {
+			*why = "unwind table row points past the rules";
+			return -1;
+		}
+	}
+	for (i = 0; i < t->nr_rules; i++) {
+		if (ember_unwind_rule_check(&rules[i])) {
+			*why = "unwind table rule with unknown type or offset";
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The rule in force at file address vaddr, or NULL when the table does not
+ * cover it. The table must have passed ember_unwind_table_check().
+ */
+static inline const struct ember_unwind_rule *
+ember_unwind_find(const struct ember_unwind_table *t, __u64 vaddr)
+{
+	const __u32 *page_row = ember_unwind_page_rows(t);
+	const struct ember_unwind_row *rows = ember_unwind_rows(t);
+	__u64 off = vaddr - t->base;
+	__u32 p, lo, hi;
+	__u16 low;
+
+	if (vaddr < t->base || (off >> EMBER_UNWIND_PAGE_SHIFT) >= t->nr_pages)
+		return 0;
+	p = off >> EMBER_UNWIND_PAGE_SHIFT;
+	lo = page_row[p];
+	hi = page_row[p + 1];
+	if (lo == hi)
+		return 0;
+	low = off & 0xffff;
+	/* rows[lo].pc_low == 0 <= low: find the last row with pc_low <= low */
+	while (hi - lo > 1) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].pc_low <= low)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &ember_unwind_rules(t)[rows[lo].rule];
+}
+
+/* Registers the unwinder tracks from frame to frame. */
+struct ember_uregs {
+	__u64 pc;
+	__u64 sp;
+	__u64 fp;
+	int fp_ok;		/* fp holds the frame's real rbp */
+	int exact;		/* pc is where the frame is, not a return address */
+};
+
+enum ember_step_result {
+	EMBER_STEP_NEXT = 0,	/* regs now describe the caller */
+	EMBER_STEP_END,		/* outermost frame: the stack is complete */
+	EMBER_STEP_CUT,		/* cannot go on: rule, memory or sanity */
+};
+
+/* Reads 8 bytes of user memory; 0 on success. */
+typedef int (*ember_read_fn)(void *ctx, __u64 addr, __u64 *val);
+
+/*
+ * One step of the table-driven walk: apply rule r (found for the frame at
+ * regs->pc) and move regs to the caller. The caller's stack pointer (the
+ * CFA) must lie above this frame's: that and the 8-byte alignment of every
+ * slot read keep a corrupt stack from looping or wandering.
+ */
+static inline int ember_unwind_step(const struct ember_unwind_rule *r,
+				    struct ember_uregs *regs,
+				    ember_read_fn read, void *ctx)
+{
+	__u64 cfa, ra, fp = regs->fp;
+
+	switch (r->cfa_type) {
+	case EMBER_CFA_END:
+		return EMBER_STEP_END;
+	case EMBER_CFA_SP:
+		cfa = regs->sp + r->cfa_off;
+		break;
+	case EMBER_CFA_FP:
+		if (!regs->fp_ok)
+			return EMBER_STEP_CUT;
+		cfa = regs->fp + r->cfa_off;
+		break;
+	case EMBER_CFA_PLT1:
+	case EMBER_CFA_PLT2:
+		cfa = regs->sp + 8 +
+		      ((regs->pc & 15) >= (r->cfa_type == EMBER_CFA_PLT1 ?
+					   11U : 10U) ? 8 : 0);
+		break;
+	case EMBER_CFA_DEREF_FP:
+		if (!regs->fp_ok || read(ctx, regs->fp + r->cfa_off, &cfa))
+			return EMBER_STEP_CUT;
+		break;
+	case EMBER_CFA_DEREF_SP:
+		if (read(ctx, regs->sp + r->cfa_off, &cfa))
+			return EMBER_STEP_CUT;
+		break;
+	case EMBER_CFA_SIGNAL: {
+		__u64 sp;
+
+		if (read(ctx, regs->sp + EMBER_SIGFRAME_RIP, &ra) ||
+		    read(ctx, regs->sp + EMBER_SIGFRAME_RSP, &sp) ||
+		    read(ctx, regs->sp + EMBER_SIGFRAME_RBP, &fp) || !ra)
+			return EMBER_STEP_CUT;
+		regs->pc = ra;
+		regs->sp = sp;
+		regs->fp = fp;
+		regs->fp_ok = 1;
+		regs->exact = 1;	/* the interrupted instruction itself */
+		return EMBER_STEP_NEXT;
+	}
+	default:
+		return EMBER_STEP_CUT;
+	}
+	if (cfa <= regs->sp || (cfa & 7) || read(ctx, cfa - 8, &ra))
+		return EMBER_STEP_CUT;
+	switch (r->fp_type) {
+	case EMBER_FP_SAME:
+		break;
+	case EMBER_FP_AT_CFA:
+		if (read(ctx, cfa + r->fp_off, &fp))
+			return EMBER_STEP_CUT;
+		break;
+	case EMBER_FP_AT_FP:
+		if (!regs->fp_ok || read(ctx, regs->fp + r->fp_off, &fp))
+			return EMBER_STEP_CUT;
+		break;
+	default:
+		regs->fp_ok = 0;
+		break;
+	}
+	if (r->fp_type == EMBER_FP_AT_CFA || r->fp_type == EMBER_FP_AT_FP)
+		regs->fp_ok = 1;
+	if (!ra)
+		return EMBER_STEP_END;	/* thread entry with a zeroed slot */
+	regs->pc = ra;
+	regs->sp = cfa;
+	regs->fp = fp;
+	regs->exact = 0;
+	return EMBER_STEP_NEXT;
+}
+
+/*
+ * The address to look a frame's rule up at: a return address points after
+ * the call, possibly at the next function (noreturn calls), so look up the
+ * call instruction instead.
+ */
+static inline __u64 ember_unwind_lookup_pc(const struct ember_uregs *regs)
+{
+	return regs->exact ? regs->pc : regs->pc - 1;
+}
+
+#endif /* EMBER_UNWIND_H */
