@@ -11,7 +11,7 @@ AGENT_PROTOS := $(shell find proto -name '*.proto' 2>/dev/null | sort)
 AGENT_GEN_C := $(patsubst proto/%.proto,agent/gen/%.pb-c.c,$(AGENT_PROTOS))
 AGENT_GEN_H := $(AGENT_GEN_C:.c=.h)
 
-AGENT_SRCS := $(wildcard agent/*.c)
+AGENT_SRCS := $(wildcard agent/*.c agent/unwind/*.c)
 AGENT_OBJS := $(AGENT_SRCS:.c=.o) $(AGENT_GEN_C:.c=.o)
 # Everything but main(): what unit tests link against.
 AGENT_LIB_OBJS := $(filter-out agent/main.o,$(AGENT_OBJS))
@@ -38,7 +38,7 @@ AGENT_TEST_SRCS := $(wildcard selftests/agent/test_*.c)
 AGENT_TEST_BINS := $(patsubst selftests/agent/%.c,agent/gen/tests/%,$(AGENT_TEST_SRCS))
 
 ALL_TARGETS += $(AGENT_BIN)
-CLEAN_FILES += $(AGENT_BIN) agent/*.o agent/gen $(AGENT_TEST_BINS)
+CLEAN_FILES += $(AGENT_BIN) agent/*.o agent/unwind/*.o agent/gen $(AGENT_TEST_BINS)
 
 # Relink when the set of objects changes (a file added or removed), not
 # only when one is newer: the eBPF backend is linked weakly, and a binary
@@ -55,7 +55,7 @@ $(AGENT_BIN): $(AGENT_OBJS) $(AGENT_OBJS_LIST)
 # Dependency files live under agent/gen/ (git-ignored, removed by clean).
 agent/%.o: agent/%.c | $(AGENT_GEN_H)
 	@echo "  CC      $@"
-	$(Q)mkdir -p agent/gen/deps
+	$(Q)mkdir -p $(dir agent/gen/deps/$*)
 	$(Q)$(CC) $(AGENT_CFLAGS) -MMD -MP -MF agent/gen/deps/$*.d -c -o $@ $<
 
 # Every agent object waits for the generated headers. Naming them here,
@@ -110,4 +110,4 @@ agent/gen/tests/test_%: selftests/agent/test_%.c $(AGENT_LIB_OBJS)
 	$(Q)$(CC) $(AGENT_CFLAGS) -Iselftests/agent -o $@ $< $(AGENT_LIB_OBJS) \
 		$(AGENT_LDLIBS) $(LDFLAGS)
 
--include $(wildcard agent/gen/deps/*.d)
+-include $(wildcard agent/gen/deps/*.d agent/gen/deps/*/*.d)

@@ -58,6 +58,9 @@ static const char usage_text[] =
 "                         (repeatable; searched before /usr/lib/debug)\n"
 "      --debuginfod       fetch missing debug info from DEBUGINFOD_URLS\n"
 "                         (off by default: it may download a lot)\n"
+"      --no-cfi           walk user stacks by frame pointers only (no unwind\n"
+"                         tables from .eh_frame/.debug_frame)\n"
+"      --verbose-cfi      say which unwind tables are built and their sizes\n"
 "  -- COMMAND [ARGS...]   start COMMAND, profile it and its children until it\n"
 "                         exits; its stdio and exit status pass through\n"
 "\n"
@@ -65,7 +68,7 @@ static const char usage_text[] =
 "microseconds when off-CPU time is recorded. See ember(1).\n";
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
-       OPT_DEBUG_DIR, OPT_DEBUGINFOD };
+       OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI };
 
 static const struct option long_opts[] = {
 	{ "freq", required_argument, NULL, 'F' },
@@ -81,6 +84,8 @@ static const struct option long_opts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
+	{ "no-cfi", no_argument, NULL, OPT_NO_CFI },
+	{ "verbose-cfi", no_argument, NULL, OPT_VERBOSE_CFI },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -267,6 +272,12 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 			if (sym_debug_dirs_add(&o->debug_dirs, optarg))
 				FAIL("--debug-dir wants a directory without ':', not '%s'",
 				     optarg);
+			break;
+		case OPT_NO_CFI:
+			o->no_cfi = true;
+			break;
+		case OPT_VERBOSE_CFI:
+			o->verbose_cfi = true;
 			break;
 		case OPT_DEBUGINFOD:
 			o->debuginfod = true;
@@ -646,6 +657,8 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	so.sym.debug_dirs = o.debug_dirs;
+	so.no_unwind_tables = o.no_cfi;
+	so.verbose_unwind = o.verbose_cfi;
 	so.sym.use_debuginfod = o.debuginfod;
 	if (o.cgroup_path &&
 	    cgroup_id_of(o.cgroup_path, &so.src.cgroup_id, err, sizeof(err))) {

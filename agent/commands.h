@@ -7,5 +7,6 @@ int cmd_record(int argc, char **argv);	/* cmd_record.c */
 int cmd_status(int argc, char **argv);	/* cmd_status.c */
 int cmd_run(int argc, char **argv);	/* cmd_run.c: the OTLP daemon */
 int cmd_decode(int argc, char **argv);	/* cmd_decode.c: print a .otlp file */
+int cmd_unwind_table(int argc, char **argv);	/* cmd_unwind.c */
 
 #endif

@@ -35,6 +35,7 @@ static const struct command commands[] = {
 	{ "status", cmd_status, "show which backends can run, versions and per-CPU statistics" },
 	{ "run", cmd_run, "run as a daemon exporting OTLP profiles continuously" },
 	{ "decode", cmd_decode, "print the contents of an .otlp file" },
+	{ "unwind-table", cmd_unwind_table, "compile a file's CFI into ember's unwind table and print its size" },
 };
 
 static void usage(FILE *f)

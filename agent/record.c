@@ -68,6 +68,8 @@ bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail)
 		return exit_valid(hdr);
 	case EMBER_REC_LOST:
 		return hdr->size >= sizeof(struct ember_lost);
+	case EMBER_REC_UNWIND_MISS:
+		return hdr->size >= sizeof(struct ember_unwind_miss);
 	default:
 		return false;	/* unknown: the caller skips hdr->size bytes */
 	}

@@ -30,6 +30,8 @@ struct record_opts {
 	bool include_idle;
 	char *debug_dirs;		/* --debug-dir, ':'-joined, malloc'd; NULL = default */
 	bool debuginfod;		/* --debuginfod */
+	bool no_cfi;			/* --no-cfi: frame pointers only */
+	bool verbose_cfi;		/* --verbose-cfi */
 	char **command;			/* after --, NULL-terminated; NULL if none */
 	bool help;
 };

@@ -40,6 +40,8 @@ int session_open(struct session *s, const struct session_options *opt,
 		fprintf(stderr, "ember: %s\n", s->backend_why);
 
 	s->events = opt->src.events;
+	s->want_unwind = !opt->no_unwind_tables;
+	s->verbose_unwind = opt->verbose_unwind;
 	s->freq_hz = opt->src.freq_hz ? opt->src.freq_hz : EMBER_DEFAULT_FREQ;
 	s->sym = sym_new(&opt->sym);
 	if (!s->sym) {
@@ -98,14 +100,55 @@ int session_start(struct session *s, char *err, size_t err_len)
 		return r;
 	}
 	s->started = true;
+	if (s->want_unwind) {
+		s->unwind = unwind_service_start(s->ops, s->src,
+						 s->verbose_unwind);
+		for (size_t i = 0; i < s->nr_watch_pids; i++)
+			unwind_service_request(s->unwind, s->watch_pids[i]);
+	}
 	s->start_real_ns = now_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
 	return 0;
 }
 
+/*
+ * Every record goes to the profile builder; the few that tell the unwind
+ * service a process needs tables (a miss, an exec) or none any more (exit)
+ * are also passed on to it, which costs the reader a queue insertion.
+ */
+static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
+{
+	struct session *s = ctx;
+
+	pb_add_record(s->pb, rec);
+	if (!s->unwind || !ember_record_valid(rec, rec->size))
+		return;
+	switch (rec->type) {
+	case EMBER_REC_UNWIND_MISS:
+		unwind_service_request(s->unwind,
+				       ((const struct ember_unwind_miss *)rec)->pid);
+		break;
+	case EMBER_REC_EXEC:
+		unwind_service_request(s->unwind,
+				       ((const struct ember_exec *)rec)->pid);
+		break;
+	case EMBER_REC_EXIT:
+		unwind_service_forget(s->unwind,
+				      ((const struct ember_exit *)rec)->pid);
+		break;
+	default:
+		break;
+	}
+}
+
 int session_poll(struct session *s, int timeout_ms)
 {
-	return s->ops->poll(s->src, timeout_ms, pb_record_cb, s->pb);
+	return s->ops->poll(s->src, timeout_ms, session_record_cb, s);
+}
+
+void session_unwind_request(struct session *s, uint32_t pid)
+{
+	unwind_service_request(s->unwind, pid);
 }
 
 void session_drain(struct session *s)
@@ -164,6 +207,9 @@ void session_reset(struct session *s)
 
 void session_close(struct session *s)
 {
+	/* before the source: the service drops its tables through it */
+	unwind_service_stop(s->unwind);
+	s->unwind = NULL;
 	if (s->src)
 		s->ops->close(s->src);
 	s->src = NULL;

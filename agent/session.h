@@ -15,6 +15,7 @@
 #include "profile_builder.h"
 #include "source.h"
 #include "symbolize.h"
+#include "unwind/unwind_service.h"
 
 struct session_options {
 	const char *backend;		/* "auto" (NULL), "kmod" or "bpf" */
@@ -22,6 +23,8 @@ struct session_options {
 	struct pb_options pb;		/* aggregation bounds; filters copied from src */
 	struct sym_options sym;
 	bool quiet;			/* no backend line on stderr */
+	bool no_unwind_tables;		/* frame pointers only (--no-cfi) */
+	bool verbose_unwind;		/* a line per unwind table built */
 };
 
 struct session {
@@ -29,6 +32,8 @@ struct session {
 	struct ember_source *src;
 	struct symbolizer *sym;
 	struct profile_builder *pb;
+	struct unwind_service *unwind;	/* CFI tables for the backend, or NULL */
+	bool want_unwind, verbose_unwind;
 	char backend_why[256];		/* the reason the backend was chosen */
 	uint32_t events;		/* EMBER_EV_* asked */
 	uint32_t freq_hz;
@@ -56,6 +61,8 @@ int session_open(struct session *s, const struct session_options *opt,
 int session_start(struct session *s, char *err, size_t err_len);
 /* Wait up to timeout_ms and drain every ring into the builder. */
 int session_poll(struct session *s, int timeout_ms);
+/* Ask for unwind tables of a process now (a command ember started). */
+void session_unwind_request(struct session *s, uint32_t pid);
 /* Drain until the rings are empty (after the workload stopped). */
 void session_drain(struct session *s);
 /* Change the tgid / cgroup filters of both the source and the builder. */

@@ -24,7 +24,7 @@ done
 flags=$(make -s --no-print-directory -p -n agent/ember 2>/dev/null |
 	sed -n 's/^AGENT_CFLAGS := //p' | head -1)
 bad=()
-for src in agent/*.c; do
+for src in agent/*.c agent/unwind/*.c; do
 	gcc $(eval echo "$flags") -Werror -c -o /dev/null "$src" >/dev/null 2>&1 || bad+=("$src")
 done
 if [ ${#bad[@]} -eq 0 ]; then

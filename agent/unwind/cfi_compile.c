@@ -1,0 +1,681 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * .eh_frame / .debug_frame -> ember unwind table.
+ *
+ * libdw interprets the CFI programs (dwarf_cfi_addrframe gives the row in
+ * force at an address and the range it holds for); what libdw does not
+ * expose is the list of FDEs, so this file walks the section with
+ * dwarf_next_cfi and decodes each FDE's initial location itself (the
+ * pointer encoding of its CIE's 'R' augmentation). Each row is then
+ * translated to an ember rule: CFA = rsp/rbp + offset, the lazy-PLT and
+ * stack-realignment expressions, signal frames and the outermost frame;
+ * anything else becomes EMBER_CFA_NONE (the unwinder cuts there).
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include "../../include/ember_unwind.h"
+#include "cfi_compile.h"
+
+#define REG_RBP		6
+#define REG_RSP		7
+#define REG_RA		16
+
+/* One address range of CFI with the rule it compiles to. */
+struct span {
+	uint64_t lo, hi;
+	uint16_t rule;
+};
+
+struct builder {
+	struct span *spans;
+	size_t nr, cap;
+	struct ember_unwind_rule *rules;
+	size_t nr_rules, cap_rules;
+	struct cfi_stats *st;
+};
+
+/* ---- rules ---- */
+
+static int rule_index(struct builder *b, const struct ember_unwind_rule *r)
+{
+	/* few distinct rules (tens to a few hundred): a linear scan of the
+	 * recent ones is cheap enough and needs no hash */
+	for (size_t i = b->nr_rules; i-- > 0;)
+		if (!memcmp(&b->rules[i], r, sizeof(*r)))
+			return (int)i;
+	if (b->nr_rules >= EMBER_UNWIND_MAX_RULES)
+		return -E2BIG;
+	if (b->nr_rules == b->cap_rules) {
+		size_t cap = b->cap_rules ? b->cap_rules * 2 : 64;
+		void *p = realloc(b->rules, cap * sizeof(*b->rules));
+
+		if (!p)
+			return -ENOMEM;
+		b->rules = p;
+		b->cap_rules = cap;
+	}
+	b->rules[b->nr_rules] = *r;
+	return (int)b->nr_rules++;
+}
+
+static bool is_breg(const Dwarf_Op *op, unsigned int reg, int64_t *off)
+{
+	if (op->atom == DW_OP_breg0 + reg) {
+		*off = (int64_t)op->number;
+		return true;
+	}
+	if (op->atom == DW_OP_bregx && op->number == reg) {
+		*off = (int64_t)op->number2;
+		return true;
+	}
+	return false;
+}
+
+static bool is_lit(const Dwarf_Op *op, unsigned int v)
+{
+	return op->atom == DW_OP_lit0 + v ||
+	       ((op->atom == DW_OP_const1u || op->atom == DW_OP_constu) &&
+		op->number == v);
+}
+
+/*
+ * The CFA rule. The PLT expression is what binutils emits for .plt:
+ *   rsp + 8 + ((rip & 15) >= 11 ? 8 : 0)   (10 for the IBT .plt.sec form)
+ */
+static bool cfa_rule(Dwarf_Frame *f, struct ember_unwind_rule *r)
+{
+	Dwarf_Op *ops;
+	size_t n;
+	int64_t off = 0, rip_off;
+
+	if (dwarf_frame_cfa(f, &ops, &n) || n == 0)
+		return false;
+	if (n == 1 && is_breg(&ops[0], REG_RSP, &off)) {
+		r->cfa_type = EMBER_CFA_SP;
+	} else if (n == 1 && is_breg(&ops[0], REG_RBP, &off)) {
+		r->cfa_type = EMBER_CFA_FP;
+	} else if (n == 2 && ops[1].atom == DW_OP_deref &&
+		   is_breg(&ops[0], REG_RBP, &off)) {
+		r->cfa_type = EMBER_CFA_DEREF_FP;
+	} else if (n == 2 && ops[1].atom == DW_OP_deref &&
+		   is_breg(&ops[0], REG_RSP, &off)) {
+		r->cfa_type = EMBER_CFA_DEREF_SP;
+	} else if (n == 9 && is_breg(&ops[0], REG_RSP, &off) && off == 8 &&
+		   is_breg(&ops[1], REG_RA, &rip_off) && rip_off == 0 &&
+		   is_lit(&ops[2], 15) && ops[3].atom == DW_OP_and &&
+		   (is_lit(&ops[4], 11) || is_lit(&ops[4], 10)) &&
+		   ops[5].atom == DW_OP_ge && is_lit(&ops[6], 3) &&
+		   ops[7].atom == DW_OP_shl && ops[8].atom == DW_OP_plus) {
+		r->cfa_type = is_lit(&ops[4], 11) ? EMBER_CFA_PLT1 :
+						    EMBER_CFA_PLT2;
+		off = 0;
+	} else {
+		return false;
+	}
+	if (off > EMBER_UNWIND_MAX_CFA_OFF || off < -EMBER_UNWIND_MAX_CFA_OFF)
+		return false;
+	r->cfa_off = (int32_t)off;
+	return true;
+}
+
+enum reg_loc { REG_UNDEF, REG_SAME, REG_AT_CFA, REG_AT_RBP, REG_OTHER };
+
+/*
+ * Where a register of the caller is. libdw gives "offset(N)" rules as
+ * DW_OP_call_frame_cfa followed by an addition; DW_CFA_expression rules as
+ * their own ops (evaluated with the CFA pushed first, which a leading
+ * DW_OP_bregN ignores).
+ */
+static enum reg_loc reg_rule(Dwarf_Frame *f, int regno, int64_t *off)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t n;
+
+	if (dwarf_frame_register(f, regno, mem, &ops, &n) != 0)
+		return REG_OTHER;
+	if (n == 0)
+		return ops ? REG_UNDEF : REG_SAME;
+	if (ops[n - 1].atom == DW_OP_stack_value)
+		return REG_OTHER;	/* a value, not a save slot */
+	if (ops[0].atom == DW_OP_call_frame_cfa) {
+		if (n == 1) {
+			*off = 0;
+			return REG_AT_CFA;
+		}
+		if (n == 2 && ops[1].atom == DW_OP_plus_uconst) {
+			*off = (int64_t)ops[1].number;
+			return REG_AT_CFA;
+		}
+		if (n == 3 && ops[1].atom == DW_OP_consts &&
+		    ops[2].atom == DW_OP_plus) {
+			*off = (int64_t)ops[1].number;
+			return REG_AT_CFA;
+		}
+		return REG_OTHER;
+	}
+	if (n == 1 && is_breg(&ops[0], REG_RBP, off))
+		return REG_AT_RBP;
+	return REG_OTHER;
+}
+
+/* The ember rule of one CFI row. */
+static void row_rule(Dwarf_Frame *f, bool signal,
+		     struct ember_unwind_rule *r, bool *supported)
+{
+	int64_t ra_off = 0, fp_off = 0;
+	enum reg_loc ra, fp;
+
+	memset(r, 0, sizeof(*r));
+	*supported = true;
+	if (signal) {
+		r->cfa_type = EMBER_CFA_SIGNAL;
+		return;
+	}
+	ra = reg_rule(f, REG_RA, &ra_off);
+	if (ra == REG_UNDEF) {
+		r->cfa_type = EMBER_CFA_END;
+		return;
+	}
+	if (ra != REG_AT_CFA || ra_off != -8 || !cfa_rule(f, r)) {
+		memset(r, 0, sizeof(*r));	/* EMBER_CFA_NONE */
+		*supported = false;
+		return;
+	}
+	fp = reg_rule(f, REG_RBP, &fp_off);
+	if ((fp == REG_AT_CFA || fp == REG_AT_RBP) &&
+	    (fp_off % 8 || fp_off < INT16_MIN || fp_off > INT16_MAX - 7))
+		fp = REG_OTHER;
+	switch (fp) {
+	case REG_SAME:
+		r->fp_type = EMBER_FP_SAME;
+		break;
+	case REG_AT_CFA:
+		r->fp_type = EMBER_FP_AT_CFA;
+		r->fp_off = (int16_t)fp_off;
+		break;
+	case REG_AT_RBP:
+		r->fp_type = EMBER_FP_AT_FP;
+		r->fp_off = (int16_t)fp_off;
+		break;
+	default:
+		r->fp_type = EMBER_FP_UNKNOWN;
+		break;
+	}
+}
+
+static int add_span(struct builder *b, uint64_t lo, uint64_t hi,
+		    uint16_t rule)
+{
+	if (b->nr && b->spans[b->nr - 1].hi == lo &&
+	    b->spans[b->nr - 1].rule == rule) {
+		b->spans[b->nr - 1].hi = hi;	/* same rule goes on */
+		return 0;
+	}
+	if (b->nr >= EMBER_UNWIND_MAX_ROWS)
+		return -E2BIG;
+	if (b->nr == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		void *p = realloc(b->spans, cap * sizeof(*b->spans));
+
+		if (!p)
+			return -ENOMEM;
+		b->spans = p;
+		b->cap = cap;
+	}
+	b->spans[b->nr++] = (struct span){ lo, hi, rule };
+	return 0;
+}
+
+/* Every row of the FDE covering [lo, hi). */
+static int compile_fde(struct builder *b, Dwarf_CFI *cfi, uint64_t lo,
+		       uint64_t hi)
+{
+	uint64_t addr = lo;
+	/* a row per instruction at most; a corrupt FDE cannot keep us */
+	unsigned int guard = 0;
+
+	while (addr < hi && guard++ < (1U << 20)) {
+		struct ember_unwind_rule r;
+		Dwarf_Frame *f = NULL;
+		Dwarf_Addr start, end;
+		bool signal, ok;
+		int idx, e;
+
+		if (dwarf_cfi_addrframe(cfi, addr, &f) != 0)
+			return -EINVAL;
+		if (dwarf_frame_info(f, &start, &end, &signal) < 0 ||
+		    end <= addr) {
+			free(f);
+			return -EINVAL;
+		}
+		if (end > hi)
+			end = hi;
+		row_rule(f, signal, &r, &ok);
+		free(f);
+		b->st->rows_in++;
+		if (!ok)
+			b->st->rows_unsupported++;
+		idx = rule_index(b, &r);
+		if (idx < 0)
+			return idx;
+		e = add_span(b, addr, end, (uint16_t)idx);
+		if (e)
+			return e;
+		addr = end;
+	}
+	return 0;
+}
+
+/* ---- FDE enumeration ---- */
+
+/* Decode one DW_EH_PE-encoded value at *p (bounded by end). */
+static bool read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc,
+			 uint64_t field_addr, bool apply_rel, uint64_t *val)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+	size_t n;
+
+	if (enc == DW_EH_PE_omit)
+		return false;
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		n = 8;
+		break;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		n = 4;
+		break;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		n = 2;
+		break;
+	default:
+		return false;	/* uleb128 initial locations: not seen in practice */
+	}
+	if ((size_t)(end - q) < n)
+		return false;
+	memcpy(&v, q, n);	/* x86_64: little endian, like the file */
+	if ((enc & 0x0f) == DW_EH_PE_sdata4)
+		v = (uint64_t)(int64_t)(int32_t)v;
+	else if ((enc & 0x0f) == DW_EH_PE_sdata2)
+		v = (uint64_t)(int64_t)(int16_t)v;
+	*p = q + n;
+	if (apply_rel) {
+		switch (enc & 0x70) {
+		case 0:
+			break;
+		case DW_EH_PE_pcrel:
+			v += field_addr;
+			break;
+		default:
+			return false;	/* textrel/datarel/funcrel: not on x86_64 */
+		}
+	}
+	*val = v;
+	return true;
+}
+
+/* The 'R' pointer encoding of a CIE's augmentation, absptr without one. */
+static uint8_t cie_fde_encoding(const Dwarf_CIE *cie)
+{
+	const char *a = cie->augmentation;
+	const uint8_t *d = cie->augmentation_data;
+	const uint8_t *e = d ? d + cie->augmentation_data_size : NULL;
+
+	if (!a || a[0] != 'z' || !d)
+		return DW_EH_PE_absptr;
+	for (a++; *a && d < e; a++) {
+		switch (*a) {
+		case 'R':
+			return *d;
+		case 'L':
+			d++;
+			break;
+		case 'P': {
+			uint8_t enc = *d++;
+			uint64_t ignored;
+
+			if (!read_encoded(&d, e, enc & 0x7f, 0, false, &ignored))
+				return DW_EH_PE_omit;
+			break;
+		}
+		case 'S':
+		case 'B':
+		case 'G':
+			break;
+		default:
+			return DW_EH_PE_omit;
+		}
+	}
+	return DW_EH_PE_absptr;
+}
+
+struct cie_enc {
+	Dwarf_Off off;
+	uint8_t enc;
+};
+
+static uint8_t find_cie_enc(const struct cie_enc *c, size_t n, Dwarf_Off off)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c[mid].off == off)
+			return c[mid].enc;
+		if (c[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return DW_EH_PE_omit;
+}
+
+/* Walk one CFI section: collect CIE encodings, then compile every FDE. */
+static int walk_section(struct builder *b, Elf *elf, Elf_Scn *scn,
+			bool eh_frame, Dwarf_CFI *cfi)
+{
+	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+	GElf_Shdr sh;
+	Elf_Data *data = elf_getdata(scn, NULL);
+	struct cie_enc *cies = NULL;
+	size_t nr_cies = 0, cap_cies = 0;
+	int pass, err = 0;
+
+	if (!data || !data->d_buf || !gelf_getshdr(scn, &sh) || !ident)
+		return -ENOENT;
+	/* pass 0: CIEs (in section order, so sorted by offset); pass 1: FDEs */
+	for (pass = 0; pass < 2 && !err; pass++) {
+		Dwarf_Off off = 0, next;
+		Dwarf_CFI_Entry ent;
+		int r;
+
+		while ((r = dwarf_next_cfi(ident, data, eh_frame, off, &next,
+					   &ent)) != 1) {
+			if (r < 0) {
+				if (next <= off)
+					break;	/* cannot skip it: stop */
+				b->st->fdes_bad++;
+				off = next;
+				continue;
+			}
+			if (dwarf_cfi_cie_p(&ent)) {
+				if (pass == 0) {
+					if (nr_cies == cap_cies) {
+						size_t c = cap_cies ? cap_cies * 2 : 16;
+						void *p = realloc(cies, c * sizeof(*cies));
+
+						if (!p) {
+							err = -ENOMEM;
+							break;
+						}
+						cies = p;
+						cap_cies = c;
+					}
+					cies[nr_cies++] = (struct cie_enc){
+						off, eh_frame ?
+						cie_fde_encoding(&ent.cie) :
+						DW_EH_PE_absptr };
+				}
+			} else if (pass == 1) {
+				uint8_t enc = find_cie_enc(cies, nr_cies,
+							   ent.fde.CIE_pointer);
+				const uint8_t *p = ent.fde.start;
+				uint64_t lo, range;
+				uint64_t field = sh.sh_addr +
+					(uint64_t)(p - (const uint8_t *)data->d_buf);
+
+				b->st->fdes++;
+				if (enc == DW_EH_PE_omit ||
+				    !read_encoded(&p, ent.fde.end, enc, field,
+						  true, &lo) ||
+				    !read_encoded(&p, ent.fde.end, enc & 0x0f, 0,
+						  false, &range) ||
+				    range == 0 || lo + range < lo) {
+					b->st->fdes_bad++;
+				} else {
+					err = compile_fde(b, cfi, lo, lo + range);
+					if (err == -EINVAL) {
+						b->st->fdes_bad++;
+						err = 0;
+					}
+					if (err)
+						break;
+				}
+			}
+			if (next <= off)
+				break;
+			off = next;
+		}
+	}
+	free(cies);
+	return err;
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *name)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/* ---- layout ---- */
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* A rule change at an address: what the table's rows are made of. */
+struct bp {
+	uint64_t addr;
+	uint16_t rule;
+};
+
+/*
+ * Sorted spans -> rule changes: a change at each span start, and back to
+ * NONE where a span ends before the next one begins. Overlapping FDEs
+ * (never seen in linker output) resolve to the later start.
+ */
+static struct bp *breakpoints(struct builder *b, size_t *nr)
+{
+	struct bp *v = malloc((2 * b->nr + 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return NULL;
+	qsort(b->spans, b->nr, sizeof(*b->spans), cmp_span);
+	for (size_t i = 0; i < b->nr; i++) {
+		const struct span *s = &b->spans[i];
+
+		if (n && v[n - 1].addr == s->lo)
+			n--;		/* replaced by this start */
+		if (!n || v[n - 1].rule != s->rule)
+			v[n++] = (struct bp){ s->lo, s->rule };
+		/*
+		 * Functions are padded to 16 bytes: no PC lies in such a
+		 * gap, so let the rule run on to the next FDE instead of
+		 * spending a row on it.
+		 */
+		if (i + 1 == b->nr || b->spans[i + 1].lo >= s->hi + 16)
+			v[n++] = (struct bp){ s->hi, 0 };
+	}
+	*nr = n;
+	return v;
+}
+
+/*
+ * Rule changes -> paged rows. Every non-empty page starts with a row at
+ * offset 0 holding the rule in force there, so a lookup never needs
+ * another page; pages where no rule is in force stay empty.
+ */
+static int layout(struct builder *b, void **out, size_t *len)
+{
+	struct ember_unwind_table *t;
+	struct ember_unwind_row *rows;
+	uint32_t *page_row;
+	uint64_t base, nr_pages, cap_rows, nr_rows = 0, size;
+	uint16_t cur = 0;
+	size_t nbp, i = 0;
+	struct bp *bp = breakpoints(b, &nbp);
+
+	if (!bp)
+		return -ENOMEM;
+	base = bp[0].addr & ~0xffffULL;
+	nr_pages = ((bp[nbp - 1].addr - base) >> EMBER_UNWIND_PAGE_SHIFT) + 1;
+	cap_rows = nbp + nr_pages;
+	if (nr_pages > EMBER_UNWIND_MAX_PAGES || cap_rows > EMBER_UNWIND_MAX_ROWS) {
+		free(bp);
+		return -E2BIG;
+	}
+	size = EMBER_UNWIND_TABLE_SIZE(nr_pages, cap_rows, b->nr_rules);
+	t = calloc(1, size);
+	if (!t) {
+		free(bp);
+		return -ENOMEM;
+	}
+	page_row = (uint32_t *)(t + 1);
+	rows = (struct ember_unwind_row *)(page_row + nr_pages + 1);
+	for (uint64_t p = 0; p < nr_pages; p++) {
+		uint64_t pstart = base + (p << EMBER_UNWIND_PAGE_SHIFT);
+		uint64_t pend = pstart + (1ULL << EMBER_UNWIND_PAGE_SHIFT);
+		uint64_t first = nr_rows;
+
+		page_row[p] = (uint32_t)first;
+		if (cur != 0 || (i < nbp && bp[i].addr < pend))
+			rows[nr_rows++] = (struct ember_unwind_row){ 0, cur };
+		for (; i < nbp && bp[i].addr < pend; i++) {
+			uint16_t low = (uint16_t)(bp[i].addr - pstart);
+
+			if (rows[nr_rows - 1].pc_low == low)
+				rows[nr_rows - 1].rule = bp[i].rule;
+			else if (rows[nr_rows - 1].rule != bp[i].rule)
+				rows[nr_rows++] = (struct ember_unwind_row){
+					low, bp[i].rule };
+			cur = bp[i].rule;
+		}
+		/* only "nothing here" in this page: leave it empty */
+		if (nr_rows == first + 1 && rows[first].rule == 0)
+			nr_rows = first;
+	}
+	free(bp);
+	page_row[nr_pages] = (uint32_t)nr_rows;
+	if (!nr_rows) {
+		free(t);
+		return -ENOENT;
+	}
+	/* the rules go right after the rows actually used */
+	memcpy(rows + nr_rows, b->rules, b->nr_rules * sizeof(*b->rules));
+	t->magic = EMBER_UNWIND_MAGIC;
+	t->version = EMBER_UNWIND_VERSION;
+	t->base = base;
+	t->nr_pages = (uint32_t)nr_pages;
+	t->nr_rows = (uint32_t)nr_rows;
+	t->nr_rules = (uint32_t)b->nr_rules;
+	t->size = (uint32_t)EMBER_UNWIND_TABLE_SIZE(nr_pages, nr_rows,
+						    b->nr_rules);
+	if (t->size > EMBER_UNWIND_MAX_TABLE) {
+		free(t);
+		return -E2BIG;
+	}
+	*out = t;
+	*len = t->size;
+	return 0;
+}
+
+int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
+		char *err, size_t err_len)
+{
+	struct ember_unwind_rule none = { 0 };
+	struct builder b = { .st = st };
+	Dwarf_CFI *cfi = NULL;
+	Dwarf *dw = NULL;
+	Elf_Scn *scn;
+	bool eh = true;
+	const char *why;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	*out = NULL;
+	*len = 0;
+	scn = find_section(elf, ".eh_frame");
+	if (scn)
+		cfi = dwarf_getcfi_elf(elf);
+	if (!cfi) {
+		scn = find_section(elf, ".debug_frame");
+		eh = false;
+		if (scn) {
+			dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+			cfi = dw ? dwarf_getcfi(dw) : NULL;
+		}
+	}
+	if (!cfi) {
+		snprintf(err, err_len, "no .eh_frame or .debug_frame");
+		if (dw)
+			dwarf_end(dw);
+		return -ENOENT;
+	}
+	st->source = eh ? ".eh_frame" : ".debug_frame";
+	r = rule_index(&b, &none);	/* rule 0: no CFI here */
+	if (r >= 0)
+		r = walk_section(&b, elf, scn, eh, cfi);
+	if (!r && !b.nr)
+		r = -ENOENT;
+	if (!r)
+		r = layout(&b, out, len);
+	if (!r && ember_unwind_table_check(*out, *len, &why)) {
+		/* a builder bug, never a file's fault: say so loudly */
+		snprintf(err, err_len, "internal error: built table invalid: %s",
+			 why);
+		free(*out);
+		*out = NULL;
+		r = -EPROTO;
+	} else if (r == -ENOENT) {
+		snprintf(err, err_len, "%s has no usable FDEs", st->source);
+	} else if (r == -E2BIG) {
+		snprintf(err, err_len, "CFI too large for one table");
+	} else if (r) {
+		snprintf(err, err_len, "cannot compile CFI: %s", strerror(-r));
+	}
+	if (!r) {
+		const struct ember_unwind_table *t = *out;
+
+		st->rows = t->nr_rows;
+		st->rules = t->nr_rules;
+		st->pages = t->nr_pages;
+		st->bytes = t->size;
+	}
+	free(b.spans);
+	free(b.rules);
+	if (dw)
+		dwarf_end(dw);
+	else if (eh && cfi)
+		dwarf_cfi_end(cfi);
+	return r;
+}

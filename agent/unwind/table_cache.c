@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The per-file unwind-table cache (table_cache.h).
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <elfutils/libdwelf.h>
+
+#include "../../include/ember_unwind.h"
+#include "cfi_compile.h"
+#include "table_cache.h"
+
+/* ELF files bigger than this are not read (libelf maps them; still cap). */
+#define TABLE_FILE_MAX_BYTES	(4ULL << 30)
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
+		      struct ember_source *src, bool verbose)
+{
+	memset(c, 0, sizeof(*c));
+	c->ops = ops;
+	c->src = src;
+	c->verbose = verbose;
+	c->next_id = 1;
+}
+
+static bool aliased(const struct table_cache *c, uint32_t i)
+{
+	for (uint32_t j = 0; j < c->nr; j++)
+		if (c->files[j].alias_of == i + 1)
+			return true;
+	return false;
+}
+
+static struct table_file *new_entry(struct table_cache *c)
+{
+	/* a long-running agent sees files come and go: reuse dropped slots */
+	for (uint32_t i = 0; i < c->nr; i++) {
+		struct table_file *f = &c->files[i];
+
+		if (f->dropped && !f->refs && !aliased(c, i)) {
+			memset(f, 0, sizeof(*f));
+			return f;
+		}
+	}
+	if (c->nr == TABLE_CACHE_MAX_FILES)
+		return NULL;
+	if (c->nr == c->cap) {
+		uint32_t cap = c->cap ? c->cap * 2 : 64;
+		void *p = realloc(c->files, cap * sizeof(*c->files));
+
+		if (!p)
+			return NULL;
+		c->files = p;
+		c->cap = cap;
+	}
+	memset(&c->files[c->nr], 0, sizeof(c->files[0]));
+	return &c->files[c->nr++];
+}
+
+struct table_file *table_cache_owner(struct table_cache *c, struct table_file *f)
+{
+	return f->alias_of ? &c->files[f->alias_of - 1] : f;
+}
+
+/* The executable PT_LOAD segments, what biases are computed from. */
+static void read_segs(Elf *elf, struct table_file *f)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return;
+	for (size_t i = 0; i < n && f->nr_segs < TABLE_CACHE_MAX_SEGS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_X))
+			continue;
+		f->segs[f->nr_segs++] = (struct table_seg){
+			ph.p_vaddr, ph.p_offset, ph.p_filesz };
+	}
+}
+
+static void read_build_id(Elf *elf, struct table_file *f)
+{
+	const void *id = NULL;
+	ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
+
+	if (len <= 0 || len > 20 || !id)
+		return;
+	for (ssize_t i = 0; i < len; i++)
+		sprintf(f->build_id + 2 * i, "%02x", ((const uint8_t *)id)[i]);
+}
+
+static struct table_file *find_build_id(struct table_cache *c,
+					const struct table_file *f)
+{
+	if (!f->build_id[0])
+		return NULL;
+	for (uint32_t i = 0; i < c->nr; i++) {
+		struct table_file *o = &c->files[i];
+
+		if (o != f && !o->alias_of && !o->dropped &&
+		    !strcmp(o->build_id, f->build_id))
+			return o;
+	}
+	return NULL;
+}
+
+/* Compile elf's CFI and hand the table to the backend. */
+static void build_and_load(struct table_cache *c, Elf *elf,
+			   struct table_file *f, const char *name)
+{
+	struct cfi_stats st;
+	char err[256] = "";
+	void *tab = NULL;
+	size_t len = 0;
+	uint64_t t0 = mono_ns();
+	int r;
+
+	r = cfi_compile(elf, &tab, &len, &st, err, sizeof(err));
+	c->build_ns += mono_ns() - t0;
+	if (!r) {
+		uint32_t id = c->next_id++;
+
+		r = c->ops->unwind_load(c->src, id, tab, len, err, sizeof(err));
+		if (!r) {
+			f->table_id = id;
+			f->bytes = len;
+			c->loaded++;
+			c->live++;
+			c->bytes += len;
+		}
+	}
+	free(tab);
+	if (r) {
+		c->failed++;
+		if (c->verbose || r != -ENOENT)
+			fprintf(stderr, "ember: no unwind table for %s: %s\n",
+				name, err[0] ? err : strerror(-r));
+	} else if (c->verbose) {
+		fprintf(stderr, "ember: unwind table for %s: %u rows, %u rules, "
+			"%zu bytes\n", name, st.rows, st.rules, len);
+	}
+}
+
+static struct table_file *from_elf(struct table_cache *c, Elf *elf,
+				   struct table_file *f, const char *name)
+{
+	struct table_file *same;
+
+	read_segs(elf, f);
+	read_build_id(elf, f);
+	same = find_build_id(c, f);
+	if (same && same->table_id) {
+		f->alias_of = (uint32_t)(same - c->files) + 1;
+		return f;
+	}
+	build_and_load(c, elf, f, name);
+	return f;
+}
+
+struct table_file *table_cache_get(struct table_cache *c, int fd,
+				   const struct stat *st, const char *name)
+{
+	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+			st->st_mtim.tv_nsec;
+	struct table_file *f;
+	Elf *elf;
+
+	for (uint32_t i = 0; i < c->nr; i++) {
+		f = &c->files[i];
+		if (f->dev == st->st_dev && f->ino == st->st_ino &&
+		    f->size == st->st_size && f->mtime_ns == mtime && !f->dropped)
+			return f;
+	}
+	f = new_entry(c);
+	if (!f)
+		return NULL;
+	f->dev = st->st_dev;
+	f->ino = st->st_ino;
+	f->size = st->st_size;
+	f->mtime_ns = mtime;
+	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size > TABLE_FILE_MAX_BYTES)
+		return f;	/* no table, remembered as such */
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return f;
+	if (elf_kind(elf) == ELF_K_ELF)
+		from_elf(c, elf, f, name);
+	elf_end(elf);
+	return f;
+}
+
+struct table_file *table_cache_vdso(struct table_cache *c)
+{
+	static const char key[] = "[vdso]";
+	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	struct table_file *f;
+	Elf *elf;
+
+	for (uint32_t i = 0; i < c->nr; i++)
+		if (c->files[i].ino == 0 && c->files[i].dev == 0 &&
+		    !c->files[i].dropped && c->files[i].size == (off_t)base)
+			return &c->files[i];
+	f = new_entry(c);
+	if (!f)
+		return NULL;
+	f->size = (off_t)base;	/* the key of the vDSO entry */
+	if (!base)
+		return f;
+	/*
+	 * The vDSO is at most a few pages; its ELF header gives the extent
+	 * (section headers come last in the image).
+	 */
+	{
+		const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+		size_t size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+
+		if (size > (1U << 20))
+			return f;
+		elf = elf_memory((char *)base, size);
+	}
+	if (!elf)
+		return f;
+	from_elf(c, elf, f, key);
+	elf_end(elf);
+	return f;
+}
+
+bool table_file_bias(const struct table_file *f, uint64_t start,
+		     uint64_t pgoff, uint64_t *bias)
+{
+	for (uint32_t i = 0; i < f->nr_segs; i++) {
+		const struct table_seg *s = &f->segs[i];
+		uint64_t page_off = s->offset & ~0xfffULL;
+
+		if (pgoff >= page_off && pgoff < s->offset + s->filesz) {
+			*bias = start - s->vaddr + s->offset - pgoff;
+			return true;
+		}
+	}
+	return false;
+}
+
+void table_cache_sweep(struct table_cache *c, uint64_t now_ns, uint64_t grace_ns)
+{
+	for (uint32_t i = 0; i < c->nr; i++) {
+		struct table_file *f = &c->files[i];
+
+		if (!f->table_id || f->refs || f->dropped ||
+		    !f->idle_since_ns || now_ns - f->idle_since_ns < grace_ns)
+			continue;
+		/* aliases still pointing here keep it */
+		bool used = false;
+
+		for (uint32_t j = 0; j < c->nr && !used; j++)
+			used = c->files[j].alias_of == i + 1 && c->files[j].refs;
+		if (used)
+			continue;
+		c->ops->unwind_drop(c->src, f->table_id);
+		f->dropped = true;
+		f->table_id = 0;
+		c->dropped++;
+		c->live--;
+		c->bytes -= f->bytes;
+		for (uint32_t j = 0; j < c->nr; j++)
+			if (c->files[j].alias_of == i + 1)
+				c->files[j].dropped = true;
+	}
+}
+
+void table_cache_free(struct table_cache *c)
+{
+	for (uint32_t i = 0; i < c->nr; i++)
+		if (c->files[i].table_id && !c->files[i].dropped)
+			c->ops->unwind_drop(c->src, c->files[i].table_id);
+	free(c->files);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * One unwind table per file, loaded into the backend once and shared by
+ * every process mapping the file. Files are recognised by device, inode,
+ * size and mtime; two files with one GNU build-id (the same library in
+ * two containers) share one table. The agent keeps only what binding
+ * needs (the table id and the file's executable segments): the table's
+ * bytes live in the backend.
+ *
+ * Used only by the unwind worker thread: no locking.
+ */
+#ifndef EMBER_TABLE_CACHE_H
+#define EMBER_TABLE_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include "../source.h"
+
+#define TABLE_CACHE_MAX_FILES	4096
+#define TABLE_CACHE_MAX_SEGS	8
+
+struct table_seg {
+	uint64_t vaddr, offset, filesz;
+};
+
+struct table_file {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	int64_t mtime_ns;
+	char build_id[41];		/* hex, "" when none */
+	uint32_t table_id;		/* 0: no table (no CFI, error) */
+	uint32_t alias_of;		/* index + 1 of the entry with the table */
+	uint32_t refs;			/* mappings bound to it now */
+	uint64_t idle_since_ns;		/* when refs fell to 0 */
+	uint64_t bytes;
+	struct table_seg segs[TABLE_CACHE_MAX_SEGS];
+	uint32_t nr_segs;
+	bool dropped;			/* table dropped: rebuild if seen again */
+};
+
+struct table_cache {
+	const struct ember_source_ops *ops;
+	struct ember_source *src;
+	struct table_file *files;
+	uint32_t nr, cap;
+	uint32_t next_id;
+	bool verbose;
+	/* counters, see struct unwind_service_stats */
+	uint64_t loaded, failed, dropped, bytes, build_ns;
+	uint32_t live;
+};
+
+void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
+		      struct ember_source *src, bool verbose);
+/*
+ * The entry for the open file fd (named name for messages), building and
+ * loading its table the first time. NULL only when the cache is full or
+ * out of memory; an entry without a table (table_id 0) is a valid answer.
+ */
+struct table_file *table_cache_get(struct table_cache *c, int fd,
+				   const struct stat *st, const char *name);
+/* The entry holding the table for f (f itself, or what it aliases). */
+struct table_file *table_cache_owner(struct table_cache *c, struct table_file *f);
+/* The vDSO of this kernel, built from the agent's own mapping. */
+struct table_file *table_cache_vdso(struct table_cache *c);
+/*
+ * Bias of a mapping at start with file offset pgoff: file vaddr = pc -
+ * bias. false when no executable segment holds pgoff.
+ */
+bool table_file_bias(const struct table_file *f, uint64_t start,
+		     uint64_t pgoff, uint64_t *bias);
+/* Drop tables unused for at least grace_ns. */
+void table_cache_sweep(struct table_cache *c, uint64_t now_ns, uint64_t grace_ns);
+void table_cache_free(struct table_cache *c);
+
+#endif

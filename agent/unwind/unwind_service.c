@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The unwind worker (unwind_service.h): a queue of pids from the reader,
+ * one thread that turns each into a binding of the process's executable
+ * mappings to loaded tables.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../hash_index.h"
+#include "../sym_internal.h"
+#include "table_cache.h"
+#include "unwind_service.h"
+
+#define QUEUE_LEN		1024
+#define MAX_PROCS		8192	/* bound processes tracked */
+#define MAPS_MAX_BYTES		(4U << 20)	/* /proc/PID/maps read cap */
+#define UNWIND_GRACE_S		30	/* unused tables live this long */
+
+/* What the worker remembers of a bound process. */
+struct proc_bind {
+	uint32_t pid;			/* 0: free slot */
+	uint64_t maps_hash;		/* of its executable mappings */
+	uint64_t bound_ns;
+	uint32_t *owners;		/* table_cache entries it holds refs on */
+	uint32_t nr_owners;
+};
+
+struct unwind_service {
+	const struct ember_source_ops *ops;
+	struct ember_source *src;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, idle;
+	/* queue, under lock: pids to (re)bind (+) or forget (high bit) */
+	uint32_t queue[QUEUE_LEN];
+	uint32_t head, tail;
+	bool busy, stopping;
+	struct unwind_service_stats st;	/* under lock */
+	/* worker-only state */
+	struct table_cache cache;
+	struct proc_bind *procs;
+	uint32_t nr_procs, cap_procs;
+};
+
+#define FORGET_BIT	0x80000000U
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void enqueue(struct unwind_service *us, uint32_t v)
+{
+	pthread_mutex_lock(&us->lock);
+	us->st.requests++;
+	/* coalesce with a request already waiting (the common case: a burst
+	 * of misses from one new process) */
+	for (uint32_t i = us->head; i != us->tail; i++)
+		if (us->queue[i % QUEUE_LEN] == v)
+			goto out;
+	if (us->tail - us->head == QUEUE_LEN) {
+		us->st.requests_dropped++;
+		goto out;
+	}
+	us->queue[us->tail++ % QUEUE_LEN] = v;
+	pthread_cond_signal(&us->wake);
+out:
+	pthread_mutex_unlock(&us->lock);
+}
+
+void unwind_service_request(struct unwind_service *us, uint32_t pid)
+{
+	if (us && pid && !(pid & FORGET_BIT))
+		enqueue(us, pid);
+}
+
+void unwind_service_forget(struct unwind_service *us, uint32_t pid)
+{
+	if (us && pid && !(pid & FORGET_BIT))
+		enqueue(us, pid | FORGET_BIT);
+}
+
+/* ---- process bindings (worker thread only) ---- */
+
+static struct proc_bind *find_proc(struct unwind_service *us, uint32_t pid,
+				   bool create)
+{
+	struct proc_bind *free_slot = NULL;
+
+	for (uint32_t i = 0; i < us->nr_procs; i++) {
+		if (us->procs[i].pid == pid)
+			return &us->procs[i];
+		if (!us->procs[i].pid && !free_slot)
+			free_slot = &us->procs[i];
+	}
+	if (!create)
+		return NULL;
+	if (!free_slot) {
+		if (us->nr_procs == MAX_PROCS)
+			return NULL;
+		if (us->nr_procs == us->cap_procs) {
+			uint32_t cap = us->cap_procs ? us->cap_procs * 2 : 64;
+			void *p = realloc(us->procs, cap * sizeof(*us->procs));
+
+			if (!p)
+				return NULL;
+			us->procs = p;
+			us->cap_procs = cap;
+		}
+		free_slot = &us->procs[us->nr_procs++];
+	}
+	memset(free_slot, 0, sizeof(*free_slot));
+	free_slot->pid = pid;
+	return free_slot;
+}
+
+static void release_owners(struct unwind_service *us, struct proc_bind *pb)
+{
+	uint64_t now = mono_ns();
+
+	for (uint32_t i = 0; i < pb->nr_owners; i++) {
+		struct table_file *f = &us->cache.files[pb->owners[i]];
+
+		if (f->refs && !--f->refs)
+			f->idle_since_ns = now;
+	}
+	free(pb->owners);
+	pb->owners = NULL;
+	pb->nr_owners = 0;
+}
+
+static void forget_proc(struct unwind_service *us, uint32_t pid)
+{
+	struct proc_bind *pb = find_proc(us, pid, false);
+
+	if (!pb)
+		return;
+	us->ops->unwind_bind(us->src, pid, NULL, 0, NULL, 0);
+	release_owners(us, pb);
+	pb->pid = 0;
+}
+
+/* /proc/PID/maps, read whole with a size cap: NUL-terminated or NULL. */
+static char *read_maps(uint32_t pid)
+{
+	char path[64], *buf;
+	size_t len = 0, cap = 64 * 1024;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap);
+	while (buf) {
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len + 1 == cap) {
+			char *p = cap >= MAPS_MAX_BYTES ? NULL :
+				  realloc(buf, cap * 2);
+
+			if (!p)
+				break;	/* capped: bind what we have */
+			buf = p;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+/*
+ * The table entry for one file mapping, opened through map_files so that
+ * a file in another mount namespace, or deleted, is the one mapped.
+ */
+static struct table_file *file_entry(struct unwind_service *us, uint32_t pid,
+				     const struct sym_map_line *m)
+{
+	struct table_file *f;
+	struct stat st;
+	char path[96];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return NULL;
+	}
+	f = table_cache_get(&us->cache, fd, &st, m->path);
+	close(fd);
+	return f;
+}
+
+struct bind_buf {
+	struct ember_unwind_mapping *maps;
+	uint32_t *owners;
+	uint32_t nr, nr_owners;
+};
+
+static void add_mapping(struct unwind_service *us, struct bind_buf *b,
+			const struct sym_map_line *m, struct table_file *f,
+			uint32_t flags)
+{
+	struct ember_unwind_mapping *um;
+	struct table_file *owner = f ? table_cache_owner(&us->cache, f) : NULL;
+	uint64_t bias = 0;
+
+	if (b->nr == EMBER_UNWIND_MAX_MAPPINGS)
+		return;
+	um = &b->maps[b->nr++];
+	memset(um, 0, sizeof(*um));
+	um->start = m->start;
+	um->end = m->end;
+	um->flags = flags;
+	if (owner && owner->table_id &&
+	    table_file_bias(f, m->start, m->type == SYM_MAP_VDSO ? 0 : m->pgoff,
+			    &bias)) {
+		um->table_id = owner->table_id;
+		um->bias = bias;
+		b->owners[b->nr_owners++] = (uint32_t)(owner - us->cache.files);
+		owner->refs++;
+	}
+}
+
+static uint64_t exec_lines_hash(const char *maps)
+{
+	uint64_t h = HASH_BYTES_INIT;
+
+	for (const char *l = maps; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+
+		/* "start-end perms": the perms' third char is x */
+		const char *sp = memchr(l, ' ', n);
+
+		if (sp && (size_t)(sp - l) + 3 < n && sp[3] == 'x')
+			h = hash_bytes_more(h, l, n);
+		l += n + (e ? 1 : 0);
+	}
+	return h;
+}
+
+static int bind_proc(struct unwind_service *us, uint32_t pid)
+{
+	struct proc_bind *pb;
+	struct bind_buf b = { 0 };
+	char *maps = read_maps(pid), *line, *save = NULL, err[256] = "";
+	uint64_t h, now = mono_ns();
+	int r;
+
+	if (!maps)
+		return -ESRCH;	/* gone already */
+	h = exec_lines_hash(maps);
+	pb = find_proc(us, pid, true);
+	if (!pb) {
+		free(maps);
+		return -ENOSPC;
+	}
+	/* unchanged since the last bind: the miss is not ours to fix (JIT
+	 * code, a file without CFI), and a storm of them must stay cheap */
+	if (pb->bound_ns && pb->maps_hash == h) {
+		free(maps);
+		return 0;
+	}
+	b.maps = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.maps));
+	b.owners = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.owners));
+	if (!b.maps || !b.owners) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (line = strtok_r(maps, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct sym_map_line m;
+
+		if (!sym_maps_parse_line(line, &m) || !m.exec)
+			continue;
+		switch (m.type) {
+		case SYM_MAP_FILE:
+		case SYM_MAP_MEMFD:
+			add_mapping(us, &b, &m, file_entry(us, pid, &m), 0);
+			break;
+		case SYM_MAP_VDSO:
+			add_mapping(us, &b, &m, table_cache_vdso(&us->cache),
+				    EMBER_UMF_VDSO);
+			break;
+		case SYM_MAP_VSYSCALL:
+			break;	/* above the user address range */
+		default:
+			add_mapping(us, &b, &m, NULL, EMBER_UMF_ANON);
+			break;
+		}
+	}
+	r = us->ops->unwind_bind(us->src, pid, b.maps, b.nr, err, sizeof(err));
+	/* the new references replace the old ones either way */
+	release_owners(us, pb);
+	pb->owners = b.owners;
+	pb->nr_owners = b.nr_owners;
+	b.owners = NULL;
+	if (!r) {
+		pb->maps_hash = h;
+		pb->bound_ns = now;
+	} else if (r != -ESRCH) {
+		fprintf(stderr, "ember: cannot bind unwind tables of pid %u: %s\n",
+			pid, err[0] ? err : strerror(-r));
+	}
+out:
+	free(b.maps);
+	free(b.owners);
+	free(maps);
+	return r;
+}
+
+/* ---- the thread ---- */
+
+static void publish_stats(struct unwind_service *us)
+{
+	uint32_t bound = 0;
+
+	for (uint32_t i = 0; i < us->nr_procs; i++)
+		bound += us->procs[i].pid != 0;
+	pthread_mutex_lock(&us->lock);
+	us->st.tables_loaded = us->cache.loaded;
+	us->st.tables_failed = us->cache.failed;
+	us->st.tables_dropped = us->cache.dropped;
+	us->st.table_bytes = us->cache.bytes;
+	us->st.build_ns = us->cache.build_ns;
+	us->st.tables = us->cache.live;
+	us->st.bound = bound;
+	pthread_mutex_unlock(&us->lock);
+}
+
+static void handle(struct unwind_service *us, uint32_t v)
+{
+	int r;
+
+	if (v & FORGET_BIT) {
+		forget_proc(us, v & ~FORGET_BIT);
+		publish_stats(us);
+		return;
+	}
+	r = bind_proc(us, v);
+	pthread_mutex_lock(&us->lock);
+	if (!r)
+		us->st.binds++;
+	else if (r != -ESRCH)
+		us->st.bind_errors++;
+	pthread_mutex_unlock(&us->lock);
+	publish_stats(us);
+}
+
+static void *worker(void *arg)
+{
+	struct unwind_service *us = arg;
+	uint64_t last_sweep = mono_ns();
+
+	pthread_mutex_lock(&us->lock);
+	while (!us->stopping) {
+		if (us->head == us->tail) {
+			struct timespec ts;
+
+			us->busy = false;
+			pthread_cond_broadcast(&us->idle);
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&us->wake, &us->lock, &ts);
+		} else {
+			uint32_t v = us->queue[us->head++ % QUEUE_LEN];
+
+			us->busy = true;
+			pthread_mutex_unlock(&us->lock);
+			handle(us, v);
+			pthread_mutex_lock(&us->lock);
+		}
+		if (mono_ns() - last_sweep > 1000000000ull) {
+			pthread_mutex_unlock(&us->lock);
+			last_sweep = mono_ns();
+			table_cache_sweep(&us->cache, last_sweep,
+					  UNWIND_GRACE_S * 1000000000ull);
+			publish_stats(us);
+			pthread_mutex_lock(&us->lock);
+		}
+	}
+	pthread_mutex_unlock(&us->lock);
+	return NULL;
+}
+
+struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
+					    struct ember_source *src,
+					    bool verbose)
+{
+	struct unwind_service *us;
+
+	if (!ops->unwind_load || !ops->unwind_drop || !ops->unwind_bind)
+		return NULL;
+	us = calloc(1, sizeof(*us));
+	if (!us)
+		return NULL;
+	us->ops = ops;
+	us->src = src;
+	table_cache_init(&us->cache, ops, src, verbose);
+	pthread_mutex_init(&us->lock, NULL);
+	pthread_cond_init(&us->wake, NULL);
+	pthread_cond_init(&us->idle, NULL);
+	if (pthread_create(&us->thread, NULL, worker, us)) {
+		free(us);
+		return NULL;
+	}
+	return us;
+}
+
+void unwind_service_flush(struct unwind_service *us, int timeout_ms)
+{
+	struct timespec ts;
+
+	if (!us)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&us->lock);
+	while ((us->head != us->tail || us->busy) &&
+	       pthread_cond_timedwait(&us->idle, &us->lock, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&us->lock);
+}
+
+void unwind_service_get_stats(struct unwind_service *us,
+			      struct unwind_service_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!us)
+		return;
+	pthread_mutex_lock(&us->lock);
+	*st = us->st;
+	pthread_mutex_unlock(&us->lock);
+}
+
+void unwind_service_stop(struct unwind_service *us)
+{
+	if (!us)
+		return;
+	pthread_mutex_lock(&us->lock);
+	us->stopping = true;
+	pthread_cond_signal(&us->wake);
+	pthread_mutex_unlock(&us->lock);
+	pthread_join(us->thread, NULL);
+	for (uint32_t i = 0; i < us->nr_procs; i++) {
+		if (us->procs[i].pid)
+			us->ops->unwind_bind(us->src, us->procs[i].pid, NULL, 0,
+					     NULL, 0);
+		free(us->procs[i].owners);
+	}
+	free(us->procs);
+	table_cache_free(&us->cache);
+	pthread_cond_destroy(&us->wake);
+	pthread_cond_destroy(&us->idle);
+	pthread_mutex_destroy(&us->lock);
+	free(us);
+}

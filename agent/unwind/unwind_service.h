@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The unwind service: gives the backend the CFI tables and process
+ * bindings its user-stack unwinder needs, on a thread of its own so the
+ * ring reader never waits for a file.
+ *
+ * The reader only calls unwind_service_request() (a process missed a table,
+ * or exec'd) and unwind_service_forget() (it exited): both take a mutex for
+ * a few instructions and never block on I/O. The worker reads
+ * /proc/PID/maps, compiles each executable file's CFI once (cfi_compile.c;
+ * one table per file, keyed by build-id or device/inode/size/mtime, shared
+ * by every process that maps it), loads it through the backend's
+ * unwind_load op, and binds the process's mappings with unwind_bind.
+ * Tables nobody has mapped for UNWIND_GRACE_S are dropped again.
+ */
+#ifndef EMBER_UNWIND_SERVICE_H
+#define EMBER_UNWIND_SERVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "../source.h"
+
+struct unwind_service;
+
+struct unwind_service_stats {
+	uint64_t requests;		/* pids asked for */
+	uint64_t requests_dropped;	/* queue full */
+	uint64_t binds;			/* processes bound (or rebound) */
+	uint64_t bind_errors;
+	uint64_t tables_loaded;
+	uint64_t tables_failed;		/* no CFI, unreadable or refused */
+	uint64_t tables_dropped;	/* unused for the grace period */
+	uint64_t table_bytes;		/* bytes of tables loaded now */
+	uint64_t build_ns;		/* time compiling CFI */
+	uint32_t tables;		/* loaded now */
+	uint32_t bound;			/* processes bound now */
+};
+
+/*
+ * Start the worker for this backend; NULL (and no error) when the backend
+ * has no unwind ops. verbose: one stderr line per table built.
+ */
+struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
+					    struct ember_source *src,
+					    bool verbose);
+/* A process needs (new) bindings; cheap, never blocks on I/O. */
+void unwind_service_request(struct unwind_service *us, uint32_t pid);
+/* A process exited: release its binding. */
+void unwind_service_forget(struct unwind_service *us, uint32_t pid);
+/* Wait until every queued request is done (tests, `record -- CMD` start). */
+void unwind_service_flush(struct unwind_service *us, int timeout_ms);
+void unwind_service_get_stats(struct unwind_service *us,
+			      struct unwind_service_stats *st);
+/* Stop the worker and drop everything it loaded. */
+void unwind_service_stop(struct unwind_service *us);
+
+#endif

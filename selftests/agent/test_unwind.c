@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The unwind-table builder and the shared unwinder code, checked against
+ * independent references on real binaries:
+ *  - every rule the table gives for libc, libpython-like large files and
+ *    this program agrees with what libdw computes from the CFI directly;
+ *  - a live stack of this program, crossing Debian's libc (no frame
+ *    pointers) through qsort's callback, unwound with the tables and
+ *    include/ember_unwind.h gives exactly the return addresses glibc's
+ *    backtrace() (libgcc's DWARF unwinder) gives;
+ *  - damaged tables are refused by the validator, and whatever passes it
+ *    can be searched without going out of bounds.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../include/ember_unwind.h"
+#include "unwind/cfi_compile.h"
+#include "test_util.h"
+
+/* ---- tables of this process's files ---- */
+
+struct map_table {
+	uint64_t start, end, bias;
+	struct ember_unwind_table *t;
+	char path[256];
+};
+
+static struct map_table maps[64];
+static int nr_maps;
+
+static void *build_file(const char *path, size_t *len)
+{
+	struct cfi_stats st;
+	char err[256];
+	void *tab = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+
+	if (fd < 0)
+		return NULL;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && cfi_compile(elf, &tab, len, &st, err, sizeof(err)))
+		tab = NULL;
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return tab;
+}
+
+static bool exec_bias(const char *path, uint64_t start, uint64_t pgoff,
+		      uint64_t *bias)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t n;
+	bool ok = false;
+
+	if (elf && !elf_getphdrnum(elf, &n)) {
+		for (size_t i = 0; i < n && !ok; i++) {
+			GElf_Phdr ph;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+			    !(ph.p_flags & PF_X))
+				continue;
+			if (pgoff >= (ph.p_offset & ~0xfffULL) &&
+			    pgoff < ph.p_offset + ph.p_filesz) {
+				*bias = start - ph.p_vaddr + ph.p_offset - pgoff;
+				ok = true;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static void load_self_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+
+	while (f && fgets(line, sizeof(line), f) && nr_maps < 64) {
+		unsigned long long s, e, off;
+		char perms[8], path[256] = "";
+		size_t len;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %255s", &s, &e, perms,
+			   &off, path) < 4 || perms[2] != 'x' || path[0] != '/')
+			continue;
+		maps[nr_maps].start = s;
+		maps[nr_maps].end = e;
+		snprintf(maps[nr_maps].path, sizeof(maps[0].path), "%s", path);
+		if (!exec_bias(path, s, off, &maps[nr_maps].bias))
+			continue;
+		maps[nr_maps].t = build_file(path, &len);
+		if (maps[nr_maps].t)
+			nr_maps++;
+	}
+	if (f)
+		fclose(f);
+}
+
+static const struct ember_unwind_rule *rule_for(uint64_t pc)
+{
+	for (int i = 0; i < nr_maps; i++)
+		if (pc >= maps[i].start && pc < maps[i].end)
+			return ember_unwind_find(maps[i].t, pc - maps[i].bias);
+	return NULL;
+}
+
+static int read_self(void *ctx, __u64 addr, __u64 *val)
+{
+	(void)ctx;
+	if (!addr || addr & 7)
+		return -1;
+	memcpy(val, (const void *)(uintptr_t)addr, 8);
+	return 0;
+}
+
+/* ---- live stack: captured inside qsort's comparator ---- */
+
+#define MAX_FR 64
+static void *bt[MAX_FR];
+static int bt_n;
+static uint64_t ours[MAX_FR];
+static int ours_n, ours_end;
+
+static __attribute__((noinline)) void capture(void)
+{
+	struct ember_uregs r = { 0 };
+	uint64_t here;
+
+	/* registers of this very frame, then libgcc's view of the same stack */
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(here), "=r"(r.sp), "=r"(r.fp));
+	r.pc = here;
+	r.exact = 1;
+	r.fp_ok = 1;
+	bt_n = backtrace(bt, MAX_FR);
+	ours_n = 0;
+	ours_end = -1;
+	while (ours_n < MAX_FR) {
+		const struct ember_unwind_rule *rule =
+			rule_for(ember_unwind_lookup_pc(&r));
+		int s;
+
+		if (!rule) {
+			ours_end = 2;
+			break;
+		}
+		s = ember_unwind_step(rule, &r, read_self, NULL);
+		if (s != EMBER_STEP_NEXT) {
+			ours_end = s;
+			break;
+		}
+		ours[ours_n++] = r.pc;
+	}
+}
+
+static volatile int depth_sink;
+
+static __attribute__((noinline)) int cmp(const void *a, const void *b)
+{
+	static int done;
+
+	if (!done) {
+		done = 1;
+		capture();
+	}
+	depth_sink++;
+	return *(const int *)a - *(const int *)b;
+}
+
+static __attribute__((noinline)) void level3(void)
+{
+	int v[8] = { 5, 3, 7, 1, 9, 2, 8, 4 };
+
+	qsort(v, 8, sizeof(v[0]), cmp);
+	depth_sink += v[0];
+}
+
+static __attribute__((noinline)) void level2(void)
+{
+	level3();
+	depth_sink++;
+}
+
+static __attribute__((noinline)) void level1(void)
+{
+	level2();
+	depth_sink++;
+}
+
+static void test_live_stack(void)
+{
+	int i, j, match = 0;
+	bool in_libc = false;
+
+	level1();
+	/*
+	 * backtrace()'s first entry is capture() itself (the call of
+	 * backtrace); ours start at capture()'s caller. Align on that.
+	 */
+	for (i = 0; i < bt_n && (uint64_t)(uintptr_t)bt[i] != ours[0]; i++)
+		;
+	for (j = 0; i < bt_n && j < ours_n; i++, j++)
+		match += (uint64_t)(uintptr_t)bt[i] == ours[j];
+	T_CHECK("unwind_live_stack_matches_libgcc",
+		ours_n >= 6 && match == ours_n && i == bt_n,
+		"%d of our %d frames match backtrace()'s %d", match, ours_n, bt_n);
+	/* the walk must end at _start's "RA undefined", not be cut */
+	T_CHECK("unwind_live_stack_complete", ours_end == EMBER_STEP_END,
+		"walk ended with %d", ours_end);
+	for (i = 0; i < ours_n; i++)
+		for (j = 0; j < nr_maps; j++)
+			in_libc |= strstr(maps[j].path, "/libc.so") &&
+				       ours[i] >= maps[j].start &&
+				       ours[i] < maps[j].end;
+	T_CHECK("unwind_live_stack_crosses_libc", ours_n >= 6 && in_libc,
+		"%d frames", ours_n);
+}
+
+/* ---- every rule against libdw ---- */
+
+static bool libdw_rule(Dwarf_CFI *cfi, uint64_t addr, int *type, int64_t *off)
+{
+	Dwarf_Frame *f = NULL;
+	Dwarf_Op *ops;
+	size_t n;
+
+	Dwarf_Op mem[3], *ra;
+	size_t nra;
+
+	if (dwarf_cfi_addrframe(cfi, addr, &f))
+		return false;
+	*type = -1;
+	*off = 0;
+	{
+		Dwarf_Addr lo, hi;
+		bool sig = false;
+
+		if (dwarf_frame_info(f, &lo, &hi, &sig) >= 0 && sig) {
+			*type = EMBER_CFA_SIGNAL;
+			free(f);
+			return true;
+		}
+	}
+	/* the return address decides first: undefined ends the stack, and
+	 * anywhere but CFA - 8 (a register: longjmp, vfork) is not ours */
+	if (dwarf_frame_register(f, 16, mem, &ra, &nra) == 0) {
+		if (nra == 0 && ra) {
+			*type = EMBER_CFA_END;
+			free(f);
+			return true;
+		}
+		if (nra == 0 || ra[0].atom != DW_OP_call_frame_cfa) {
+			*type = EMBER_CFA_NONE;
+			free(f);
+			return true;
+		}
+	}
+	if (!dwarf_frame_cfa(f, &ops, &n) && n == 1 &&
+	    (ops[0].atom == DW_OP_bregx || ops[0].atom == DW_OP_breg7 ||
+	     ops[0].atom == DW_OP_breg6)) {
+		unsigned int reg = ops[0].atom == DW_OP_bregx ?
+				   (unsigned int)ops[0].number :
+				   (unsigned int)(ops[0].atom - DW_OP_breg0);
+
+		*off = (int64_t)(ops[0].atom == DW_OP_bregx ? ops[0].number2 :
+				 ops[0].number);
+		*type = reg == 7 ? EMBER_CFA_SP : reg == 6 ? EMBER_CFA_FP : -1;
+	}
+	free(f);
+	return true;
+}
+
+static void check_file_against_libdw(const char *path, const char *name)
+{
+	size_t len = 0;
+	struct ember_unwind_table *t = build_file(path, &len);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Dwarf_CFI *cfi = elf ? dwarf_getcfi_elf(elf) : NULL;
+	uint64_t checked = 0, bad = 0, first_bad = 0;
+	const char *why = "";
+	char tn[128];
+
+	snprintf(tn, sizeof(tn), "unwind_table_valid_%s", name);
+	T_CHECK(tn, t && !ember_unwind_table_check(t, len, &why),
+		"%s: %s", path, t ? why : "not built");
+	if (!t || !cfi)
+		goto out;
+	for (uint64_t a = t->base;
+	     a < t->base + ((uint64_t)t->nr_pages << 16); a += 1) {
+		int type;
+		int64_t off;
+		const struct ember_unwind_rule *r = ember_unwind_find(t, a);
+
+		if (!libdw_rule(cfi, a, &type, &off))
+			continue;	/* no CFI here: padding or not code */
+		if (type < 0)
+			continue;	/* expressions: checked by the live test */
+		checked++;
+		if (!r || r->cfa_type != type ||
+		    (type != EMBER_CFA_END && type != EMBER_CFA_NONE &&
+		     type != EMBER_CFA_SIGNAL &&
+		     r->cfa_off != off)) {
+			if (!bad++)
+				first_bad = a;
+		}
+	}
+	snprintf(tn, sizeof(tn), "unwind_table_agrees_with_libdw_%s", name);
+	T_CHECK(tn, checked > 1000 && bad == 0,
+		"%" PRIu64 " of %" PRIu64 " addresses disagree (first 0x%" PRIx64 ")",
+		bad, checked, first_bad);
+out:
+	if (cfi)
+		dwarf_cfi_end(cfi);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(t);
+}
+
+/* ---- damaged tables ---- */
+
+static void test_validator(void)
+{
+	size_t len = 0;
+	struct ember_unwind_table *good = build_file("/proc/self/exe", &len);
+	struct ember_unwind_table *t;
+	struct ember_unwind_row *rows;
+	struct ember_unwind_rule *rules;
+	const char *why;
+	int refused = 0, cases = 0, fuzz_passed = 0;
+
+	if (!good) {
+		T_CHECK("unwind_validator", 0, "no table for /proc/self/exe");
+		return;
+	}
+	t = malloc(len);
+#define CASE(mutation) do {						\
+	memcpy(t, good, len);						\
+	rows = (void *)ember_unwind_rows(t);				\
+	rules = (void *)ember_unwind_rules(t);				\
+	mutation;							\
+	cases++;							\
+	refused += ember_unwind_table_check(t, len, &why) != 0;		\
+} while (0)
+	CASE(t->magic ^= 1);
+	CASE(t->version = 2);
+	CASE(t->flags = 1);
+	CASE(t->size -= 4);
+	CASE(t->nr_rows += 1);
+	CASE(t->nr_pages = 0);
+	CASE(t->base |= 1);
+	CASE(rows[1].rule = (uint16_t)t->nr_rules);
+	CASE(rows[2].pc_low = rows[1].pc_low);
+	CASE(rows[0].pc_low = 5);
+	CASE(rules[1].cfa_type = __EMBER_CFA_MAX);
+	CASE(rules[1].fp_type = __EMBER_FP_MAX);
+	CASE(rules[1].cfa_off = EMBER_UNWIND_MAX_CFA_OFF + 1);
+	CASE(rules[1].fp_off = 3);
+	CASE(((uint32_t *)(t + 1))[1] = t->nr_rows + 1);
+	CASE(((uint32_t *)(t + 1))[t->nr_pages] = 0);
+	T_CHECK("unwind_validator_refuses_damage", refused == cases,
+		"%d of %d damaged tables refused", refused, cases);
+	T_CHECK("unwind_validator_accepts_good",
+		!ember_unwind_table_check(good, len, &why), "%s", why);
+	T_CHECK("unwind_validator_refuses_short",
+		ember_unwind_table_check(good, len - 1, &why) &&
+		ember_unwind_table_check(good, 8, &why), "truncated accepted");
+	/* random damage: never a crash; what passes is searchable */
+	srand(1);
+	for (int i = 0; i < 20000; i++) {
+		memcpy(t, good, len);
+		for (int k = 0; k < 1 + rand() % 4; k++)
+			((uint8_t *)t)[rand() % len] ^= (uint8_t)(1u << (rand() % 8));
+		if (ember_unwind_table_check(t, len, &why))
+			continue;
+		fuzz_passed++;
+		for (int k = 0; k < 64; k++)
+			(void)ember_unwind_find(t, t->base + (uint64_t)rand() * 7);
+	}
+	T_CHECK("unwind_validator_fuzz_no_crash", 1, "%d passed", fuzz_passed);
+	free(t);
+	free(good);
+}
+
+int main(void)
+{
+	elf_version(EV_CURRENT);
+	load_self_maps();
+	test_validator();
+	check_file_against_libdw("/proc/self/exe", "self");
+	check_file_against_libdw("/lib/x86_64-linux-gnu/libc.so.6", "libc");
+	if (access("/usr/lib/x86_64-linux-gnu/liblzma.so.5", R_OK) == 0)
+		check_file_against_libdw("/usr/lib/x86_64-linux-gnu/liblzma.so.5",
+					 "liblzma");
+	test_live_stack();
+	T_EXIT();
+}
