@@ -14,3 +14,23 @@ vm-selftest:
 
 kmod-vm:
 	$(Q)SUITES="30-kmod-vm" $(TOP)/selftests/run.sh
+
+# No-frame-pointer ground truth for the CFI unwinders (selftests/unwind/):
+# the same sources built the way distributions build, with gcc and with
+# clang, into agent/gen/tests/unwind-{gcc,clang}/.
+UNWIND_WORK_DIRS := agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang
+UNWIND_NOFP_FLAGS := -O2 -g -fomit-frame-pointer
+.PHONY: unwind-work
+unwind-work: $(addsuffix /nofp-work,$(UNWIND_WORK_DIRS))
+
+agent/gen/tests/unwind-%/nofp-work: selftests/unwind/nofp_work.c \
+		selftests/unwind/nofp_liba.c selftests/unwind/nofp_libb.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(if $(filter clang,$*),$(CLANG),gcc) $(UNWIND_NOFP_FLAGS) -fPIC -shared \
+		-o $(@D)/libnofp_a.so selftests/unwind/nofp_liba.c
+	$(Q)$(if $(filter clang,$*),$(CLANG),gcc) $(UNWIND_NOFP_FLAGS) -fPIC -shared \
+		-o $(@D)/libnofp_b.so selftests/unwind/nofp_libb.c
+	$(Q)$(if $(filter clang,$*),$(CLANG),gcc) $(UNWIND_NOFP_FLAGS) \
+		-o $@ selftests/unwind/nofp_work.c -L$(@D) -lnofp_a \
+		-Wl,-rpath,'$$ORIGIN' -ldl

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# User stacks without frame pointers on this host, through the backend
+# `--backend auto` picks here (eBPF on a kernel without module support):
+#  - the table sizes of Debian's libc, libpython3.11 and liblzma;
+#  - ground truth (selftests/unwind/check-nofp.sh) with the workload built
+#    by gcc and by clang: shares within 3 points, >= 95% complete chains,
+#    off-CPU time per chain within 10%;
+#  - Debian's python3.11, xz and openssl reach their outer function in
+#    >= 95% of samples, with perf --call-graph dwarf's figure from the same
+#    run printed beside it (selftests/unwind/check-real.sh).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. selftests/lib.sh
+
+if ! out=$(make -s -j2 agent/ember unwind-work 2>&1); then
+	t_fail unwind_host_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
+	exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip unwind_host "needs root (CAP_BPF/CAP_PERFMON or the module)"
+	exit 0
+fi
+art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/unwind-host
+rm -rf "$art"
+mkdir -p "$art"
+
+for f in /lib/x86_64-linux-gnu/libc.so.6 \
+	 /usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0 \
+	 /usr/lib/x86_64-linux-gnu/liblzma.so.5; do
+	[ -e "$f" ] || continue
+	if line=$(agent/ember unwind-table "$f" 2>&1); then
+		echo "# $line"
+		t_pass "unwind_table_builds_$(basename "$f")"
+	else
+		t_fail "unwind_table_builds_$(basename "$f")" "$line"
+	fi
+done
+
+for cc in gcc clang; do
+	selftests/unwind/check-nofp.sh --ember agent/ember \
+		--work "agent/gen/tests/unwind-$cc" --label "host_$cc" --out "$art"
+done
+selftests/unwind/check-real.sh --ember agent/ember --out "$art"

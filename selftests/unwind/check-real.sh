@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Real Debian binaries, built without frame pointers: the share of samples
+# whose user stack reaches the outer function every sample of the program
+# runs under, for ember and, in the same run, for perf --call-graph dwarf.
+#
+#   check-real.sh --ember BIN [--backend B] [--out DIR] [--no-perf]
+#
+# PASS when ember reaches it in at least 95% of the program's samples.
+set -uo pipefail
+EMBER= BACKEND=auto OUT=${TMPDIR:-/tmp}/ember-real PERF=1 FREQ=499
+while [ $# -gt 0 ]; do
+	case $1 in
+	--ember) EMBER=$2; shift ;;
+	--backend) BACKEND=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	--no-perf) PERF=0 ;;
+	*) echo "check-real.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+mkdir -p "$OUT"
+
+# ember's figure: samples of comm whose stack holds the frame, in percent
+ember_share() {	# folded comm frame
+	awk -v c="$2" -v f="$3" '
+	{ n = $NF; sub(/ [0-9]+$/, ""); if (index($0, c ";") != 1) next
+	  t += n; if (index(";" $0 ";", ";" f ";")) k += n }
+	END { if (t) printf "%.1f %d\n", 100 * k / t, t; else print "0 0" }' "$1"
+}
+
+# perf's figure from `perf script` of a --call-graph dwarf recording
+perf_share() {	# perf.data comm frame
+	perf script -i "$1" -F comm,ip,sym 2>/dev/null | awk -v c="$2" -v f="$3" '
+	/^[^ \t]/ { if (in_s) { t++; k += hit }; in_s = ($1 == c); hit = 0; next }
+	/^[ \t]/ { if (in_s && $2 == f) hit = 1 }
+	END { if (in_s) { t++; k += hit }; if (t) printf "%.1f %d\n", 100 * k / t, t; else print "0 0" }'
+}
+
+check() {	# name comm frame command...
+	local name=$1 comm=$2 frame=$3
+	shift 3
+	local folded=$OUT/$name.folded
+	if ! "$EMBER" record --backend "$BACKEND" -F "$FREQ" -o "$folded" -- "$@" \
+		>/dev/null 2>"$OUT/$name.err"; then
+		echo "FAIL: unwind_real_$name: ember record failed: $(tail -n 2 "$OUT/$name.err" | tr '\n' ' ')"
+		return
+	fi
+	read -r pct n < <(ember_share "$folded" "$comm" "$frame")
+	local ref=""
+	if [ "$PERF" = 1 ] && command -v perf >/dev/null; then
+		if perf record -q --call-graph dwarf -F "$FREQ" -o "$OUT/$name.perf" -- "$@" \
+			>/dev/null 2>&1; then
+			read -r ppct pn < <(perf_share "$OUT/$name.perf" "$comm" "$frame")
+			ref=", perf --call-graph dwarf ${ppct}% of $pn"
+		fi
+		rm -f "$OUT/$name.perf"
+	fi
+	echo "# unwind_real_$name: ember reaches $frame in ${pct}% of $n samples$ref"
+	if [ "$n" -ge 100 ] && awk -v p="$pct" 'BEGIN { exit !(p >= 95) }'; then
+		echo "PASS: unwind_real_$name"
+	else
+		echo "FAIL: unwind_real_$name: $frame in ${pct}% of $n samples (want >= 95%)$ref"
+	fi
+}
+
+py=/usr/bin/python3.11
+if [ -x "$py" ]; then
+	cat >"$OUT/work.py" <<'EOF'
+import json, re, time
+end = time.time() + 4
+doc = {"k%d" % i: [i, str(i) * 3, {"x": i / 3}] for i in range(300)}
+pat = re.compile(r"(\d+)\1")
+n = 0
+while time.time() < end:
+    s = json.dumps(doc)
+    d = json.loads(s)
+    n += sum(1 for m in pat.finditer(s))
+print(n)
+EOF
+	check python3.11 python3.11 Py_BytesMain "$py" "$OUT/work.py"
+else
+	echo "SKIP: unwind_real_python3.11: $py not installed"
+fi
+if command -v xz >/dev/null; then
+	head -c 8000000 /dev/urandom | base64 >"$OUT/xz.in"
+	check xz xz lzma_code xz -6 -k -f -T1 "$OUT/xz.in"
+	rm -f "$OUT/xz.in" "$OUT/xz.in.xz"
+else
+	echo "SKIP: unwind_real_xz: xz not installed"
+fi
+if command -v openssl >/dev/null; then
+	check openssl openssl EVP_Digest openssl speed -seconds 3 -bytes 1024 -evp sha256
+else
+	echo "SKIP: unwind_real_openssl: openssl not installed"
+fi
