@@ -596,10 +596,12 @@ static void print_summary(const struct profile *p, const struct record_opts *o,
 	else
 		fprintf(stderr, "; no output written\n");
 	if (m->cut_user_stacks)
-		fprintf(stderr, "ember: %llu user stacks were cut at a frame that cannot "
-			"be a user address (frame-pointer walk through code built "
-			"without frame pointers)\n",
-			(unsigned long long)m->cut_user_stacks);
+		fprintf(stderr, "ember: %llu of %llu samples have a user stack cut "
+			"short (shown under " PROF_CUT_FRAME "): code without "
+			"unwind tables or frame pointers\n",
+			(unsigned long long)m->cut_user_stacks,
+			(unsigned long long)(m->samples[PROF_EV_CPU] +
+					     m->samples[PROF_EV_OFFCPU]));
 	if (m->lost)
 		fprintf(stderr, "ember: the profile misses %llu lost records: lower -F or raise ring sizes\n",
 			(unsigned long long)m->lost);

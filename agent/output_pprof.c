@@ -557,7 +557,7 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 				   m->dropped_stacks);
 	if (m->cut_user_stacks)
 		err |= add_comment(b, comments, &nc,
-				   "%" PRIu64 " user stacks cut at a non-user return address",
+				   "%" PRIu64 " user stacks cut short (root frame " PROF_CUT_FRAME ")",
 				   m->cut_user_stacks);
 	pb->n_comment = nc;
 	pb->comment = comments;

@@ -37,6 +37,7 @@ struct agg_entry {
 	uint32_t pid, tid;
 	uint16_t nr_kernel, nr_user;
 	uint8_t event;
+	bool user_cut;			/* root frame is the [cut] marker */
 	char comm[EMBER_COMM_LEN];
 	uint64_t ips[];			/* kernel leaf..root, user leaf..root */
 };
@@ -388,6 +389,7 @@ static void add_sample(struct profile_builder *pb,
 	uint64_t h = 0;
 	struct agg_entry *e;
 	struct proc_entry *p;
+	bool cut;
 
 	if ((s->flags & EMBER_SF_IDLE) && !pb->opt.include_idle) {
 		pb->c.filtered++;
@@ -398,11 +400,17 @@ static void add_sample(struct profile_builder *pb,
 		return;
 	}
 
+	/*
+	 * A stack the unwinder could not finish (EMBER_SF_USER_CUT) or that
+	 * we cut at a frame no user address can be: its root is not the
+	 * program's, and the outputs say so with a [cut] frame.
+	 */
+	cut = nr_user != s->nr_user || (s->flags & EMBER_SF_USER_CUT);
 	h = mix64(h, ((uint64_t)s->pid << 32) | s->tid);
-	if (nr_user != s->nr_user)
+	if (cut)
 		pb->c.cut_user_stacks++;
-	h = mix64(h, ((uint64_t)ev << 32) | ((uint64_t)s->nr_kernel << 16) |
-		  nr_user);
+	h = mix64(h, ((uint64_t)cut << 40) | ((uint64_t)ev << 32) |
+		  ((uint64_t)s->nr_kernel << 16) | nr_user);
 	for (size_t i = 0; i < EMBER_COMM_LEN; i += 8) {
 		uint64_t w;
 
@@ -415,7 +423,7 @@ static void add_sample(struct profile_builder *pb,
 	for (e = pb->buckets[h & (pb->nr_buckets - 1)]; e; e = e->next) {
 		if (e->hash == h && e->pid == s->pid && e->tid == s->tid &&
 		    e->event == ev && e->nr_kernel == s->nr_kernel &&
-		    e->nr_user == nr_user &&
+		    e->nr_user == nr_user && e->user_cut == cut &&
 		    !memcmp(e->comm, s->comm, EMBER_COMM_LEN) &&
 		    !memcmp(e->ips, s->ips, nips * 8))
 			break;
@@ -434,6 +442,7 @@ static void add_sample(struct profile_builder *pb,
 		e->event = ev;
 		e->nr_kernel = s->nr_kernel;
 		e->nr_user = nr_user;
+		e->user_cut = cut;
 		e->cgroup_id = s->cgroup_id;
 		memcpy(e->comm, s->comm, EMBER_COMM_LEN);
 		e->comm[EMBER_COMM_LEN - 1] = '\0';
@@ -729,6 +738,12 @@ static int cmp_proc(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* The root of a stack the unwinder could not finish. */
+const struct sym_frame prof_cut_frame = {
+	.kind = SYM_FRAME_UNKNOWN,
+	.function = PROF_CUT_FRAME,
+};
+
 /* Fill one prof_sample from an aggregated entry. */
 static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 			struct addr_cache *ac, const struct agg_entry *e,
@@ -751,13 +766,15 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 			return -ENOMEM;
 		nr += ae[i]->nr;
 	}
-	frames = arena_alloc(pi, (nr ? nr : 1) * sizeof(*frames));
+	frames = arena_alloc(pi, (nr + 1) * sizeof(*frames));
 	if (!frames)
 		return -ENOMEM;
 	nr = 0;
 	for (size_t i = 0; i < nips; i++)
 		for (uint32_t j = 0; j < ae[i]->nr; j++)
 			frames[nr++] = ae[i]->frames[j];
+	if (e->user_cut)
+		frames[nr++] = &prof_cut_frame;
 
 	memset(ps, 0, sizeof(*ps));
 	ps->process = find_process(procs, nr_procs, e->pid);

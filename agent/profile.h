@@ -65,9 +65,10 @@ struct prof_meta {
 	uint64_t bad_records;		/* corrupt or unknown records skipped */
 	uint64_t dropped_stacks;	/* not aggregated: memory bound reached */
 	/*
-	 * Samples whose user stack was cut at a return address that cannot be
-	 * a user address (a frame-pointer walk through code built without
-	 * frame pointers reads data as a return address).
+	 * Samples whose user stack was cut short: the CFI unwinder could not
+	 * go on (EMBER_SF_USER_CUT), or a frame-pointer walk through code
+	 * built without frame pointers read data as a return address. Their
+	 * root frame is prof_cut_frame.
 	 */
 	uint64_t cut_user_stacks;
 };
@@ -79,6 +80,14 @@ struct profile {
 	size_t nr_samples;
 	const struct prof_sample *samples;
 };
+
+/*
+ * The frame at the root of a user stack that was cut short (the unwinder
+ * found no rule, a bad frame, or a return address outside the process's
+ * code): counted in meta.cut_user_stacks, shown as this name.
+ */
+#define PROF_CUT_FRAME "[cut]"
+extern const struct sym_frame prof_cut_frame;
 
 /* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */
 const char *prof_frame_label(const struct profile *p, const struct sym_frame *f);
