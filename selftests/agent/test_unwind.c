@@ -25,6 +25,8 @@
 
 #include "../../include/ember_unwind.h"
 #include "unwind/cfi_compile.h"
+#include "unwind/oracle.h"
+#include <sys/uio.h>
 #include "test_util.h"
 
 /* ---- tables of this process's files ---- */
@@ -136,6 +138,8 @@ static void *bt[MAX_FR];
 static int bt_n;
 static uint64_t ours[MAX_FR];
 static int ours_n, ours_end;
+static struct oracle_stack copy;
+static uint8_t copy_buf[16384];
 
 static __attribute__((noinline)) void capture(void)
 {
@@ -148,6 +152,25 @@ static __attribute__((noinline)) void capture(void)
 	r.pc = here;
 	r.exact = 1;
 	r.fp_ok = 1;
+	/* the oracle's input: registers and a bounded copy of the stack, as
+	 * a backend's stack-copy record holds them */
+	{
+		struct iovec local = { copy_buf, sizeof(copy_buf) };
+		struct iovec remote = { (void *)(uintptr_t)r.sp, sizeof(copy_buf) };
+		ssize_t n;
+
+		memset(&copy, 0, sizeof(copy));
+		copy.pid = copy.tid = (uint32_t)getpid();
+		copy.regs[6] = r.fp;
+		copy.regs[7] = r.sp;
+		copy.regs[16] = r.pc;
+		/* the copy may end at the top of the stack mapping */
+		while ((n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0)) < 0 &&
+		       local.iov_len > 4096)
+			local.iov_len = remote.iov_len -= 4096;
+		copy.stack = copy_buf;
+		copy.stack_len = n > 0 ? (size_t)n : 0;
+	}
 	bt_n = backtrace(bt, MAX_FR);
 	ours_n = 0;
 	ours_end = -1;
@@ -230,6 +253,24 @@ static void test_live_stack(void)
 				       ours[i] < maps[j].end;
 	T_CHECK("unwind_live_stack_crosses_libc", ours_n >= 6 && in_libc,
 		"%d frames", ours_n);
+
+	/* the libdwfl oracle on the copy agrees with both */
+	{
+		struct oracle *o = oracle_new();
+		uint64_t ips[MAX_FR];
+		int complete = 0, n = o ? oracle_unwind(o, &copy, ips, MAX_FR,
+							 &complete) : -1;
+
+		/* ips[0] is capture()'s own PC, then the same return addresses */
+		match = 0;
+		for (i = 1; i < n && i - 1 < ours_n; i++)
+			match += ips[i] == ours[i - 1];
+		T_CHECK("unwind_oracle_agrees", n >= 7 && match == ours_n &&
+			n - 1 == ours_n,
+			"oracle %d frames (complete %d), %d of our %d agree",
+			n, complete, match, ours_n);
+		oracle_free(o);
+	}
 }
 
 /* ---- every rule against libdw ---- */

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The unwinding oracle: unwinds a copy of a thread's user stack with
+ * elfutils' libdwfl (what perf --call-graph dwarf does), so a test can
+ * compare it frame by frame with what the backend's own unwinder found
+ * for the same sample. Test mode only: it is slow and reads the process's
+ * files through /proc/PID.
+ */
+#ifndef EMBER_ORACLE_H
+#define EMBER_ORACLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* x86_64 DWARF register numbers 0..16: rax rdx rcx rbx rsi rdi rbp rsp
+ * r8..r15, then the return address column (rip). */
+#define ORACLE_NR_REGS	17
+
+struct oracle_stack {
+	uint32_t pid, tid;
+	uint64_t regs[ORACLE_NR_REGS];
+	const uint8_t *stack;		/* a copy of memory from regs[7] (rsp) up */
+	size_t stack_len;
+};
+
+struct oracle;
+
+struct oracle *oracle_new(void);
+/*
+ * Unwind s: up to max PCs, leaf first, into ips (the first is the exact
+ * PC, the others return addresses, as in ember samples). Returns how many,
+ * or -1 when libdwfl could not start. *complete says whether the walk ended
+ * at the outermost frame rather than at the end of the copy.
+ */
+int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
+		  uint64_t *ips, int max, int *complete);
+/* The process is gone or exec'd: forget its modules. */
+void oracle_forget(struct oracle *o, uint32_t pid);
+void oracle_free(struct oracle *o);
+
+#endif
