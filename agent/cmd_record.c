@@ -61,6 +61,8 @@ static const char usage_text[] =
 "      --no-cfi           walk user stacks by frame pointers only (no unwind\n"
 "                         tables from .eh_frame/.debug_frame)\n"
 "      --verbose-cfi      say which unwind tables are built and their sizes\n"
+"      --check-unwind     test mode: copy each sample's user stack too, unwind\n"
+"                         it with libdwfl and report how often both agree\n"
 "  -- COMMAND [ARGS...]   start COMMAND, profile it and its children until it\n"
 "                         exits; its stdio and exit status pass through\n"
 "\n"
@@ -68,7 +70,8 @@ static const char usage_text[] =
 "microseconds when off-CPU time is recorded. See ember(1).\n";
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
-       OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI };
+       OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI,
+       OPT_CHECK_UNWIND };
 
 static const struct option long_opts[] = {
 	{ "freq", required_argument, NULL, 'F' },
@@ -86,6 +89,7 @@ static const struct option long_opts[] = {
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
 	{ "no-cfi", no_argument, NULL, OPT_NO_CFI },
 	{ "verbose-cfi", no_argument, NULL, OPT_VERBOSE_CFI },
+	{ "check-unwind", no_argument, NULL, OPT_CHECK_UNWIND },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -278,6 +282,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 			break;
 		case OPT_VERBOSE_CFI:
 			o->verbose_cfi = true;
+			break;
+		case OPT_CHECK_UNWIND:
+			o->check_unwind = true;
 			break;
 		case OPT_DEBUGINFOD:
 			o->debuginfod = true;
@@ -661,6 +668,8 @@ int cmd_record(int argc, char **argv)
 	so.sym.debug_dirs = o.debug_dirs;
 	so.no_unwind_tables = o.no_cfi;
 	so.verbose_unwind = o.verbose_cfi;
+	so.check_unwind = o.check_unwind;
+	so.src.stack_copy = o.check_unwind;
 	so.sym.use_debuginfod = o.debuginfod;
 	if (o.cgroup_path &&
 	    cgroup_id_of(o.cgroup_path, &so.src.cgroup_id, err, sizeof(err))) {
@@ -753,6 +762,8 @@ int cmd_record(int argc, char **argv)
 			rc = 1;
 		profile_free(p);
 	}
+	if (s.check)
+		unwind_check_report(s.check, stderr);
 	session_close(&s);
 	/* the command's exit status is ours, as with time(1); our own
 	 * failures were reported on stderr */

@@ -70,6 +70,13 @@ bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail)
 		return hdr->size >= sizeof(struct ember_lost);
 	case EMBER_REC_UNWIND_MISS:
 		return hdr->size >= sizeof(struct ember_unwind_miss);
+	case EMBER_REC_USER_STACK: {
+		const struct ember_user_stack *u = (const void *)hdr;
+
+		return hdr->size >= sizeof(*u) &&
+		       u->stack_len <= EMBER_STACK_COPY_MAX &&
+		       u->stack_len <= hdr->size - sizeof(*u);
+	}
 	default:
 		return false;	/* unknown: the caller skips hdr->size bytes */
 	}

@@ -32,6 +32,7 @@ struct record_opts {
 	bool debuginfod;		/* --debuginfod */
 	bool no_cfi;			/* --no-cfi: frame pointers only */
 	bool verbose_cfi;		/* --verbose-cfi */
+	bool check_unwind;		/* --check-unwind (test mode) */
 	char **command;			/* after --, NULL-terminated; NULL if none */
 	bool help;
 };

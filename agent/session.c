@@ -61,6 +61,11 @@ int session_open(struct session *s, const struct session_options *opt,
 		session_close(s);
 		return -ENOMEM;
 	}
+	if (opt->check_unwind && !(s->check = unwind_check_new())) {
+		snprintf(err, err_len, "cannot create the unwind check: out of memory");
+		session_close(s);
+		return -ENOMEM;
+	}
 	err[0] = '\0';
 	r = s->ops->open(&s->src, &opt->src, err, err_len);
 	if (r) {
@@ -121,7 +126,11 @@ static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
 	struct session *s = ctx;
 
 	pb_add_record(s->pb, rec);
-	if (!s->unwind || !ember_record_valid(rec, rec->size))
+	if (!ember_record_valid(rec, rec->size))
+		return;
+	if (s->check)
+		unwind_check_record(s->check, rec);
+	if (!s->unwind)
 		return;
 	switch (rec->type) {
 	case EMBER_REC_UNWIND_MISS:
@@ -210,6 +219,8 @@ void session_close(struct session *s)
 	/* before the source: the service drops its tables through it */
 	unwind_service_stop(s->unwind);
 	s->unwind = NULL;
+	unwind_check_free(s->check);
+	s->check = NULL;
 	if (s->src)
 		s->ops->close(s->src);
 	s->src = NULL;

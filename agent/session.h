@@ -15,6 +15,7 @@
 #include "profile_builder.h"
 #include "source.h"
 #include "symbolize.h"
+#include "unwind/unwind_check.h"
 #include "unwind/unwind_service.h"
 
 struct session_options {
@@ -25,6 +26,7 @@ struct session_options {
 	bool quiet;			/* no backend line on stderr */
 	bool no_unwind_tables;		/* frame pointers only (--no-cfi) */
 	bool verbose_unwind;		/* a line per unwind table built */
+	bool check_unwind;		/* test mode: compare with libdwfl */
 };
 
 struct session {
@@ -33,6 +35,7 @@ struct session {
 	struct symbolizer *sym;
 	struct profile_builder *pb;
 	struct unwind_service *unwind;	/* CFI tables for the backend, or NULL */
+	struct unwind_check *check;	/* --check-unwind, or NULL */
 	bool want_unwind, verbose_unwind;
 	char backend_why[256];		/* the reason the backend was chosen */
 	uint32_t events;		/* EMBER_EV_* asked */

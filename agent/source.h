@@ -26,6 +26,11 @@ struct ember_source_config {
 	uint64_t offcpu_min_ns;
 	uint32_t offcpu_sample_ppm;	/* 0 = keep all */
 	uint32_t ring_bytes;		/* per CPU, 0 = backend default */
+	/*
+	 * Test mode: follow each sample with EMBER_REC_USER_STACK (the user
+	 * registers and EMBER_STACK_COPY_MAX bytes of stack) for the oracle.
+	 */
+	bool stack_copy;
 };
 
 struct ember_source_stats {

@@ -508,7 +508,9 @@ static int kmod_start(struct ember_source *src)
 			c->use_cycles ? EMBER_CLOCK_CYCLES : EMBER_CLOCK_CPU_CLOCK) ||
 	    nla_put_u32(msg, EMBER_A_KSTACK_MAX, c->kstack_max) ||
 	    nla_put_u32(msg, EMBER_A_USTACK_MAX, c->ustack_max) ||
-	    nla_put_u32(msg, EMBER_A_FLAGS, c->include_idle ? EMBER_F_INCLUDE_IDLE : 0) ||
+	    nla_put_u32(msg, EMBER_A_FLAGS,
+			(c->include_idle ? EMBER_F_INCLUDE_IDLE : 0) |
+			(c->stack_copy ? EMBER_F_STACK_COPY : 0)) ||
 	    (c->ring_bytes && nla_put_u32(msg, EMBER_A_RING_SIZE, c->ring_bytes)) ||
 	    (c->offcpu_min_ns && nla_put_u64(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns)) ||
 	    (c->offcpu_sample_ppm &&

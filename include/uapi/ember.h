@@ -46,6 +46,7 @@ enum ember_rec_type {
 	EMBER_REC_EXIT		= 4,	/* ember_exit (whole process) */
 	EMBER_REC_LOST		= 5,	/* ember_lost, for backends without a ctrl page */
 	EMBER_REC_UNWIND_MISS	= 6,	/* ember_unwind_miss: a PC with no table */
+	EMBER_REC_USER_STACK	= 7,	/* ember_user_stack (EMBER_F_STACK_COPY) */
 	__EMBER_REC_MAX,
 };
 
@@ -153,6 +154,27 @@ struct ember_unwind_miss {
 	__u32 pid;
 	__u32 tid;
 	__u64 pc;		/* the uncovered PC (0: process not bound) */
+};
+
+/*
+ * EMBER_REC_USER_STACK, test mode only (EMBER_F_STACK_COPY): the user
+ * registers and a bounded copy of the user stack of the sample record
+ * that precedes it in the same ring, so the agent can unwind the same
+ * sample independently (agent/unwind/oracle.c) and compare. Nothing is
+ * copied for kernel threads or when the user stack is unreadable.
+ */
+#define EMBER_STACK_COPY_MAX	16384
+#define EMBER_NR_UREGS		17	/* DWARF order: rax rdx rcx rbx rsi rdi
+					 * rbp rsp r8..r15, then rip */
+struct ember_user_stack {
+	struct ember_rec_header hdr;
+	__u64 time_ns;		/* == the sample's */
+	__u32 pid;
+	__u32 tid;
+	__u64 regs[EMBER_NR_UREGS];
+	__u32 stack_len;	/* bytes in stack[], from regs[7] (rsp) up */
+	__u32 __reserved;
+	__u8 stack[];		/* zero-padded to 8 bytes */
 };
 
 /*
@@ -337,6 +359,8 @@ enum ember_clock_event {
 
 /* EMBER_A_FLAGS */
 #define EMBER_F_INCLUDE_IDLE	(1U << 0)
+#define EMBER_F_STACK_COPY	(1U << 1)	/* test mode: EMBER_REC_USER_STACK
+						 * after each sample with a user stack */
 
 /* EMBER_A_CAPS bits */
 #define EMBER_CAP_ONCPU		(1ULL << 0)
