@@ -16,6 +16,8 @@ PKGS=(
 	libcurl4-openssl-dev zlib1g-dev libzstd-dev libcap-dev
 	# eBPF backend
 	libbpf-dev bpftool
+	# fuzzers (selftests/fuzz): libFuzzer and the sanitizer runtimes
+	libclang-rt-14-dev
 	# tests: VMs, decoders, browser for the flame graph
 	qemu-system-x86 qemu-utils libcmocka-dev python3 python3-protobuf chromium
 	curl openssl

@@ -34,3 +34,30 @@ agent/gen/tests/unwind-%/nofp-work: selftests/unwind/nofp_work.c \
 	$(Q)$(if $(filter clang,$*),$(CLANG),gcc) $(UNWIND_NOFP_FLAGS) \
 		-o $@ selftests/unwind/nofp_work.c -L$(@D) -lnofp_a \
 		-Wl,-rpath,'$$ORIGIN' -ldl
+
+# libFuzzer harnesses (selftests/fuzz/, run by suite 15-fuzz): the code
+# under test is compiled with ASan/UBSan and coverage; the rest of the
+# agent is linked as built.
+FUZZ_DIR := agent/gen/fuzz
+FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-std=gnu11 -D_GNU_SOURCE -Iagent -Iagent/gen -Iinclude -Ibpf $(AGENT_PKG_CFLAGS)
+FUZZ_INSTR_SRCS := agent/record.c agent/profile.c agent/unwind/unwind_check.c \
+	agent/unwind/cfi_compile.c agent/cmd_decode.c
+FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))
+FUZZ_REST_OBJS := $(filter-out $(FUZZ_INSTR_SRCS:.c=.o),$(AGENT_LIB_OBJS))
+FUZZERS := $(FUZZ_DIR)/fuzz_cfi $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/fuzz_decode
+.PHONY: fuzzers
+fuzzers: $(FUZZERS)
+
+$(FUZZ_DIR)/%.o: agent/%.c | $(AGENT_GEN_H)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_DIR)/fuzz_cfi: selftests/fuzz/fuzz_cfi.c $(FUZZ_DIR)/unwind/cfi_compile.o
+	@echo "  FUZZ    $@"
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw
+
+$(FUZZ_DIR)/fuzz_%: selftests/fuzz/fuzz_%.c $(FUZZ_INSTR_OBJS) $(FUZZ_REST_OBJS)
+	@echo "  FUZZ    $@"
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_INSTR_OBJS) \
+		$(FUZZ_REST_OBJS) $(AGENT_LDLIBS) $(LDFLAGS)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# libFuzzer harnesses, each for a bounded time (EMBER_FUZZ_SECONDS, default
+# 45) starting from the corpus in selftests/fuzz/corpus/<name>/, built with
+# ASan/UBSan: an ELF file -> CFI table compiler, ring bytes -> the record
+# path (profile builder, unwind check), files -> `ember decode`. A crash,
+# a leak, a sanitizer report or a table the validator refuses fails; the
+# input that did it is kept in selftests/logs/fuzz/ for a regression.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. selftests/lib.sh
+
+SECS=${EMBER_FUZZ_SECONDS:-45}
+if ! command -v clang >/dev/null; then
+	t_skip fuzz "clang not installed (scripts/install-deps.sh)"
+	exit 0
+fi
+if ! out=$(make -s -j2 fuzzers 2>&1); then
+	t_fail fuzz_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
+	exit 1
+fi
+t_pass fuzz_build
+logs=${EMBER_TEST_LOGS:-selftests/logs}/fuzz
+mkdir -p "$logs"
+for name in cfi record decode; do
+	work=$(mktemp -d "${TMPDIR:-/tmp}/ember-fuzz-$name.XXXXXX")
+	log=$logs/$name.log
+	# -max_len: ELF seeds are ~14 KB; records and OTLP files fit in 64 KB
+	if agent/gen/fuzz/fuzz_"$name" -max_total_time="$SECS" -rss_limit_mb=1024 \
+		-max_len=65536 -timeout=10 -artifact_prefix="$logs/$name-" \
+		"$work" "selftests/fuzz/corpus/$name" >"$log" 2>&1; then
+		runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log")
+		echo "# fuzz_$name: ${runs:-?} runs in $SECS s, no crash"
+		t_pass "fuzz_$name"
+	else
+		t_fail "fuzz_$name" "$(grep -m1 -E 'ERROR|SUMMARY|abort' "$log") (input kept in $logs/)"
+	fi
+	rm -rf "$work"
+done
