@@ -508,6 +508,40 @@ static void put_time(FILE *out, uint64_t ns)
 	fputs(buf, out);
 }
 
+
+/*
+ * How far the stacks can be trusted: samples whose user stack was cut
+ * short (their root is the [cut] frame) and samples with a frame no
+ * symbol was found for, so nobody takes a short stack for a real one.
+ */
+static void put_stack_quality(FILE *out, const struct profile *p)
+{
+	uint64_t total = 0, cut = 0, unsym = 0;
+	char num[32], num2[32];
+
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		bool missing = false;
+
+		total += s->count;
+		if (s->nr_frames && prof_frame_is_cut(s->frames[s->nr_frames - 1]))
+			cut += s->count;
+		for (uint32_t j = 0; j < s->nr_frames && !missing; j++)
+			missing = !prof_frame_is_cut(s->frames[j]) &&
+				  (!s->frames[j]->function || !s->frames[j]->function[0]);
+		if (missing)
+			unsym += s->count;
+	}
+	if (!total)
+		return;
+	if (cut)
+		fprintf(out, " \xc2\xb7 %s of %s stacks cut short ([cut])",
+			thousands(cut, num), thousands(total, num2));
+	if (unsym)
+		fprintf(out, " \xc2\xb7 %s with unsymbolized frames",
+			thousands(unsym, num));
+}
+
 static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 		       size_t pruned)
 {
@@ -562,6 +596,7 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 			      : "sample counts", out);
 	if (pruned)
 		fprintf(out, " \xc2\xb7 %s boxes under 0.1%% not drawn", thousands(pruned, num));
+	put_stack_quality(out, t->prof);
 	fputs("</text>\n", out);
 
 	y += 18;

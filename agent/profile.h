@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 #include "symbolize.h"
 
@@ -88,6 +89,13 @@ struct profile {
  */
 #define PROF_CUT_FRAME "[cut]"
 extern const struct sym_frame prof_cut_frame;
+
+/* By name, so writers built without the builder recognise it too. */
+static inline bool prof_frame_is_cut(const struct sym_frame *f)
+{
+	return f && f->kind == SYM_FRAME_UNKNOWN && f->function &&
+	       !strcmp(f->function, PROF_CUT_FRAME);
+}
 
 /* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */
 const char *prof_frame_label(const struct profile *p, const struct sym_frame *f);
