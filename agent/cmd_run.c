@@ -53,7 +53,38 @@ struct run_counters {
 	uint64_t last_export_bytes;
 	struct otlp_exporter *x;
 	const char *backend;
+	struct unwind_service *unwind;	/* thread-safe stats, or NULL */
 };
+
+/* The unwind service's part of /metrics: tables and process bindings. */
+static void fill_unwind_metrics(FILE *f, struct unwind_service *us)
+{
+	struct unwind_service_stats u;
+
+	unwind_service_get_stats(us, &u);
+	fprintf(f,
+		"# HELP ember_unwind_tables Unwind tables loaded into the backend now.\n"
+		"# TYPE ember_unwind_tables gauge\n"
+		"ember_unwind_tables %u\n"
+		"# HELP ember_unwind_table_bytes Bytes of unwind tables loaded now.\n"
+		"# TYPE ember_unwind_table_bytes gauge\n"
+		"ember_unwind_table_bytes %" PRIu64 "\n"
+		"# TYPE ember_unwind_processes_bound gauge\n"
+		"ember_unwind_processes_bound %u\n"
+		"# TYPE ember_unwind_binds_total counter\n"
+		"ember_unwind_binds_total %" PRIu64 "\n"
+		"# TYPE ember_unwind_bind_errors_total counter\n"
+		"ember_unwind_bind_errors_total %" PRIu64 "\n"
+		"# HELP ember_unwind_tables_failed_total Files without usable CFI, unreadable, or refused.\n"
+		"# TYPE ember_unwind_tables_failed_total counter\n"
+		"ember_unwind_tables_failed_total %" PRIu64 "\n"
+		"# TYPE ember_unwind_requests_dropped_total counter\n"
+		"ember_unwind_requests_dropped_total %" PRIu64 "\n"
+		"# TYPE ember_unwind_build_seconds_total counter\n"
+		"ember_unwind_build_seconds_total %.3f\n",
+		u.tables, u.table_bytes, u.bound, u.binds, u.bind_errors,
+		u.tables_failed, u.requests_dropped, u.build_ns / 1e9);
+}
 
 static void fill_metrics(FILE *f, void *ctx)
 {
@@ -78,7 +109,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		"ember_bad_records_total %" PRIu64 "\n"
 		"# TYPE ember_dropped_stacks_total counter\n"
 		"ember_dropped_stacks_total %" PRIu64 "\n"
-		"# HELP ember_cut_user_stacks_total User stacks cut at a frame that cannot be a user address.\n"
+		"# HELP ember_cut_user_stacks_total User stacks cut short (no unwind rule, a bad frame, or a non-user return address).\n"
 		"# TYPE ember_cut_user_stacks_total counter\n"
 		"ember_cut_user_stacks_total %" PRIu64 "\n"
 		"# TYPE ember_intervals_total counter\n"
@@ -120,6 +151,8 @@ static void fill_metrics(FILE *f, void *ctx)
 		st.queue_depth + st.in_flight, st.last_status,
 		metrics_self_rss_bytes(), metrics_self_cpu_seconds(),
 		snap.backend ? snap.backend : "");
+	if (snap.unwind)
+		fill_unwind_metrics(f, snap.unwind);
 }
 
 static void export_config(const struct run_config *rc, struct otlp_export_config *ec)
@@ -322,6 +355,7 @@ int cmd_run(int argc, char **argv)
 	}
 	counters.x = x;
 	counters.backend = s.ops->name;
+	counters.unwind = s.unwind;
 	if (rc.metrics_addr) {
 		ms = metrics_start(rc.metrics_addr, fill_metrics, &counters, err,
 				   sizeof(err));
