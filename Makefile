@@ -34,6 +34,7 @@ CLEAN_FILES :=
 -include selftests/selftests.mk
 -include packaging/packaging.mk
 -include bench/bench.mk
+-include preload/preload.mk
 
 .PHONY: all test clean
 all: $(ALL_TARGETS)

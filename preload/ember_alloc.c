@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * libember-alloc.so: sampled allocation profiling without a trap per call.
+ *
+ * Loaded with LD_PRELOAD into a program ember starts (`ember record -e
+ * alloc -- CMD`) or a service that opts in, it wraps the malloc family and
+ * decides in-process which calls to sample, the way tcmalloc and Go do: a
+ * per-thread byte countdown with exponentially distributed (Poisson)
+ * spacing, EMBER_ALLOC_RATE bytes on average (default 512 KiB). An
+ * unsampled call costs a subtraction and a branch. A sampled call calls
+ * ember_alloc_probe() with the bytes it stands for, so totals stay
+ * unbiased; ember puts a uprobe there (with ember_alloc_semaphore as its
+ * reference counter, so the kernel sets it while a probe is attached) and
+ * records the stack. When nobody is attached the semaphore is 0 and even a
+ * sampled call only draws its next distance.
+ *
+ * Frees of sampled blocks are found in a fixed table of sampled addresses
+ * (no allocation of ours, ever) and reported through ember_free_probe(),
+ * which gives in-use bytes per stack; a full table is counted in
+ * ember_alloc_table_full, never a hang or an allocation.
+ *
+ * Safe anywhere: no locks, no allocation of its own, fork- and
+ * thread-safe (thread-local countdowns, atomic table slots), calls glibc's
+ * __libc_* entry points directly (no dlsym, so no bootstrap recursion).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT		__attribute__((visibility("default")))
+#define LIKELY(x)	__builtin_expect(!!(x), 1)
+#define UNLIKELY(x)	__builtin_expect(!!(x), 0)
+#define TLS		__thread __attribute__((tls_model("initial-exec")))
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+#define DEFAULT_RATE	(512 * 1024)
+#define TABLE_SLOTS	(1U << 16)	/* sampled blocks tracked for frees */
+#define TABLE_PROBES	8
+
+/*
+ * The probe points: ember attaches uprobes to these two functions (the
+ * arguments are in rdi, rsi, rdx by the ABI). noinline + an empty asm keep
+ * them real calls.
+ */
+EXPORT __attribute__((noinline, used)) void
+ember_alloc_probe(void *ptr, size_t size, size_t weight)
+{
+	__asm__ volatile("" : : "r"(ptr), "r"(size), "r"(weight) : "memory");
+}
+
+EXPORT __attribute__((noinline, used)) void ember_free_probe(void *ptr)
+{
+	__asm__ volatile("" : : "r"(ptr) : "memory");
+}
+
+/* Set by the kernel while a uprobe with this reference counter is on. */
+EXPORT volatile unsigned short ember_alloc_semaphore;
+EXPORT unsigned long ember_alloc_table_full;	/* frees we cannot follow */
+
+static uintptr_t sampled[TABLE_SLOTS];
+/*
+ * How many tracked blocks hash to each slot (they sit within the next
+ * TABLE_PROBES slots): a free looks at one byte of this 64 KiB array, and
+ * scans the slots only when it is not zero.
+ */
+static unsigned char starts_here[TABLE_SLOTS];
+static double rate = DEFAULT_RATE;
+static int rate_read;
+
+static TLS int64_t countdown;
+static TLS uint64_t rng;
+
+static double next_uniform(void)
+{
+	/* xorshift64*, seeded per thread from its stack address and time */
+	if (UNLIKELY(!rng)) {
+		rng = (uintptr_t)&rng ^ ((uint64_t)getpid() << 32) ^
+		      (uint64_t)__builtin_ia32_rdtsc();
+		rng |= 1;
+	}
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return ((rng * 2685821657736338717ULL) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void read_rate(void)
+{
+	const char *s = getenv("EMBER_ALLOC_RATE");	/* no allocation */
+	char *end;
+	unsigned long v;
+
+	rate_read = 1;
+	if (!s || !*s)
+		return;
+	v = strtoul(s, &end, 10);
+	if (*end == '\0' && v >= 1 && v <= (1UL << 40))
+		rate = (double)v;
+}
+
+/* Distance to the next sample: exponential with mean rate. */
+static int64_t next_distance(void)
+{
+	double u = next_uniform();
+
+	if (UNLIKELY(!rate_read))
+		read_rate();
+	if (u <= 0)
+		u = 1e-12;
+	return (int64_t)(-log(u) * rate) + 1;
+}
+
+static size_t slot_of(uintptr_t p)
+{
+	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ULL >> 48) & (TABLE_SLOTS - 1);
+}
+
+static void remember(void *p)
+{
+	size_t i = slot_of((uintptr_t)p);
+
+	for (int k = 0; k < TABLE_PROBES; k++, i = (i + 1) & (TABLE_SLOTS - 1)) {
+		uintptr_t zero = 0;
+
+		if (__atomic_compare_exchange_n(&sampled[i], &zero, (uintptr_t)p,
+						0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			__atomic_fetch_add(&starts_here[slot_of((uintptr_t)p)], 1,
+					   __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	__atomic_fetch_add(&ember_alloc_table_full, 1, __ATOMIC_RELAXED);
+}
+
+/* Was p sampled? Then forget it and report the free. */
+static void forget(void *p)
+{
+	size_t i = slot_of((uintptr_t)p);
+
+	for (int k = 0; k < TABLE_PROBES; k++, i = (i + 1) & (TABLE_SLOTS - 1)) {
+		uintptr_t v = __atomic_load_n(&sampled[i], __ATOMIC_RELAXED);
+
+		if (v == (uintptr_t)p) {
+			if (__atomic_compare_exchange_n(&sampled[i], &v, 0, 0,
+							__ATOMIC_RELAXED,
+							__ATOMIC_RELAXED)) {
+				__atomic_fetch_sub(&starts_here[slot_of((uintptr_t)p)],
+						   1, __ATOMIC_RELAXED);
+				ember_free_probe(p);
+			}
+			return;
+		}
+	}
+}
+
+/*
+ * The countdown crossed zero inside this allocation of size bytes. With
+ * sample points spaced exponentially, an allocation of size n holds one
+ * with probability 1 - exp(-n / rate); weighting the sample by n divided
+ * by that probability keeps the expected total equal to the bytes
+ * allocated, whatever the size mix.
+ */
+static __attribute__((noinline)) void sample(void *p, size_t size)
+{
+	double prob, w;
+
+	countdown = next_distance();
+	if (!p || !ember_alloc_semaphore)
+		return;
+	prob = -expm1(-(double)size / rate);
+	w = prob > 0 ? (double)size / prob : rate;
+	remember(p);
+	ember_alloc_probe(p, size, (size_t)w);
+}
+
+static inline void account(void *p, size_t size)
+{
+	countdown -= (int64_t)size;
+	if (UNLIKELY(countdown <= 0))
+		sample(p, size);
+}
+
+static inline void check_free(void *p)
+{
+	/* the common case: no tracked block hashes here */
+	if (p && UNLIKELY(__atomic_load_n(&starts_here[slot_of((uintptr_t)p)],
+					  __ATOMIC_RELAXED) != 0))
+		forget(p);
+}
+
+EXPORT void *malloc(size_t size)
+{
+	void *p = __libc_malloc(size);
+
+	account(p, size);
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	check_free(p);
+	__libc_free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	void *p = __libc_calloc(n, size);
+
+	if (p)
+		account(p, n * size);	/* no overflow: calloc succeeded */
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t size)
+{
+	void *p;
+
+	/* a moved or freed block is a free of the old sample */
+	check_free(old);
+	p = __libc_realloc(old, size);
+	if (p)
+		account(p, size);
+	return p;
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+	void *p = __libc_memalign(align, size);
+
+	account(p, size);
+	return p;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	return memalign(align, size);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	void *p;
+
+	if (align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	p = __libc_memalign(align, size);
+	if (!p)
+		return ENOMEM;
+	account(p, size);
+	*out = p;
+	return 0;
+}
+
+EXPORT void *valloc(size_t size)
+{
+	return memalign((size_t)sysconf(_SC_PAGESIZE), size);
+}

@@ -1,0 +1,22 @@
+# preload/preload.mk: libember-alloc.so, the in-process allocation sampler
+# that `ember record -e alloc -- CMD` preloads (preload/ember_alloc.c).
+PRELOAD_LIB := preload/libember-alloc.so
+PRELOAD_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra \
+	-fno-builtin-malloc -fno-builtin-free $(EXTRA_CFLAGS)
+
+ALL_TARGETS += $(PRELOAD_LIB)
+CLEAN_FILES += $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test
+
+$(PRELOAD_LIB): preload/ember_alloc.c
+	@echo "  CC      $@"
+	$(Q)$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,now -o $@ $< -lm
+
+# The sampler's own test defines the probe functions itself: -rdynamic so
+# the library's calls through its PLT reach them.
+agent/gen/tests/alloc-sampler-test: selftests/alloc/alloc_sampler_test.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fno-builtin -rdynamic -o $@ $< -ldl -lpthread
+
+.PHONY: alloc-sampler
+alloc-sampler: $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test
