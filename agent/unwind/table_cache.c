@@ -30,6 +30,9 @@ void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
 		      struct ember_source *src, bool verbose)
 {
 	memset(c, 0, sizeof(*c));
+	/* libelf refuses every file until a version is set: do not rely on
+	 * the symbolizer having done it */
+	elf_version(EV_CURRENT);
 	c->ops = ops;
 	c->src = src;
 	c->verbose = verbose;
