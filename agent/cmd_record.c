@@ -668,6 +668,7 @@ int cmd_record(int argc, char **argv)
 	}
 	so.sym.debug_dirs = o.debug_dirs;
 	so.no_unwind_tables = o.no_cfi;
+	so.src.no_unwind_tables = o.no_cfi;
 	so.verbose_unwind = o.verbose_cfi;
 	so.check_unwind = o.check_unwind;
 	so.src.stack_copy = o.check_unwind;

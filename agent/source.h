@@ -31,6 +31,8 @@ struct ember_source_config {
 	 * registers and EMBER_STACK_COPY_MAX bytes of stack) for the oracle.
 	 */
 	bool stack_copy;
+	/* frame pointers only: allocate nothing for unwind tables */
+	bool no_unwind_tables;
 };
 
 struct ember_source_stats {

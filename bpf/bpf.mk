@@ -41,7 +41,7 @@ $(BPF_OUT)/vmlinux.h:
 		cp bpf/vmlinux-min.h $@; \
 	fi
 
-$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c bpf/ember_bpf.h include/uapi/ember.h \
+$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c bpf/ember_bpf.h bpf/unwind.bpf.h include/uapi/ember.h \
 		$(BPF_OUT)/vmlinux.h
 	@echo "  CLANG   $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@

@@ -49,9 +49,9 @@ BEGIN {
 		if (f[1] == "truth") { want[f[2]] = f[3]; wsum += f[3] }
 	}
 	nphase = split("run_plt run_dl run_qsort run_sig", phases, " ")
-	leaf["run_plt"] = "a_leaf";	chain["run_plt"] = "run_plt;a_outer;a_mid;a_leaf"
-	leaf["run_dl"] = "b_leaf";	chain["run_dl"] = "run_dl;b_outer;b_mid;b_leaf"
-	leaf["run_qsort"] = "cmp_burn";	chain["run_qsort"] = "main;run_qsort"
+	leaf["run_plt"] = "a_leaf";	chain["run_plt"] = "main;do_cpu;run_plt;a_outer;a_mid;a_leaf"
+	leaf["run_dl"] = "b_leaf";	chain["run_dl"] = "main;do_cpu;run_dl;b_outer;b_mid;b_leaf"
+	leaf["run_qsort"] = "cmp_burn";	chain["run_qsort"] = "main;do_cpu;run_qsort"
 	leaf["run_sig"] = "sig_burn";	chain["run_sig"] = "sig_handler;sig_burn"
 }
 {
@@ -66,7 +66,7 @@ BEGIN {
 			leafn[p] += n
 			ok = has($0, chain[p])
 			# the signal chain must also reach its interrupted frames
-			if (p == "run_sig") ok = ok && has($0, "main;run_sig;sig_spin")
+			if (p == "run_sig") ok = ok && has($0, "main;do_cpu;run_sig;sig_spin")
 			# the callback is called from inside libc (qsort)
 			if (p == "run_qsort") ok = ok && $0 ~ /;run_qsort;[^;]*qsort[^;]*;.*cmp_burn/
 			if (ok) leafok[p] += n
@@ -110,8 +110,8 @@ BEGIN {
 		split(line, f, " ")
 		if (f[1] == "truth") want[f[2]] = f[3] * 1e6
 	}
-	chain["run_nap_a"] = "main;run_nap_a;a_nap;a_nap_inner"
-	chain["run_nap_b"] = "main;run_nap_b;b_nap;b_nap_inner"
+	chain["run_nap_a"] = "main;do_offcpu;run_nap_a;a_nap;a_nap_inner"
+	chain["run_nap_b"] = "main;do_offcpu;run_nap_b;b_nap;b_nap_inner"
 }
 {
 	n = $NF; sub(/ [0-9]+$/, "")
