@@ -964,6 +964,10 @@ static int bpf_stats(struct ember_source *s, struct ember_source_stats *out)
 		out->lost += st[cpu].lost;
 		out->filtered += st[cpu].filtered;
 		out->offcpu_overflow += st[cpu].offcpu_overflow;
+		out->extra_records += st[cpu].unwind_miss;
+		out->ustack_cfi += st[cpu].ustack_cfi;
+		out->ustack_fp += st[cpu].ustack_fp;
+		out->ustack_cut += st[cpu].ustack_cut;
 	}
 	memset(&info, 0, sizeof(info));
 	if (s->cfg.events & EMBER_EV_ONCPU &&
