@@ -108,6 +108,7 @@ int session_start(struct session *s, char *err, size_t err_len)
 	if (s->want_unwind) {
 		s->unwind = unwind_service_start(s->ops, s->src,
 						 s->verbose_unwind);
+		unwind_service_exclude(s->unwind, (uint32_t)getpid());
 		for (size_t i = 0; i < s->nr_watch_pids; i++)
 			unwind_service_request(s->unwind, s->watch_pids[i], 0);
 	}

@@ -115,6 +115,7 @@ static void unwind_maps(struct ember_bpf *skel, struct bpf_unwind_maps *m)
 	m->rules = skel->maps.uw_rules;
 	m->tables = skel->maps.uw_tables;
 	m->procs = skel->maps.uw_procs;
+	m->proc_slots = skel->maps.uw_proc_slots;
 }
 
 static void say(char *buf, size_t len, const char *fmt, ...)
@@ -494,7 +495,7 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		struct bpf_unwind_maps um;
 
 		unwind_maps(skel, &um);
-		bpf_unwind_size(&um, !cfg->no_unwind_tables);
+		bpf_unwind_size(&um, !cfg->no_unwind_tables, cfg->nr_pids > 0);
 	}
 	bpf_program__set_autoload(skel->progs.ember_oncpu, cfg->events & EMBER_EV_ONCPU);
 	bpf_program__set_autoload(skel->progs.ember_switch_btf, off && !s->raw_tp);

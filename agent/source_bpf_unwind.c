@@ -57,10 +57,18 @@ struct held {
 	uint64_t dropped_ns;	/* 0 while loaded */
 };
 
+/* A process slot: who holds it, and since when it is free. */
+struct slot {
+	uint32_t pid;		/* 0: free */
+	uint64_t freed_ns;
+};
+
 struct bpf_unwind {
 	pthread_mutex_t lock;
 	struct pool pool[3];	/* pages, rows, rules */
-	int tables_fd, procs_fd;
+	int tables_fd, procs_fd, slots_fd;
+	struct slot *slots;
+	uint32_t nr_slots;
 	struct held *held;
 	uint32_t nr_held, cap_held;
 	uint32_t tables, procs;
@@ -84,8 +92,18 @@ static uint32_t env_entries(const char *name, uint32_t dflt)
 	return n >= 1024 && n <= (1UL << 28) ? (uint32_t)n : dflt;
 }
 
-void bpf_unwind_size(const struct bpf_unwind_maps *m, bool enabled)
+void bpf_unwind_size(const struct bpf_unwind_maps *m, bool enabled,
+		     bool few_processes)
 {
+	uint32_t procs = env_entries("EMBER_BPF_UNWIND_PROCS",
+				     few_processes ? EMBER_BPF_FEW_PROCS :
+						     EMBER_BPF_MAX_PROCS);
+
+	if (procs > EMBER_BPF_MAX_PROCS_LIMIT)
+		procs = EMBER_BPF_MAX_PROCS_LIMIT;
+	/* a binding is written to a free slot before the old one is freed */
+	bpf_map__set_max_entries(m->procs, enabled ? procs : 1);
+	bpf_map__set_max_entries(m->proc_slots, enabled ? procs + procs / 4 + 1 : 1);
 	/* two page-index entries and two rows per element */
 	bpf_map__set_max_entries(m->pages, enabled ?
 		env_entries("EMBER_BPF_UNWIND_PAGES", EMBER_BPF_POOL_PAGES) / 2 : 1);
@@ -93,10 +111,8 @@ void bpf_unwind_size(const struct bpf_unwind_maps *m, bool enabled)
 		env_entries("EMBER_BPF_UNWIND_ROWS", EMBER_BPF_POOL_ROWS) / 2 : 1);
 	bpf_map__set_max_entries(m->rules, enabled ?
 		env_entries("EMBER_BPF_UNWIND_RULES", EMBER_BPF_POOL_RULES) : 1);
-	if (!enabled) {
+	if (!enabled)
 		bpf_map__set_max_entries(m->tables, 1);
-		bpf_map__set_max_entries(m->procs, 1);
-	}
 }
 
 /*
@@ -201,6 +217,14 @@ struct bpf_unwind *bpf_unwind_new(const struct bpf_unwind_maps *m,
 	}
 	u->tables_fd = bpf_map__fd(m->tables);
 	u->procs_fd = bpf_map__fd(m->procs);
+	u->slots_fd = bpf_map__fd(m->proc_slots);
+	u->nr_slots = bpf_map__max_entries(m->proc_slots);
+	u->slots = calloc(u->nr_slots, sizeof(*u->slots));
+	if (!u->slots) {
+		snprintf(err, err_len, "out of memory");
+		bpf_unwind_free(u);
+		return NULL;
+	}
 	pthread_mutex_init(&u->lock, NULL);
 	return u;
 }
@@ -315,16 +339,53 @@ int bpf_unwind_drop(struct bpf_unwind *u, uint32_t id)
 	return r;
 }
 
+/* A free slot whose last reader is surely gone, or -1. */
+static int slot_get(struct bpf_unwind *u, uint32_t pid, uint64_t now)
+{
+	for (uint32_t i = 0; i < u->nr_slots; i++) {
+		if (u->slots[i].pid || now - u->slots[i].freed_ns < GRACE_NS)
+			continue;
+		u->slots[i].pid = pid;
+		return (int)i;
+	}
+	return -1;
+}
+
+static void slot_put(struct bpf_unwind *u, int i, uint64_t now)
+{
+	if (i >= 0 && (uint32_t)i < u->nr_slots) {
+		u->slots[i].pid = 0;
+		u->slots[i].freed_ns = now;
+	}
+}
+
+/* The slot process pid's binding is in now, or -1. */
+static int slot_of(struct bpf_unwind *u, uint32_t pid)
+{
+	uint32_t slot;
+
+	if (bpf_map_lookup_elem(u->procs_fd, &pid, &slot) ||
+	    slot >= u->nr_slots || u->slots[slot].pid != pid)
+		return -1;
+	return (int)slot;
+}
+
 int bpf_unwind_bind(struct bpf_unwind *u, uint32_t pid,
 		    const struct ember_unwind_mapping *maps, size_t nr,
 		    char *err, size_t err_len)
 {
-	int r = 0;
+	uint64_t now = mono_ns();
+	int old, slot, r = 0;
+	uint32_t key;
 
 	pthread_mutex_lock(&u->lock);
+	old = slot_of(u, pid);
 	if (!nr) {
-		if (!bpf_map_delete_elem(u->procs_fd, &pid))
+		if (old >= 0 && !bpf_map_delete_elem(u->procs_fd, &pid))
 			u->procs--;
+		for (uint32_t i = 0; i < u->nr_slots; i++)
+			if (u->slots[i].pid == pid)
+				slot_put(u, (int)i, now);
 		pthread_mutex_unlock(&u->lock);
 		return 0;
 	}
@@ -332,16 +393,32 @@ int bpf_unwind_bind(struct bpf_unwind *u, uint32_t pid,
 		u->mappings_dropped += nr - EMBER_BPF_MAX_MAPPINGS;
 		nr = EMBER_BPF_MAX_MAPPINGS;
 	}
+	slot = slot_get(u, pid, now);
+	if (slot < 0) {
+		pthread_mutex_unlock(&u->lock);
+		if (err)
+			snprintf(err, err_len, "cannot bind pid %u: all %u process "
+				 "slots in use (EMBER_BPF_UNWIND_PROCS raises it)",
+				 pid, u->nr_slots);
+		return -ENOSPC;
+	}
 	memset(u->buf, 0, sizeof(*u->buf));
 	u->buf->nr = (uint32_t)nr;
 	memcpy(u->buf->m, maps, nr * sizeof(*maps));
-	if (bpf_map_update_elem(u->procs_fd, &pid, u->buf, BPF_NOEXIST) == 0) {
-		u->procs++;
-	} else if (errno == EEXIST) {
-		if (bpf_map_update_elem(u->procs_fd, &pid, u->buf, BPF_EXIST))
-			r = -errno;
-	} else {
+	key = (uint32_t)slot;
+	/* the new binding first, then the index: a reader sees one or the
+	 * other, never a half-written one */
+	if (bpf_map_update_elem(u->slots_fd, &key, u->buf, BPF_ANY) ||
+	    bpf_map_update_elem(u->procs_fd, &pid, &key, BPF_ANY)) {
 		r = -errno;
+		slot_put(u, slot, now);
+	} else {
+		if (old < 0)
+			u->procs++;
+		/* also a slot whose index entry the BPF exec hook deleted */
+		for (uint32_t i = 0; i < u->nr_slots; i++)
+			if (u->slots[i].pid == pid && (int)i != slot)
+				slot_put(u, (int)i, now);
 	}
 	pthread_mutex_unlock(&u->lock);
 	if (r && err)
@@ -377,5 +454,6 @@ void bpf_unwind_free(struct bpf_unwind *u)
 			munmap(u->pool[k].mem, u->pool[k].map_bytes);
 	free(u->held);
 	free(u->buf);
+	free(u->slots);
 	free(u);
 }

@@ -17,11 +17,15 @@
 struct bpf_unwind;
 
 struct bpf_unwind_maps {
-	struct bpf_map *pages, *rows, *rules, *tables, *procs;
+	struct bpf_map *pages, *rows, *rules, *tables, *procs, *proc_slots;
 };
 
-/* Pool sizes before the object is loaded (entries; 1 = CFI off). */
-void bpf_unwind_size(const struct bpf_unwind_maps *m, bool enabled);
+/*
+ * Map sizes before the object is loaded: nothing when CFI is off; few
+ * process slots when only some processes are profiled (pid filter).
+ */
+void bpf_unwind_size(const struct bpf_unwind_maps *m, bool enabled,
+		     bool few_processes);
 /* After load: map the pools. NULL with err set on failure. */
 struct bpf_unwind *bpf_unwind_new(const struct bpf_unwind_maps *m,
 				  char *err, size_t err_len);

@@ -342,7 +342,7 @@ __noinline int uw_frames(__u32 slot)
 		return 1;
 	if (w->done)
 		return 1;
-	p = bpf_map_lookup_elem(&uw_procs, &w->tgid);
+	p = uw_proc_of(w->tgid);
 	if (!p) {
 		w->flags |= EMBER_SF_USER_CUT;
 		w->done = 1;
@@ -424,7 +424,7 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 
 	if (!st)
 		return -1;
-	if (!bpf_map_lookup_elem(&uw_procs, &tgid)) {
+	if (!uw_proc_of(tgid)) {
 		unwind_miss(ctx, s, 0, st);
 		return -1;
 	}

@@ -48,7 +48,9 @@ enum ember_bpf_slot {
 /* CFI unwinding (bpf/unwind.bpf.h): bounds of its maps. */
 #define EMBER_BPF_MAX_MAPPINGS		256	/* per process, power of two */
 #define EMBER_BPF_MAX_TABLES		4096	/* files with a table loaded */
-#define EMBER_BPF_MAX_PROCS		8192	/* processes bound */
+#define EMBER_BPF_MAX_PROCS		1024	/* processes bound, whole system */
+#define EMBER_BPF_FEW_PROCS		128	/* ... with a pid filter */
+#define EMBER_BPF_MAX_PROCS_LIMIT	65536
 /* default pool sizes (entries); the loader may size them otherwise */
 #define EMBER_BPF_POOL_PAGES		(1U << 16)	/* 4 GiB of text */
 #define EMBER_BPF_POOL_ROWS		(2U << 20)	/* 8 MiB */

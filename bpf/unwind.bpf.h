@@ -8,7 +8,7 @@
  *   uw_pages, uw_rows, uw_rules  mmap'able array pools holding every
  *                                loaded table's page index, rows, rules
  *   uw_tables                    table id -> where its parts are in the pools
- *   uw_procs                     tgid -> its executable mappings, sorted
+ *   uw_procs, uw_proc_slots      tgid -> its executable mappings, sorted
  *   uw_miss                      tgid -> when a miss was last reported
  *
  * Shape: uw_frames() is a global function, so the verifier checks it once
@@ -104,13 +104,34 @@ struct {
 	__type(value, struct uw_table);
 } uw_tables SEC(".maps");
 
+/*
+ * Bound processes: tgid -> a slot of uw_proc_slots. perf_event programs
+ * may only use preallocated hashes (5.10), and 8 KiB values preallocated
+ * for every possible process would be too much: the slots are an array
+ * sized by the loader from what is profiled. The agent writes a new
+ * binding into a free slot, then points the index at it.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);	/* 8 KiB values: only what is bound */
-	__uint(max_entries, EMBER_BPF_MAX_PROCS);
+	__uint(max_entries, 1);			/* sized by the loader */
+	__type(key, __u32);
+	__type(value, __u32);
+} uw_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);			/* sized by the loader */
 	__type(key, __u32);
 	__type(value, struct uw_proc);
-} uw_procs SEC(".maps");
+} uw_proc_slots SEC(".maps");
+
+/* The binding of process tgid, or NULL. */
+static __always_inline struct uw_proc *uw_proc_of(__u32 tgid)
+{
+	__u32 *slot = bpf_map_lookup_elem(&uw_procs, &tgid);
+
+	return slot ? bpf_map_lookup_elem(&uw_proc_slots, slot) : NULL;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -133,7 +154,7 @@ struct {
  */
 __noinline __u32 uw_mapping_at(__u32 tgid, __u64 pc)
 {
-	const struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &tgid);
+	const struct uw_proc *p = uw_proc_of(tgid);
 	__u32 lo = 0, hi;
 	int i;
 

@@ -50,6 +50,7 @@ struct unwind_service {
 	struct table_cache cache;
 	struct proc_bind *procs;
 	uint32_t nr_procs, cap_procs;
+	uint32_t excluded;		/* never bound (the agent itself) */
 };
 
 #define FORGET_BIT	0x80000000U
@@ -85,8 +86,16 @@ out:
 void unwind_service_request(struct unwind_service *us, uint32_t pid,
 			    uint64_t since_ns)
 {
+	if (us && pid == us->excluded)
+		return;
 	if (us && pid && !(pid & FORGET_BIT))
 		enqueue(us, pid, since_ns ? since_ns : mono_ns());
+}
+
+void unwind_service_exclude(struct unwind_service *us, uint32_t pid)
+{
+	if (us)
+		us->excluded = pid;
 }
 
 void unwind_service_forget(struct unwind_service *us, uint32_t pid)

@@ -53,6 +53,13 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
  */
 void unwind_service_request(struct unwind_service *us, uint32_t pid,
 			    uint64_t since_ns);
+/*
+ * Never bind this process. The session excludes ember itself: in a
+ * whole-system recording its own ~45 libraries would be compiled first
+ * and delay everyone else's tables (2.5 s under emulation); its frames
+ * keep the frame-pointer walk.
+ */
+void unwind_service_exclude(struct unwind_service *us, uint32_t pid);
 /* A process exited: release its binding. */
 void unwind_service_forget(struct unwind_service *us, uint32_t pid);
 /* Wait until every queued request is done (tests, `record -- CMD` start). */

@@ -6,7 +6,8 @@
  * with dlopen (libnofp_b.so), libc's qsort calling back into us, and a
  * signal handler that burns CPU on top of an interrupted loop.
  *
- * usage: nofp-work cpu SECONDS | offcpu SECONDS
+ * usage: nofp-work cpu|offcpu SECONDS [WARMUP]
+ * WARMUP seconds of sleep first (off CPU, not counted in any truth).
  *
  * cpu: four phases take turns in rounds under main -> do_cpu; each measures
  * its own thread CPU time and the program prints "truth PHASE SECONDS"
@@ -206,6 +207,7 @@ NOINLINE static int do_offcpu(double secs)
 int main(int argc, char **argv)
 {
 	double secs = argc > 2 ? atof(argv[2]) : 3;
+	double warmup = argc > 3 ? atof(argv[3]) : 0;
 	int rc = 2;
 
 	if (argc < 2 || load_b(argv[0])) {
@@ -213,6 +215,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (warmup > 0) {
+		struct timespec ts = { (time_t)warmup,
+				       (long)((warmup - (time_t)warmup) * 1e9) };
+
+		nanosleep(&ts, NULL);
+	}
 	/* not tail calls: main stays on the stack under every phase */
 	if (!strcmp(argv[1], "cpu"))
 		rc = do_cpu(secs);
