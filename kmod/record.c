@@ -155,6 +155,12 @@ void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 					regs : task_pt_regs(t);
 
 		nu = ember_unwind_user(uregs, s->ips + nk, ember_umax, &flags);
+		if (flags & EMBER_SF_USER_CFI)
+			local64_inc(&st->ustack_cfi);
+		if (flags & EMBER_SF_USER_FP)
+			local64_inc(&st->ustack_fp);
+		if (flags & EMBER_SF_USER_CUT)
+			local64_inc(&st->ustack_cut);
 	}
 	s->flags = flags;
 	s->nr_kernel = nk;

@@ -270,6 +270,7 @@ struct ember_ring_ctrl {
 #define EMBER_UNWIND_MAX_CFA_OFF	(1 << 24)	/* |cfa_off|, bytes */
 #define EMBER_UNWIND_MAX_TABLE		(64U << 20)	/* bytes, one table */
 #define EMBER_UNWIND_MAX_MAPPINGS	2000		/* per process binding */
+#define EMBER_UNWIND_CHUNK_MAX		60000		/* bytes per UNWIND_DATA */
 
 /* How to find the Canonical Frame Address (the caller's stack pointer). */
 enum ember_cfa_type {

@@ -14,7 +14,7 @@ if [ ! -x selftests/vm/run-vm.sh ] || ! command -v qemu-system-x86_64 >/dev/null
 	t_skip agent_vm "selftests/vm/run-vm.sh or qemu missing"
 	exit 0
 fi
-if ! out=$(make -s -j2 agent-e2e 2>&1); then
+if ! out=$(make -s -j2 agent-e2e unwind-work 2>&1); then
 	t_fail agent_vm_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
 	exit 1
 fi
@@ -23,7 +23,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/agent"
 cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh \
-	selftests/agent/e2e/guest.sh "$work/agent/"
+	selftests/agent/e2e/guest.sh selftests/unwind/check-nofp.sh "$work/agent/"
+# no-frame-pointer ground truth for the module's CFI unwinder (gcc build)
+cp -r agent/gen/tests/unwind-gcc "$work/agent/"
 art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-vm
 
 for k in $kernels; do

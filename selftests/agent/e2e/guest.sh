@@ -32,6 +32,14 @@ bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
 	--freq "${EMBER_E2E_FREQ:-999}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e \
 	--shares per-thread
 
+# User stacks without frame pointers through the module's CFI unwinder:
+# shares, complete chains (PLT, dlopen, qsort, signal frame), off-CPU.
+# The warm-up leaves the agent time to build tables under emulation.
+if [ -x ./unwind-gcc/nofp-work ]; then
+	sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc --label kmod_vm \
+		--backend kmod --secs 4 --warmup 3 --out $out/nofp
+fi
+
 # Module loading disallowed: auto must fall back to eBPF by itself.
 rmmod ember 2>/dev/null
 echo 1 >/proc/sys/kernel/modules_disabled
