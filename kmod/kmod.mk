@@ -79,6 +79,7 @@ module-check: kmod-configure $(CHECKPATCH)
 		echo "kmod: W=1/sparse warnings above" >&2; exit 1; fi
 	$(Q)perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
 		--ignore SPDX_LICENSE_TAG -f $(TOP)/kmod/*.c $(TOP)/kmod/*.h \
+		$(TOP)/include/ember_unwind.h \
 		$(TOP)/kmod/probes/*.c
 	$(Q)echo "kmod: W=1, sparse and checkpatch --strict clean for $(KDIR)"
 
