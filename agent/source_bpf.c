@@ -35,9 +35,13 @@
 #define BTF_PATH		"/sys/kernel/btf/vmlinux"
 #define DEFAULT_RING_BYTES	(512u * 1024)	/* per CPU */
 #define DEFAULT_RING_MAX	(16u << 20)	/* shared ring, by default */
-#define MAX_RECORD_BYTES	(sizeof(struct ember_sample) + \
+#define MAX_SAMPLE_BYTES	(sizeof(struct ember_sample) + \
 				 2 * EMBER_MAX_FRAMES * sizeof(uint64_t) + \
 				 sizeof(struct ember_exec) + EMBER_BPF_FILENAME_MAX)
+/* the largest record: a sample, or a stack copy (--check-unwind) */
+#define MAX_RECORD_BYTES	(MAX_SAMPLE_BYTES > sizeof(struct ember_user_stack) + \
+				 EMBER_STACK_COPY_MAX ? MAX_SAMPLE_BYTES : \
+				 sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX)
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON	38
@@ -452,6 +456,7 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 			sysmax, cfg->kstack_max, cfg->ustack_max);
 
 	skel->rodata->include_idle = cfg->include_idle;
+	skel->rodata->stack_copy = cfg->stack_copy;
 	skel->rodata->use_perfbuf = s->use_perfbuf;
 	skel->rodata->kstack_max = cfg->kstack_max < kreq ? cfg->kstack_max : kreq;
 	skel->rodata->kstack_req = kreq;

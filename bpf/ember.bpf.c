@@ -50,6 +50,7 @@ const volatile __u64 offcpu_min_ns;
 const volatile __u32 offcpu_ppm;	/* 0: keep every interval */
 const volatile __u32 inflight_value_size;
 const volatile bool offcpu_deferred;
+const volatile bool stack_copy;		/* test mode: EMBER_REC_USER_STACK */
 
 /* Filters, changed at run time through the mmap'ed .bss. */
 __u32 filter_pids_on;
@@ -164,6 +165,12 @@ struct uapi_x86_regs {
 	__u64 flags;
 	volatile __u64 sp;
 	__u64 ss;
+};
+
+/* The same, every field read on its own (context loads must stay whole). */
+struct uapi_x86_regs_v {
+	volatile __u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	volatile __u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
 };
 
 /* The user registers the unwinder starts from. */
@@ -518,6 +525,96 @@ static __always_inline void fill_common(struct ember_sample *s, __u16 type,
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 }
 
+/*
+ * Test mode (--check-unwind): the sample's user registers and up to
+ * EMBER_STACK_COPY_MAX bytes of its stack, in 4 KiB pieces so a stack
+ * that ends sooner still gives what it has, for the agent's libdwfl
+ * oracle to unwind the same sample.
+ */
+static __always_inline void copy_user_stack(const struct ember_sample *s,
+					    const void *ctx_regs)
+{
+	struct uapi_x86_regs u;
+	struct ember_user_stack *r;
+	struct task_struct *task;
+	void *regs;
+	__u32 got = 0;
+	int i;
+
+	if (use_perfbuf)
+		return;
+	if (ctx_regs) {
+		const struct uapi_x86_regs_v *c = ctx_regs;
+
+		u.ax = c->ax;
+		u.dx = c->dx;
+		u.cx = c->cx;
+		u.bx = c->bx;
+		u.si = c->si;
+		u.di = c->di;
+		u.bp = c->bp;
+		u.sp = c->sp;
+		u.r8 = c->r8;
+		u.r9 = c->r9;
+		u.r10 = c->r10;
+		u.r11 = c->r11;
+		u.r12 = c->r12;
+		u.r13 = c->r13;
+		u.r14 = c->r14;
+		u.r15 = c->r15;
+		u.ip = c->ip;
+	} else {
+		if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) &&
+		    bpf_core_enum_value_exists(enum bpf_func_id,
+					       BPF_FUNC_get_current_task_btf)) {
+			task = bpf_get_current_task_btf();
+			regs = (void *)bpf_task_pt_regs(task);
+		} else {
+			task = (void *)bpf_get_current_task();
+			regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
+					EMBER_THREAD_SIZE - sizeof(u));
+		}
+		if (bpf_probe_read_kernel(&u, sizeof(u), regs))
+			return;
+	}
+	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
+	if (!r)
+		return;
+	r->hdr.type = EMBER_REC_USER_STACK;
+	r->hdr.__reserved = 0;
+	r->hdr.size = sizeof(*r) + EMBER_STACK_COPY_MAX;
+	r->time_ns = s->time_ns;
+	r->pid = s->pid;
+	r->tid = s->tid;
+	/* DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+	r->regs[0] = u.ax;
+	r->regs[1] = u.dx;
+	r->regs[2] = u.cx;
+	r->regs[3] = u.bx;
+	r->regs[4] = u.si;
+	r->regs[5] = u.di;
+	r->regs[6] = u.bp;
+	r->regs[7] = u.sp;
+	r->regs[8] = u.r8;
+	r->regs[9] = u.r9;
+	r->regs[10] = u.r10;
+	r->regs[11] = u.r11;
+	r->regs[12] = u.r12;
+	r->regs[13] = u.r13;
+	r->regs[14] = u.r14;
+	r->regs[15] = u.r15;
+	r->regs[16] = u.ip;
+	r->__reserved = 0;
+	for (i = 0; i < EMBER_STACK_COPY_MAX / 4096; i++) {
+		if (bpf_probe_read_user(&r->stack[i * 4096], 4096,
+					(void *)(u.sp + i * 4096)))
+			break;
+		got += 4096;
+	}
+	r->stack_len = got;
+	bpf_ringbuf_submit(r, 0);
+}
+
 SEC("perf_event")
 int ember_oncpu(struct bpf_perf_event_data *ctx)
 {
@@ -575,6 +672,8 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 	if (size > sizeof(*sc))
 		return 0;
 	emit(ctx, s, size, st);
+	if (stack_copy && !kthread && s->nr_user)
+		copy_user_stack(s, in_kernel ? NULL : ctx);
 	return 0;
 }
 
