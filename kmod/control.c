@@ -219,7 +219,7 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 				    "EVENTS must be a non-empty set of supported EMBER_EV_* bits");
 		return -EINVAL;
 	}
-	if (c->flags & ~EMBER_F_INCLUDE_IDLE) {
+	if (c->flags & ~(EMBER_F_INCLUDE_IDLE | EMBER_F_STACK_COPY)) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_FLAGS],
 				    "unknown FLAGS bits");
 		return -EINVAL;

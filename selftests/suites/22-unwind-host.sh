@@ -5,6 +5,8 @@
 #  - ground truth (selftests/unwind/check-nofp.sh) with the workload built
 #    by gcc and by clang: shares within 3 points, >= 95% complete chains,
 #    off-CPU time per chain within 10%;
+#  - the same samples unwound by libdwfl from stack copies agree frame
+#    for frame in >= 99% (selftests/unwind/check-oracle.sh);
 #  - Debian's python3.11, xz and openssl reach their outer function in
 #    >= 95% of samples, with perf --call-graph dwarf's figure from the same
 #    run printed beside it (selftests/unwind/check-real.sh).
@@ -38,6 +40,8 @@ done
 
 for cc in gcc clang; do
 	selftests/unwind/check-nofp.sh --ember agent/ember \
+		--work "agent/gen/tests/unwind-$cc" --label "host_$cc" --out "$art"
+	selftests/unwind/check-oracle.sh --ember agent/ember \
 		--work "agent/gen/tests/unwind-$cc" --label "host_$cc" --out "$art"
 done
 selftests/unwind/check-real.sh --ember agent/ember --out "$art"

@@ -23,7 +23,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/agent"
 cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh \
-	selftests/agent/e2e/guest.sh selftests/unwind/check-nofp.sh "$work/agent/"
+	selftests/agent/e2e/guest.sh selftests/unwind/check-nofp.sh \
+	selftests/unwind/check-oracle.sh "$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc build)
 cp -r agent/gen/tests/unwind-gcc "$work/agent/"
 art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-vm

@@ -38,6 +38,8 @@ bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
 if [ -x ./unwind-gcc/nofp-work ]; then
 	sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc --label kmod_vm \
 		--backend kmod --secs 4 --warmup 3 --out $out/nofp
+	sh ./check-oracle.sh --ember ./ember --work ./unwind-gcc --label kmod_vm \
+		--backend kmod --warmup 3 --out $out/nofp
 fi
 
 # Module loading disallowed: auto must fall back to eBPF by itself.
