@@ -273,6 +273,14 @@ static int parse_info(struct nlattr **tb, void *arg)
 		in->freq = nla_get_u32(tb[EMBER_A_FREQ]);
 	if (tb[EMBER_A_EVENTS])
 		in->events = nla_get_u32(tb[EMBER_A_EVENTS]);
+	if (tb[EMBER_A_UNWIND_MEM_USED])
+		in->unwind_used = nla_get_u64(tb[EMBER_A_UNWIND_MEM_USED]);
+	if (tb[EMBER_A_UNWIND_MEM_CAP])
+		in->unwind_cap = nla_get_u64(tb[EMBER_A_UNWIND_MEM_CAP]);
+	if (tb[EMBER_A_UNWIND_TABLES])
+		in->unwind_tables = nla_get_u32(tb[EMBER_A_UNWIND_TABLES]);
+	if (tb[EMBER_A_UNWIND_BOUND])
+		in->unwind_bound = nla_get_u32(tb[EMBER_A_UNWIND_BOUND]);
 	in->valid = true;
 	return 0;
 }
@@ -306,6 +314,11 @@ static int parse_stats(struct nlattr **tb, void *arg)
 	s.offcpu_switches = stat_u64(st, EMBER_STAT_OFFCPU_SWITCHES);
 	s.offcpu_overflow = stat_u64(st, EMBER_STAT_OFFCPU_OVERFLOW);
 	s.offcpu_ns = stat_u64(st, EMBER_STAT_OFFCPU_NS);
+	s.ustack_cfi = stat_u64(st, EMBER_STAT_USTACK_CFI);
+	s.ustack_fp = stat_u64(st, EMBER_STAT_USTACK_FP);
+	s.ustack_cut = stat_u64(st, EMBER_STAT_USTACK_CUT);
+	s.unwind_miss = stat_u64(st, EMBER_STAT_UNWIND_MISS);
+	s.unwind_miss_limited = stat_u64(st, EMBER_STAT_UNWIND_MISS_LIMITED);
 	w->fn(&s, w->arg);
 	return 0;
 }

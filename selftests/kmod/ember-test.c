@@ -885,6 +885,9 @@ struct small_table {
 	struct ember_unwind_rule rules[3];
 };
 
+/* the table's bytes (sizeof(struct small_table) has tail padding) */
+#define TSZ ((uint32_t)EMBER_UNWIND_TABLE_SIZE(1, 3, 3))
+
 static void small_table(struct small_table *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -894,7 +897,7 @@ static void small_table(struct small_table *t)
 	t->h.nr_pages = 1;
 	t->h.nr_rows = 3;
 	t->h.nr_rules = 3;
-	t->h.size = sizeof(*t);
+	t->h.size = TSZ;
 	t->page_row[1] = 3;
 	t->rows[0] = (struct ember_unwind_row){ 0, 1 };
 	t->rows[1] = (struct ember_unwind_row){ 0x100, 2 };
@@ -964,7 +967,7 @@ static void uw_bad_table(const char *what, void (*damage)(struct small_table *))
 
 	small_table(&t);
 	damage(&t);
-	uw_expect(what, uw_load(100, sizeof(t), 0, &t, sizeof(t)), false);
+	uw_expect(what, uw_load(100, TSZ, 0, &t, TSZ), false);
 }
 
 static void d_magic(struct small_table *t) { t->h.magic ^= 1; }
@@ -1016,17 +1019,17 @@ static int cmd_unwind(void)
 	uw_bad_table("rbp offset not a multiple of 8", d_fpoff);
 	uw_bad_table("page index past the rows", d_pages);
 	uw_bad_table("base not page aligned", d_base);
-	uw_expect("id 0", uw_load(0, sizeof(t), 0, &t, sizeof(t)), false);
+	uw_expect("id 0", uw_load(0, TSZ, 0, &t, TSZ), false);
 	uw_expect("size beyond the maximum",
-		  uw_load(101, EMBER_UNWIND_MAX_TABLE + 1, 0, &t, sizeof(t)), false);
+		  uw_load(101, EMBER_UNWIND_MAX_TABLE + 1, 0, &t, TSZ), false);
 	uw_expect("size below a header", uw_load(101, 8, 0, &t, 8), false);
 	uw_expect("chunk beyond the size",
-		  uw_load(102, sizeof(t) - 8, 0, &t, sizeof(t)), false);
-	uw_expect("first chunk", uw_load(103, sizeof(t), 0, &t, 16), true);
+		  uw_load(102, TSZ - 8, 0, &t, TSZ), false);
+	uw_expect("first chunk", uw_load(103, TSZ, 0, &t, 16), true);
 	uw_expect("chunk out of order",
-		  uw_load(103, sizeof(t), 32, (char *)&t + 32, 16), false);
+		  uw_load(103, TSZ, 32, (char *)&t + 32, 16), false);
 	uw_expect("chunk of a dropped pending table",
-		  uw_load(103, sizeof(t), 16, (char *)&t + 16, 16), false);
+		  uw_load(103, TSZ, 16, (char *)&t + 16, 16), false);
 	uw_expect("data attribute too long",
 		  uw_load(104, sizeof(big), 0, big, sizeof(big)), false);
 	in = uw_info();
@@ -1035,13 +1038,13 @@ static int cmd_unwind(void)
 		  0 : -1, true);
 
 	/* a valid table, in two chunks, then bindings */
-	uw_expect("valid table, chunk 1", uw_load(7, sizeof(t), 0, &t, 40), true);
+	uw_expect("valid table, chunk 1", uw_load(7, TSZ, 0, &t, 40), true);
 	uw_expect("valid table, chunk 2",
-		  uw_load(7, sizeof(t), 40, (char *)&t + 40, sizeof(t) - 40), true);
-	uw_expect("same id again", uw_load(7, sizeof(t), 0, &t, sizeof(t)), false);
+		  uw_load(7, TSZ, 40, (char *)&t + 40, TSZ - 40), true);
+	uw_expect("same id again", uw_load(7, TSZ, 0, &t, TSZ), false);
 	in = uw_info();
 	uw_expect("accounted", in.uw_tables == before.uw_tables + 1 &&
-		  in.uw_used >= before.uw_used + sizeof(t) ? 0 : -1, true);
+		  in.uw_used >= before.uw_used + TSZ ? 0 : -1, true);
 	memset(mp, 0, sizeof(mp));
 	mp[0] = (struct ember_unwind_mapping){ 0x400000, 0x401000, 0x3f0000, 7, 0 };
 	mp[1] = (struct ember_unwind_mapping){ 0x500000, 0x502000, 0, 0,
@@ -1082,8 +1085,8 @@ static int cmd_unwind(void)
 	if (f) {
 		fputs("0", f);
 		fclose(f);
-		uw_expect("over the memory cap", uw_load(8, sizeof(t), 0, &t,
-							 sizeof(t)), false);
+		uw_expect("over the memory cap", uw_load(8, TSZ, 0, &t,
+							 TSZ), false);
 		f = fopen("/sys/module/ember/parameters/unwind_mem_max", "w");
 		if (f) {
 			fputs("256", f);
@@ -1091,14 +1094,14 @@ static int cmd_unwind(void)
 		}
 	}
 	/* stop frees what is loaded */
-	uw_expect("load for stop", uw_load(9, sizeof(t), 0, &t, sizeof(t)), true);
+	uw_expect("load for stop", uw_load(9, TSZ, 0, &t, TSZ), true);
 	uw_expect("bind for stop", uw_bind(pid, mp, 1), true);
 	do_simple(EMBER_CMD_STOP, "stop");
 	in = uw_info();
 	uw_expect("stop freed everything", !in.uw_tables && !in.uw_bound &&
 		  !in.uw_used ? 0 : -1, true);
-	uw_expect("no load without a session", uw_load(10, sizeof(t), 0, &t,
-						       sizeof(t)), false);
+	uw_expect("no load without a session", uw_load(10, TSZ, 0, &t,
+						       TSZ), false);
 	printf("unwind: %d failures\n", uw_failures);
 	return uw_failures ? 1 : 0;
 }
