@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "safe_file.h"
 #include "sym_internal.h"
 
 #define PROC_BUCKETS 4096
@@ -552,14 +553,16 @@ void sym_trim(struct symbolizer *s)
 
 static struct sym_perfmap *open_perfmap(struct sym_proc *p)
 {
+	/* perf's rule: the map must be the process's own (or root's) */
+	uid_t owner = safe_proc_uid(p->pid);
 	struct sym_perfmap *m;
 	char path[96];
 
 	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
-	m = sym_perfmap_load(path);
+	m = sym_perfmap_load(path, owner);
 	if (!m) {
 		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-		m = sym_perfmap_load(path);
+		m = sym_perfmap_load(path, owner);
 	}
 	return m;
 }
