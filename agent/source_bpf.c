@@ -39,9 +39,10 @@
 				 2 * EMBER_MAX_FRAMES * sizeof(uint64_t) + \
 				 sizeof(struct ember_exec) + EMBER_BPF_FILENAME_MAX)
 /* the largest record: a sample, or a stack copy (--check-unwind) */
-#define MAX_RECORD_BYTES	(MAX_SAMPLE_BYTES > sizeof(struct ember_user_stack) + \
-				 EMBER_STACK_COPY_MAX ? MAX_SAMPLE_BYTES : \
-				 sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX)
+#define MAX_COPY_BYTES		(sizeof(struct ember_user_stack) + \
+				 EMBER_STACK_COPY_MAX + 4096)
+#define MAX_RECORD_BYTES	(MAX_SAMPLE_BYTES > MAX_COPY_BYTES ? \
+				 MAX_SAMPLE_BYTES : MAX_COPY_BYTES)
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON	38

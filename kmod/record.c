@@ -172,10 +172,18 @@ static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *
 	r->regs[14] = u->r14;
 	r->regs[15] = u->r15;
 	r->regs[16] = u->ip;
-	while (got < EMBER_STACK_COPY_MAX && sp + got < TASK_SIZE_MAX - PAGE_SIZE &&
-	       !copy_from_user_nofault(r->stack + got,
-				       (const void __user *)(sp + got), PAGE_SIZE))
-		got += PAGE_SIZE;
+	/* page by page (the first up to its end): the copy stops where the
+	 * stack mapping does, keeping what lies before */
+	while (got < EMBER_STACK_COPY_MAX && sp + got < TASK_SIZE_MAX - PAGE_SIZE) {
+		u32 n = PAGE_SIZE - ((sp + got) & ~PAGE_MASK);
+
+		if (n > EMBER_STACK_COPY_MAX - got)
+			n = EMBER_STACK_COPY_MAX - got;
+		if (copy_from_user_nofault(r->stack + got,
+					   (const void __user *)(sp + got), n))
+			break;
+		got += n;
+	}
 	memset(r->stack + got, 0, EMBER_STACK_COPY_MAX - got);
 	r->stack_len = got;
 	ember_ring_commit(set->rings[smp_processor_id()]);
