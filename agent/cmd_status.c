@@ -15,6 +15,7 @@
 
 struct cpu_totals {
 	uint64_t samples, records, lost, filtered, handler_ns;
+	uint64_t switches, offcpu_ns, offcpu_overflow;
 	uint32_t cpus, online;
 };
 
@@ -31,6 +32,9 @@ static void print_cpu(const struct kmod_cpu_stats *c, void *arg)
 	t->lost += c->lost;
 	t->filtered += c->filtered;
 	t->handler_ns += c->handler_ns;
+	t->switches += c->offcpu_switches;
+	t->offcpu_ns += c->offcpu_ns;
+	t->offcpu_overflow += c->offcpu_overflow;
 	t->cpus++;
 	t->online += c->online;
 }
@@ -75,6 +79,11 @@ static void print_module(void)
 	printf("  total: %" PRIu64 " samples, %" PRIu64 " records, %" PRIu64
 	       " lost, %" PRIu64 " filtered, %u/%u CPUs online\n",
 	       t.samples, t.records, t.lost, t.filtered, t.online, t.cpus);
+	/* what off-CPU profiling costs per context switch (make bench reads it) */
+	if (t.switches)
+		printf("  off-CPU: %" PRIu64 " switches, %" PRIu64
+		       " ns/switch in the scheduler probes, %" PRIu64 " overflow\n",
+		       t.switches, t.offcpu_ns / t.switches, t.offcpu_overflow);
 }
 
 int cmd_status(int argc, char **argv)

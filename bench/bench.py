@@ -655,6 +655,14 @@ class Bench:
                 self.res.add(sec, cfg, rep, "roundtrips_per_cpu_s",
                              w["roundtrips"] / (w["cpu"] + w.get("profcpu", 0)), "1/s")
                 self.res.add(sec, cfg, rep, "profiler_cpu_s", w.get("profcpu", 0), "s")
+            elif line.startswith("BENCHOFFSTAT "):
+                # per-switch cost of one off-CPU run: the module's probe
+                # time, or the eBPF programs' run time over the run
+                w = kv(line)
+                if w.get("switches"):
+                    sec, cfg, rep = f"vm{k}off", w.get("config"), int(w.get("rep", 0))
+                    self.res.add(sec, cfg, rep, "switches", w["switches"])
+                    self.res.add(sec, cfg, rep, "ns_per_switch", w["ns_per_switch"], "ns")
             elif line.startswith("BENCHSTATUS "):
                 status_cfg = kv(line).get("config")
                 self.vm_status = dict(samples=0, ns=0)

@@ -317,8 +317,10 @@ class Report:
             parts = []
             for c in ("kmod-offcpu", "bpf-offcpu", "offcputime"):
                 o = self.overhead(s, c, "work_per_host_cpu_s")
+                ns = self.spread(s, c, "ns_per_switch")
                 if o is not None:
-                    parts.append(f"{c} {pct(o[0])}")
+                    parts.append(f"{c} {pct(o[0])}"
+                                 + ("" if ns is None else f" ({ns[0]:.0f} ns/switch)"))
             if parts:
                 out.append(f"{s[2:-3]} (TCG) " + ", ".join(parts))
         return out
@@ -474,14 +476,16 @@ class Report:
                    "`ember record -a -e offcpu` through the module and through eBPF, and with "
                    "`offcputime`:")
             self.w()
-            self.w("| kernel | config | cost (emulator CPU) | slowdown (guest wall) |")
-            self.w("|---|---|---|---|")
+            self.w("| kernel | config | cost (emulator CPU) | slowdown (guest wall) | ns per switch in the kernel (module probes / eBPF programs) |")
+            self.w("|---|---|---|---|---|")
             for s in offs:
                 for c in self.configs(s):
                     if c == "none":
                         continue
+                    ns = self.spread(s, c, "ns_per_switch")
+                    nsf = "n/a" if ns is None else f"{ns[0]:.0f} [{ns[1]:.0f} .. {ns[2]:.0f}]"
                     self.w(f"| {s[2:-3]} | {c} | {self.fo(self.overhead(s, c, 'work_per_host_cpu_s'))} "
-                           f"| {self.fo(self.overhead(s, c, 'roundtrips_per_s'))} |")
+                           f"| {self.fo(self.overhead(s, c, 'roundtrips_per_s'))} | {nsf} |")
                 b = list(self.vals(s, "none", "roundtrips_per_s").values())
                 if b:
                     self.w()
