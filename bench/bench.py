@@ -154,7 +154,7 @@ class Profiler:
             cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-g", "-a",
                    "-F", str(freq), "-o", out + ".data"]
         elif kind == "offcputime":
-            cmd = ["offcputime"]
+            cmd = ["offcputime"] + list(extra)
         else:
             raise ValueError(kind)
         waits = kind != "perf"
@@ -357,9 +357,11 @@ class Bench:
         included): each program run then pays two clock reads, for both
         tools alike."""
         p = self.p
-        configs = ["none", "ember-offcpu"]
+        # each tool with its defaults (ember: every interval; offcputime:
+        # 1 us), then both dropping intervals under 1 ms
+        configs = ["none", "ember-offcpu", "ember-offcpu-1ms"]
         if self.have["offcputime"]:
-            configs.append("offcputime")
+            configs += ["offcputime", "offcputime-1ms"]
         else:
             self.note("offcputime not found: install libbpf-tools")
         knob = "/proc/sys/kernel/bpf_stats_enabled"
@@ -381,7 +383,10 @@ class Bench:
     def offcpu_one(self, cfg, rep):
         p = self.p
         kind = cfg.split("-")[0]
-        prof = Profiler(kind, self.tmp, offcpu=True)
+        extra = ()
+        if cfg.endswith("-1ms"):
+            extra = ("--offcpu-min", "1000") if kind == "ember" else ("-m", "1000")
+        prof = Profiler(kind, self.tmp, offcpu=True, extra=extra)
         time.sleep(p["W"])
         pid = prof.proc.pid if prof.proc else None
         b0 = self.prog_runs(pid)

@@ -280,10 +280,15 @@ class Report:
         if per:
             self.w("Per program (medians over the repetitions): " + "; ".join(per) + ".")
             self.w()
-        e = self.overhead("offcpu", "ember-offcpu", "roundtrips_per_cpu_s")
-        o = self.overhead("offcpu", "offcputime", "roundtrips_per_cpu_s")
-        es = self.spread("offcpu", "ember-offcpu", "ns_per_switch")
-        os_ = self.spread("offcpu", "offcputime", "ns_per_switch")
+        for ecfg, ocfg, what in (("ember-offcpu", "offcputime", "defaults: every interval vs >= 1 us"),
+                                 ("ember-offcpu-1ms", "offcputime-1ms", "both keeping intervals >= 1 ms")):
+            self.offcpu_verdict(ecfg, ocfg, what)
+
+    def offcpu_verdict(self, ecfg, ocfg, what):
+        e = self.overhead("offcpu", ecfg, "roundtrips_per_cpu_s")
+        o = self.overhead("offcpu", ocfg, "roundtrips_per_cpu_s")
+        es = self.spread("offcpu", ecfg, "ns_per_switch")
+        os_ = self.spread("offcpu", ocfg, "ns_per_switch")
         if (e is None or o is None) and (es is None or os_ is None):
             return
         by_switch = self.half_verdict(es, os_)
@@ -305,9 +310,9 @@ class Report:
         if fl:
             parts.append(f"ember's off-CPU design here: {fl}")
         vo = self.vm_off_costs()
-        if vo:
+        if vo and ecfg == "ember-offcpu":
             parts.append("in the VMs: " + "; ".join(vo))
-        self.verdicts.append(("off-CPU CPU cost <= half of offcputime's",
+        self.verdicts.append((f"off-CPU CPU cost <= half of offcputime's ({what})",
                               verdict or "UNDECIDED (spreads overlap: noise)",
                               "; ".join(parts) + "."))
 
@@ -506,12 +511,13 @@ class Report:
         e = self.overhead("offcpu", "ember-offcpu", "roundtrips_per_cpu_s")
         o = self.overhead("offcpu", "offcputime", "roundtrips_per_cpu_s")
         h.append(f"| off-CPU CPU cost (pipe ping-pong) | {pct(e and e[0])} | offcputime {pct(o and o[0])} | <= half of offcputime's |")
-        e = self.spread("offcpu", "ember-offcpu", "ns_per_switch")
-        o = self.spread("offcpu", "offcputime", "ns_per_switch")
-        if e is not None:
-            h.append(f"| off-CPU ns per switch (eBPF + process) | {e[0]:.0f} [{e[1]:.0f} .. {e[2]:.0f}] "
-                     f"| offcputime {num(o and o[0])}{'' if o is None else f' [{o[1]:.0f} .. {o[2]:.0f}]'} "
-                     f"| <= half of offcputime's, ranges apart |")
+        for sfx, what in (("", ""), ("-1ms", ", both >= 1 ms")):
+            e = self.spread("offcpu", "ember-offcpu" + sfx, "ns_per_switch")
+            o = self.spread("offcpu", "offcputime" + sfx, "ns_per_switch")
+            if e is not None:
+                h.append(f"| off-CPU ns per switch (eBPF + process{what}) | {e[0]:.0f} [{e[1]:.0f} .. {e[2]:.0f}] "
+                         f"| offcputime {num(o and o[0])}{'' if o is None else f' [{o[1]:.0f} .. {o[2]:.0f}]'} "
+                         f"| <= half of offcputime's, ranges apart |")
         for f in self.freqs():
             ns = self.bpf_ns_per_sample(f)
             if ns is not None:
