@@ -16,7 +16,7 @@
  *     are taken when the thread is back on CPU and current again (its user
  *     and kernel stacks are unchanged since it left), and only for
  *     intervals above the threshold.
- *   parked (fallback when finish_task_switch cannot be hooked): the stacks
+ *   parked (fallback when no switch-in hook attaches): the stacks
  *     are taken at every switch-out and parked until the thread returns.
  *   ember_exec_btf/_raw    sched_process_exec
  *   ember_exit_btf/_raw    sched_process_exit, last thread of a process
