@@ -54,6 +54,9 @@ static const char usage_text[] =
 "      --backend B        auto (default: the module if loaded or loadable,\n"
 "                         else eBPF), kmod or bpf\n"
 "      --max-stacks N     unique stacks kept in memory (default 65536)\n"
+"      --offcpu-min USEC  off-CPU intervals shorter than USEC are not recorded\n"
+"                         (default 0: all; in the kernel, so shorter ones cost\n"
+"                         no stack walk)\n"
 "      --idle             include samples of idle CPUs\n"
 "      --debug-dir DIR    also look for separate debug files under DIR\n"
 "                         (repeatable; searched before /usr/lib/debug)\n"
@@ -72,7 +75,7 @@ static const char usage_text[] =
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
        OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI,
-       OPT_CHECK_UNWIND };
+       OPT_CHECK_UNWIND, OPT_OFFCPU_MIN };
 
 static const struct option long_opts[] = {
 	{ "freq", required_argument, NULL, 'F' },
@@ -85,6 +88,7 @@ static const struct option long_opts[] = {
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+	{ "offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
@@ -269,6 +273,12 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 				FAIL("--max-stacks wants a number from 1 to %u, not '%s'",
 				     1u << 24, optarg);
 			o->max_stacks = v;
+			break;
+		case OPT_OFFCPU_MIN:
+			if (!parse_u64(optarg, 0, 60000000, &v))
+				FAIL("--offcpu-min wants microseconds from 0 to 60000000, not '%s'",
+				     optarg);
+			o->offcpu_min_ns = v * 1000;
 			break;
 		case OPT_IDLE:
 			o->include_idle = true;
@@ -653,6 +663,7 @@ int cmd_record(int argc, char **argv)
 	so.src.events = o.events | EMBER_EV_LIFECYCLE;
 	so.src.freq_hz = o.freq_hz;
 	so.src.include_idle = o.include_idle;
+	so.src.offcpu_min_ns = o.offcpu_min_ns;
 	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
 	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
 	so.src.pids = o.pids;

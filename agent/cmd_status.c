@@ -16,6 +16,7 @@
 struct cpu_totals {
 	uint64_t samples, records, lost, filtered, handler_ns;
 	uint64_t cfi, fp, cut, miss, limited;
+	uint64_t switches, offcpu_ns, offcpu_overflow;
 	uint32_t cpus, online;
 };
 
@@ -37,6 +38,9 @@ static void print_cpu(const struct kmod_cpu_stats *c, void *arg)
 	t->cut += c->ustack_cut;
 	t->miss += c->unwind_miss;
 	t->limited += c->unwind_miss_limited;
+	t->switches += c->offcpu_switches;
+	t->offcpu_ns += c->offcpu_ns;
+	t->offcpu_overflow += c->offcpu_overflow;
 	t->cpus++;
 	t->online += c->online;
 }
@@ -89,6 +93,11 @@ static void print_module(void)
 	printf("  user stacks by tables: %" PRIu64 " (%" PRIu64 " with frame-pointer "
 	       "steps, %" PRIu64 " cut); table requests %" PRIu64 " (%" PRIu64
 	       " rate-limited)\n", t.cfi, t.fp, t.cut, t.miss, t.limited);
+	/* what off-CPU profiling costs per context switch (make bench reads it) */
+	if (t.switches)
+		printf("  off-CPU: %" PRIu64 " switches, %" PRIu64
+		       " ns/switch in the scheduler probes, %" PRIu64 " overflow\n",
+		       t.switches, t.offcpu_ns / t.switches, t.offcpu_overflow);
 }
 
 int cmd_status(int argc, char **argv)

@@ -28,6 +28,7 @@ struct record_opts {
 	const char *backend;		/* auto|kmod|bpf */
 	size_t max_stacks;
 	bool include_idle;
+	uint64_t offcpu_min_ns;	/* --offcpu-min, 0: every interval */
 	char *debug_dirs;		/* --debug-dir, ':'-joined, malloc'd; NULL = default */
 	bool debuginfod;		/* --debuginfod */
 	bool no_cfi;			/* --no-cfi: frame pointers only */

@@ -58,8 +58,11 @@
  *   deferred: timestamp at switch-out, stacks when the thread is back
  *             (finish_task_switch), only for intervals >= threshold
  *                                                ~1.1 us per switch
- * So deferred first (fentry, else a kprobe on the symbol, which is often
- * finish_task_switch.isra.0), parked when neither can attach.
+ * So deferred first: the sched_exit_tp tracepoint at the end of
+ * __schedule (6.16+; the only way on the 6.18 host, which refuses every
+ * fentry/fexit program with EPERM and has no kprobes), else fentry, else
+ * a kprobe on finish_task_switch (often finish_task_switch.isra.0);
+ * parked when none can attach.
  * (Taking the kernel stack at switch-in with bpf_get_task_stack() instead
  * was tried: it cannot serve, stack_trace_save_tsk() drops every __sched
  * function, do_nanosleep and schedule included.)
@@ -67,18 +70,21 @@
 enum offcpu_mode {
 	OFFCPU_FENTRY,
 	OFFCPU_KPROBE,
+	OFFCPU_EXIT_TP,
 	OFFCPU_PARKED,
 };
 
 static const char *const offcpu_mode_short[] = {
 	[OFFCPU_FENTRY] = "fentry",
 	[OFFCPU_KPROBE] = "kprobe",
+	[OFFCPU_EXIT_TP] = "exit_tp",
 	[OFFCPU_PARKED] = "parked",
 };
 
 static const char *const offcpu_mode_name[] = {
 	[OFFCPU_FENTRY] = "deferred (fentry)",
 	[OFFCPU_KPROBE] = "deferred (kprobe)",
+	[OFFCPU_EXIT_TP] = "deferred (sched_exit_tp)",
 	[OFFCPU_PARKED] = "parked",
 };
 
@@ -496,6 +502,10 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 				  off && s->offcpu_mode == OFFCPU_FENTRY);
 	bpf_program__set_autoload(skel->progs.ember_back_kprobe,
 				  off && s->offcpu_mode == OFFCPU_KPROBE);
+	bpf_program__set_autoload(skel->progs.ember_back_tp_btf,
+				  off && s->offcpu_mode == OFFCPU_EXIT_TP && !s->raw_tp);
+	bpf_program__set_autoload(skel->progs.ember_back_tp_raw,
+				  off && s->offcpu_mode == OFFCPU_EXIT_TP && s->raw_tp);
 
 	{
 		struct bpf_unwind_maps um;
@@ -556,6 +566,10 @@ static int attach_back(struct ember_source *s)
 	else if (s->offcpu_mode == OFFCPU_KPROBE)
 		s->back_link = bpf_program__attach_kprobe(k->progs.ember_back_kprobe,
 							  false, s->back_sym);
+	else if (s->offcpu_mode == OFFCPU_EXIT_TP)
+		s->back_link = bpf_program__attach(s->raw_tp ?
+						   k->progs.ember_back_tp_raw :
+						   k->progs.ember_back_tp_btf);
 	else
 		return 0;
 	return s->back_link ? 0 : -errno;
@@ -575,8 +589,9 @@ struct load_attempt {
 static int load_skel(struct ember_source *s, char *err, size_t err_len)
 {
 	static const struct load_attempt attempts[] = {
-		{ false, OFFCPU_FENTRY }, { false, OFFCPU_KPROBE },
-		{ false, OFFCPU_PARKED }, { true, OFFCPU_KPROBE },
+		{ false, OFFCPU_EXIT_TP }, { false, OFFCPU_FENTRY },
+		{ false, OFFCPU_KPROBE }, { false, OFFCPU_PARKED },
+		{ true, OFFCPU_EXIT_TP }, { true, OFFCPU_KPROBE },
 		{ true, OFFCPU_PARKED },
 	};
 	const char *force_raw = getenv("EMBER_BPF_RAW_TP");

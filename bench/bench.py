@@ -39,12 +39,12 @@ RECEIVER = os.path.join(TOP, "selftests", "otlp", "receiver.py")
 MODES = {
     "full": dict(D=5, W=1.5, reps=5, freqs=[19, 99, 999],
                  loss_freqs=[999, 1999, 4999, 9999], loss_D=4,
-                 off_D=5, off_reps=5, agent_D=25, agent_reps=2,
+                 off_D=8, off_reps=7, agent_D=25, agent_reps=2,
                  run_interval=10, sym_D=5, sym_reps=3, cost_D=4,
                  vm_D=4, vm_reps=3, agent_freqs=[19, 99]),
     "quick": dict(D=2, W=1.5, reps=3, freqs=[19, 99, 999],
                   loss_freqs=[999, 4999], loss_D=3,
-                  off_D=2, off_reps=3, agent_D=8, agent_reps=1,
+                  off_D=3, off_reps=4, agent_D=8, agent_reps=1,
                   run_interval=5, sym_D=3, sym_reps=1, cost_D=2,
                   vm_D=2, vm_reps=1, agent_freqs=[19, 99]),
     "dry": dict(D=0.3, W=1.0, reps=1, freqs=[99],
@@ -154,7 +154,7 @@ class Profiler:
             cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-g", "-a",
                    "-F", str(freq), "-o", out + ".data"]
         elif kind == "offcputime":
-            cmd = ["offcputime"]
+            cmd = ["offcputime"] + list(extra)
         else:
             raise ValueError(kind)
         waits = kind != "perf"
@@ -331,36 +331,96 @@ class Bench:
             self.note(f"{cfg}: no new BPF programs seen")
 
     # ---- off-CPU overhead ------------------------------------------------
+    def prog_runs(self, pid):
+        """{program name: (run_time_ns, run_cnt)} of the programs pid holds,
+        cumulative since load (the caller takes the difference over its
+        window), or None without bpftool."""
+        if not self.have["bpftool"] or pid is None:
+            return None
+        out = {}
+        for x in self.bpf_progs(own_prog_ids(pid)).values():
+            ns, cnt = out.get(x.get("name", str(x["id"])), (0, 0))
+            out[x.get("name", str(x["id"]))] = (ns + x.get("run_time_ns", 0),
+                                                cnt + x.get("run_cnt", 0))
+        return out
+
     def offcpu(self):
+        """Off-CPU cost, two ways, from the same interleaved runs:
+        - CPU cost: 1 - round trips per CPU-second (pingpong + profiler
+          process) against the same repetition's baseline. Paired, but its
+          spread on a shared 2-CPU machine is as large as the effect.
+        - per-switch cost: the profiler's eBPF program time (bpf_stats, all
+          its programs, over the measured window only) plus its process's
+          CPU time, divided by its sched_switch program's runs in that
+          window. Its own work only, so other tenants barely move it.
+        kernel.bpf_stats_enabled stays on for every off-CPU run (baseline
+        included): each program run then pays two clock reads, for both
+        tools alike."""
         p = self.p
-        configs = ["none", "ember-offcpu"]
+        # each tool with its defaults (ember: every interval; offcputime:
+        # 1 us), then both dropping intervals under 1 ms
+        configs = ["none", "ember-offcpu", "ember-offcpu-1ms"]
         if self.have["offcputime"]:
-            configs.append("offcputime")
+            configs += ["offcputime", "offcputime-1ms"]
         else:
             self.note("offcputime not found: install libbpf-tools")
+        knob = "/proc/sys/kernel/bpf_stats_enabled"
+        old = None
+        try:
+            old = open(knob).read().strip()
+            open(knob, "w").write("1")
+        except OSError as e:
+            self.note(f"cannot enable {knob}: {e}: no per-switch off-CPU cost")
         log(f"off-CPU overhead: {len(configs)} configurations x {p['off_reps']} repetitions of {p['off_D']} s")
-        for rep in range(p["off_reps"]):
-            for cfg in rotate(configs, rep):
-                kind = cfg.split("-")[0]
-                prof = Profiler(kind, self.tmp, offcpu=True)
-                time.sleep(p["W"])
-                c0 = prof.cpu_s()
-                r = run([PINGPONG, "-d", str(p["off_D"])])
-                c1 = prof.cpu_s()
-                _, err = prof.stop()
-                w = kv(r.stdout)
-                if "roundtrips" not in w:
-                    self.note(f"{cfg}: pingpong failed: {r.stderr.strip()}")
-                    continue
-                self.res.add("offcpu", cfg, rep, "roundtrips_per_s", w["roundtrips_per_s"], "1/s")
-                self.res.add("offcpu", cfg, rep, "profiler_cpu_s", c1 - c0, "s")
-                self.res.add("offcpu", cfg, rep, "roundtrips_per_cpu_s",
-                             w["roundtrips"] / (w["cpu_s"] + c1 - c0), "1/s")
-                if kind == "ember":
-                    s = ember_summary(err)
-                    for k in ("offcpu_intervals", "lost"):
-                        if k in s:
-                            self.res.add("offcpu", cfg, rep, k, s[k])
+        try:
+            for rep in range(p["off_reps"]):
+                for cfg in rotate(configs, rep):
+                    self.offcpu_one(cfg, rep)
+        finally:
+            if old is not None:
+                open(knob, "w").write(old)
+
+    def offcpu_one(self, cfg, rep):
+        p = self.p
+        kind = cfg.split("-")[0]
+        extra = ()
+        if cfg.endswith("-1ms"):
+            extra = ("--offcpu-min", "1000") if kind == "ember" else ("-m", "1000")
+        prof = Profiler(kind, self.tmp, offcpu=True, extra=extra)
+        time.sleep(p["W"])
+        pid = prof.proc.pid if prof.proc else None
+        b0 = self.prog_runs(pid)
+        c0 = prof.cpu_s()
+        r = run([PINGPONG, "-d", str(p["off_D"]), "-c", "0"])
+        c1 = prof.cpu_s()
+        b1 = self.prog_runs(pid)
+        _, err = prof.stop()
+        w = kv(r.stdout)
+        if "roundtrips" not in w:
+            self.note(f"{cfg}: pingpong failed: {r.stderr.strip()}")
+            return
+        add = lambda m, v, u="": self.res.add("offcpu", cfg, rep, m, v, u)
+        add("roundtrips_per_s", w["roundtrips_per_s"], "1/s")
+        add("profiler_cpu_s", c1 - c0, "s")
+        add("roundtrips_per_cpu_s", w["roundtrips"] / (w["cpu_s"] + c1 - c0), "1/s")
+        if b0 and b1:
+            d = {n: (v[0] - b0.get(n, (0, 0))[0], v[1] - b0.get(n, (0, 0))[1])
+                 for n, v in b1.items()}
+            sw = sum(c for n, (_, c) in d.items() if "switch" in n)
+            bpf_ns = sum(ns for ns, _ in d.values())
+            for n, (ns, c) in d.items():
+                if c > 0:
+                    add(f"{n}.ns_per_run", ns / c, "ns")
+                    add(f"{n}.runs", c)
+            if sw > 0:
+                add("switches", sw)
+                add("bpf_ns_per_switch", bpf_ns / sw, "ns")
+                add("ns_per_switch", (bpf_ns + (c1 - c0) * 1e9) / sw, "ns")
+        if kind == "ember":
+            s = ember_summary(err)
+            for k in ("offcpu_intervals", "lost"):
+                if k in s:
+                    add(k, s[k])
 
     # ---- loss ------------------------------------------------------------
     def loss(self):
@@ -600,6 +660,14 @@ class Bench:
                 self.res.add(sec, cfg, rep, "roundtrips_per_cpu_s",
                              w["roundtrips"] / (w["cpu"] + w.get("profcpu", 0)), "1/s")
                 self.res.add(sec, cfg, rep, "profiler_cpu_s", w.get("profcpu", 0), "s")
+            elif line.startswith("BENCHOFFSTAT "):
+                # per-switch cost of one off-CPU run: the module's probe
+                # time, or the eBPF programs' run time over the run
+                w = kv(line)
+                if w.get("switches"):
+                    sec, cfg, rep = f"vm{k}off", w.get("config"), int(w.get("rep", 0))
+                    self.res.add(sec, cfg, rep, "switches", w["switches"])
+                    self.res.add(sec, cfg, rep, "ns_per_switch", w["ns_per_switch"], "ns")
             elif line.startswith("BENCHSTATUS "):
                 status_cfg = kv(line).get("config")
                 self.vm_status = dict(samples=0, ns=0)

@@ -9,12 +9,14 @@
  *   ember_switch_btf/_raw  sched_switch: note when and how a thread leaves
  *   ember_back_fentry/_kprobe  finish_task_switch, in the returning thread:
  *                          emit its interval with its stacks (deferred mode)
+ *   ember_back_tp_btf/_raw the same at the end of __schedule
+ *                          (sched_exit_tp, 6.16+), no kprobe/fentry needed
  * Two off-CPU designs, measured (see agent/source_bpf.c):
  *   deferred (default): sched_switch stores only a timestamp; the stacks
  *     are taken when the thread is back on CPU and current again (its user
  *     and kernel stacks are unchanged since it left), and only for
  *     intervals above the threshold.
- *   parked (fallback when finish_task_switch cannot be hooked): the stacks
+ *   parked (fallback when no switch-in hook attaches): the stacks
  *     are taken at every switch-out and parked until the thread returns.
  *   ember_exec_btf/_raw    sched_process_exec
  *   ember_exit_btf/_raw    sched_process_exit, last thread of a process
@@ -917,6 +919,30 @@ static __always_inline int handle_back(void *ctx)
 
 SEC("fentry/finish_task_switch")
 int BPF_PROG(ember_back_fentry)
+{
+	return handle_back(ctx);
+}
+
+/*
+ * Kernels from 6.16 have a bare tracepoint at the end of __schedule(),
+ * sched_exit_tp: after a switch it runs in the thread switched in, after
+ * finish_task_switch, with the thread's kernel stack still in its wait
+ * (__schedule, schedule, do_nanosleep...). Every way back onto the CPU
+ * passes there (voluntary sleeps, preemption in the kernel or on the way
+ * to user space); only a new task's first run (schedule_tail) does not,
+ * and it has nothing in offstart. A tracepoint: no kprobes, no fentry
+ * needed (this project's 6.18 host refuses every fentry/fexit program
+ * with EPERM and has no kprobes). It also fires when __schedule picked
+ * the same task again; that thread has no offstart entry.
+ */
+SEC("tp_btf/sched_exit_tp")
+int BPF_PROG(ember_back_tp_btf, bool is_switch)
+{
+	return handle_back(ctx);
+}
+
+SEC("raw_tp/sched_exit_tp")
+int BPF_PROG(ember_back_tp_raw, bool is_switch)
 {
 	return handle_back(ctx);
 }

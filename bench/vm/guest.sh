@@ -123,6 +123,30 @@ wait_progs() {
 	done
 }
 
+# progwatch PID: after the attach time W, and again just before the run
+# ends, the run time of PID's BPF programs (bpf_stats), so the difference
+# covers the measured run only; printed to /tmp/progs.<0|1>
+progwatch() {
+	sleep "$W"
+	progsum "$1" >/tmp/progs.0
+	sleep "$(awk "BEGIN { print $D * 0.95 }")"
+	progsum "$1" >/tmp/progs.1
+}
+
+# progsum PID: "ns cnt" summed over PID's programs (cnt: sched_switch ones)
+progsum() {
+	ids=$(grep -h '^prog_id' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -u)
+	ns=0
+	cnt=0
+	for id in $ids; do
+		set -- $(bpftool prog show id "$id" 2>/dev/null | sed -n '1s/.* name \([^ ]*\) .*run_time_ns \([0-9]*\) run_cnt \([0-9]*\).*/\1 \2 \3/p')
+		[ $# = 3 ] || continue
+		ns=$((ns + $2))
+		case $1 in *switch*) cnt=$((cnt + $3)) ;; esac
+	done
+	echo "$ns $cnt"
+}
+
 run_off() {
 	cfg=$1
 	rep=$2
@@ -137,10 +161,33 @@ run_off() {
 		pid=$!
 		wait_progs $pid ;;
 	esac
-	measure "$pid" $B/pingpong -d "$D"
+	offprogs=
+	case $cfg in
+	bpf-offcpu|offcputime) progwatch "$pid" & pwpid=$! ;;
+	esac
+	# pinned: unpinned, the rate follows where the two threads land
+	measure "$pid" $B/pingpong -d "$D" -c 0
+	if [ -n "${pwpid:-}" ]; then
+		wait "$pwpid"
+		pwpid=
+		offprogs=$(awk 'NR == FNR { n0 = $1; c0 = $2; next }
+			{ if ($2 > c0) printf "switches=%d ns_per_switch=%.0f", $2 - c0, ($1 - n0) / ($2 - c0) }' \
+			/tmp/progs.0 /tmp/progs.1)
+	fi
 	echo "BENCHOFF config=$cfg rep=$rep $out profcpu=$pcpu"
+	# each repetition's own per-switch cost: the module's probe time
+	# (reset at every session start), the eBPF programs' run time
+	case $cfg in
+	kmod-offcpu) echo "BENCHOFFSTAT config=$cfg rep=$rep $($B/ember status |
+		sed -n 's/^  off-CPU: \([0-9]*\) switches, \([0-9]*\) ns.*/switches=\1 ns_per_switch=\2/p')" ;;
+	bpf-offcpu|offcputime)
+		[ -n "$offprogs" ] && echo "BENCHOFFSTAT config=$cfg rep=$rep $offprogs" ;;
+	esac
 }
 
+# every off-CPU run with bpf_stats on (baseline too): each program run
+# pays two clock reads, whichever tool it belongs to
+echo 1 >/proc/sys/kernel/bpf_stats_enabled 2>/dev/null
 rotated run_off $offconfigs
 
 # the eBPF backend's per-run cost on the same kernel, for comparison

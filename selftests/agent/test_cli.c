@@ -39,6 +39,10 @@ int main(void)
 		!strcmp(o.backend, "bpf"), "r=%d %s", r, err);
 	record_opts_free(&o);
 
+	r = parse(&o, ARGV("-e", "offcpu", "--offcpu-min", "250"));
+	T_CHECK("cli_offcpu_min", !r && o.offcpu_min_ns == 250000, "r=%d %s", r, err);
+	record_opts_free(&o);
+
 	r = parse(&o, ARGV("-p", "1,22,333"));
 	T_CHECK("cli_pids", !r && o.nr_pids == 3 && o.pids[2] == 333 && !o.all,
 		"r=%d %s", r, err);
@@ -77,6 +81,7 @@ int main(void)
 		{ "cli_err_duration_junk", ARGV("-d", "abc"), "-d" },
 		{ "cli_err_format", ARGV("--format", "json"), "--format" },
 		{ "cli_err_backend", ARGV("--backend", "perf"), "--backend" },
+		{ "cli_err_offcpu_min", ARGV("--offcpu-min", "1ms"), "--offcpu-min" },
 		{ "cli_err_unknown_ext", ARGV("-o", "out.data"), "format" },
 		{ "cli_err_unknown_opt", ARGV("--bogus"), "unknown option" },
 		{ "cli_err_missing_value", ARGV("-F"), "needs a value" },

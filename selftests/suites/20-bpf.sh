@@ -150,11 +150,14 @@ else
 fi
 
 # --- off-CPU: per-function blocked time vs the program's own clock ---
-for flavour in tp_btf raw_tp; do
+# (parked: the fallback design, forced, so it stays tested on a host
+# where the deferred one attaches)
+for flavour in tp_btf raw_tp parked; do
 	env=()
 	[ $flavour = raw_tp ] && env=(EMBER_BPF_RAW_TP=1)
+	[ $flavour = parked ] && env=(EMBER_BPF_OFFCPU=parked)
 	rounds=15
-	[ $flavour = raw_tp ] && rounds=8
+	[ $flavour != tp_btf ] && rounds=8
 	env "${env[@]}" $DUMP -d 10 -e off,life -- $O/offcpu-wait $rounds \
 		>"$TMP/off-$flavour" 2>"$TMP/off-$flavour.err"
 	pid=$(exec_pid "$TMP/off-$flavour")
