@@ -260,6 +260,36 @@ static struct held *new_held(struct bpf_unwind *u)
 	return &u->held[u->nr_held++];
 }
 
+/*
+ * Test hook (EMBER_TEST_GARBAGE_TABLES): what a bug in the agent could
+ * hand the programs, past validation: random bytes over the table's pool
+ * ranges ("data"), and huge counts in its descriptor too ("desc"). The
+ * programs' own bounds must turn it into cut or wrong stacks, never a
+ * fault or a hang (suite 22).
+ */
+static void garbage(struct bpf_unwind *u, const uint32_t *off,
+		    const uint32_t *n, struct uw_table *desc, bool counts)
+{
+	static uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	for (int k = 0; k < 3; k++) {
+		uint8_t *p = (uint8_t *)u->pool[k].mem +
+			     (size_t)off[k] * u->pool[k].esize;
+
+		for (size_t i = 0; i < (size_t)n[k] * u->pool[k].esize; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			p[i] = (uint8_t)x;
+		}
+	}
+	if (!counts)
+		return;
+	desc->nr_rows = 0xfffffff0u;
+	desc->nr_rules = 0xfffffff0u;
+	desc->nr_pages = 0xfffffff0u;
+}
+
 int bpf_unwind_load(struct bpf_unwind *u, uint32_t id, const void *table,
 		    size_t len, char *err, size_t err_len)
 {
@@ -307,6 +337,9 @@ int bpf_unwind_load(struct bpf_unwind *u, uint32_t id, const void *table,
 	h->id = id;
 	desc = (struct uw_table){ t->base, t->nr_pages, off[0], t->nr_rows,
 				  off[1], t->nr_rules, off[2] };
+	if (getenv("EMBER_TEST_GARBAGE_TABLES"))
+		garbage(u, off, n, &desc,
+			!strcmp(getenv("EMBER_TEST_GARBAGE_TABLES"), "desc"));
 	/* after the data: the update publishes the table */
 	if (bpf_map_update_elem(u->tables_fd, &id, &desc, BPF_ANY)) {
 		r = -errno;

@@ -79,6 +79,9 @@ if [ -x /payload/agent/ember ]; then
 		sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc \
 			--label bpf_vm --backend bpf --secs 4 --warmup 3 --out /tmp/nofp 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+		sh ./check-nofp.sh --ember ./ember --work ./unwind-clang \
+			--label bpf_vm_clang --backend bpf --secs 4 --warmup 3 --out /tmp/nofp 2>&1 |
+			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 		sh ./check-oracle.sh --ember ./ember --work ./unwind-gcc \
 			--label bpf_vm --backend bpf --warmup 3 --out /tmp/nofp 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'

@@ -42,7 +42,7 @@ if make -s agent-e2e unwind-work >"$work/agent-build.log" 2>&1; then
 	mkdir -p "$work/agent"
 	cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh "$work/agent/"
 	# no-frame-pointer ground truth (CFI unwinding), gcc build
-	cp -r agent/gen/tests/unwind-gcc "$work/agent/"
+	cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"
 	cp selftests/unwind/check-nofp.sh selftests/unwind/check-oracle.sh "$work/agent/"
 	# the rate test's reference timer (the module's VM test uses it too)
 	${CC:-cc} -O2 -Wall -o "$work/agent/ticker" selftests/kmod/ticker.c ||

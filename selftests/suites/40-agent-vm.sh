@@ -24,9 +24,11 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/agent"
 cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh \
 	selftests/agent/e2e/guest.sh selftests/unwind/check-nofp.sh \
-	selftests/unwind/check-oracle.sh "$work/agent/"
-# no-frame-pointer ground truth for the module's CFI unwinder (gcc build)
-cp -r agent/gen/tests/unwind-gcc "$work/agent/"
+	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
+	selftests/unwind/check-cost.sh "$work/agent/"
+# no-frame-pointer ground truth for the module's CFI unwinder (gcc and
+# clang builds)
+cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"
 art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-vm
 
 for k in $kernels; do
@@ -44,6 +46,7 @@ for k in $kernels; do
 	mkdir -p "$art/$k"
 	selftests/vm/run-vm.sh --kernel "$k" --payload "$work/agent" \
 		--module "$work/ember-$k.ko" --host-file /usr/bin/bash \
+		--host-file /usr/bin/xz --host-file /usr/bin/openssl \
 		--cmd "sh /payload/agent/guest.sh" --smp 2 --mem 1G --timeout 420 \
 		--out "$art/$k" --log "$art/$k/console.log" --result "$work/result-$k" \
 		>"$art/$k/guest.out" 2>"$art/$k/run-vm.err"
