@@ -579,13 +579,12 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 		if (bpf_probe_read_kernel(&u, sizeof(u), regs))
 			return;
 	}
-	/* a page of slack: the verifier bounds the last read by its start */
-	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX + 4096, 0);
+	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
 	if (!r)
 		return;
 	r->hdr.type = EMBER_REC_USER_STACK;
 	r->hdr.__reserved = 0;
-	r->hdr.size = sizeof(*r) + EMBER_STACK_COPY_MAX + 4096;
+	r->hdr.size = sizeof(*r) + EMBER_STACK_COPY_MAX;
 	r->time_ns = s->time_ns;
 	r->pid = s->pid;
 	r->tid = s->tid;
@@ -608,20 +607,16 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	r->regs[15] = u.r15;
 	r->regs[16] = u.ip;
 	r->__reserved = 0;
-	/* the first piece up to its page's end, then whole pages: the copy
-	 * stops where the stack mapping does, keeping what lies before */
-	for (i = 0; i <= EMBER_STACK_COPY_MAX / 4096; i++) {
-		__u32 n = 4096 - ((u.sp + got) & 4095);
-
-		if (got >= EMBER_STACK_COPY_MAX)
+	/*
+	 * Constant 256-byte pieces (what every verifier can bound): the copy
+	 * stops at the first piece that crosses the end of the stack
+	 * mapping, losing at most 255 bytes of its top.
+	 */
+	for (i = 0; i < EMBER_STACK_COPY_MAX / 256; i++) {
+		if (bpf_probe_read_user(&r->stack[i * 256], 256,
+					(void *)(u.sp + i * 256)))
 			break;
-		if (n > EMBER_STACK_COPY_MAX - got)
-			n = EMBER_STACK_COPY_MAX - got;
-		if (got > EMBER_STACK_COPY_MAX - 1 || n > 4096 || n == 0)
-			break;
-		if (bpf_probe_read_user(&r->stack[got], n, (void *)(u.sp + got)))
-			break;
-		got += n;
+		got += 256;
 	}
 	r->stack_len = got;
 	bpf_ringbuf_submit(r, 0);
