@@ -19,7 +19,13 @@
 #include "commands.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 
-#define DECODE_MAX_BYTES (512u << 20)	/* refuse larger inputs */
+/*
+ * Inputs come from anywhere: a gzip bomb of 1 MB inflating to 512 MiB cost
+ * 533 MB. Refuse what inflates past this (--max-bytes raises it).
+ */
+#define DECODE_DEFAULT_MAX (64u << 20)
+#define DECODE_LIMIT_MAX (4096ull << 20)
+static size_t decode_max_bytes = DECODE_DEFAULT_MAX;
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest Req;
 typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary Dict;
@@ -246,7 +252,7 @@ static uint8_t *read_input(const char *path, size_t *len)
 		if (n == cap) {
 			uint8_t *nb;
 
-			if (cap >= DECODE_MAX_BYTES) {
+			if (cap >= decode_max_bytes) {
 				errno = EFBIG;
 				r = -1;
 				break;
@@ -271,16 +277,19 @@ static uint8_t *read_input(const char *path, size_t *len)
 
 static void usage(FILE *f)
 {
-	fputs("usage: ember decode [--summary] FILE.otlp\n"
+	fputs("usage: ember decode [--summary] [--max-bytes N] FILE.otlp\n"
 	      "Print an OTLP ExportProfilesServiceRequest (from `ember record -o\n"
 	      "FILE.otlp` or captured from `ember run`) readably. Exit status 1\n"
-	      "when the file does not decode or refers to missing entries.\n", f);
+	      "when the file does not decode or refers to missing entries.\n"
+	      "Input larger than --max-bytes once decompressed (default 64 MiB)\n"
+	      "is refused.\n", f);
 }
 
 int cmd_decode(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "summary", no_argument, NULL, 's' },
+		{ "max-bytes", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -291,8 +300,22 @@ int cmd_decode(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "sh", opts, NULL)) != -1) {
-		if (c == 's') {
+	decode_max_bytes = DECODE_DEFAULT_MAX;
+	while ((c = getopt_long(argc, argv, "shm:", opts, NULL)) != -1) {
+		if (c == 'm') {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno || *end || !v || v > DECODE_LIMIT_MAX ||
+			    optarg[0] == '-') {
+				fprintf(stderr, "ember decode: --max-bytes wants 1..%llu "
+					"bytes, not '%s'\n", DECODE_LIMIT_MAX, optarg);
+				return 2;
+			}
+			decode_max_bytes = (size_t)v;
+		} else if (c == 's') {
 			x.summary = true;
 		} else if (c == 'h') {
 			usage(stdout);
@@ -306,10 +329,16 @@ int cmd_decode(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	errno = 0;
 	buf = read_input(argv[optind], &len);
 	if (!buf) {
-		fprintf(stderr, "ember decode: cannot read %s: %s\n", argv[optind],
-			strerror(errno ? errno : EIO));
+		if (errno == EFBIG)
+			fprintf(stderr, "ember decode: %s is larger than %zu bytes once "
+				"decompressed (--max-bytes raises the limit)\n",
+				argv[optind], decode_max_bytes);
+		else
+			fprintf(stderr, "ember decode: cannot read %s: %s\n", argv[optind],
+				strerror(errno ? errno : EIO));
 		return 1;
 	}
 	req = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(NULL, len, buf);

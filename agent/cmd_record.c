@@ -10,6 +10,7 @@
  * are followed by scanning /proc (session_run).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -678,6 +679,7 @@ int cmd_record(int argc, char **argv)
 	}
 	so.sym.debug_dirs = o.debug_dirs;
 	so.no_unwind_tables = o.no_cfi;
+	so.src.no_unwind_tables = o.no_cfi;
 	so.verbose_unwind = o.verbose_cfi;
 	so.check_unwind = o.check_unwind;
 	so.src.stack_copy = o.check_unwind;
@@ -775,6 +777,18 @@ int cmd_record(int argc, char **argv)
 	}
 	if (s.check)
 		unwind_check_report(s.check, stderr);
+	if (o.verbose_cfi && s.unwind) {
+		struct unwind_service_stats u;
+
+		unwind_service_get_stats(s.unwind, &u);
+		fprintf(stderr, "ember: unwind tables: %" PRIu64 " built (%" PRIu64
+			" KiB loaded now), %" PRIu64 " files without usable CFI; %"
+			PRIu64 " bindings, %.1f ms mean and %.1f ms max from exec "
+			"or first miss to binding\n", u.tables_loaded,
+			u.table_bytes / 1024, u.tables_failed, u.binds,
+			u.binds ? u.bind_latency_ns_sum / 1e6 / u.binds : 0,
+			u.bind_latency_ns_max / 1e6);
+	}
 	session_close(&s);
 	/* the command's exit status is ours, as with time(1); our own
 	 * failures were reported on stderr */

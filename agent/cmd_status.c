@@ -15,6 +15,7 @@
 
 struct cpu_totals {
 	uint64_t samples, records, lost, filtered, handler_ns;
+	uint64_t cfi, fp, cut, miss, limited;
 	uint64_t switches, offcpu_ns, offcpu_overflow;
 	uint32_t cpus, online;
 };
@@ -32,6 +33,11 @@ static void print_cpu(const struct kmod_cpu_stats *c, void *arg)
 	t->lost += c->lost;
 	t->filtered += c->filtered;
 	t->handler_ns += c->handler_ns;
+	t->cfi += c->ustack_cfi;
+	t->fp += c->ustack_fp;
+	t->cut += c->ustack_cut;
+	t->miss += c->unwind_miss;
+	t->limited += c->unwind_miss_limited;
 	t->switches += c->offcpu_switches;
 	t->offcpu_ns += c->offcpu_ns;
 	t->offcpu_overflow += c->offcpu_overflow;
@@ -47,6 +53,7 @@ static void print_caps(uint64_t caps)
 		{ EMBER_CAP_CGROUP_FILTER, "cgroup-filter" },
 		{ EMBER_CAP_USER_STACKS, "user-stacks" },
 		{ EMBER_CAP_KERNEL_STACKS, "kernel-stacks" },
+		{ EMBER_CAP_UNWIND_CFI, "cfi-unwind" },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -70,6 +77,10 @@ static void print_module(void)
 	       info.nr_rings, info.ring_size / 1024);
 	printf("  capabilities:");
 	print_caps(info.caps);
+	printf("  unwind tables: %u loaded, %u processes bound, %.1f of %.0f MiB "
+	       "(module parameter unwind_mem_max)\n", info.unwind_tables,
+	       info.unwind_bound, info.unwind_used / 1048576.0,
+	       info.unwind_cap / 1048576.0);
 	printf("  per-CPU statistics:\n"
 	       "   cpu online      samples   filtered      records       lost  ns/sample\n");
 	if (kmod_query(&info, print_cpu, &t)) {
@@ -79,6 +90,9 @@ static void print_module(void)
 	printf("  total: %" PRIu64 " samples, %" PRIu64 " records, %" PRIu64
 	       " lost, %" PRIu64 " filtered, %u/%u CPUs online\n",
 	       t.samples, t.records, t.lost, t.filtered, t.online, t.cpus);
+	printf("  user stacks by tables: %" PRIu64 " (%" PRIu64 " with frame-pointer "
+	       "steps, %" PRIu64 " cut); table requests %" PRIu64 " (%" PRIu64
+	       " rate-limited)\n", t.cfi, t.fp, t.cut, t.miss, t.limited);
 	/* what off-CPU profiling costs per context switch (make bench reads it) */
 	if (t.switches)
 		printf("  off-CPU: %" PRIu64 " switches, %" PRIu64

@@ -450,6 +450,11 @@ static void add_sample(struct profile_builder *pb,
 		e->next = pb->buckets[h & (pb->nr_buckets - 1)];
 		pb->buckets[h & (pb->nr_buckets - 1)] = e;
 		pb->nr_entries++;
+		/* a stack never seen: its code may be newly mapped */
+		if (pb->sym && s->pid && nr_user)
+			sym_process_check(pb->sym, s->pid,
+					  (const uint64_t *)(s->ips + s->nr_kernel),
+					  nr_user);
 		pb->c.bytes += sz;
 		if (pb->nr_entries > pb->nr_buckets)
 			table_grow(pb);
@@ -536,6 +541,15 @@ void pb_add_record(struct profile_builder *pb,
 	case EMBER_REC_LOST:
 		pb->c.lost += ((const struct ember_lost *)rec)->lost;
 		break;
+	case EMBER_REC_UNWIND_MISS: {
+		const struct ember_unwind_miss *m = (const void *)rec;
+
+		/* code mapped since the maps were read: a library dlopen'ed
+		 * late must be symbolizable even after the process exits */
+		if (m->pc && pb->sym && pb_keeps(pb, m->pid, pb->opt.cgroup_id))
+			sym_process_refresh(pb->sym, m->pid);
+		break;
+	}
 	default:		/* PAD */
 		break;
 	}

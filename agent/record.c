@@ -16,7 +16,8 @@ static bool str_terminated(const char *s, size_t max)
 	return memchr(s, '\0', max) != NULL;
 }
 
-static bool sample_valid(const struct ember_rec_header *hdr)
+/* extra: u64s that follow the frames (EMBER_REC_ALLOC's address, size) */
+static bool sample_valid(const struct ember_rec_header *hdr, unsigned int extra)
 {
 	const struct ember_sample *s = (const void *)hdr;
 	uint64_t need;
@@ -25,7 +26,7 @@ static bool sample_valid(const struct ember_rec_header *hdr)
 		return false;
 	if (s->nr_kernel > EMBER_MAX_FRAMES || s->nr_user > EMBER_MAX_FRAMES)
 		return false;
-	need = sizeof(*s) + 8ull * ((uint64_t)s->nr_kernel + s->nr_user);
+	need = sizeof(*s) + 8ull * ((uint64_t)s->nr_kernel + s->nr_user + extra);
 	return need <= hdr->size && str_terminated(s->comm, sizeof(s->comm));
 }
 
@@ -61,7 +62,12 @@ bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail)
 		return true;
 	case EMBER_REC_SAMPLE:
 	case EMBER_REC_OFFCPU:
-		return sample_valid(hdr);
+	case EMBER_REC_FAULT:
+		return sample_valid(hdr, 0);
+	case EMBER_REC_ALLOC:
+		return sample_valid(hdr, 2);
+	case EMBER_REC_FREE:
+		return hdr->size >= sizeof(struct ember_free);
 	case EMBER_REC_EXEC:
 		return exec_valid(hdr);
 	case EMBER_REC_EXIT:

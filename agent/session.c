@@ -108,8 +108,9 @@ int session_start(struct session *s, char *err, size_t err_len)
 	if (s->want_unwind) {
 		s->unwind = unwind_service_start(s->ops, s->src,
 						 s->verbose_unwind);
+		unwind_service_exclude(s->unwind, (uint32_t)getpid());
 		for (size_t i = 0; i < s->nr_watch_pids; i++)
-			unwind_service_request(s->unwind, s->watch_pids[i]);
+			unwind_service_request(s->unwind, s->watch_pids[i], 0);
 	}
 	s->start_real_ns = now_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
@@ -135,11 +136,13 @@ static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
 	switch (rec->type) {
 	case EMBER_REC_UNWIND_MISS:
 		unwind_service_request(s->unwind,
-				       ((const struct ember_unwind_miss *)rec)->pid);
+				       ((const struct ember_unwind_miss *)rec)->pid,
+				       ((const struct ember_unwind_miss *)rec)->time_ns);
 		break;
 	case EMBER_REC_EXEC:
 		unwind_service_request(s->unwind,
-				       ((const struct ember_exec *)rec)->pid);
+				       ((const struct ember_exec *)rec)->pid,
+				       ((const struct ember_exec *)rec)->time_ns);
 		break;
 	case EMBER_REC_EXIT:
 		unwind_service_forget(s->unwind,
@@ -157,7 +160,7 @@ int session_poll(struct session *s, int timeout_ms)
 
 void session_unwind_request(struct session *s, uint32_t pid)
 {
-	unwind_service_request(s->unwind, pid);
+	unwind_service_request(s->unwind, pid, 0);
 }
 
 void session_drain(struct session *s)

@@ -31,6 +31,8 @@ struct ember_source_config {
 	 * registers and EMBER_STACK_COPY_MAX bytes of stack) for the oracle.
 	 */
 	bool stack_copy;
+	/* frame pointers only: allocate nothing for unwind tables */
+	bool no_unwind_tables;
 };
 
 struct ember_source_stats {
@@ -40,6 +42,13 @@ struct ember_source_stats {
 	uint64_t filtered;
 	uint64_t handler_ns;		/* time in the sample handler, if known */
 	uint64_t offcpu_overflow;
+	/*
+	 * Records produced that are not samples: unwind misses (they are in
+	 * records or lost like the rest).
+	 */
+	uint64_t extra_records;
+	/* user stacks unwound with tables, with an FP step, cut short */
+	uint64_t ustack_cfi, ustack_fp, ustack_cut;
 	uint32_t nr_cpus;
 	/*
 	 * Records the reader itself skipped because their size was out of

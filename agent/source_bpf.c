@@ -28,15 +28,21 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "source.h"
+#include "source_bpf_unwind.h"
 #include "../bpf/ember_bpf.h"
 #include "ember.skel.h"
 
 #define BTF_PATH		"/sys/kernel/btf/vmlinux"
 #define DEFAULT_RING_BYTES	(512u * 1024)	/* per CPU */
 #define DEFAULT_RING_MAX	(16u << 20)	/* shared ring, by default */
-#define MAX_RECORD_BYTES	(sizeof(struct ember_sample) + \
+#define MAX_SAMPLE_BYTES	(sizeof(struct ember_sample) + \
 				 2 * EMBER_MAX_FRAMES * sizeof(uint64_t) + \
 				 sizeof(struct ember_exec) + EMBER_BPF_FILENAME_MAX)
+/* the largest record: a sample, or a stack copy (--check-unwind) */
+#define MAX_COPY_BYTES		(sizeof(struct ember_user_stack) + \
+				 EMBER_STACK_COPY_MAX + 4096)
+#define MAX_RECORD_BYTES	(MAX_SAMPLE_BYTES > MAX_COPY_BYTES ? \
+				 MAX_SAMPLE_BYTES : MAX_COPY_BYTES)
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON	38
@@ -110,7 +116,18 @@ struct ember_source {
 	void *fn_ctx;
 	int count;
 	uint64_t *bounce;		/* aligned copy of one record */
+	struct bpf_unwind *uw;		/* CFI tables, NULL with --no-cfi */
 };
+
+static void unwind_maps(struct ember_bpf *skel, struct bpf_unwind_maps *m)
+{
+	m->pages = skel->maps.uw_pages;
+	m->rows = skel->maps.uw_rows;
+	m->rules = skel->maps.uw_rules;
+	m->tables = skel->maps.uw_tables;
+	m->procs = skel->maps.uw_procs;
+	m->proc_slots = skel->maps.uw_proc_slots;
+}
 
 static void say(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -446,6 +463,7 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 			sysmax, cfg->kstack_max, cfg->ustack_max);
 
 	skel->rodata->include_idle = cfg->include_idle;
+	skel->rodata->stack_copy = cfg->stack_copy;
 	skel->rodata->use_perfbuf = s->use_perfbuf;
 	skel->rodata->kstack_max = cfg->kstack_max < kreq ? cfg->kstack_max : kreq;
 	skel->rodata->kstack_req = kreq;
@@ -489,6 +507,12 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	bpf_program__set_autoload(skel->progs.ember_back_tp_raw,
 				  off && s->offcpu_mode == OFFCPU_EXIT_TP && s->raw_tp);
 
+	{
+		struct bpf_unwind_maps um;
+
+		unwind_maps(skel, &um);
+		bpf_unwind_size(&um, !cfg->no_unwind_tables, cfg->nr_pids > 0);
+	}
 	bpf_program__set_autoload(skel->progs.ember_oncpu, cfg->events & EMBER_EV_ONCPU);
 	bpf_program__set_autoload(skel->progs.ember_switch_btf, off && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_switch_raw, off && s->raw_tp);
@@ -508,8 +532,14 @@ static size_t libbpf_log_len;
 static int libbpf_capture(enum libbpf_print_level level, const char *fmt,
 			  va_list ap)
 {
+	static int verbose = -1;
 	int n;
 
+	/* EMBER_BPF_VERBOSE=1: everything libbpf says, verifier logs too */
+	if (verbose < 0)
+		verbose = getenv("EMBER_BPF_VERBOSE") != NULL;
+	if (verbose && level != LIBBPF_DEBUG)
+		return vfprintf(stderr, fmt, ap);
 	if (level == LIBBPF_DEBUG)
 		return 0;
 	if (libbpf_log_len >= sizeof(libbpf_log) - 1)
@@ -602,6 +632,15 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 		s->skel = NULL;
 	}
 	libbpf_set_print(old_print);
+	if (!ret && !s->cfg.no_unwind_tables) {
+		struct bpf_unwind_maps um;
+		char why[256];
+
+		unwind_maps(s->skel, &um);
+		s->uw = bpf_unwind_new(&um, why, sizeof(why));
+		if (!s->uw)	/* frame pointers only: say so, keep going */
+			fprintf(stderr, "ember: bpf: no CFI unwinding: %s\n", why);
+	}
 	if (!ret) {
 		if (getenv("EMBER_BPF_VERBOSE"))
 			fprintf(stderr, "ember: bpf: %s tracepoints, off-CPU stacks %s, %s transport\n",
@@ -947,6 +986,10 @@ static int bpf_stats(struct ember_source *s, struct ember_source_stats *out)
 		out->lost += st[cpu].lost;
 		out->filtered += st[cpu].filtered;
 		out->offcpu_overflow += st[cpu].offcpu_overflow;
+		out->extra_records += st[cpu].unwind_miss;
+		out->ustack_cfi += st[cpu].ustack_cfi;
+		out->ustack_fp += st[cpu].ustack_fp;
+		out->ustack_cut += st[cpu].ustack_cut;
 	}
 	memset(&info, 0, sizeof(info));
 	if (s->cfg.events & EMBER_EV_ONCPU &&
@@ -985,6 +1028,8 @@ static void print_extra_stats(struct ember_source *s)
 {
 	struct ember_bpf_stats *st = calloc(s->nr_possible, sizeof(*st));
 	uint64_t stale = 0, recovered = 0, switches = 0;
+	uint64_t cfi = 0, fp = 0, cut = 0, miss = 0, limited = 0;
+	struct bpf_unwind_usage uu;
 	uint32_t zero = 0;
 
 	if (st && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &zero, st)) {
@@ -992,13 +1037,52 @@ static void print_extra_stats(struct ember_source *s)
 			stale += st[cpu].offcpu_stale;
 			recovered += st[cpu].offcpu_recovered;
 			switches += st[cpu].switches;
+			cfi += st[cpu].ustack_cfi;
+			fp += st[cpu].ustack_fp;
+			cut += st[cpu].ustack_cut;
+			miss += st[cpu].unwind_miss;
+			limited += st[cpu].unwind_miss_limited;
 		}
 		fprintf(stderr, "ember: bpf: %" PRIu64 " switches, %" PRIu64
 			" off-CPU intervals whose end was never seen (%" PRIu64
 			" recovered from CPU time)\n", switches, stale, recovered);
+		bpf_unwind_usage(s->uw, &uu);
+		fprintf(stderr, "ember: bpf: user stacks by tables %" PRIu64 " (%" PRIu64
+			" with frame-pointer steps, %" PRIu64 " cut), misses %" PRIu64
+			" (%" PRIu64 " rate-limited); tables %u, processes %u, pools %"
+			PRIu64 " of %" PRIu64 " KiB, %" PRIu64 " loads refused\n",
+			cfi, fp, cut, miss, limited, uu.tables, uu.procs,
+			uu.bytes_used / 1024, uu.bytes_cap / 1024, uu.load_refused);
 	}
 	free(st);
 	print_recursion_misses(s);
+}
+
+static int bpf_op_unwind_load(struct ember_source *s, uint32_t id,
+			      const void *table, size_t len, char *err,
+			      size_t err_len)
+{
+	if (!s->uw) {
+		say(err, err_len, "CFI unwinding is off in the eBPF backend");
+		return -EOPNOTSUPP;
+	}
+	return bpf_unwind_load(s->uw, id, table, len, err, err_len);
+}
+
+static int bpf_op_unwind_drop(struct ember_source *s, uint32_t id)
+{
+	return s->uw ? bpf_unwind_drop(s->uw, id) : -EOPNOTSUPP;
+}
+
+static int bpf_op_unwind_bind(struct ember_source *s, uint32_t pid,
+			      const struct ember_unwind_mapping *maps,
+			      size_t nr, char *err, size_t err_len)
+{
+	if (!s->uw) {
+		say(err, err_len, "CFI unwinding is off in the eBPF backend");
+		return -EOPNOTSUPP;
+	}
+	return bpf_unwind_bind(s->uw, pid, maps, nr, err, err_len);
 }
 
 static void bpf_close(struct ember_source *s)
@@ -1008,6 +1092,7 @@ static void bpf_close(struct ember_source *s)
 	if (s->skel && getenv("EMBER_BPF_VERBOSE"))
 		print_extra_stats(s);
 	bpf_stop(s);
+	bpf_unwind_free(s->uw);
 	bpf_link__destroy(s->back_link);
 	ring_buffer__free(s->rb);
 	perf_buffer__free(s->pb);
@@ -1030,4 +1115,7 @@ const struct ember_source_ops ember_source_bpf = {
 	.stats = bpf_stats,
 	.stop = bpf_stop,
 	.close = bpf_close,
+	.unwind_load = bpf_op_unwind_load,
+	.unwind_drop = bpf_op_unwind_drop,
+	.unwind_bind = bpf_op_unwind_bind,
 };

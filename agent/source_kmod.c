@@ -10,6 +10,7 @@
  * is resynchronised to the producer and the skipped bytes counted.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -48,6 +49,11 @@ struct ember_source {
 	bool running;
 	uint64_t corrupt;
 	unsigned char *copy;		/* KMOD_MAX_RECORD bytes */
+	/* unwind tables go over a socket of their own: the unwind worker
+	 * sends while another thread polls (libnl sockets are not shared) */
+	pthread_mutex_t uw_lock;
+	struct nl_sock *uw_sk;
+	int uw_family;
 };
 
 /* ---- generic netlink ------------------------------------------------- */
@@ -63,6 +69,11 @@ static struct nla_policy stat_policy[EMBER_STAT_MAX + 1] = {
 	[EMBER_STAT_OFFCPU_SWITCHES] = { .type = NLA_U64 },
 	[EMBER_STAT_OFFCPU_OVERFLOW] = { .type = NLA_U64 },
 	[EMBER_STAT_OFFCPU_NS] = { .type = NLA_U64 },
+	[EMBER_STAT_USTACK_CFI] = { .type = NLA_U64 },
+	[EMBER_STAT_USTACK_FP] = { .type = NLA_U64 },
+	[EMBER_STAT_USTACK_CUT] = { .type = NLA_U64 },
+	[EMBER_STAT_UNWIND_MISS] = { .type = NLA_U64 },
+	[EMBER_STAT_UNWIND_MISS_LIMITED] = { .type = NLA_U64 },
 };
 
 static struct nla_policy attr_policy[EMBER_A_MAX + 1] = {
@@ -83,6 +94,10 @@ static struct nla_policy attr_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_OFFCPU_MIN_NS] = { .type = NLA_U64 },
 	[EMBER_A_OFFCPU_SAMPLE_PPM] = { .type = NLA_U32 },
 	[EMBER_A_STATS] = { .type = NLA_NESTED },
+	[EMBER_A_UNWIND_MEM_USED] = { .type = NLA_U64 },
+	[EMBER_A_UNWIND_MEM_CAP] = { .type = NLA_U64 },
+	[EMBER_A_UNWIND_TABLES] = { .type = NLA_U32 },
+	[EMBER_A_UNWIND_BOUND] = { .type = NLA_U32 },
 };
 
 struct req_ctx {
@@ -170,8 +185,20 @@ static int nlerr_to_errno(int nle)
  * Send msg (consumed) and process replies until the ack, the end of a
  * dump, or an error. Returns 0 or a negative errno.
  */
+static int genl_request_err(struct nl_sock *sk, struct nl_msg *msg, bool dump,
+			    int (*parse)(struct nlattr **, void *), void *arg,
+			    char *errbuf, size_t errlen);
+
 static int genl_request(struct nl_sock *sk, struct nl_msg *msg, bool dump,
 			int (*parse)(struct nlattr **, void *), void *arg)
+{
+	return genl_request_err(sk, msg, dump, parse, arg, NULL, 0);
+}
+
+/* errbuf: where the module's message goes; NULL prints it on stderr */
+static int genl_request_err(struct nl_sock *sk, struct nl_msg *msg, bool dump,
+			    int (*parse)(struct nlattr **, void *), void *arg,
+			    char *errbuf, size_t errlen)
 {
 	struct req_ctx ctx = { .parse = parse, .arg = arg };
 	struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
@@ -200,7 +227,9 @@ static int genl_request(struct nl_sock *sk, struct nl_msg *msg, bool dump,
 	nl_cb_put(cb);
 	/* the kernel's own answer wins over libnl's rendering of it */
 	if (ctx.err) {
-		if (ctx.msg[0])
+		if (ctx.msg[0] && errbuf && errlen)
+			snprintf(errbuf, errlen, "the ember module says: %s", ctx.msg);
+		else if (ctx.msg[0])
 			fprintf(stderr, "ember: the ember module says: %s\n", ctx.msg);
 		return ctx.err;
 	}
@@ -244,6 +273,14 @@ static int parse_info(struct nlattr **tb, void *arg)
 		in->freq = nla_get_u32(tb[EMBER_A_FREQ]);
 	if (tb[EMBER_A_EVENTS])
 		in->events = nla_get_u32(tb[EMBER_A_EVENTS]);
+	if (tb[EMBER_A_UNWIND_MEM_USED])
+		in->unwind_used = nla_get_u64(tb[EMBER_A_UNWIND_MEM_USED]);
+	if (tb[EMBER_A_UNWIND_MEM_CAP])
+		in->unwind_cap = nla_get_u64(tb[EMBER_A_UNWIND_MEM_CAP]);
+	if (tb[EMBER_A_UNWIND_TABLES])
+		in->unwind_tables = nla_get_u32(tb[EMBER_A_UNWIND_TABLES]);
+	if (tb[EMBER_A_UNWIND_BOUND])
+		in->unwind_bound = nla_get_u32(tb[EMBER_A_UNWIND_BOUND]);
 	in->valid = true;
 	return 0;
 }
@@ -277,6 +314,11 @@ static int parse_stats(struct nlattr **tb, void *arg)
 	s.offcpu_switches = stat_u64(st, EMBER_STAT_OFFCPU_SWITCHES);
 	s.offcpu_overflow = stat_u64(st, EMBER_STAT_OFFCPU_OVERFLOW);
 	s.offcpu_ns = stat_u64(st, EMBER_STAT_OFFCPU_NS);
+	s.ustack_cfi = stat_u64(st, EMBER_STAT_USTACK_CFI);
+	s.ustack_fp = stat_u64(st, EMBER_STAT_USTACK_FP);
+	s.ustack_cut = stat_u64(st, EMBER_STAT_USTACK_CUT);
+	s.unwind_miss = stat_u64(st, EMBER_STAT_UNWIND_MISS);
+	s.unwind_miss_limited = stat_u64(st, EMBER_STAT_UNWIND_MISS_LIMITED);
 	w->fn(&s, w->arg);
 	return 0;
 }
@@ -398,6 +440,7 @@ static int kmod_open(struct ember_source **out,
 	err[0] = '\0';
 	src->fd = -1;
 	src->cfg = *cfg;
+	pthread_mutex_init(&src->uw_lock, NULL);
 	src->copy = malloc(KMOD_MAX_RECORD);
 	if (cfg->nr_pids) {
 		src->pids = malloc(cfg->nr_pids * sizeof(*src->pids));
@@ -665,10 +708,127 @@ static int kmod_stop(struct ember_source *src)
 	return msg ? genl_request(src->sk, msg, false, NULL, NULL) : -ENOMEM;
 }
 
+/* ---- unwind tables (the unwind worker's thread) ---------------------- */
+
+/* The unwind socket, connected on first use. uw_lock held. */
+static struct nl_sock *kmod_uw_sock(struct ember_source *src)
+{
+	if (!src->uw_sk) {
+		if (kmod_connect(&src->uw_sk, &src->uw_family))
+			return NULL;
+		/* 60 KB chunks: room for a few in flight */
+		nl_socket_set_buffer_size(src->uw_sk, 1 << 20, 1 << 20);
+	}
+	return src->uw_sk;
+}
+
+static int kmod_unwind_send(struct ember_source *src, struct nl_msg *msg,
+			    char *err, size_t err_len)
+{
+	struct nl_sock *sk = kmod_uw_sock(src);
+
+	if (!sk) {
+		nlmsg_free(msg);
+		if (err)
+			snprintf(err, err_len, "cannot open a netlink socket to the module");
+		return -EIO;
+	}
+	return genl_request_err(sk, msg, false, NULL, NULL, err, err_len);
+}
+
+static struct nl_msg *kmod_unwind_msg(struct ember_source *src, uint8_t cmd,
+				      size_t payload)
+{
+	struct nl_msg *msg = nlmsg_alloc_size(payload + 1024);
+
+	if (msg && !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ,
+				src->uw_family, 0, 0, cmd, EMBER_GENL_VERSION)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	return msg;
+}
+
+static int kmod_unwind_load(struct ember_source *src, uint32_t id,
+			    const void *table, size_t len, char *err,
+			    size_t err_len)
+{
+	int r = 0;
+
+	if (len > EMBER_UNWIND_MAX_TABLE)
+		return -E2BIG;
+	pthread_mutex_lock(&src->uw_lock);
+	for (size_t off = 0; off < len && !r; off += EMBER_UNWIND_CHUNK_MAX) {
+		size_t n = len - off < EMBER_UNWIND_CHUNK_MAX ?
+			   len - off : EMBER_UNWIND_CHUNK_MAX;
+		struct nl_msg *msg;
+
+		if (!kmod_uw_sock(src)) {
+			r = -EIO;
+			break;
+		}
+		msg = kmod_unwind_msg(src, EMBER_CMD_UNWIND_LOAD, n);
+		if (!msg || nla_put_u32(msg, EMBER_A_UNWIND_TABLE_ID, id) ||
+		    nla_put_u32(msg, EMBER_A_UNWIND_TABLE_SIZE, (uint32_t)len) ||
+		    nla_put_u32(msg, EMBER_A_UNWIND_OFFSET, (uint32_t)off) ||
+		    nla_put(msg, EMBER_A_UNWIND_DATA, (int)n,
+			    (const char *)table + off)) {
+			nlmsg_free(msg);
+			r = -ENOMEM;
+			break;
+		}
+		r = kmod_unwind_send(src, msg, err, err_len);
+	}
+	pthread_mutex_unlock(&src->uw_lock);
+	return r;
+}
+
+static int kmod_unwind_drop(struct ember_source *src, uint32_t id)
+{
+	struct nl_msg *msg;
+	int r = -EIO;
+
+	pthread_mutex_lock(&src->uw_lock);
+	if (kmod_uw_sock(src)) {
+		msg = kmod_unwind_msg(src, EMBER_CMD_UNWIND_DROP, 0);
+		if (msg && !nla_put_u32(msg, EMBER_A_UNWIND_TABLE_ID, id))
+			r = kmod_unwind_send(src, msg, NULL, 0);
+		else
+			nlmsg_free(msg);
+	}
+	pthread_mutex_unlock(&src->uw_lock);
+	return r;
+}
+
+static int kmod_unwind_bind(struct ember_source *src, uint32_t pid,
+			    const struct ember_unwind_mapping *maps, size_t nr,
+			    char *err, size_t err_len)
+{
+	size_t bytes = nr * sizeof(*maps);
+	struct nl_msg *msg;
+	int r = -EIO;
+
+	if (nr > EMBER_UNWIND_MAX_MAPPINGS)
+		nr = EMBER_UNWIND_MAX_MAPPINGS, bytes = nr * sizeof(*maps);
+	pthread_mutex_lock(&src->uw_lock);
+	if (kmod_uw_sock(src)) {
+		msg = kmod_unwind_msg(src, EMBER_CMD_UNWIND_BIND, bytes);
+		if (msg && !nla_put_u32(msg, EMBER_A_UNWIND_PID, pid) &&
+		    (!nr || !nla_put(msg, EMBER_A_UNWIND_MAPPINGS, (int)bytes, maps)))
+			r = kmod_unwind_send(src, msg, err, err_len);
+		else
+			nlmsg_free(msg), r = -ENOMEM;
+	}
+	pthread_mutex_unlock(&src->uw_lock);
+	return r;
+}
+
 static void kmod_close(struct ember_source *src)
 {
 	if (!src)
 		return;
+	if (src->uw_sk)
+		nl_socket_free(src->uw_sk);
 	if (src->sk)
 		kmod_stop(src);
 	for (uint32_t i = 0; i < src->nr_rings; i++)
@@ -694,4 +854,7 @@ const struct ember_source_ops ember_source_kmod = {
 	.stats = kmod_stats,
 	.stop = kmod_stop,
 	.close = kmod_close,
+	.unwind_load = kmod_unwind_load,
+	.unwind_drop = kmod_unwind_drop,
+	.unwind_bind = kmod_unwind_bind,
 };

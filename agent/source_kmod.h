@@ -16,6 +16,9 @@ struct kmod_info {
 	bool running;
 	uint32_t nr_rings, ring_size;
 	uint32_t clock_used, freq, events;
+	/* CFI unwind tables and bindings loaded, and the module's cap */
+	uint64_t unwind_used, unwind_cap;
+	uint32_t unwind_tables, unwind_bound;
 };
 
 struct kmod_cpu_stats {
@@ -23,6 +26,7 @@ struct kmod_cpu_stats {
 	bool online;
 	uint64_t samples, filtered, records, lost, handler_ns;
 	uint64_t offcpu_switches, offcpu_overflow, offcpu_ns;
+	uint64_t ustack_cfi, ustack_fp, ustack_cut, unwind_miss, unwind_miss_limited;
 };
 
 /*

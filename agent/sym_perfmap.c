@@ -10,10 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include "safe_file.h"
 #include "sym_internal.h"
 
 /* A broken or hostile map file cannot make us hold more than this. */
 #define PERFMAP_MAX_BYTES (64u << 20)
+/* ... nor read more than this, nor a line longer than this */
+#define PERFMAP_MAX_FILE (256u << 20)
+#define PERFMAP_MAX_LINE 4096
 
 struct jit_sym {
 	uint64_t start, end;
@@ -71,31 +76,60 @@ static bool add(struct sym_perfmap *m, uint64_t start, uint64_t size,
 	return true;
 }
 
-struct sym_perfmap *sym_perfmap_load(const char *path)
+/*
+ * The file is the process's, which may be anyone's: opened with
+ * safe_open() (no FIFO, device, symlink, other owner or huge file), read
+ * in bounded lines, at most PERFMAP_MAX_FILE bytes. A bad file costs one
+ * warning naming it, once per path.
+ */
+struct sym_perfmap *sym_perfmap_load(const char *path, uid_t owner)
 {
+	static char warned[256];
+	char line[PERFMAP_MAX_LINE], *p, *end;
 	struct sym_perfmap *m;
-	char *line = NULL, *p, *end;
-	size_t cap = 0;
+	uint64_t consumed = 0;
+	const char *why;
 	struct stat st;
-	ssize_t n;
 	FILE *f;
+	int fd;
 
-	f = fopen(path, "re");
-	if (!f)
+	fd = safe_open(path, PERFMAP_MAX_FILE, owner, &st, &why);
+	if (fd < 0) {
+		/* a missing map is the normal case: quiet */
+		if (strcmp(why, "cannot be opened") && strcmp(warned, path)) {
+			fprintf(stderr, "ember: ignoring JIT map %s: it %s\n", path, why);
+			snprintf(warned, sizeof(warned), "%s", path);
+		}
 		return NULL;
+	}
+	f = fdopen(fd, "re");
+	if (!f) {
+		close(fd);
+		return NULL;
+	}
 	m = calloc(1, sizeof(*m));
-	if (!m || fstat(fileno(f), &st) < 0) {
-		free(m);
+	if (!m) {
 		fclose(f);
 		return NULL;
 	}
 	m->file_size = st.st_size;
-	while ((n = getline(&line, &cap, f)) > 0) {
+	while (fgets(line, sizeof(line), f)) {
 		uint64_t start, size;
-		size_t len;
+		size_t len = strlen(line);
 
-		if (m->names_len + m->nr * sizeof(struct jit_sym) > PERFMAP_MAX_BYTES)
+		consumed += len;
+		if (consumed > PERFMAP_MAX_FILE ||
+		    m->names_len + m->nr * sizeof(struct jit_sym) > PERFMAP_MAX_BYTES)
 			break;
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+			/* a line longer than any symbol: skip the rest of it */
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n' &&
+			       ++consumed <= PERFMAP_MAX_FILE)
+				;
+			continue;
+		}
 		start = strtoull(line, &end, 16);
 		if (end == line || *end != ' ')
 			continue;
@@ -108,7 +142,6 @@ struct sym_perfmap *sym_perfmap_load(const char *path)
 		if (!len || !add(m, start, size, p, len))
 			continue;
 	}
-	free(line);
 	fclose(f);
 	qsort(m->syms, m->nr, sizeof(*m->syms), cmp_jit);
 	return m;

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "safe_file.h"
 #include "sym_internal.h"
 
 #define PROC_BUCKETS 4096
@@ -453,6 +454,38 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 	p->after_exec = true;
 }
 
+/*
+ * New code was mapped (the unwinder met a PC outside the mappings it was
+ * given: dlopen, a library loaded late): read the maps again now, while
+ * the process lives. At most once per AFTER_EXEC_NS a process.
+ */
+void sym_process_refresh(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc *p;
+
+	if (!s || !(p = proc_get(s, pid)) || p->exited)
+		return;
+	if (p->maps_read && now_ns() - p->read_ns < AFTER_EXEC_NS)
+		return;
+	/* merges: mappings the new read does not overlap are kept */
+	proc_read_maps(s, p);
+}
+
+void sym_process_check(struct symbolizer *s, uint32_t pid,
+		       const uint64_t *ips, size_t n)
+{
+	struct sym_proc *p;
+
+	if (!s || !(p = proc_find(s, pid)) || p->exited || !p->maps_read)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!map_find(p->maps, p->nr_maps, ips[i])) {
+			sym_process_refresh(s, pid);
+			return;
+		}
+	}
+}
+
 /* Cheap when nothing is to be done: callers may touch on every sample. */
 void sym_process_touch(struct symbolizer *s, uint32_t pid)
 {
@@ -520,14 +553,16 @@ void sym_trim(struct symbolizer *s)
 
 static struct sym_perfmap *open_perfmap(struct sym_proc *p)
 {
+	/* perf's rule: the map must be the process's own (or root's) */
+	uid_t owner = safe_proc_uid(p->pid);
 	struct sym_perfmap *m;
 	char path[96];
 
 	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
-	m = sym_perfmap_load(path);
+	m = sym_perfmap_load(path, owner);
 	if (!m) {
 		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-		m = sym_perfmap_load(path);
+		m = sym_perfmap_load(path, owner);
 	}
 	return m;
 }

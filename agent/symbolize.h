@@ -76,6 +76,15 @@ void sym_free(struct symbolizer *s);
 void sym_process_exec(struct symbolizer *s, uint32_t pid);
 void sym_process_exit(struct symbolizer *s, uint32_t pid);
 /* Make sure a process's mappings are known now (reads /proc if needed). */
+/* New code may be mapped: re-read the process's maps now (rate-limited). */
+void sym_process_refresh(struct symbolizer *s, uint32_t pid);
+/*
+ * A new stack of a live process: if an address is in none of its cached
+ * maps (a library mapped after they were read), re-read them now, while
+ * the process can still be read.
+ */
+void sym_process_check(struct symbolizer *s, uint32_t pid,
+		       const uint64_t *ips, size_t n);
 void sym_process_touch(struct symbolizer *s, uint32_t pid);
 /*
  * Forget processes marked by sym_process_exit(). Call it once the profile

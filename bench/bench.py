@@ -597,6 +597,13 @@ class Bench:
         os.makedirs(pay, exist_ok=True)
         for f in (EMBER, SPIN, PINGPONG, os.path.join(TOP, "bench", "vm", "guest.sh")):
             shutil.copy(f, pay)
+        # CFI unwinding cost in the module: the no-frame-pointer workload
+        # and the script that compares tables with the FP walk
+        uw = os.path.join(TOP, "agent", "gen", "tests", "unwind-gcc")
+        if run(["make", "-s", "unwind-work"], cwd=TOP).returncode == 0 and \
+                os.path.isdir(uw):
+            shutil.copytree(uw, os.path.join(pay, "unwind-gcc"), dirs_exist_ok=True)
+            shutil.copy(os.path.join(TOP, "selftests", "unwind", "check-cost.sh"), pay)
         # perf -a synthesizes every process's mappings and ember loads
         # symbols at start: both take seconds under TCG
         env = dict(BENCH_D=p["vm_D"], BENCH_W=max(p["W"], 3), BENCH_REPS=p["vm_reps"],

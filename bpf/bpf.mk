@@ -41,7 +41,7 @@ $(BPF_OUT)/vmlinux.h:
 		cp bpf/vmlinux-min.h $@; \
 	fi
 
-$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c bpf/ember_bpf.h include/uapi/ember.h \
+$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c bpf/ember_bpf.h bpf/unwind.bpf.h include/uapi/ember.h \
 		$(BPF_OUT)/vmlinux.h
 	@echo "  CLANG   $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -62,11 +62,13 @@ BPF_TEST_BINS := $(BPF_TEST_OUT)/bpf-dump $(BPF_TEST_OUT)/ring-fuzz \
 bpf-tests: $(BPF_TEST_BINS)
 
 $(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source_bpf.c \
-		agent/record.c agent/source.h bpf/ember_bpf.h $(BPF_OUT)/ember.skel.h
+		agent/source_bpf_unwind.c agent/record.c agent/source.h \
+		bpf/ember_bpf.h $(BPF_OUT)/ember.skel.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \
-		agent/source_bpf.c agent/record.c -lbpf -lelf -lz
+		agent/source_bpf.c agent/source_bpf_unwind.c agent/record.c \
+		-lbpf -lelf -lz -lpthread
 
 # The reader fed random records, under ASan/UBSan.
 $(BPF_TEST_OUT)/ring-fuzz: selftests/bpf/ring-fuzz.c agent/source_bpf.c \
@@ -75,7 +77,7 @@ $(BPF_TEST_OUT)/ring-fuzz: selftests/bpf/ring-fuzz.c agent/source_bpf.c \
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -o $@ selftests/bpf/ring-fuzz.c \
-		agent/record.c -lbpf -lelf -lz
+		agent/source_bpf_unwind.c agent/record.c -lbpf -lelf -lz -lpthread
 
 # Frame pointers everywhere, leaf functions included: clang honours
 # -mno-omit-leaf-frame-pointer, gcc 12 does not.

@@ -52,6 +52,7 @@ const volatile __u64 offcpu_min_ns;
 const volatile __u32 offcpu_ppm;	/* 0: keep every interval */
 const volatile __u32 inflight_value_size;
 const volatile bool offcpu_deferred;
+const volatile bool stack_copy;		/* test mode: EMBER_REC_USER_STACK */
 
 /* Filters, changed at run time through the mmap'ed .bss. */
 __u32 filter_pids_on;
@@ -157,11 +158,35 @@ struct task_struct___old {
  * kernels. Context loads must be whole words, hence the volatile.
  */
 struct uapi_x86_regs {
-	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
-	__u64 ax, cx, dx, si, di, orig_ax, ip;
+	__u64 r15, r14, r13, r12;
+	volatile __u64 bp;
+	__u64 bx, r11, r10, r9, r8;
+	__u64 ax, cx, dx, si, di, orig_ax;
+	volatile __u64 ip;
 	volatile __u64 cs;
-	__u64 flags, sp, ss;
+	__u64 flags;
+	volatile __u64 sp;
+	__u64 ss;
 };
+
+/* The same, every field read on its own (context loads must stay whole). */
+struct uapi_x86_regs_v {
+	volatile __u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	volatile __u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+/* The user registers the unwinder starts from. */
+struct uw_regs {
+	__u64 pc, sp, fp;
+};
+
+#include "unwind.bpf.h"
+
+/* THREAD_SIZE on x86-64 without KASAN (every kernel ember supports). */
+#define EMBER_THREAD_SIZE	(16384)
+
+/* ips[0] of a scratch slot, counted in u64 from its start */
+#define SCRATCH_IPS		(sizeof(struct ember_sample) / 8)
 
 static __always_inline struct ember_bpf_stats *get_stats(void)
 {
@@ -218,13 +243,236 @@ static __always_inline long task_state(struct task_struct *task)
 	return BPF_CORE_READ(task, __state);
 }
 
+/* Hand a record to the ring; count it as written or lost. */
+static __always_inline void emit_wake(void *ctx, void *data, __u64 size,
+				      struct ember_bpf_stats *st, bool urgent)
+{
+	__u64 wake = BPF_RB_NO_WAKEUP;
+	long err;
+
+	if (use_perfbuf) {
+		err = bpf_perf_event_output(ctx, &perfbuf, BPF_F_CURRENT_CPU,
+					    data, size);
+	} else {
+		/* Batch wake-ups: the reader also polls with a timeout. */
+		if (urgent ||
+		    bpf_ringbuf_query(&ringbuf, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+			wake = BPF_RB_FORCE_WAKEUP;
+		err = bpf_ringbuf_output(&ringbuf, data, size, wake);
+	}
+	if (err)
+		st->lost++;
+	else
+		st->records++;
+}
+
+static __always_inline void emit(void *ctx, void *data, __u64 size,
+				 struct ember_bpf_stats *st)
+{
+	emit_wake(ctx, data, size, st, false);
+}
+
+/*
+ * The user registers of the current task: from the sample's own context
+ * when it interrupted user mode, else those saved at kernel entry (the
+ * syscall or interrupt the task is in), found with bpf_task_pt_regs()
+ * where the kernel has it (5.15+) and at the top of the task's stack
+ * before that (5.10: no padding there on x86-64).
+ */
+static __always_inline int current_uregs(const struct uw_regs *given,
+					 struct uw_state *w)
+{
+	struct uapi_x86_regs u;
+	struct task_struct *task;
+	void *regs;
+
+	if (given) {
+		w->pc = given->pc;
+		w->sp = given->sp;
+		w->fp = given->fp;
+		return 0;
+	}
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) &&
+	    bpf_core_enum_value_exists(enum bpf_func_id,
+				       BPF_FUNC_get_current_task_btf)) {
+		task = bpf_get_current_task_btf();
+		regs = (void *)bpf_task_pt_regs(task);
+	} else {
+		task = (void *)bpf_get_current_task();
+		regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
+				EMBER_THREAD_SIZE - sizeof(u));
+	}
+	if (bpf_probe_read_kernel(&u, sizeof(u), regs))
+		return -1;
+	w->pc = u.ip;
+	w->sp = u.sp;
+	w->fp = u.bp;
+	return 0;
+}
+
+/* EMBER_REC_UNWIND_MISS for the sample's process, rate-limited. */
+static __always_inline void unwind_miss(void *ctx, const struct ember_sample *s,
+					__u64 pc, struct ember_bpf_stats *st)
+{
+	struct ember_unwind_miss m = {
+		.hdr = { .type = EMBER_REC_UNWIND_MISS, .size = sizeof(m) },
+		.time_ns = s->time_ns,
+		.pid = s->pid,
+		.tid = s->tid,
+		.pc = pc,
+	};
+
+	if (!uw_miss_allowed(s->pid, s->time_ns)) {
+		st->unwind_miss_limited++;
+		return;
+	}
+	st->unwind_miss++;
+	/* wake the reader now: the agent is waiting for it to bind tables */
+	emit_wake(ctx, &m, sizeof(m), st, true);
+}
+
+/*
+ * Walks up to UW_FRAMES_PER_CALL frames of the walk in uw_state[slot],
+ * writing them into scratch[slot]; 1 when the walk is over. Global: the
+ * verifier checks it once, not once per caller and iteration.
+ */
+__noinline int uw_frames(__u32 slot)
+{
+	struct uw_state *w = bpf_map_lookup_elem(&uw_state, &slot);
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+	const struct ember_unwind_mapping *m;
+	struct ember_unwind_rule rule;
+	struct uw_proc *p;
+	__u32 idx, mi;
+	__u64 packed;
+	int i, r;
+
+	if (!w || !sc)
+		return 1;
+	if (w->done)
+		return 1;
+	p = uw_proc_of(w->tgid);
+	if (!p) {
+		w->flags |= EMBER_SF_USER_CUT;
+		w->done = 1;
+		return 1;
+	}
+	for (i = 0; i < UW_FRAMES_PER_CALL; i++) {
+		__u64 lpc = w->exact ? w->pc : w->pc - 1;
+
+		if (w->n >= w->max) {
+			w->flags |= EMBER_SF_USER_TRUNC;
+			w->done = 1;
+			break;
+		}
+		mi = uw_mapping_at(w->tgid, lpc);
+		/* the leaf is real wherever it is; a return address outside
+		 * the process's code is not: cut, never an invented frame */
+		if (!mi && w->n > 0) {
+			w->flags |= EMBER_SF_USER_CUT;
+			w->miss_pc = w->pc;
+			w->done = 1;
+			break;
+		}
+		idx = w->base + w->n;
+		if (idx >= EMBER_BPF_SCRATCH_FRAMES) {
+			w->done = 1;
+			break;
+		}
+		sc->raw[SCRATCH_IPS + idx] = w->pc;
+		w->n++;
+		if (!mi || mi > EMBER_BPF_MAX_MAPPINGS) {
+			w->flags |= EMBER_SF_USER_CUT;
+			w->miss_pc = w->pc;
+			w->done = 1;
+			break;
+		}
+		m = &p->m[(mi - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
+		packed = m->table_id ? uw_rule_at(m->table_id, lpc - m->bias) :
+				       UW_RULE_NONE;
+		if (packed != UW_RULE_NONE) {
+			uw_rule_unpack(packed, &rule);
+			w->flags |= EMBER_SF_USER_CFI;
+			r = uw_step(&rule, w);
+		} else {
+			w->flags |= EMBER_SF_USER_FP;
+			r = uw_fp_step(w);
+			if (r == EMBER_STEP_NEXT &&
+			    !uw_mapping_at(w->tgid, w->pc - 1))
+				r = EMBER_STEP_CUT;
+		}
+		if (r == EMBER_STEP_END) {
+			w->flags |= EMBER_SF_USER_COMPLETE;
+			w->done = 1;
+			break;
+		}
+		if (r != EMBER_STEP_NEXT) {
+			w->flags |= EMBER_SF_USER_CUT;
+			w->done = 1;
+			break;
+		}
+	}
+	return w->done;
+}
+
+/*
+ * The user stack by unwind tables when the agent has bound the process:
+ * 0 with *nu frames written after the nk kernel ones, or -1 when the
+ * process is not bound (the caller walks frame pointers as before, and a
+ * rate-limited miss asks the agent for tables).
+ */
+static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
+				      __u32 nk, __u32 slot,
+				      const struct uw_regs *given,
+				      __u32 *nu, __u16 *flags)
+{
+	struct ember_bpf_stats *st = get_stats();
+	struct uw_state *w;
+	__u32 tgid = s->pid;
+	int i;
+
+	if (!st)
+		return -1;
+	if (!uw_proc_of(tgid)) {
+		unwind_miss(ctx, s, 0, st);
+		return -1;
+	}
+	w = bpf_map_lookup_elem(&uw_state, &slot);
+	if (!w || current_uregs(given, w))
+		return -1;
+	w->fp_ok = 1;
+	w->exact = 1;
+	w->tgid = tgid;
+	w->n = 0;
+	w->base = nk;
+	w->max = ustack_max;
+	w->flags = 0;
+	w->done = 0;
+	w->miss_pc = 0;
+	for (i = 0; i < UW_MAX_CALLS; i++)
+		if (uw_frames(slot))
+			break;
+	*nu = w->n;
+	*flags |= w->flags;
+	st->ustack_cfi++;
+	if (w->flags & EMBER_SF_USER_FP)
+		st->ustack_fp++;
+	if (w->flags & EMBER_SF_USER_CUT)
+		st->ustack_cut++;
+	if (w->miss_pc)
+		unwind_miss(ctx, s, w->miss_pc, st);
+	return 0;
+}
+
 /*
  * Kernel and/or user stack of the current task into s->ips, kernel first.
  * Each kind is asked for one frame more than kept (when the
  * perf_event_max_stack sysctl allows) so a full answer means truncation.
  */
 static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
-					 bool kernel, bool user)
+					 bool kernel, bool user,
+					 __u32 uregs_slot,
+					 const struct uw_regs *uregs)
 {
 	__u32 nk = 0, nu = 0;
 	__u16 flags = 0;
@@ -242,6 +490,10 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 	}
 	if (nk > EMBER_MAX_FRAMES)	/* for the verifier: never true */
 		nk = EMBER_MAX_FRAMES;
+	s->nr_kernel = nk;
+	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS &&
+	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
+		user = false;	/* the process is bound: done with tables */
 	if (user && ustack_req) {
 		n = bpf_get_stack(ctx, &s->ips[nk], ustack_req * sizeof(__u64),
 				  BPF_F_USER_STACK);
@@ -253,32 +505,9 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 				nu = ustack_max;
 		}
 	}
-	s->nr_kernel = nk;
 	s->nr_user = nu;
 	s->hdr.size = sizeof(*s) + (nk + nu) * sizeof(__u64);
 	return flags;
-}
-
-/* Hand a record to the ring; count it as written or lost. */
-static __always_inline void emit(void *ctx, void *data, __u64 size,
-				 struct ember_bpf_stats *st)
-{
-	__u64 wake = BPF_RB_NO_WAKEUP;
-	long err;
-
-	if (use_perfbuf) {
-		err = bpf_perf_event_output(ctx, &perfbuf, BPF_F_CURRENT_CPU,
-					    data, size);
-	} else {
-		/* Batch wake-ups: the reader also polls with a timeout. */
-		if (bpf_ringbuf_query(&ringbuf, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-			wake = BPF_RB_FORCE_WAKEUP;
-		err = bpf_ringbuf_output(&ringbuf, data, size, wake);
-	}
-	if (err)
-		st->lost++;
-	else
-		st->records++;
 }
 
 static __always_inline void fill_common(struct ember_sample *s, __u16 type,
@@ -298,6 +527,106 @@ static __always_inline void fill_common(struct ember_sample *s, __u16 type,
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 }
 
+/*
+ * Test mode (--check-unwind): the sample's user registers and up to
+ * EMBER_STACK_COPY_MAX bytes of its stack, in 4 KiB pieces so a stack
+ * that ends sooner still gives what it has, for the agent's libdwfl
+ * oracle to unwind the same sample.
+ */
+static __always_inline void copy_user_stack(const struct ember_sample *s,
+					    const void *ctx_regs)
+{
+	struct uapi_x86_regs u;
+	struct ember_user_stack *r;
+	struct task_struct *task;
+	void *regs;
+	__u32 got = 0;
+	int i;
+
+	if (use_perfbuf)
+		return;
+	if (ctx_regs) {
+		const struct uapi_x86_regs_v *c = ctx_regs;
+
+		u.ax = c->ax;
+		u.dx = c->dx;
+		u.cx = c->cx;
+		u.bx = c->bx;
+		u.si = c->si;
+		u.di = c->di;
+		u.bp = c->bp;
+		u.sp = c->sp;
+		u.r8 = c->r8;
+		u.r9 = c->r9;
+		u.r10 = c->r10;
+		u.r11 = c->r11;
+		u.r12 = c->r12;
+		u.r13 = c->r13;
+		u.r14 = c->r14;
+		u.r15 = c->r15;
+		u.ip = c->ip;
+	} else {
+		if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) &&
+		    bpf_core_enum_value_exists(enum bpf_func_id,
+					       BPF_FUNC_get_current_task_btf)) {
+			task = bpf_get_current_task_btf();
+			regs = (void *)bpf_task_pt_regs(task);
+		} else {
+			task = (void *)bpf_get_current_task();
+			regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
+					EMBER_THREAD_SIZE - sizeof(u));
+		}
+		if (bpf_probe_read_kernel(&u, sizeof(u), regs))
+			return;
+	}
+	/* a page of slack: the verifier bounds the last read by its start */
+	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX + 4096, 0);
+	if (!r)
+		return;
+	r->hdr.type = EMBER_REC_USER_STACK;
+	r->hdr.__reserved = 0;
+	r->hdr.size = sizeof(*r) + EMBER_STACK_COPY_MAX + 4096;
+	r->time_ns = s->time_ns;
+	r->pid = s->pid;
+	r->tid = s->tid;
+	/* DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+	r->regs[0] = u.ax;
+	r->regs[1] = u.dx;
+	r->regs[2] = u.cx;
+	r->regs[3] = u.bx;
+	r->regs[4] = u.si;
+	r->regs[5] = u.di;
+	r->regs[6] = u.bp;
+	r->regs[7] = u.sp;
+	r->regs[8] = u.r8;
+	r->regs[9] = u.r9;
+	r->regs[10] = u.r10;
+	r->regs[11] = u.r11;
+	r->regs[12] = u.r12;
+	r->regs[13] = u.r13;
+	r->regs[14] = u.r14;
+	r->regs[15] = u.r15;
+	r->regs[16] = u.ip;
+	r->__reserved = 0;
+	/* the first piece up to its page's end, then whole pages: the copy
+	 * stops where the stack mapping does, keeping what lies before */
+	for (i = 0; i <= EMBER_STACK_COPY_MAX / 4096; i++) {
+		__u32 n = 4096 - ((u.sp + got) & 4095);
+
+		if (got >= EMBER_STACK_COPY_MAX)
+			break;
+		if (n > EMBER_STACK_COPY_MAX - got)
+			n = EMBER_STACK_COPY_MAX - got;
+		if (got > EMBER_STACK_COPY_MAX - 1 || n > 4096 || n == 0)
+			break;
+		if (bpf_probe_read_user(&r->stack[got], n, (void *)(u.sp + got)))
+			break;
+		got += n;
+	}
+	r->stack_len = got;
+	bpf_ringbuf_submit(r, 0);
+}
+
 SEC("perf_event")
 int ember_oncpu(struct bpf_perf_event_data *ctx)
 {
@@ -306,6 +635,7 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct ember_bpf_stats *st = get_stats();
 	bool in_kernel, kthread;
+	struct uw_regs ur = { 0 };
 	struct scratch *sc;
 	struct ember_sample *s;
 	__u16 flags = 0;
@@ -339,13 +669,23 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 
 	fill_common(s, EMBER_REC_SAMPLE, bpf_ktime_get_ns(), tgid, tid);
 	s->weight_ns = fixed_weight_ns ? fixed_weight_ns : ctx->sample_period;
-	flags |= fill_stacks(ctx, s, in_kernel, !kthread);
+	if (!in_kernel) {
+		const struct uapi_x86_regs *r = (const void *)ctx;
+
+		ur.pc = r->ip;
+		ur.sp = r->sp;
+		ur.fp = r->bp;
+	}
+	flags |= fill_stacks(ctx, s, in_kernel, !kthread, EMBER_SLOT_ONCPU,
+			     in_kernel ? NULL : &ur);
 	s->flags = flags;
 
 	size = s->hdr.size;
 	if (size > sizeof(*sc))
 		return 0;
 	emit(ctx, s, size, st);
+	if (stack_copy && !kthread && s->nr_user)
+		copy_user_stack(s, in_kernel ? NULL : ctx);
 	return 0;
 }
 
@@ -471,7 +811,8 @@ static __always_inline void switch_out(void *ctx, bool preempt,
 	fill_common(s, EMBER_REC_OFFCPU, now, tgid, tid);
 	s->state = offcpu_state(preempt, state);
 	s->flags = flags;
-	s->flags |= fill_stacks(ctx, s, true, !(flags & EMBER_SF_KTHREAD));
+	s->flags |= fill_stacks(ctx, s, true, !(flags & EMBER_SF_KTHREAD),
+				EMBER_SLOT_OFFCPU, NULL);
 	/* until the thread returns, weight_ns holds its CPU time so far */
 	s->weight_ns = BPF_CORE_READ(prev, se.sum_exec_runtime);
 	if (!bpf_map_update_elem(&inflight, &tid, s, BPF_NOEXIST))
@@ -567,7 +908,8 @@ static __always_inline int handle_back(void *ctx)
 	fill_common(s, EMBER_REC_OFFCPU, now, tgid, tid);
 	s->weight_ns = delta;
 	s->state = state;
-	s->flags = flags | fill_stacks(ctx, s, true, !(flags & EMBER_SF_KTHREAD));
+	s->flags = flags | fill_stacks(ctx, s, true, !(flags & EMBER_SF_KTHREAD),
+				       EMBER_SLOT_OFFCPU, NULL);
 	size = s->hdr.size;
 	if (size > sizeof(*sc))
 		return 0;
@@ -637,7 +979,12 @@ static __always_inline int handle_exec(void *ctx, struct task_struct *p,
 	long len;
 	__u32 i, end;
 
-	if (!st || !pass_filters(p, tgid))
+	if (!st)
+		return 0;
+	/* the old image's mappings are gone: never unwind the new one with
+	 * them (the agent binds the new image on this record) */
+	bpf_map_delete_elem(&uw_procs, &tgid);
+	if (!pass_filters(p, tgid))
 		return 0;
 	sc = get_scratch(EMBER_SLOT_LIFECYCLE);
 	if (!sc)
@@ -670,7 +1017,8 @@ static __always_inline int handle_exec(void *ctx, struct task_struct *p,
 	e->hdr.size = sizeof(*e) + end;
 	if (e->hdr.size > sizeof(*sc))
 		return 0;
-	emit(ctx, e, e->hdr.size, st);
+	/* a new program: the agent rebinds its tables as soon as it can */
+	emit_wake(ctx, e, e->hdr.size, st, true);
 	return 0;
 }
 

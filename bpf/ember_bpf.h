@@ -18,6 +18,11 @@ struct ember_bpf_stats {
 	__u64 offcpu_stale;	/* a thread left again before its return was seen */
 	__u64 offcpu_recovered;	/* of those, emitted with the end recovered
 				 * from the thread's CPU time (parked mode) */
+	__u64 ustack_cfi;	/* user stacks walked with unwind tables */
+	__u64 ustack_fp;	/* ... needing >= 1 frame-pointer step */
+	__u64 ustack_cut;	/* ... cut short */
+	__u64 unwind_miss;	/* miss records emitted */
+	__u64 unwind_miss_limited;	/* misses not reported (rate limit) */
 };
 
 /*
@@ -39,6 +44,17 @@ enum ember_bpf_slot {
 
 /* Longest exec filename recorded (longer ones are cut, still NUL-ended). */
 #define EMBER_BPF_FILENAME_MAX		4096
+
+/* CFI unwinding (bpf/unwind.bpf.h): bounds of its maps. */
+#define EMBER_BPF_MAX_MAPPINGS		256	/* per process, power of two */
+#define EMBER_BPF_MAX_TABLES		4096	/* files with a table loaded */
+#define EMBER_BPF_MAX_PROCS		1024	/* processes bound, whole system */
+#define EMBER_BPF_FEW_PROCS		128	/* ... with a pid filter */
+#define EMBER_BPF_MAX_PROCS_LIMIT	65536
+/* default pool sizes (entries); the loader may size them otherwise */
+#define EMBER_BPF_POOL_PAGES		(1U << 16)	/* 4 GiB of text */
+#define EMBER_BPF_POOL_ROWS		(2U << 20)	/* 8 MiB */
+#define EMBER_BPF_POOL_RULES		(1U << 18)	/* 2 MiB */
 
 /* Default number of threads that can be off CPU and tracked at once. */
 #define EMBER_BPF_INFLIGHT_DEFAULT	4096

@@ -66,6 +66,7 @@ struct task_struct {
 	pid_t tgid;
 	struct signal_struct *signal;
 	struct css_set *cgroups;
+	void *stack;
 };
 
 struct linux_binprm {

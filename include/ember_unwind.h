@@ -14,6 +14,10 @@
 
 #include "uapi/ember.h"
 
+#ifndef NULL
+#define NULL ((void *)0)
+#endif
+
 static inline const __u32 *
 ember_unwind_page_rows(const struct ember_unwind_table *t)
 {
@@ -142,12 +146,12 @@ ember_unwind_find(const struct ember_unwind_table *t, __u64 vaddr)
 	__u16 low;
 
 	if (vaddr < t->base || (off >> EMBER_UNWIND_PAGE_SHIFT) >= t->nr_pages)
-		return 0;
+		return NULL;
 	p = off >> EMBER_UNWIND_PAGE_SHIFT;
 	lo = page_row[p];
 	hi = page_row[p + 1];
 	if (lo == hi)
-		return 0;
+		return NULL;
 	low = off & 0xffff;
 	/* rows[lo].pc_low == 0 <= low: find the last row with pc_low <= low */
 	while (hi - lo > 1) {

@@ -26,6 +26,10 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_CLOCK_EVENT_USED]	= { .type = NLA_REJECT },
 	[EMBER_A_NR_RINGS]		= { .type = NLA_REJECT },
 	[EMBER_A_STATS]			= { .type = NLA_REJECT },
+	[EMBER_A_UNWIND_MEM_USED]	= { .type = NLA_REJECT },
+	[EMBER_A_UNWIND_MEM_CAP]	= { .type = NLA_REJECT },
+	[EMBER_A_UNWIND_TABLES]		= { .type = NLA_REJECT },
+	[EMBER_A_UNWIND_BOUND]		= { .type = NLA_REJECT },
 	/* requests */
 	[EMBER_A_EVENTS]		= { .type = NLA_U32 },
 	[EMBER_A_CLOCK_EVENT]		= NLA_POLICY_MAX(NLA_U32,
@@ -46,6 +50,17 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_FILTER_CGROUP]		= { .type = NLA_U64 },
 	[EMBER_A_OFFCPU_MIN_NS]		= { .type = NLA_U64 },
 	[EMBER_A_OFFCPU_SAMPLE_PPM]	= { .type = NLA_U32 },
+	[EMBER_A_UNWIND_TABLE_ID]	= NLA_POLICY_MIN(NLA_U32, 1),
+	/* bounds checked in ember_unwind_load(): too big for a policy */
+	[EMBER_A_UNWIND_TABLE_SIZE]	= { .type = NLA_U32 },
+	[EMBER_A_UNWIND_OFFSET]		= { .type = NLA_U32 },
+	[EMBER_A_UNWIND_DATA]		= { .type = NLA_BINARY,
+					    .len = EMBER_UNWIND_CHUNK_MAX },
+	[EMBER_A_UNWIND_PID]		= NLA_POLICY_MIN(NLA_U32, 1),
+	[EMBER_A_UNWIND_MAPPINGS]	= { .type = NLA_BINARY,
+					    .len = EMBER_UNWIND_MAX_MAPPINGS *
+						   sizeof(struct ember_unwind_mapping) },
+	[EMBER_A_FAULT_PERIOD]		= { .type = NLA_REJECT },
 };
 
 static struct genl_family ember_family;
@@ -63,6 +78,20 @@ static int ember_check_perm(struct sk_buff *skb,
 static u32 ember_get_u32(struct nlattr **tb, int type, u32 def)
 {
 	return tb[type] ? nla_get_u32(tb[type]) : def;
+}
+
+static int ember_put_unwind_info(struct sk_buff *msg)
+{
+	u32 tables, bound;
+	u64 used, cap;
+
+	ember_unwind_usage(&used, &cap, &tables, &bound);
+	if (nla_put_u64_64bit(msg, EMBER_A_UNWIND_MEM_USED, used, EMBER_A_PAD) ||
+	    nla_put_u64_64bit(msg, EMBER_A_UNWIND_MEM_CAP, cap, EMBER_A_PAD) ||
+	    nla_put_u32(msg, EMBER_A_UNWIND_TABLES, tables) ||
+	    nla_put_u32(msg, EMBER_A_UNWIND_BOUND, bound))
+		return -EMSGSIZE;
+	return 0;
 }
 
 static int ember_put_info(struct sk_buff *msg)
@@ -88,7 +117,7 @@ static int ember_put_info(struct sk_buff *msg)
 			      EMBER_A_PAD) ||
 	    nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_ppm))
 		return -EMSGSIZE;
-	return 0;
+	return ember_put_unwind_info(msg);
 }
 
 /* Replies to info's sender with the module's state. ember_lock held. */
@@ -190,7 +219,7 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 				    "EVENTS must be a non-empty set of supported EMBER_EV_* bits");
 		return -EINVAL;
 	}
-	if (c->flags & ~EMBER_F_INCLUDE_IDLE) {
+	if (c->flags & ~(EMBER_F_INCLUDE_IDLE | EMBER_F_STACK_COPY)) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_FLAGS],
 				    "unknown FLAGS bits");
 		return -EINVAL;
@@ -317,6 +346,94 @@ static int ember_cmd_set_filter(struct sk_buff *skb, struct genl_info *info)
 	return ret;
 }
 
+/*
+ * Unwind tables: any privileged socket may send them while a session
+ * runs (the agent uses a second socket from its unwind thread); they are
+ * the session's and go when it stops.
+ */
+static int ember_check_unwind(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret = ember_check_perm(skb, info->extack);
+
+	if (ret)
+		return ret;
+	if (!ember_running) {
+		NL_SET_ERR_MSG(info->extack, "no session is running");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int ember_cmd_unwind_load(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **tb = info->attrs;
+	int ret;
+
+	if (!tb[EMBER_A_UNWIND_TABLE_ID] || !tb[EMBER_A_UNWIND_TABLE_SIZE] ||
+	    !tb[EMBER_A_UNWIND_OFFSET] || !tb[EMBER_A_UNWIND_DATA]) {
+		NL_SET_ERR_MSG(info->extack,
+			       "UNWIND_LOAD needs TABLE_ID, TABLE_SIZE, OFFSET and DATA");
+		return -EINVAL;
+	}
+	mutex_lock(&ember_lock);
+	ret = ember_check_unwind(skb, info);
+	if (!ret)
+		ret = ember_unwind_load(nla_get_u32(tb[EMBER_A_UNWIND_TABLE_ID]),
+					nla_get_u32(tb[EMBER_A_UNWIND_TABLE_SIZE]),
+					nla_get_u32(tb[EMBER_A_UNWIND_OFFSET]),
+					nla_data(tb[EMBER_A_UNWIND_DATA]),
+					nla_len(tb[EMBER_A_UNWIND_DATA]),
+					info->extack);
+	mutex_unlock(&ember_lock);
+	return ret;
+}
+
+static int ember_cmd_unwind_drop(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret;
+
+	if (!info->attrs[EMBER_A_UNWIND_TABLE_ID]) {
+		NL_SET_ERR_MSG(info->extack, "UNWIND_DROP needs TABLE_ID");
+		return -EINVAL;
+	}
+	mutex_lock(&ember_lock);
+	ret = ember_check_unwind(skb, info);
+	if (!ret)
+		ret = ember_unwind_drop(nla_get_u32(info->attrs[EMBER_A_UNWIND_TABLE_ID]),
+					info->extack);
+	mutex_unlock(&ember_lock);
+	return ret;
+}
+
+static int ember_cmd_unwind_bind(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *a = info->attrs[EMBER_A_UNWIND_MAPPINGS];
+	const struct ember_unwind_mapping *m = NULL;
+	u32 nr = 0;
+	int ret;
+
+	if (!info->attrs[EMBER_A_UNWIND_PID]) {
+		NL_SET_ERR_MSG(info->extack, "UNWIND_BIND needs PID");
+		return -EINVAL;
+	}
+	if (a) {
+		if (nla_len(a) % sizeof(*m)) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a,
+					    "UNWIND_MAPPINGS must be an array of ember_unwind_mapping");
+			return -EINVAL;
+		}
+		m = nla_data(a);
+		nr = nla_len(a) / sizeof(*m);
+	}
+	mutex_lock(&ember_lock);
+	ret = ember_check_unwind(skb, info);
+	if (!ret)
+		ret = ember_unwind_bind(nla_get_u32(info->attrs[EMBER_A_UNWIND_PID]),
+					m, nr, info->extack);
+	mutex_unlock(&ember_lock);
+	return ret;
+}
+
 static int ember_put_cpu_stats(struct sk_buff *skb, unsigned int cpu)
 {
 	struct ember_cpu_stats *st = per_cpu_ptr(ember_stats, cpu);
@@ -344,7 +461,18 @@ static int ember_put_cpu_stats(struct sk_buff *skb, unsigned int cpu)
 			      local64_read(&st->offcpu_overflow),
 			      EMBER_STAT_PAD) ||
 	    nla_put_u64_64bit(skb, EMBER_STAT_OFFCPU_NS,
-			      local64_read(&st->offcpu_ns), EMBER_STAT_PAD)) {
+			      local64_read(&st->offcpu_ns), EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_USTACK_CFI,
+			      local64_read(&st->ustack_cfi), EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_USTACK_FP,
+			      local64_read(&st->ustack_fp), EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_USTACK_CUT,
+			      local64_read(&st->ustack_cut), EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_UNWIND_MISS,
+			      local64_read(&st->unwind_miss), EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_UNWIND_MISS_LIMITED,
+			      local64_read(&st->unwind_miss_limited),
+			      EMBER_STAT_PAD)) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}
@@ -388,6 +516,9 @@ static const struct genl_small_ops ember_ops[] = {
 	{ .cmd = EMBER_CMD_STOP, .doit = ember_cmd_stop },
 	{ .cmd = EMBER_CMD_GET_STATS, .dumpit = ember_cmd_get_stats },
 	{ .cmd = EMBER_CMD_SET_FILTER, .doit = ember_cmd_set_filter },
+	{ .cmd = EMBER_CMD_UNWIND_LOAD, .doit = ember_cmd_unwind_load },
+	{ .cmd = EMBER_CMD_UNWIND_DROP, .doit = ember_cmd_unwind_drop },
+	{ .cmd = EMBER_CMD_UNWIND_BIND, .doit = ember_cmd_unwind_bind },
 };
 
 static struct genl_family ember_family = {

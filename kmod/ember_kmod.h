@@ -48,6 +48,11 @@ struct ember_cpu_stats {
 	local64_t offcpu_switches;
 	local64_t offcpu_overflow;
 	local64_t offcpu_ns;
+	local64_t ustack_cfi;
+	local64_t ustack_fp;
+	local64_t ustack_cut;
+	local64_t unwind_miss;
+	local64_t unwind_miss_limited;
 	bool online;
 };
 
@@ -89,6 +94,27 @@ unsigned int ember_unwind_kernel(struct task_struct *task,
 				 unsigned int max, u16 *flags);
 unsigned int ember_unwind_user(struct pt_regs *uregs, u64 *ips,
 			       unsigned int max, u16 *flags);
+
+/* unwind_table.c: CFI tables and process bindings (ember_lock for writers) */
+struct ember_uw_binding;
+struct ember_uw_map;
+struct ember_unwind_mapping;
+struct ember_unwind_rule;
+int ember_unwind_load(u32 id, u32 size, u32 offset, const void *data,
+		      u32 len, struct netlink_ext_ack *extack);
+int ember_unwind_drop(u32 id, struct netlink_ext_ack *extack);
+int ember_unwind_bind(pid_t tgid, const struct ember_unwind_mapping *m,
+		      u32 nr, struct netlink_ext_ack *extack);
+void ember_unwind_clear(void);
+void ember_unwind_usage(u64 *used, u64 *cap, u32 *tables, u32 *bound);
+bool ember_unwind_active(void);
+/* readers: under rcu_read_lock(), any context */
+const struct ember_uw_binding *ember_unwind_binding(struct task_struct *task);
+const struct ember_uw_map *ember_unwind_mapping(const struct ember_uw_binding *b,
+						u64 pc);
+const struct ember_unwind_rule *ember_unwind_rule_at(const struct ember_uw_map *m,
+						     u64 pc);
+bool ember_unwind_miss_allowed(const struct ember_uw_binding *b, u64 now);
 
 /* filter.c */
 int ember_filter_set(const u32 *pids, unsigned int nr_pids, u64 cgroup_id);

@@ -20,7 +20,8 @@ kmod_cfgdir = $(KMOD_CACHE)/$(subst /,_,$(abspath $(KDIR)))
 KMOD_COPY = mkdir -p $(1)/kmod $(1)/include/uapi && \
 	cp -p $(TOP)/Kbuild $(1)/ && \
 	cp -p $(TOP)/kmod/*.c $(TOP)/kmod/*.h $(1)/kmod/ && \
-	cp -p $(TOP)/include/uapi/ember.h $(1)/include/uapi/
+	cp -p $(TOP)/include/uapi/ember.h $(1)/include/uapi/ && \
+	cp -p $(TOP)/include/ember_unwind.h $(1)/include/
 KMOD_MAKE = $(MAKE) -C $(KDIR) EMBER_CONFIG_DIR=$(kmod_cfgdir)
 CHECKPATCH := $(TOP)/.cache/linux-source-6.1/scripts/checkpatch.pl
 
@@ -78,6 +79,7 @@ module-check: kmod-configure $(CHECKPATCH)
 		echo "kmod: W=1/sparse warnings above" >&2; exit 1; fi
 	$(Q)perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
 		--ignore SPDX_LICENSE_TAG -f $(TOP)/kmod/*.c $(TOP)/kmod/*.h \
+		$(TOP)/include/ember_unwind.h \
 		$(TOP)/kmod/probes/*.c
 	$(Q)echo "kmod: W=1, sparse and checkpatch --strict clean for $(KDIR)"
 

@@ -43,7 +43,7 @@ static int __init ember_init(void)
 		return -ENOMEM;
 
 	ember_caps = EMBER_CAP_ONCPU | EMBER_CAP_USER_STACKS |
-		     EMBER_CAP_KERNEL_STACKS;
+		     EMBER_CAP_KERNEL_STACKS | EMBER_CAP_UNWIND_CFI;
 	if (IS_ENABLED(CONFIG_CGROUPS))
 		ember_caps |= EMBER_CAP_CGROUP_FILTER;
 	if (EMBER_HAVE_OFFCPU && ember_find_tracepoint("sched_switch"))

@@ -12,6 +12,7 @@
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/percpu.h>
+#include <linux/uaccess.h>
 
 #include "ember_kmod.h"
 #include "ring.h"
@@ -22,11 +23,13 @@ static void *ember_scratch;	/* nr_cpu_ids * EMBER_NR_LEVELS slots */
 static size_t ember_slot_size;
 static DEFINE_PER_CPU(u8 [EMBER_NR_LEVELS], ember_scratch_busy);
 static unsigned int ember_kmax, ember_umax;
+static bool ember_stack_copy;
 
 int ember_record_init(const struct ember_config *cfg)
 {
 	ember_kmax = cfg->kstack_max;
 	ember_umax = cfg->ustack_max;
+	ember_stack_copy = cfg->flags & EMBER_F_STACK_COPY;
 	ember_slot_size = sizeof(struct ember_sample) +
 			  (size_t)(EMBER_MAX_FRAMES * 2) * sizeof(u64);
 	ember_scratch = kvcalloc((size_t)nr_cpu_ids * EMBER_NR_LEVELS,
@@ -125,6 +128,69 @@ int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st)
 }
 
 /*
+ * Test mode (EMBER_F_STACK_COPY): the user registers and a copy of the
+ * user stack, written straight into the ring after the sample, for the
+ * agent's libdwfl oracle. A stack ending sooner gives what it has (the
+ * copy stops at the first page that cannot be read).
+ */
+static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *s,
+				  struct ember_cpu_stats *st)
+{
+	struct ember_ringset *set = READ_ONCE(ember_active_set);
+	const u32 size = sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX;
+	struct ember_user_stack *r;
+	unsigned long sp = u->sp;
+	u32 got = 0;
+
+	if (!set || !user_64bit_mode(u))
+		return;
+	r = ember_ring_reserve(set->rings[smp_processor_id()], size);
+	if (!r) {
+		local64_inc(&st->lost);
+		return;
+	}
+	memset(r, 0, sizeof(*r));
+	r->hdr.type = EMBER_REC_USER_STACK;
+	r->hdr.size = size;
+	r->time_ns = s->time_ns;
+	r->pid = s->pid;
+	r->tid = s->tid;
+	r->regs[0] = u->ax;
+	r->regs[1] = u->dx;
+	r->regs[2] = u->cx;
+	r->regs[3] = u->bx;
+	r->regs[4] = u->si;
+	r->regs[5] = u->di;
+	r->regs[6] = u->bp;
+	r->regs[7] = u->sp;
+	r->regs[8] = u->r8;
+	r->regs[9] = u->r9;
+	r->regs[10] = u->r10;
+	r->regs[11] = u->r11;
+	r->regs[12] = u->r12;
+	r->regs[13] = u->r13;
+	r->regs[14] = u->r14;
+	r->regs[15] = u->r15;
+	r->regs[16] = u->ip;
+	/* page by page (the first up to its end): the copy stops where the
+	 * stack mapping does, keeping what lies before */
+	while (got < EMBER_STACK_COPY_MAX && sp + got < TASK_SIZE_MAX - PAGE_SIZE) {
+		u32 n = PAGE_SIZE - ((sp + got) & ~PAGE_MASK);
+
+		if (n > EMBER_STACK_COPY_MAX - got)
+			n = EMBER_STACK_COPY_MAX - got;
+		if (copy_from_user_nofault(r->stack + got,
+					   (const void __user *)(sp + got), n))
+			break;
+		got += n;
+	}
+	memset(r->stack + got, 0, EMBER_STACK_COPY_MAX - got);
+	r->stack_len = got;
+	ember_ring_commit(set->rings[smp_processor_id()]);
+	local64_inc(&st->records);
+}
+
+/*
  * An on-CPU sample of current, interrupted with regs. Runs in hardirq
  * (cpu-clock) or NMI (hardware events) context.
  */
@@ -155,6 +221,12 @@ void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 					regs : task_pt_regs(t);
 
 		nu = ember_unwind_user(uregs, s->ips + nk, ember_umax, &flags);
+		if (flags & EMBER_SF_USER_CFI)
+			local64_inc(&st->ustack_cfi);
+		if (flags & EMBER_SF_USER_FP)
+			local64_inc(&st->ustack_fp);
+		if (flags & EMBER_SF_USER_CUT)
+			local64_inc(&st->ustack_cut);
 	}
 	s->flags = flags;
 	s->nr_kernel = nk;
@@ -162,5 +234,8 @@ void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 	size = sizeof(*s) + (nk + nu) * sizeof(u64);
 	s->hdr.size = size;
 	ember_emit_buf(s, size, st);
+	if (ember_stack_copy && nu && type == EMBER_REC_SAMPLE)
+		ember_emit_stack_copy(regs && user_mode(regs) ? regs :
+				      task_pt_regs(t), s, st);
 	ember_scratch_put(level);
 }

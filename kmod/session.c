@@ -111,6 +111,8 @@ void ember_session_stop(void)
 	ember_ringset_sync(ember_cur_set);
 	ember_record_exit();
 	ember_filter_clear();
+	/* no sampler runs any more: tables and bindings go */
+	ember_unwind_clear();
 	ember_running = false;
 	WRITE_ONCE(ember_owner_portid, 0);
 	WRITE_ONCE(ember_owner_net, NULL);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * User stacks by frame-pointer walk, the way perf_callchain_user() does it
- * in arch/x86/events/core.c (that code is not exported): nofault reads with
- * page faults disabled, each frame inside the user address range, aligned,
- * above the stack pointer and above the previous frame, so a corrupt or
- * hostile stack ends the walk instead of looping or reading kernel memory.
+ * User stacks: with the agent's CFI tables when the process is bound
+ * (unwind_table.c), else by frame-pointer walk, the way
+ * perf_callchain_user() does it in arch/x86/events/core.c (that code is
+ * not exported). Either way: nofault reads with page faults disabled,
+ * each slot inside the user address range and aligned, frames going up
+ * the stack, a bounded number of steps, so a corrupt or hostile stack ends
+ * the walk instead of looping or reading kernel memory.
  */
 #include <linux/sched.h>
 #include <linux/uaccess.h>
@@ -12,6 +14,7 @@
 #include <asm/ptrace.h>
 
 #include "ember_kmod.h"
+#include "../include/ember_unwind.h"
 
 struct ember_frame64 {
 	u64 next;
@@ -71,19 +74,15 @@ static unsigned int ember_walk32(struct pt_regs *regs, u64 *ips,
 	return n;
 }
 
-unsigned int ember_unwind_user(struct pt_regs *regs, u64 *ips,
-			       unsigned int max, u16 *flags)
+/* The frame-pointer walk of a 64-bit task (no tables for it). */
+static unsigned int ember_walk_fp(struct pt_regs *regs, u64 *ips,
+				  unsigned int max, u16 *flags)
 {
 	unsigned long fp, sp;
 	struct ember_frame64 f;
 	unsigned int n = 0;
 
-	if (!max || !regs || !ember_user_mem_ok())
-		return 0;
 	ips[n++] = regs->ip;
-	if (!user_64bit_mode(regs))
-		return ember_walk32(regs, ips, n, max, flags);
-
 	fp = regs->bp;
 	sp = regs->sp;
 	while (fp) {
@@ -107,5 +106,182 @@ unsigned int ember_unwind_user(struct pt_regs *regs, u64 *ips,
 		}
 		fp = f.next;
 	}
+	return n;
+}
+
+/*
+ * Unbound processes: at most one miss per process every 50 ms per CPU,
+ * from a few recently reported pids (lossy: a miss is only a request).
+ */
+#define EMBER_MISS_SEEN		4
+
+struct ember_miss_seen {
+	pid_t pid;
+	u64 time_ns;
+};
+
+static DEFINE_PER_CPU(struct ember_miss_seen[EMBER_MISS_SEEN], ember_miss_seen);
+
+static bool ember_unbound_miss_allowed(pid_t tgid, u64 now)
+{
+	struct ember_miss_seen *seen = *this_cpu_ptr(&ember_miss_seen);
+	unsigned int i, oldest = 0;
+
+	for (i = 0; i < EMBER_MISS_SEEN; i++) {
+		if (seen[i].pid == tgid) {
+			if (now - seen[i].time_ns < 50 * NSEC_PER_MSEC)
+				return false;
+			seen[i].time_ns = now;
+			return true;
+		}
+		if (seen[i].time_ns < seen[oldest].time_ns)
+			oldest = i;
+	}
+	seen[oldest].pid = tgid;
+	seen[oldest].time_ns = now;
+	return true;
+}
+
+/* Ask the agent for tables: an EMBER_REC_UNWIND_MISS record. */
+static void ember_unwind_report_miss(const struct ember_uw_binding *b, u64 pc)
+{
+	struct ember_cpu_stats *st = this_cpu_ptr(ember_stats);
+	u64 now = ktime_get_mono_fast_ns();
+	struct ember_unwind_miss m;
+
+	if (!ember_unwind_active())
+		return;		/* nobody loads tables in this session */
+	if (b ? !ember_unwind_miss_allowed(b, now) :
+		!ember_unbound_miss_allowed(current->tgid, now)) {
+		local64_inc(&st->unwind_miss_limited);
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = EMBER_REC_UNWIND_MISS;
+	m.hdr.size = sizeof(m);
+	m.time_ns = now;
+	m.pid = current->tgid;
+	m.tid = current->pid;
+	m.pc = pc;
+	local64_inc(&st->unwind_miss);
+	ember_emit_buf(&m, sizeof(m), st);
+}
+
+/*
+ * Table-driven walk (the process is bound): per frame, the mapping that
+ * holds the PC, its table's rule, one step of include/ember_unwind.h.
+ * Where no table covers the PC, one frame-pointer step, kept only if the
+ * return address it finds lies in the process's code. A return address
+ * outside every mapping ends the walk as cut: never an invented frame.
+ */
+struct ember_uw_walk {
+	const struct ember_uw_binding *b;
+	u64 miss_pc;
+};
+
+static int ember_uw_read(void *ctx, __u64 addr, __u64 *val)
+{
+	if ((addr & 7) || addr > TASK_SIZE_MAX - sizeof(*val))
+		return -1;
+	return copy_from_user_nofault(val, (const void __user *)addr,
+				      sizeof(*val)) ? -1 : 0;
+}
+
+static int ember_fp_step(struct ember_uregs *r)
+{
+	u64 next, ra;
+
+	if (!r->fp_ok || r->fp < r->sp || ember_uw_read(NULL, r->fp, &next) ||
+	    ember_uw_read(NULL, r->fp + 8, &ra))
+		return EMBER_STEP_CUT;
+	if (!ra)
+		return EMBER_STEP_END;
+	r->sp = r->fp + 16;
+	r->pc = ra;
+	r->fp = next;
+	r->fp_ok = next > r->sp || !next;
+	r->exact = 0;
+	return EMBER_STEP_NEXT;
+}
+
+static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
+				   struct pt_regs *regs, u64 *ips,
+				   unsigned int max, u16 *flags)
+{
+	struct ember_uregs r = {
+		.pc = regs->ip, .sp = regs->sp, .fp = regs->bp,
+		.fp_ok = 1, .exact = 1,
+	};
+	const struct ember_unwind_rule *rule;
+	const struct ember_uw_map *m;
+	unsigned int n = 0, steps;
+	int s;
+
+	*flags |= EMBER_SF_USER_CFI;
+	for (steps = 0; steps < EMBER_MAX_FRAMES; steps++) {
+		u64 lpc = ember_unwind_lookup_pc(&r);
+
+		if (n == max) {
+			*flags |= EMBER_SF_USER_TRUNC;
+			break;
+		}
+		m = ember_unwind_mapping(w->b, lpc);
+		if (!m && n) {
+			/* a return address outside the process's code */
+			*flags |= EMBER_SF_USER_CUT;
+			w->miss_pc = r.pc;
+			break;
+		}
+		ips[n++] = r.pc;
+		if (!m) {
+			*flags |= EMBER_SF_USER_CUT;
+			w->miss_pc = r.pc;
+			break;
+		}
+		rule = ember_unwind_rule_at(m, lpc);
+		if (rule && rule->cfa_type != EMBER_CFA_NONE) {
+			s = ember_unwind_step(rule, &r, ember_uw_read, NULL);
+		} else {
+			*flags |= EMBER_SF_USER_FP;
+			s = ember_fp_step(&r);
+			if (s == EMBER_STEP_NEXT &&
+			    !ember_unwind_mapping(w->b, r.pc - 1))
+				s = EMBER_STEP_CUT;
+		}
+		if (s == EMBER_STEP_END) {
+			*flags |= EMBER_SF_USER_COMPLETE;
+			break;
+		}
+		if (s != EMBER_STEP_NEXT) {
+			*flags |= EMBER_SF_USER_CUT;
+			break;
+		}
+	}
+	return n;
+}
+
+unsigned int ember_unwind_user(struct pt_regs *regs, u64 *ips,
+			       unsigned int max, u16 *flags)
+{
+	struct ember_uw_walk w = { NULL, 0 };
+	unsigned int n;
+
+	if (!max || !regs || !ember_user_mem_ok())
+		return 0;
+	if (!user_64bit_mode(regs)) {
+		ips[0] = regs->ip;
+		return ember_walk32(regs, ips, 1, max, flags);
+	}
+	rcu_read_lock();
+	w.b = ember_unwind_binding(current);
+	if (!w.b) {
+		rcu_read_unlock();
+		ember_unwind_report_miss(NULL, 0);
+		return ember_walk_fp(regs, ips, max, flags);
+	}
+	n = ember_walk_cfi(&w, regs, ips, max, flags);
+	if (w.miss_pc)
+		ember_unwind_report_miss(w.b, w.miss_pc);
+	rcu_read_unlock();
 	return n;
 }

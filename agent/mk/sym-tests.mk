@@ -13,7 +13,7 @@ AGENT_LDLIBS += -liberty $(shell pkg-config --libs libdebuginfod 2>/dev/null || 
 
 SYM_T := agent/gen/sym-tests
 SYM_S := selftests/agent/sym
-SYM_OBJS := agent/symbolize.o agent/hash_index.o \
+SYM_OBJS := agent/symbolize.o agent/hash_index.o agent/safe_file.o \
 	$(patsubst %.c,%.o,$(wildcard agent/sym_*.c))
 SYM_LIBS := $(AGENT_PKG_LIBS) -liberty \
 	$(shell pkg-config --libs libdebuginfod 2>/dev/null || echo -ldebuginfod) -lz

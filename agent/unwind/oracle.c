@@ -147,6 +147,13 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 	*complete = 0;
 	if (!p)
 		return -1;
+	/* a library mapped after the modules were reported: report again */
+	if (!dwfl_addrmodule(p->dwfl, s->regs[16])) {
+		proc_drop(p);
+		p = proc_get(o, s->pid);
+		if (!p)
+			return -1;
+	}
 	p->cur = s;
 	p->thread_given = false;
 	r = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_cb, &w);

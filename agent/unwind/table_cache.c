@@ -3,6 +3,8 @@
  * The per-file unwind-table cache (table_cache.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,9 @@ void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
 		      struct ember_source *src, bool verbose)
 {
 	memset(c, 0, sizeof(*c));
+	/* libelf refuses every file until a version is set: do not rely on
+	 * the symbolizer having done it */
+	elf_version(EV_CURRENT);
 	c->ops = ops;
 	c->src = src;
 	c->verbose = verbose;
@@ -156,16 +161,72 @@ static void build_and_load(struct table_cache *c, Elf *elf,
 	}
 }
 
+/*
+ * A stripped file without CFI of its own: its separate debug file, found
+ * by build-id under /usr/lib/debug, may hold .debug_frame (same
+ * addresses). Opened without following a final symlink, regular files
+ * only.
+ */
+static Elf *open_debug_file(const struct table_file *f, int *fd)
+{
+	char path[128];
+	struct stat st;
+
+	*fd = -1;
+	if (strlen(f->build_id) < 3)
+		return NULL;
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug",
+		 f->build_id, f->build_id + 2);
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (*fd < 0)
+		return NULL;
+	if (fstat(*fd, &st) || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size > TABLE_FILE_MAX_BYTES) {
+		close(*fd);
+		*fd = -1;
+		return NULL;
+	}
+	return elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+}
+
+static bool has_cfi_section(Elf *elf)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && (!strcmp(n, ".eh_frame") || !strcmp(n, ".debug_frame")))
+			return true;
+	}
+	return false;
+}
+
 static struct table_file *from_elf(struct table_cache *c, Elf *elf,
 				   struct table_file *f, const char *name)
 {
 	struct table_file *same;
+	Elf *dbg;
+	int fd;
 
 	read_segs(elf, f);
 	read_build_id(elf, f);
 	same = find_build_id(c, f);
 	if (same && same->table_id) {
 		f->alias_of = (uint32_t)(same - c->files) + 1;
+		return f;
+	}
+	if (!has_cfi_section(elf) && (dbg = open_debug_file(f, &fd))) {
+		build_and_load(c, dbg, f, name);
+		elf_end(dbg);
+		close(fd);
 		return f;
 	}
 	build_and_load(c, elf, f, name);

@@ -16,6 +16,7 @@ struct unwind_check_stats {
 	uint64_t copies;	/* stack copies seen */
 	uint64_t unpaired;	/* copies without their sample right before */
 	uint64_t oracle_failed;	/* libdwfl could not start (process gone) */
+	uint64_t not_cfi;	/* samples walked by frame pointers: skipped */
 	uint64_t compared;	/* samples compared */
 	uint64_t agree;		/* ... whose frames all agree */
 	uint64_t frames, frames_agree;

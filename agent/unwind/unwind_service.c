@@ -39,8 +39,10 @@ struct unwind_service {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake, idle;
-	/* queue, under lock: pids to (re)bind (+) or forget (high bit) */
+	/* queue, under lock: pids to (re)bind (+) or forget (high bit), with
+	 * the CLOCK_MONOTONIC time of the record that asked */
 	uint32_t queue[QUEUE_LEN];
+	uint64_t queued_ns[QUEUE_LEN];
 	uint32_t head, tail;
 	bool busy, stopping;
 	struct unwind_service_stats st;	/* under lock */
@@ -48,6 +50,7 @@ struct unwind_service {
 	struct table_cache cache;
 	struct proc_bind *procs;
 	uint32_t nr_procs, cap_procs;
+	uint32_t excluded;		/* never bound (the agent itself) */
 };
 
 #define FORGET_BIT	0x80000000U
@@ -60,7 +63,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static void enqueue(struct unwind_service *us, uint32_t v)
+static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns)
 {
 	pthread_mutex_lock(&us->lock);
 	us->st.requests++;
@@ -73,22 +76,32 @@ static void enqueue(struct unwind_service *us, uint32_t v)
 		us->st.requests_dropped++;
 		goto out;
 	}
+	us->queued_ns[us->tail % QUEUE_LEN] = t_ns;
 	us->queue[us->tail++ % QUEUE_LEN] = v;
 	pthread_cond_signal(&us->wake);
 out:
 	pthread_mutex_unlock(&us->lock);
 }
 
-void unwind_service_request(struct unwind_service *us, uint32_t pid)
+void unwind_service_request(struct unwind_service *us, uint32_t pid,
+			    uint64_t since_ns)
 {
+	if (us && pid == us->excluded)
+		return;
 	if (us && pid && !(pid & FORGET_BIT))
-		enqueue(us, pid);
+		enqueue(us, pid, since_ns ? since_ns : mono_ns());
+}
+
+void unwind_service_exclude(struct unwind_service *us, uint32_t pid)
+{
+	if (us)
+		us->excluded = pid;
 }
 
 void unwind_service_forget(struct unwind_service *us, uint32_t pid)
 {
 	if (us && pid && !(pid & FORGET_BIT))
-		enqueue(us, pid | FORGET_BIT);
+		enqueue(us, pid | FORGET_BIT, 0);
 }
 
 /* ---- process bindings (worker thread only) ---- */
@@ -280,7 +293,7 @@ static int bind_proc(struct unwind_service *us, uint32_t pid)
 	 * code, a file without CFI), and a storm of them must stay cheap */
 	if (pb->bound_ns && pb->maps_hash == h) {
 		free(maps);
-		return 0;
+		return 0;	/* nothing new */
 	}
 	b.maps = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.maps));
 	b.owners = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.owners));
@@ -319,6 +332,7 @@ static int bind_proc(struct unwind_service *us, uint32_t pid)
 	if (!r) {
 		pb->maps_hash = h;
 		pb->bound_ns = now;
+		r = 1;
 	} else if (r != -ESRCH) {
 		fprintf(stderr, "ember: cannot bind unwind tables of pid %u: %s\n",
 			pid, err[0] ? err : strerror(-r));
@@ -349,8 +363,9 @@ static void publish_stats(struct unwind_service *us)
 	pthread_mutex_unlock(&us->lock);
 }
 
-static void handle(struct unwind_service *us, uint32_t v)
+static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 {
+	uint64_t lat;
 	int r;
 
 	if (v & FORGET_BIT) {
@@ -359,11 +374,17 @@ static void handle(struct unwind_service *us, uint32_t v)
 		return;
 	}
 	r = bind_proc(us, v);
+	lat = mono_ns() - since;
 	pthread_mutex_lock(&us->lock);
-	if (!r)
+	if (r == 1) {
+		/* a new binding: how long the process waited for it */
 		us->st.binds++;
-	else if (r != -ESRCH)
+		us->st.bind_latency_ns_sum += lat;
+		if (lat > us->st.bind_latency_ns_max)
+			us->st.bind_latency_ns_max = lat;
+	} else if (r && r != -ESRCH) {
 		us->st.bind_errors++;
+	}
 	pthread_mutex_unlock(&us->lock);
 	publish_stats(us);
 }
@@ -384,11 +405,12 @@ static void *worker(void *arg)
 			ts.tv_sec += 1;
 			pthread_cond_timedwait(&us->wake, &us->lock, &ts);
 		} else {
+			uint64_t t = us->queued_ns[us->head % QUEUE_LEN];
 			uint32_t v = us->queue[us->head++ % QUEUE_LEN];
 
 			us->busy = true;
 			pthread_mutex_unlock(&us->lock);
-			handle(us, v);
+			handle(us, v, t);
 			pthread_mutex_lock(&us->lock);
 		}
 		if (mono_ns() - last_sweep > 1000000000ull) {

@@ -26,6 +26,9 @@ struct unwind_service_stats {
 	uint64_t requests;		/* pids asked for */
 	uint64_t requests_dropped;	/* queue full */
 	uint64_t binds;			/* processes bound (or rebound) */
+	/* from the record that asked (exec, miss) to the binding in place:
+	 * how soon a new program gets complete stacks */
+	uint64_t bind_latency_ns_sum, bind_latency_ns_max;
 	uint64_t bind_errors;
 	uint64_t tables_loaded;
 	uint64_t tables_failed;		/* no CFI, unreadable or refused */
@@ -43,8 +46,20 @@ struct unwind_service_stats {
 struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 					    struct ember_source *src,
 					    bool verbose);
-/* A process needs (new) bindings; cheap, never blocks on I/O. */
-void unwind_service_request(struct unwind_service *us, uint32_t pid);
+/*
+ * A process needs (new) bindings; cheap, never blocks on I/O. since_ns:
+ * CLOCK_MONOTONIC time of the record that asked (0 = now), for the
+ * latency figures.
+ */
+void unwind_service_request(struct unwind_service *us, uint32_t pid,
+			    uint64_t since_ns);
+/*
+ * Never bind this process. The session excludes ember itself: in a
+ * whole-system recording its own ~45 libraries would be compiled first
+ * and delay everyone else's tables (2.5 s under emulation); its frames
+ * keep the frame-pointer walk.
+ */
+void unwind_service_exclude(struct unwind_service *us, uint32_t pid);
 /* A process exited: release its binding. */
 void unwind_service_forget(struct unwind_service *us, uint32_t pid);
 /* Wait until every queued request is done (tests, `record -- CMD` start). */

@@ -208,5 +208,10 @@ if echo 1 >/proc/sys/kernel/bpf_stats_enabled 2>/dev/null && command -v bpftool 
 else
 	echo "BENCHNOTE eBPF run time not measured in the guest (no bpf_stats or bpftool)"
 fi
+# CFI unwinding in the module: ns per sample with tables next to the
+# frame-pointer walk at the same frequency (a ratio; aim under 3x)
+if [ -x $B/unwind-gcc/nofp-work ] && [ -f $B/check-cost.sh ]; then
+	sh $B/check-cost.sh $B/ember $B/unwind-gcc | sed 's/^# /BENCHNOTE /'
+fi
 rmmod ember 2>/dev/null
 exit 0

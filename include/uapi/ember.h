@@ -47,6 +47,9 @@ enum ember_rec_type {
 	EMBER_REC_LOST		= 5,	/* ember_lost, for backends without a ctrl page */
 	EMBER_REC_UNWIND_MISS	= 6,	/* ember_unwind_miss: a PC with no table */
 	EMBER_REC_USER_STACK	= 7,	/* ember_user_stack (EMBER_F_STACK_COPY) */
+	EMBER_REC_FAULT		= 8,	/* ember_sample: sampled page faults */
+	EMBER_REC_ALLOC		= 9,	/* ember_sample + block address: an allocation */
+	EMBER_REC_FREE		= 10,	/* ember_free: a sampled block was freed */
 	__EMBER_REC_MAX,
 };
 
@@ -107,6 +110,29 @@ struct ember_sample {
 	__u32 __reserved2;
 	char comm[EMBER_COMM_LEN];
 	__u64 ips[];
+};
+
+/*
+ * Memory events reuse struct ember_sample; weight_ns then holds bytes:
+ *  - EMBER_REC_FAULT: one in EMBER_A_FAULT_PERIOD page faults, taken at
+ *    the faulting instruction; weight = faults it stands for x page size.
+ *  - EMBER_REC_ALLOC: a sampled allocation (preload/ember_alloc.c's probe,
+ *    or a uprobe on the allocator); weight = the bytes it stands for. Two
+ *    __u64 follow ips[nr_kernel + nr_user]: the block's address (0 when
+ *    not known), so a later EMBER_REC_FREE can be matched, and the size
+ *    asked for (weight / size = the allocations it stands for); hdr.size
+ *    includes them.
+ */
+#define EMBER_ALLOC_ADDR(s)	((s)->ips[(s)->nr_kernel + (s)->nr_user])
+#define EMBER_ALLOC_SIZE(s)	((s)->ips[(s)->nr_kernel + (s)->nr_user + 1])
+
+/* EMBER_REC_FREE: a block reported by an EMBER_REC_ALLOC was freed */
+struct ember_free {
+	struct ember_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 tid;
+	__u64 addr;
 };
 
 /* EMBER_REC_EXEC: a process called execve (after the new image is loaded) */
@@ -244,6 +270,7 @@ struct ember_ring_ctrl {
 #define EMBER_UNWIND_MAX_CFA_OFF	(1 << 24)	/* |cfa_off|, bytes */
 #define EMBER_UNWIND_MAX_TABLE		(64U << 20)	/* bytes, one table */
 #define EMBER_UNWIND_MAX_MAPPINGS	2000		/* per process binding */
+#define EMBER_UNWIND_CHUNK_MAX		60000		/* bytes per UNWIND_DATA */
 
 /* How to find the Canonical Frame Address (the caller's stack pointer). */
 enum ember_cfa_type {
@@ -350,6 +377,10 @@ enum ember_cmd {
 #define EMBER_EV_ONCPU		(1U << 0)
 #define EMBER_EV_OFFCPU		(1U << 1)
 #define EMBER_EV_LIFECYCLE	(1U << 2)	/* exec/exit records */
+#define EMBER_EV_FAULTS		(1U << 3)	/* EMBER_REC_FAULT */
+#define EMBER_EV_ALLOC		(1U << 4)	/* EMBER_REC_ALLOC/FREE from probes */
+
+#define EMBER_DEFAULT_FAULT_PERIOD	64	/* page faults per sample */
 
 /* EMBER_A_CLOCK_EVENT */
 enum ember_clock_event {
@@ -403,6 +434,7 @@ enum ember_attr {
 	EMBER_A_UNWIND_MEM_CAP,		/* u64: the module parameter's cap */
 	EMBER_A_UNWIND_TABLES,		/* u32: tables loaded */
 	EMBER_A_UNWIND_BOUND,		/* u32: processes bound */
+	EMBER_A_FAULT_PERIOD,		/* u32: page faults per EMBER_REC_FAULT */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)

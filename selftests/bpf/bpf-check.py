@@ -55,7 +55,7 @@ def parse(path):
                         (int(m.group(2), 16), int(m.group(3), 16),
                          int(m.group(4), 16), m.group(5)))
                 continue
-            if kind not in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT', 'LOST', 'STATS', 'FILTER'):
+            if kind not in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT', 'LOST', 'STATS', 'FILTER', 'MISS'):
                 continue
             d = dict(KV.findall(line))
             d['kind'] = kind
@@ -348,9 +348,10 @@ def cmd_lost(dump):
     if st is None:
         ok(False, 'no STATS line')
     n = {k: int(v) for k, v in st.items() if v.isdigit()}
-    delivered = sum(1 for r in recs if r['kind'] in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT'))
+    delivered = sum(1 for r in recs if r['kind'] in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT', 'MISS'))
     lost_recs = sum(int(r['lost']) for r in recs if r['kind'] == 'LOST')
-    produced = n['samples'] - n['filtered']
+    # unwind misses (rate-limited requests for tables) are records too
+    produced = n['samples'] - n['filtered'] + n.get('extra', 0)
     ok(n['lost'] > 0 and delivered == n['records'] and lost_recs == n['lost'] and
        n['records'] + n['lost'] == produced and n['corrupt'] == 0,
        'produced %d, written %d, lost %d; delivered %d, LOST records sum %d, corrupt %d'

@@ -111,6 +111,14 @@ static void on_record(const struct ember_rec_header *h, void *ctx)
 		printf("LOST cpu=%u lost=%llu\n", l->cpu, (unsigned long long)l->lost);
 		break;
 	}
+	case EMBER_REC_UNWIND_MISS: {
+		const struct ember_unwind_miss *m = (const void *)h;
+
+		printf("MISS time=%llu pid=%u tid=%u pc=0x%llx\n",
+		       (unsigned long long)m->time_ns, m->pid, m->tid,
+		       (unsigned long long)m->pc);
+		break;
+	}
 	default:
 		printf("TYPE%u size=%u\n", h->type, h->size);
 	}
@@ -284,11 +292,13 @@ int main(int argc, char **argv)
 	printf("STATS samples=%" PRIu64 " records=%" PRIu64 " lost=%" PRIu64
 	       " filtered=%" PRIu64 " handler_ns=%" PRIu64 " overflow=%" PRIu64
 	       " corrupt=%" PRIu64 " cpus=%u got_sample=%" PRIu64 " got_offcpu=%" PRIu64
-	       " got_exec=%" PRIu64 " got_exit=%" PRIu64 " got_lost=%" PRIu64 "\n",
+	       " got_exec=%" PRIu64 " got_exit=%" PRIu64 " got_lost=%" PRIu64
+	       " extra=%" PRIu64 " got_miss=%" PRIu64 "\n",
 	       st.samples, st.records, st.lost, st.filtered, st.handler_ns,
 	       st.offcpu_overflow, st.corrupt, st.nr_cpus,
 	       nrec[EMBER_REC_SAMPLE], nrec[EMBER_REC_OFFCPU], nrec[EMBER_REC_EXEC],
-	       nrec[EMBER_REC_EXIT], lost_sum);
+	       nrec[EMBER_REC_EXIT], lost_sum, st.extra_records,
+	       nrec[EMBER_REC_UNWIND_MISS]);
 	ops->close(src);
 	if (child > 0) {
 		kill(child, SIGTERM);

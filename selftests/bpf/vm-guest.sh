@@ -74,6 +74,21 @@ if [ -x /payload/agent/ember ]; then
 	bash ./e2e.sh --backend bpf --ember ./ember --phases ./ember-phases \
 		--freq 999 --scale 2 --out /tmp/e2e --shares per-thread 2>&1 |
 		sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p'
+	# user stacks without frame pointers, through the CFI tables
+	if [ -x ./unwind-gcc/nofp-work ]; then
+		sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc \
+			--label bpf_vm --backend bpf --secs 4 --warmup 3 --out /tmp/nofp 2>&1 |
+			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+		sh ./check-nofp.sh --ember ./ember --work ./unwind-clang \
+			--label bpf_vm_clang --backend bpf --secs 4 --warmup 3 --out /tmp/nofp 2>&1 |
+			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+		sh ./check-oracle.sh --ember ./ember --work ./unwind-gcc \
+			--label bpf_vm --backend bpf --warmup 3 --out /tmp/nofp 2>&1 |
+			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+		for f in /tmp/nofp/*.folded; do
+			[ -e "$f" ] && gzip -c "$f" >"/out/nofp-$(basename "$f").gz"
+		done
+	fi
 	cd /tmp || exit 1
 fi
 

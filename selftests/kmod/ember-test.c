@@ -166,6 +166,8 @@ struct info {
 	uint32_t version, nr_rings, ring_size, freq, clock_used, events;
 	uint64_t caps;
 	uint8_t running;
+	uint64_t uw_used, uw_cap;
+	uint32_t uw_tables, uw_bound;
 };
 
 static int parse_info(struct nl_msg *msg, void *arg)
@@ -187,6 +189,14 @@ static int parse_info(struct nl_msg *msg, void *arg)
 		in->caps = nla_get_u64(tb[EMBER_A_CAPS]);
 	if (tb[EMBER_A_RUNNING])
 		in->running = nla_get_u8(tb[EMBER_A_RUNNING]);
+	if (tb[EMBER_A_UNWIND_MEM_USED])
+		in->uw_used = nla_get_u64(tb[EMBER_A_UNWIND_MEM_USED]);
+	if (tb[EMBER_A_UNWIND_MEM_CAP])
+		in->uw_cap = nla_get_u64(tb[EMBER_A_UNWIND_MEM_CAP]);
+	if (tb[EMBER_A_UNWIND_TABLES])
+		in->uw_tables = nla_get_u32(tb[EMBER_A_UNWIND_TABLES]);
+	if (tb[EMBER_A_UNWIND_BOUND])
+		in->uw_bound = nla_get_u32(tb[EMBER_A_UNWIND_BOUND]);
 	return NL_OK;
 }
 
@@ -861,12 +871,247 @@ static int cmd_badreq(const char *name)
 	return 1;
 }
 
+/* ------------------------------------------------- unwind tables (CFI) */
+
+/*
+ * A small valid table: one page at base 0x10000, rows at 0 (rule 1: CFA
+ * = rsp + 8), 0x100 (rule 2: CFA = rsp + 16, rbp at CFA - 16) and 0x200
+ * (rule 0: none); three rules.
+ */
+struct small_table {
+	struct ember_unwind_table h;
+	uint32_t page_row[2];
+	struct ember_unwind_row rows[3];
+	struct ember_unwind_rule rules[3];
+};
+
+/* the table's bytes (sizeof(struct small_table) has tail padding) */
+#define TSZ ((uint32_t)EMBER_UNWIND_TABLE_SIZE(1, 3, 3))
+
+static void small_table(struct small_table *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->h.magic = EMBER_UNWIND_MAGIC;
+	t->h.version = EMBER_UNWIND_VERSION;
+	t->h.base = 0x10000;
+	t->h.nr_pages = 1;
+	t->h.nr_rows = 3;
+	t->h.nr_rules = 3;
+	t->h.size = TSZ;
+	t->page_row[1] = 3;
+	t->rows[0] = (struct ember_unwind_row){ 0, 1 };
+	t->rows[1] = (struct ember_unwind_row){ 0x100, 2 };
+	t->rows[2] = (struct ember_unwind_row){ 0x200, 0 };
+	t->rules[1] = (struct ember_unwind_rule){ EMBER_CFA_SP, EMBER_FP_SAME, 0, 8 };
+	t->rules[2] = (struct ember_unwind_rule){ EMBER_CFA_SP, EMBER_FP_AT_CFA,
+						  -16, 16 };
+}
+
+static int uw_load(uint32_t id, uint32_t size, uint32_t off, const void *d,
+		   uint32_t len)
+{
+	struct nl_msg *m = req(EMBER_CMD_UNWIND_LOAD, NLM_F_ACK);
+
+	nla_put_u32(m, EMBER_A_UNWIND_TABLE_ID, id);
+	nla_put_u32(m, EMBER_A_UNWIND_TABLE_SIZE, size);
+	nla_put_u32(m, EMBER_A_UNWIND_OFFSET, off);
+	nla_put(m, EMBER_A_UNWIND_DATA, len, d);
+	return transact(m, NULL, NULL);
+}
+
+static int uw_bind(uint32_t pid, const struct ember_unwind_mapping *mp, size_t n)
+{
+	struct nl_msg *m = req(EMBER_CMD_UNWIND_BIND, NLM_F_ACK);
+
+	nla_put_u32(m, EMBER_A_UNWIND_PID, pid);
+	if (n)
+		nla_put(m, EMBER_A_UNWIND_MAPPINGS, n * sizeof(*mp), mp);
+	return transact(m, NULL, NULL);
+}
+
+static int uw_drop(uint32_t id)
+{
+	struct nl_msg *m = req(EMBER_CMD_UNWIND_DROP, NLM_F_ACK);
+
+	nla_put_u32(m, EMBER_A_UNWIND_TABLE_ID, id);
+	return transact(m, NULL, NULL);
+}
+
+static struct info uw_info(void)
+{
+	struct info in;
+
+	memset(&in, 0, sizeof(in));
+	transact(req(EMBER_CMD_GET_INFO, NLM_F_ACK), parse_info, &in);
+	return in;
+}
+
+static int uw_failures;
+
+static void uw_expect(const char *what, int ret, bool ok)
+{
+	if ((ret == 0) == ok) {
+		printf("unwind ok: %s%s%s\n", what, ret ? ": refused: " : "",
+		       ret ? last_errmsg : "");
+		return;
+	}
+	printf("UNWIND-FAIL: %s: %s (%s)\n", what, ok ? "refused" : "ACCEPTED",
+	       ret ? last_errmsg : "");
+	uw_failures++;
+}
+
+/* A damaged copy of the small table, loaded whole: must be refused. */
+static void uw_bad_table(const char *what, void (*damage)(struct small_table *))
+{
+	struct small_table t;
+
+	small_table(&t);
+	damage(&t);
+	uw_expect(what, uw_load(100, TSZ, 0, &t, TSZ), false);
+}
+
+static void d_magic(struct small_table *t) { t->h.magic ^= 1; }
+static void d_version(struct small_table *t) { t->h.version = 9; }
+static void d_size(struct small_table *t) { t->h.size += 4; }
+static void d_rows(struct small_table *t) { t->h.nr_rows = 4; }
+static void d_order(struct small_table *t) { t->rows[2].pc_low = 0x80; }
+static void d_first(struct small_table *t) { t->rows[0].pc_low = 8; }
+static void d_rule_idx(struct small_table *t) { t->rows[1].rule = 3; }
+static void d_cfa(struct small_table *t) { t->rules[1].cfa_type = 200; }
+static void d_fp(struct small_table *t) { t->rules[1].fp_type = 9; }
+static void d_off(struct small_table *t) { t->rules[2].cfa_off = 1 << 30; }
+static void d_fpoff(struct small_table *t) { t->rules[2].fp_off = -13; }
+static void d_pages(struct small_table *t) { t->page_row[1] = 2; }
+static void d_base(struct small_table *t) { t->h.base = 0x10008; }
+
+/*
+ * Tables and bindings over netlink, in a session of our own: a valid
+ * table loads, binds and drops with exact memory accounting; every kind
+ * of damage is refused with a message and changes nothing; the session's
+ * stop frees what is left; the memory cap refuses. Prints one line per
+ * check; exit status 0 when every one held.
+ */
+static int cmd_unwind(void)
+{
+	struct ember_unwind_mapping mp[3];
+	struct opts o = { .events = EMBER_EV_ONCPU };
+	struct small_table t;
+	struct info in, before;
+	uint32_t pid = (uint32_t)getpid();
+	static char big[61000];
+	FILE *f;
+
+	if (do_start(&o, &in))
+		return 1;
+	before = uw_info();
+	small_table(&t);
+	/* damage of every kind */
+	uw_bad_table("bad magic", d_magic);
+	uw_bad_table("bad version", d_version);
+	uw_bad_table("size field off", d_size);
+	uw_bad_table("row count off", d_rows);
+	uw_bad_table("rows out of order", d_order);
+	uw_bad_table("page without a row at 0", d_first);
+	uw_bad_table("rule index out of range", d_rule_idx);
+	uw_bad_table("unknown CFA type", d_cfa);
+	uw_bad_table("unknown rbp rule", d_fp);
+	uw_bad_table("CFA offset too big", d_off);
+	uw_bad_table("rbp offset not a multiple of 8", d_fpoff);
+	uw_bad_table("page index past the rows", d_pages);
+	uw_bad_table("base not page aligned", d_base);
+	uw_expect("id 0", uw_load(0, TSZ, 0, &t, TSZ), false);
+	uw_expect("size beyond the maximum",
+		  uw_load(101, EMBER_UNWIND_MAX_TABLE + 1, 0, &t, TSZ), false);
+	uw_expect("size below a header", uw_load(101, 8, 0, &t, 8), false);
+	uw_expect("chunk beyond the size",
+		  uw_load(102, TSZ - 8, 0, &t, TSZ), false);
+	uw_expect("first chunk", uw_load(103, TSZ, 0, &t, 16), true);
+	uw_expect("chunk out of order",
+		  uw_load(103, TSZ, 32, (char *)&t + 32, 16), false);
+	uw_expect("chunk of a dropped pending table",
+		  uw_load(103, TSZ, 16, (char *)&t + 16, 16), false);
+	uw_expect("data attribute too long",
+		  uw_load(104, sizeof(big), 0, big, sizeof(big)), false);
+	in = uw_info();
+	uw_expect("nothing kept from the refusals",
+		  in.uw_tables == before.uw_tables && in.uw_used == before.uw_used ?
+		  0 : -1, true);
+
+	/* a valid table, in two chunks, then bindings */
+	uw_expect("valid table, chunk 1", uw_load(7, TSZ, 0, &t, 40), true);
+	uw_expect("valid table, chunk 2",
+		  uw_load(7, TSZ, 40, (char *)&t + 40, TSZ - 40), true);
+	uw_expect("same id again", uw_load(7, TSZ, 0, &t, TSZ), false);
+	in = uw_info();
+	uw_expect("accounted", in.uw_tables == before.uw_tables + 1 &&
+		  in.uw_used >= before.uw_used + TSZ ? 0 : -1, true);
+	memset(mp, 0, sizeof(mp));
+	mp[0] = (struct ember_unwind_mapping){ 0x400000, 0x401000, 0x3f0000, 7, 0 };
+	mp[1] = (struct ember_unwind_mapping){ 0x500000, 0x502000, 0, 0,
+					       EMBER_UMF_ANON };
+	uw_expect("bind", uw_bind(pid, mp, 2), true);
+	uw_expect("bound", uw_info().uw_bound == before.uw_bound + 1 ? 0 : -1, true);
+	mp[2] = mp[0];
+	uw_expect("bind unsorted", uw_bind(pid, mp + 1, 2), false);
+	mp[2] = (struct ember_unwind_mapping){ 0x400800, 0x402000, 0, 0, 0 };
+	uw_expect("bind overlapping", uw_bind(pid, mp + 1, 2), false);
+	mp[2] = (struct ember_unwind_mapping){ 0x600100, 0x602000, 0, 0, 0 };
+	uw_expect("bind unaligned", uw_bind(pid, mp + 1, 2), false);
+	mp[2] = (struct ember_unwind_mapping){ 0x600000, 0x602000, 0, 99, 0 };
+	uw_expect("bind unknown table", uw_bind(pid, mp + 1, 2), false);
+	mp[2] = (struct ember_unwind_mapping){ 0x600000, 0x602000, 0, 0, 1U << 9 };
+	uw_expect("bind unknown flags", uw_bind(pid, mp + 1, 2), false);
+	mp[2] = (struct ember_unwind_mapping){ 0x600000, 0xffff800000000000ULL,
+					       0, 0, 0 };
+	uw_expect("bind kernel range", uw_bind(pid, mp + 1, 2), false);
+	{
+		struct nl_msg *m = req(EMBER_CMD_UNWIND_BIND, NLM_F_ACK);
+
+		nla_put_u32(m, EMBER_A_UNWIND_PID, pid);
+		nla_put(m, EMBER_A_UNWIND_MAPPINGS, 7, mp);
+		uw_expect("bind odd size", transact(m, NULL, NULL), false);
+	}
+	/* a dropped table stays while a binding holds it */
+	uw_expect("drop", uw_drop(7), true);
+	uw_expect("drop again", uw_drop(7), false);
+	uw_expect("unbind", uw_bind(pid, NULL, 0), true);
+	in = uw_info();
+	uw_expect("all memory back", in.uw_tables == before.uw_tables &&
+		  in.uw_bound == before.uw_bound && in.uw_used == before.uw_used ?
+		  0 : -1, true);
+
+	/* the memory cap */
+	f = fopen("/sys/module/ember/parameters/unwind_mem_max", "w");
+	if (f) {
+		fputs("0", f);
+		fclose(f);
+		uw_expect("over the memory cap", uw_load(8, TSZ, 0, &t,
+							 TSZ), false);
+		f = fopen("/sys/module/ember/parameters/unwind_mem_max", "w");
+		if (f) {
+			fputs("256", f);
+			fclose(f);
+		}
+	}
+	/* stop frees what is loaded */
+	uw_expect("load for stop", uw_load(9, TSZ, 0, &t, TSZ), true);
+	uw_expect("bind for stop", uw_bind(pid, mp, 1), true);
+	do_simple(EMBER_CMD_STOP, "stop");
+	in = uw_info();
+	uw_expect("stop freed everything", !in.uw_tables && !in.uw_bound &&
+		  !in.uw_used ? 0 : -1, true);
+	uw_expect("no load without a session", uw_load(10, TSZ, 0, &t,
+						       TSZ), false);
+	printf("unwind: %d failures\n", uw_failures);
+	return uw_failures ? 1 : 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME\n");
+		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME|unwind\n");
 	exit(2);
 }
 
@@ -945,6 +1190,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "badreq") && argc == 3)
 		return cmd_badreq(argv[2]);
+	if (!strcmp(argv[1], "unwind"))
+		return cmd_unwind();
 	if (!strcmp(argv[1], "run")) {
 		parse_opts(argc - 1, argv + 1, &o);
 		return cmd_run(&o);

@@ -344,6 +344,19 @@ t_badreq() {
 	fi
 }
 
+# ------------------------------------------------------- unwind tables
+# Tables and bindings over netlink: every kind of damage refused with a
+# message, exact memory accounting, the cap, freeing at stop.
+t_unwind() {
+	out=$($ET unwind 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		pass "unwind-tables: $(echo "$out" | grep -c '^unwind ok') checks ($(echo "$out" | grep -m1 'refused' | cut -c1-120))"
+	else
+		fail unwind-tables "$(echo "$out" | grep -E 'UNWIND-FAIL|ember-test' | head -n 4 | tr '\n' ' ')"
+	fi
+}
+
 # ------------------------------------------------------------ non-root
 t_nonroot() {
 	dev=$("$BIN/runas" 65534 65534 sh -c 'cat /dev/ember' 2>&1)
@@ -444,6 +457,7 @@ want poll && t_poll
 want bogus-consumer && t_bogus_consumer
 want owner && t_owner
 want badreq && t_badreq
+want unwind && t_unwind
 want nonroot && t_nonroot
 want cycles && t_cycles
 want hotplug && t_hotplug

@@ -43,3 +43,23 @@ t_check cli_unknown_command bash -c "! $E frobnicate 2>/dev/null"
 t_check cli_status_runs bash -c "$E status | grep -q '^ember $(cat VERSION)'"
 t_check cli_status_names_backends bash -c "$E status | grep -q '^module backend:' && $E status | grep -q '^eBPF backend:'"
 t_check man_page_renders bash -c "MANWIDTH=80 man -l doc/ember.1 2>/dev/null | grep -q 'ember record' || groff -man -Tutf8 doc/ember.1 2>/dev/null | grep -q 'record'"
+
+# ember decode: a gzip bomb (300 MB of zeros in 0.3 MB) is refused at the
+# 64 MiB limit with a message, in bounded memory; bad --max-bytes: exit 2
+bomb=$(mktemp)
+head -c 300000000 /dev/zero | gzip -1 >"$bomb"
+res=$(python3 - "$E" "$bomb" <<'PY'
+import resource, subprocess, sys
+p = subprocess.run([sys.argv[1], "decode", sys.argv[2]], capture_output=True, text=True)
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(p.returncode, rss, p.stderr.strip().replace("\n", " "))
+PY
+)
+read -r rc rss msg <<<"$res"
+if [ "$rc" = 1 ] && [ "$rss" -lt 150000 ] && [[ $msg == *"--max-bytes raises the limit"* ]]; then
+	t_pass decode_gzip_bomb_bounded
+else
+	t_fail decode_gzip_bomb_bounded "rc=$rc, max RSS ${rss} KiB: $msg"
+fi
+rm -f "$bomb"
+t_check decode_bad_max_bytes_exit2 bash -c "$E decode --max-bytes 0 /dev/null 2>&1 | grep -q 'max-bytes wants'; [ \${PIPESTATUS[0]} -eq 2 ]"

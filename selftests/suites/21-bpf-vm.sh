@@ -38,9 +38,12 @@ fi
 
 # the agent and its end-to-end test, when they build
 agent_payload=()
-if make -s agent-e2e >"$work/agent-build.log" 2>&1; then
+if make -s agent-e2e unwind-work >"$work/agent-build.log" 2>&1; then
 	mkdir -p "$work/agent"
 	cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh "$work/agent/"
+	# no-frame-pointer ground truth (CFI unwinding), gcc build
+	cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"
+	cp selftests/unwind/check-nofp.sh selftests/unwind/check-oracle.sh "$work/agent/"
 	# the rate test's reference timer (the module's VM test uses it too)
 	${CC:-cc} -O2 -Wall -o "$work/agent/ticker" selftests/kmod/ticker.c ||
 		t_fail "bpf-vm: ticker build" "selftests/kmod/ticker.c did not build"
@@ -106,6 +109,7 @@ for k in $KERNELS; do
 				"${auto:-no AUTO line}; $(grep '^AUTO-PROFILE' "$out/console")"
 		fi
 		sed -n -E "s/^E2E-(PASS|FAIL|SKIP): (.*)/\1: $T: \2/p" "$out/console"
+		sed -n "s/^E2E-INFO: /  info: $T /p" "$out/console"
 		grep -q '^E2E-PASS' "$out/console" ||
 			t_fail "$T: e2e" "no end-to-end result from the guest"
 	fi

@@ -14,7 +14,7 @@ if [ ! -x selftests/vm/run-vm.sh ] || ! command -v qemu-system-x86_64 >/dev/null
 	t_skip agent_vm "selftests/vm/run-vm.sh or qemu missing"
 	exit 0
 fi
-if ! out=$(make -s -j2 agent-e2e 2>&1); then
+if ! out=$(make -s -j2 agent-e2e unwind-work 2>&1); then
 	t_fail agent_vm_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
 	exit 1
 fi
@@ -23,7 +23,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/agent"
 cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh \
-	selftests/agent/e2e/guest.sh "$work/agent/"
+	selftests/agent/e2e/guest.sh selftests/unwind/check-nofp.sh \
+	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
+	selftests/unwind/check-cost.sh "$work/agent/"
+# no-frame-pointer ground truth for the module's CFI unwinder (gcc and
+# clang builds)
+cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"
 art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-vm
 
 for k in $kernels; do
@@ -41,6 +46,7 @@ for k in $kernels; do
 	mkdir -p "$art/$k"
 	selftests/vm/run-vm.sh --kernel "$k" --payload "$work/agent" \
 		--module "$work/ember-$k.ko" --host-file /usr/bin/bash \
+		--host-file /usr/bin/xz --host-file /usr/bin/openssl \
 		--cmd "sh /payload/agent/guest.sh" --smp 2 --mem 1G --timeout 420 \
 		--out "$art/$k" --log "$art/$k/console.log" --result "$work/result-$k" \
 		>"$art/$k/guest.out" 2>"$art/$k/run-vm.err"

@@ -3,7 +3,7 @@
 # POSIX sh + awk only: it runs on the host and inside the busybox VMs.
 #
 #   check-nofp.sh --ember BIN --work DIR --label NAME [--backend B]
-#                 [--freq HZ] [--secs S] [--out DIR]
+#                 [--freq HZ] [--secs S] [--warmup S] [--out DIR]
 #
 # DIR holds nofp-work and its two libraries (selftests/unwind/, built by
 # `make unwind-work`). Prints PASS/FAIL lines named unwind_<label>_...:
@@ -13,8 +13,12 @@
 #    main, and each phase's leaf carries its own exact chain (through the
 #    PLT, a dlopen'ed library, libc's qsort, a signal frame);
 #  - off-CPU: blocked time per chain within 10% of the wall time measured.
+# --warmup: the workload sleeps this long before it starts (the time the
+# agent needs to build and bind its tables: ~15 ms on hardware, seconds
+# under emulation); the wait itself is measured by ember record
+# --verbose-cfi, not here.
 set -u
-EMBER= WORK= LABEL= BACKEND=auto FREQ=999 SECS=5 OUT=${TMPDIR:-/tmp}
+EMBER= WORK= LABEL= BACKEND=auto FREQ=999 SECS=5 OUT=${TMPDIR:-/tmp} WARMUP=0.3
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) EMBER=$2; shift ;;
@@ -23,6 +27,7 @@ while [ $# -gt 0 ]; do
 	--backend) BACKEND=$2; shift ;;
 	--freq) FREQ=$2; shift ;;
 	--secs) SECS=$2; shift ;;
+	--warmup) WARMUP=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	*) echo "check-nofp.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -34,7 +39,7 @@ folded=$OUT/$LABEL-cpu.folded
 truth=$OUT/$LABEL-cpu.truth
 
 if ! "$EMBER" record --backend "$BACKEND" -F "$FREQ" -o "$folded" \
-	-- "$WORK/nofp-work" cpu "$SECS" >"$truth" 2>"$OUT/$LABEL-cpu.err"; then
+	-- "$WORK/nofp-work" cpu "$SECS" "$WARMUP" >"$truth" 2>"$OUT/$LABEL-cpu.err"; then
 	echo "FAIL: ${T}_record: $(tail -n 3 "$OUT/$LABEL-cpu.err" | tr '\n' ' ')"
 	exit 0
 fi
@@ -49,10 +54,14 @@ BEGIN {
 		if (f[1] == "truth") { want[f[2]] = f[3]; wsum += f[3] }
 	}
 	nphase = split("run_plt run_dl run_qsort run_sig", phases, " ")
-	leaf["run_plt"] = "a_leaf";	chain["run_plt"] = "run_plt;a_outer;a_mid;a_leaf"
-	leaf["run_dl"] = "b_leaf";	chain["run_dl"] = "run_dl;b_outer;b_mid;b_leaf"
-	leaf["run_qsort"] = "cmp_burn";	chain["run_qsort"] = "main;run_qsort"
-	leaf["run_sig"] = "sig_burn";	chain["run_sig"] = "sig_handler;sig_burn"
+	leaf["run_plt"] = "a_leaf"
+	chain["run_plt"] = "main;do_cpu;run_plt;a_outer;a_mid;a_leaf"
+	leaf["run_dl"] = "b_leaf"
+	chain["run_dl"] = "main;do_cpu;run_dl;b_outer;b_mid;b_leaf"
+	leaf["run_qsort"] = "cmp_burn"
+	chain["run_qsort"] = "main;do_cpu;run_qsort"
+	leaf["run_sig"] = "sig_burn"
+	chain["run_sig"] = "sig_handler;sig_burn"
 }
 {
 	n = $NF; sub(/ [0-9]+$/, "")
@@ -66,7 +75,7 @@ BEGIN {
 			leafn[p] += n
 			ok = has($0, chain[p])
 			# the signal chain must also reach its interrupted frames
-			if (p == "run_sig") ok = ok && has($0, "main;run_sig;sig_spin")
+			if (p == "run_sig") ok = ok && has($0, "main;do_cpu;run_sig;sig_spin")
 			# the callback is called from inside libc (qsort)
 			if (p == "run_qsort") ok = ok && $0 ~ /;run_qsort;[^;]*qsort[^;]*;.*cmp_burn/
 			if (ok) leafok[p] += n
@@ -99,7 +108,7 @@ END {
 folded=$OUT/$LABEL-offcpu.folded
 truth=$OUT/$LABEL-offcpu.truth
 if ! "$EMBER" record --backend "$BACKEND" -e offcpu -o "$folded" \
-	-- "$WORK/nofp-work" offcpu 3 >"$truth" 2>"$OUT/$LABEL-offcpu.err"; then
+	-- "$WORK/nofp-work" offcpu 3 "$WARMUP" >"$truth" 2>"$OUT/$LABEL-offcpu.err"; then
 	echo "FAIL: ${T}_offcpu_record: $(tail -n 3 "$OUT/$LABEL-offcpu.err" | tr '\n' ' ')"
 	exit 0
 fi
@@ -110,8 +119,8 @@ BEGIN {
 		split(line, f, " ")
 		if (f[1] == "truth") want[f[2]] = f[3] * 1e6
 	}
-	chain["run_nap_a"] = "main;run_nap_a;a_nap;a_nap_inner"
-	chain["run_nap_b"] = "main;run_nap_b;b_nap;b_nap_inner"
+	chain["run_nap_a"] = "main;do_offcpu;run_nap_a;a_nap;a_nap_inner"
+	chain["run_nap_b"] = "main;do_offcpu;run_nap_b;b_nap;b_nap_inner"
 }
 {
 	n = $NF; sub(/ [0-9]+$/, "")

@@ -4,16 +4,18 @@
 # runs under, for ember and, in the same run, for perf --call-graph dwarf.
 #
 #   check-real.sh --ember BIN [--backend B] [--out DIR] [--no-perf]
+#                 [--xz-mb N]    (input of the xz run, default 8 MB)
 #
 # PASS when ember reaches it in at least 95% of the program's samples.
 set -uo pipefail
-EMBER= BACKEND=auto OUT=${TMPDIR:-/tmp}/ember-real PERF=1 FREQ=499
+EMBER= BACKEND=auto OUT=${TMPDIR:-/tmp}/ember-real PERF=1 FREQ=499 XZ_MB=8
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) EMBER=$2; shift ;;
 	--backend) BACKEND=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--no-perf) PERF=0 ;;
+	--xz-mb) XZ_MB=$2; shift ;;
 	*) echo "check-real.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -81,8 +83,8 @@ EOF
 else
 	echo "SKIP: unwind_real_python3.11: $py not installed"
 fi
-if command -v xz >/dev/null; then
-	head -c 8000000 /dev/urandom | base64 >"$OUT/xz.in"
+if command -v xz >/dev/null && command -v base64 >/dev/null; then
+	head -c $((XZ_MB * 1000000)) /dev/urandom | base64 >"$OUT/xz.in"
 	check xz xz lzma_code xz -6 -k -f -T1 "$OUT/xz.in"
 	rm -f "$OUT/xz.in" "$OUT/xz.in.xz"
 else

@@ -6,16 +6,18 @@
  * with dlopen (libnofp_b.so), libc's qsort calling back into us, and a
  * signal handler that burns CPU on top of an interrupted loop.
  *
- * usage: nofp-work cpu SECONDS | offcpu SECONDS
+ * usage: nofp-work cpu|offcpu SECONDS [WARMUP]
+ * WARMUP seconds of sleep first (off CPU, not counted in any truth).
  *
- * cpu: four phases take turns in rounds; each measures its own thread CPU
- * time and the program prints "truth PHASE SECONDS" lines at the end:
+ * cpu: four phases take turns in rounds under main -> do_cpu; each measures
+ * its own thread CPU time and the program prints "truth PHASE SECONDS"
+ * lines at the end:
  *   run_plt   -> a_outer -> a_mid -> a_leaf          (libnofp_a.so, PLT)
  *   run_dl    -> b_outer -> b_mid -> b_leaf          (libnofp_b.so, dlopen)
  *   run_qsort -> qsort (libc) -> ... -> cmp_burn     (callback from libc)
  *   run_sig   -> sig_spin, interrupted by SIGALRM -> sig_handler -> sig_burn
- * offcpu: two chains block for known times, "truth CHAIN SECONDS" of wall
- * time each:
+ * offcpu: two chains under main -> do_offcpu block for known times,
+ * "truth CHAIN SECONDS" of wall time each:
  *   run_nap_a -> a_nap -> a_nap_inner -> nanosleep   (libnofp_a.so)
  *   run_nap_b -> b_nap -> b_nap_inner -> poll        (libnofp_b.so)
  */
@@ -155,7 +157,7 @@ static int load_b(const char *self)
 	return b_outer && b_nap ? 0 : -1;
 }
 
-static int do_cpu(double secs)
+NOINLINE static int do_cpu(double secs)
 {
 	double t[4] = { 0 }, slice = 0.05;
 	const char *names[4] = { "run_plt", "run_dl", "run_qsort", "run_sig" };
@@ -185,7 +187,7 @@ static int do_cpu(double secs)
 	return 0;
 }
 
-static int do_offcpu(double secs)
+NOINLINE static int do_offcpu(double secs)
 {
 	double ta = 0, tb = 0, end = wall_now() + secs;
 
@@ -205,15 +207,25 @@ static int do_offcpu(double secs)
 int main(int argc, char **argv)
 {
 	double secs = argc > 2 ? atof(argv[2]) : 3;
+	double warmup = argc > 3 ? atof(argv[3]) : 0;
+	int rc = 2;
 
 	if (argc < 2 || load_b(argv[0])) {
 		fprintf(stderr, "usage: nofp-work cpu|offcpu SECONDS\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (warmup > 0) {
+		struct timespec ts = { (time_t)warmup,
+				       (long)((warmup - (time_t)warmup) * 1e9) };
+
+		nanosleep(&ts, NULL);
+	}
+	/* not tail calls: main stays on the stack under every phase */
 	if (!strcmp(argv[1], "cpu"))
-		return do_cpu(secs);
-	if (!strcmp(argv[1], "offcpu"))
-		return do_offcpu(secs);
-	return 2;
+		rc = do_cpu(secs);
+	else if (!strcmp(argv[1], "offcpu"))
+		rc = do_offcpu(secs);
+	sink += rc;
+	return rc;
 }

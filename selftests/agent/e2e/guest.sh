@@ -32,6 +32,24 @@ bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
 	--freq "${EMBER_E2E_FREQ:-999}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e \
 	--shares per-thread
 
+# User stacks without frame pointers through the module's CFI unwinder:
+# shares, complete chains (PLT, dlopen, qsort, signal frame), off-CPU.
+# The warm-up leaves the agent time to build tables under emulation.
+if [ -x ./unwind-gcc/nofp-work ]; then
+	sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc --label kmod_vm \
+		--backend kmod --secs 4 --warmup 3 --out $out/nofp
+	sh ./check-nofp.sh --ember ./ember --work ./unwind-clang --label kmod_vm_clang \
+		--backend kmod --secs 4 --warmup 3 --out $out/nofp
+	sh ./check-oracle.sh --ember ./ember --work ./unwind-gcc --label kmod_vm \
+		--backend kmod --warmup 3 --out $out/nofp
+	# Debian's own xz and openssl (no frame pointers) reach their outer
+	# function; python3.11 needs its library tree, not in the guest
+	bash ./check-real.sh --ember ./ember --backend kmod --no-perf --xz-mb 1 \
+		--out /tmp/real
+	# what the tables cost the module per sample, next to the FP walk
+	sh ./check-cost.sh ./ember ./unwind-gcc
+fi
+
 # Module loading disallowed: auto must fall back to eBPF by itself.
 rmmod ember 2>/dev/null
 echo 1 >/proc/sys/kernel/modules_disabled

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The table-driven user-stack unwinder of the eBPF backend: the same
+ * tables (include/uapi/ember.h), lookup and step rules as the module and
+ * include/ember_unwind.h, within the verifier's limits.
+ *
+ * Maps, filled by the agent (agent/source_bpf_unwind.c):
+ *   uw_pages, uw_rows, uw_rules  mmap'able array pools holding every
+ *                                loaded table's page index, rows, rules
+ *   uw_tables                    table id -> where its parts are in the pools
+ *   uw_procs, uw_proc_slots      tgid -> its executable mappings, sorted
+ *   uw_miss                      tgid -> when a miss was last reported
+ *
+ * Shape: uw_frames() is a global function, so the verifier checks it once
+ * whatever calls it (5.6+): it walks up to UW_FRAMES_PER_CALL frames of
+ * the state kept in the per-CPU uw_state map and returns whether the walk
+ * is over; callers loop over it a bounded number of times. Every loop is
+ * bounded (no bpf_loop: 5.10), every index into a pool is checked against
+ * the table's own counts and the pool, so garbage in the maps can only
+ * cut a stack, never hang or fault.
+ */
+#ifndef EMBER_UNWIND_BPF_H
+#define EMBER_UNWIND_BPF_H
+
+#include "../include/ember_unwind.h"
+
+#define UW_FRAMES_PER_CALL	8
+#define UW_MAX_CALLS		((EMBER_MAX_FRAMES + UW_FRAMES_PER_CALL - 1) / \
+				 UW_FRAMES_PER_CALL)
+#define UW_MAP_SEARCH_STEPS	9	/* log2(EMBER_BPF_MAX_MAPPINGS) + 1 */
+#define UW_ROW_SEARCH_STEPS	17	/* 65536 rows a page at most */
+#define UW_MISS_INTERVAL_NS	(50ULL * 1000000)
+
+struct uw_table {
+	__u64 base;
+	__u32 nr_pages;
+	__u32 page_off;		/* in uw_pages */
+	__u32 nr_rows;
+	__u32 row_off;		/* in uw_rows */
+	__u32 nr_rules;
+	__u32 rule_off;		/* in uw_rules */
+};
+
+struct uw_proc {
+	__u32 nr;
+	__u32 __pad;
+	struct ember_unwind_mapping m[EMBER_BPF_MAX_MAPPINGS];
+};
+
+/* The walk in progress, per CPU and scratch slot. */
+struct uw_state {
+	__u64 pc, sp, fp;
+	__u32 fp_ok, exact;
+	__u32 tgid;
+	__u32 n;		/* frames written */
+	__u32 base;		/* where the user frames start in ips[] */
+	__u32 max;		/* user frames wanted */
+	__u32 flags;		/* EMBER_SF_USER_* found so far */
+	__u32 done;
+	__u64 miss_pc;		/* a PC no mapping holds: ask the agent */
+};
+
+/*
+ * Array elements are 8-byte aligned in the kernel: the 4-byte page index
+ * entries and rows are stored two per element, so the agent's mmap of a
+ * pool is a plain array of them (4 bytes a row, not 8).
+ */
+struct uw_u32x2 {
+	__u32 v[2];
+};
+
+struct uw_row2 {
+	struct ember_unwind_row r[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);			/* sized by the loader */
+	__type(key, __u32);
+	__type(value, struct uw_u32x2);
+} uw_pages SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uw_row2);
+} uw_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ember_unwind_rule);
+} uw_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EMBER_BPF_MAX_TABLES);
+	__type(key, __u32);
+	__type(value, struct uw_table);
+} uw_tables SEC(".maps");
+
+/*
+ * Bound processes: tgid -> a slot of uw_proc_slots. perf_event programs
+ * may only use preallocated hashes (5.10), and 8 KiB values preallocated
+ * for every possible process would be too much: the slots are an array
+ * sized by the loader from what is profiled. The agent writes a new
+ * binding into a free slot, then points the index at it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);			/* sized by the loader */
+	__type(key, __u32);
+	__type(value, __u32);
+} uw_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);			/* sized by the loader */
+	__type(key, __u32);
+	__type(value, struct uw_proc);
+} uw_proc_slots SEC(".maps");
+
+/* The binding of process tgid, or NULL. */
+static __always_inline struct uw_proc *uw_proc_of(__u32 tgid)
+{
+	__u32 *slot = bpf_map_lookup_elem(&uw_procs, &tgid);
+
+	return slot ? bpf_map_lookup_elem(&uw_proc_slots, slot) : NULL;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} uw_miss SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EMBER_NR_SLOTS);
+	__type(key, __u32);
+	__type(value, struct uw_state);
+} uw_state SEC(".maps");
+
+/*
+ * Index + 1 of the mapping of process tgid holding pc, 0 when none: a
+ * bounded binary search. Global (like uw_rule_at), so the verifier checks
+ * each search once instead of once per frame of every caller.
+ */
+__noinline __u32 uw_mapping_at(__u32 tgid, __u64 pc)
+{
+	const struct uw_proc *p = uw_proc_of(tgid);
+	__u32 lo = 0, hi;
+	int i;
+
+	if (!p)
+		return 0;
+	hi = p->nr;
+	if (hi > EMBER_BPF_MAX_MAPPINGS)
+		hi = EMBER_BPF_MAX_MAPPINGS;
+	for (i = 0; i < UW_MAP_SEARCH_STEPS; i++) {
+		const struct ember_unwind_mapping *m;
+		__u32 mid;
+
+		if (lo >= hi)
+			break;
+		mid = (lo + hi) / 2;
+		if (mid >= EMBER_BPF_MAX_MAPPINGS)
+			break;
+		m = &p->m[mid];
+		if (pc < m->start)
+			hi = mid;
+		else if (pc >= m->end)
+			lo = mid + 1;
+		else
+			return mid + 1;
+	}
+	return 0;
+}
+
+/* A rule packed in a scalar (global functions return scalars only). */
+#define UW_RULE_NONE		0xffULL		/* no table row covers it */
+#define UW_RULE_PACK(r)		((__u64)(r)->cfa_type |			\
+				 (__u64)(r)->fp_type << 8 |		\
+				 (__u64)(__u16)(r)->fp_off << 16 |	\
+				 (__u64)(__u32)(r)->cfa_off << 32)
+
+static __always_inline void uw_rule_unpack(__u64 v, struct ember_unwind_rule *r)
+{
+	r->cfa_type = v & 0xff;
+	r->fp_type = (v >> 8) & 0xff;
+	r->fp_off = (__s16)(v >> 16);
+	r->cfa_off = (__s32)(v >> 32);
+}
+
+static __always_inline int uw_page_entry(__u32 i, __u32 *out)
+{
+	__u32 key = i >> 1;
+	struct uw_u32x2 *e = bpf_map_lookup_elem(&uw_pages, &key);
+
+	if (!e)
+		return -1;
+	*out = e->v[i & 1];
+	return 0;
+}
+
+static __always_inline const struct ember_unwind_row *uw_row(__u32 i)
+{
+	__u32 key = i >> 1;
+	struct uw_row2 *e = bpf_map_lookup_elem(&uw_rows, &key);
+
+	return e ? &e->r[i & 1] : NULL;
+}
+
+/*
+ * The rule of table table_id at file address vaddr, packed, or
+ * UW_RULE_NONE. Every index is checked against the table's own counts
+ * (and the pools' bounds by the map lookups), whatever the maps hold.
+ */
+__noinline __u64 uw_rule_at(__u32 table_id, __u64 vaddr)
+{
+	const struct uw_table *t = bpf_map_lookup_elem(&uw_tables, &table_id);
+	const struct ember_unwind_rule *rule;
+	const struct ember_unwind_row *row;
+	__u32 key, lo, hi, low;
+	__u64 off;
+	int i;
+
+	if (!t || vaddr < t->base)
+		return UW_RULE_NONE;
+	off = vaddr - t->base;
+	if ((off >> EMBER_UNWIND_PAGE_SHIFT) >= t->nr_pages)
+		return UW_RULE_NONE;
+	key = t->page_off + (__u32)(off >> EMBER_UNWIND_PAGE_SHIFT);
+	if (uw_page_entry(key, &lo) || uw_page_entry(key + 1, &hi))
+		return UW_RULE_NONE;
+	if (lo >= hi || hi > t->nr_rows || hi - lo > 65536)
+		return UW_RULE_NONE;
+	low = off & 0xffff;
+	for (i = 0; i < UW_ROW_SEARCH_STEPS; i++) {
+		__u32 mid;
+
+		if (hi - lo <= 1)
+			break;
+		mid = lo + (hi - lo) / 2;
+		row = uw_row(t->row_off + mid);
+		if (!row)
+			return UW_RULE_NONE;
+		if (row->pc_low <= low)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	row = uw_row(t->row_off + lo);
+	if (!row || row->rule >= t->nr_rules)
+		return UW_RULE_NONE;
+	key = t->rule_off + row->rule;
+	rule = bpf_map_lookup_elem(&uw_rules, &key);
+	if (!rule || rule->cfa_type == EMBER_CFA_NONE)
+		return UW_RULE_NONE;
+	return UW_RULE_PACK(rule);
+}
+
+static __always_inline int uw_read(__u64 addr, __u64 *val)
+{
+	if (addr & 7)
+		return -1;
+	return bpf_probe_read_user(val, sizeof(*val), (const void *)addr);
+}
+
+/*
+ * One CFI step (include/ember_unwind.h's ember_unwind_step, same rules).
+ * Returns EMBER_STEP_NEXT, _END or _CUT.
+ */
+static __always_inline int uw_step(const struct ember_unwind_rule *r,
+				   struct uw_state *w)
+{
+	__u64 cfa, ra, fp = w->fp, sp;
+
+	switch (r->cfa_type) {
+	case EMBER_CFA_END:
+		return EMBER_STEP_END;
+	case EMBER_CFA_SP:
+		cfa = w->sp + (__s64)r->cfa_off;
+		break;
+	case EMBER_CFA_FP:
+		if (!w->fp_ok)
+			return EMBER_STEP_CUT;
+		cfa = w->fp + (__s64)r->cfa_off;
+		break;
+	case EMBER_CFA_PLT1:
+		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
+		break;
+	case EMBER_CFA_PLT2:
+		cfa = w->sp + 8 + ((w->pc & 15) >= 10 ? 8 : 0);
+		break;
+	case EMBER_CFA_DEREF_FP:
+		if (!w->fp_ok || uw_read(w->fp + (__s64)r->cfa_off, &cfa))
+			return EMBER_STEP_CUT;
+		break;
+	case EMBER_CFA_DEREF_SP:
+		if (uw_read(w->sp + (__s64)r->cfa_off, &cfa))
+			return EMBER_STEP_CUT;
+		break;
+	case EMBER_CFA_SIGNAL:
+		if (uw_read(w->sp + EMBER_SIGFRAME_RIP, &ra) ||
+		    uw_read(w->sp + EMBER_SIGFRAME_RSP, &sp) ||
+		    uw_read(w->sp + EMBER_SIGFRAME_RBP, &fp) || !ra)
+			return EMBER_STEP_CUT;
+		w->pc = ra;
+		w->sp = sp;
+		w->fp = fp;
+		w->fp_ok = 1;
+		w->exact = 1;
+		return EMBER_STEP_NEXT;
+	default:
+		return EMBER_STEP_CUT;
+	}
+	if (cfa <= w->sp || (cfa & 7) || uw_read(cfa - 8, &ra))
+		return EMBER_STEP_CUT;
+	switch (r->fp_type) {
+	case EMBER_FP_SAME:
+		break;
+	case EMBER_FP_AT_CFA:
+		if (uw_read(cfa + r->fp_off, &fp))
+			return EMBER_STEP_CUT;
+		w->fp_ok = 1;
+		break;
+	case EMBER_FP_AT_FP:
+		if (!w->fp_ok || uw_read(w->fp + r->fp_off, &fp))
+			return EMBER_STEP_CUT;
+		w->fp_ok = 1;
+		break;
+	default:
+		w->fp_ok = 0;
+		break;
+	}
+	if (!ra)
+		return EMBER_STEP_END;
+	w->pc = ra;
+	w->sp = cfa;
+	w->fp = fp;
+	w->exact = 0;
+	return EMBER_STEP_NEXT;
+}
+
+/*
+ * Where no table covers the PC: one frame-pointer step, taken only when
+ * it leads back into the process's code (checked by the caller with the
+ * next lookup) and up the stack.
+ */
+static __always_inline int uw_fp_step(struct uw_state *w)
+{
+	__u64 next, ra;
+
+	if (!w->fp_ok || w->fp < w->sp || uw_read(w->fp, &next) ||
+	    uw_read(w->fp + 8, &ra))
+		return EMBER_STEP_CUT;
+	if (!ra)
+		return EMBER_STEP_END;
+	w->sp = w->fp + 16;
+	w->pc = ra;
+	w->fp = next;
+	w->fp_ok = next > w->sp || next == 0;
+	w->exact = 0;
+	return EMBER_STEP_NEXT;
+}
+
+/* Ask the agent for a binding, at most every UW_MISS_INTERVAL_NS. */
+static __always_inline bool uw_miss_allowed(__u32 tgid, __u64 now)
+{
+	__u64 *last = bpf_map_lookup_elem(&uw_miss, &tgid);
+
+	if (last && now - *last < UW_MISS_INTERVAL_NS)
+		return false;
+	bpf_map_update_elem(&uw_miss, &tgid, &now, BPF_ANY);
+	return true;
+}
+
+#endif /* EMBER_UNWIND_BPF_H */

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The unwind service against a fake backend that keeps what it is given:
+ *  - binding this process loads one valid table per executable file and
+ *    describes every executable mapping, sorted, with the right bias (a
+ *    known function's address minus the bias is its ELF symbol value);
+ *  - the live stack of this thread unwinds to _start with only what the
+ *    service handed the backend (its tables and bindings, the vDSO too);
+ *  - a second request with unchanged mappings binds nothing new; dlopen
+ *    of a new library does; forget unbinds; stop drops every table.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../include/ember_unwind.h"
+#include "unwind/unwind_service.h"
+#include "test_util.h"
+
+#define MAX_TABLES	64
+
+struct fake {
+	struct { uint32_t id; void *t; size_t len; } tables[MAX_TABLES];
+	int nr_tables, loads, drops, binds, unbinds, bad_tables;
+	struct ember_unwind_mapping maps[EMBER_UNWIND_MAX_MAPPINGS];
+	size_t nr_maps;
+	uint32_t bound_pid;
+};
+
+static struct fake fk;
+
+static int f_load(struct ember_source *src, uint32_t id, const void *t,
+		  size_t len, char *err, size_t err_len)
+{
+	const char *why;
+
+	(void)src; (void)err; (void)err_len;
+	fk.loads++;
+	if (ember_unwind_table_check(t, len, &why)) {
+		fk.bad_tables++;
+		return -EINVAL;
+	}
+	if (fk.nr_tables == MAX_TABLES)
+		return -ENOSPC;
+	fk.tables[fk.nr_tables].id = id;
+	fk.tables[fk.nr_tables].t = malloc(len);
+	memcpy(fk.tables[fk.nr_tables].t, t, len);
+	fk.tables[fk.nr_tables++].len = len;
+	return 0;
+}
+
+static int f_drop(struct ember_source *src, uint32_t id)
+{
+	(void)src;
+	fk.drops++;
+	for (int i = 0; i < fk.nr_tables; i++)
+		if (fk.tables[i].id == id) {
+			free(fk.tables[i].t);
+			fk.tables[i] = fk.tables[--fk.nr_tables];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static int f_bind(struct ember_source *src, uint32_t pid,
+		  const struct ember_unwind_mapping *m, size_t nr,
+		  char *err, size_t err_len)
+{
+	(void)src; (void)err; (void)err_len;
+	if (!nr) {
+		fk.unbinds++;
+		fk.nr_maps = 0;
+		return 0;
+	}
+	fk.binds++;
+	fk.bound_pid = pid;
+	memcpy(fk.maps, m, nr * sizeof(*m));
+	fk.nr_maps = nr;
+	return 0;
+}
+
+static const struct ember_source_ops fake_ops = {
+	.name = "fake",
+	.unwind_load = f_load,
+	.unwind_drop = f_drop,
+	.unwind_bind = f_bind,
+};
+
+static const struct ember_unwind_table *table_of(uint32_t id)
+{
+	for (int i = 0; i < fk.nr_tables; i++)
+		if (fk.tables[i].id == id)
+			return fk.tables[i].t;
+	return NULL;
+}
+
+static const struct ember_unwind_rule *rule_for(uint64_t pc)
+{
+	for (size_t i = 0; i < fk.nr_maps; i++) {
+		const struct ember_unwind_mapping *m = &fk.maps[i];
+
+		if (pc >= m->start && pc < m->end) {
+			const struct ember_unwind_table *t = table_of(m->table_id);
+
+			return t ? ember_unwind_find(t, pc - m->bias) : NULL;
+		}
+	}
+	return NULL;
+}
+
+static int read_self(void *ctx, __u64 addr, __u64 *val)
+{
+	(void)ctx;
+	if (!addr || addr & 7)
+		return -1;
+	memcpy(val, (const void *)(uintptr_t)addr, 8);
+	return 0;
+}
+
+/* Unwinds this frame's caller chain; returns frames, *end the last step. */
+static __attribute__((noinline)) int unwind_here(uint64_t *ips, int max,
+						  int *end)
+{
+	struct ember_uregs r = { 0 };
+	uint64_t here;
+	int n = 0;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(here), "=r"(r.sp), "=r"(r.fp));
+	r.pc = here;
+	r.exact = 1;
+	r.fp_ok = 1;
+	*end = -1;
+	while (n < max) {
+		const struct ember_unwind_rule *rule =
+			rule_for(ember_unwind_lookup_pc(&r));
+
+		if (!rule) {
+			*end = 99;
+			break;
+		}
+		*end = ember_unwind_step(rule, &r, read_self, NULL);
+		if (*end != EMBER_STEP_NEXT)
+			break;
+		ips[n++] = r.pc;
+	}
+	return n;
+}
+
+static int by_qsort_n, by_qsort_end;
+static uint64_t by_qsort[64];
+
+static int cmp(const void *a, const void *b)
+{
+	static int done;
+
+	if (!done++)
+		by_qsort_n = unwind_here(by_qsort, 64, &by_qsort_end);
+	return *(const int *)a - *(const int *)b;
+}
+
+int main(void)
+{
+	struct unwind_service *us = unwind_service_start(&fake_ops, NULL, getenv("V") != NULL);
+	struct unwind_service_stats st;
+	bool sorted = true, vdso = false, bias_ok = false;
+	int v[4] = { 3, 1, 2, 0 }, binds;
+	void *h;
+
+	T_CHECK("unwind_service_starts", us != NULL, "no service");
+	if (!us)
+		T_EXIT();
+	unwind_service_request(us, (uint32_t)getpid(), 0);
+	unwind_service_flush(us, 10000);
+	unwind_service_get_stats(us, &st);
+	T_CHECK("unwind_service_binds_self", fk.binds == 1 &&
+		fk.bound_pid == (uint32_t)getpid() && fk.nr_maps >= 3 &&
+		fk.nr_tables >= 2 && fk.bad_tables == 0 && st.binds == 1,
+		"binds %d, %zu mappings, %d tables (%d refused), stats binds %" PRIu64,
+		fk.binds, fk.nr_maps, fk.nr_tables, fk.bad_tables, st.binds);
+	for (size_t i = 0; i < fk.nr_maps; i++) {
+		if (i && fk.maps[i].start < fk.maps[i - 1].end)
+			sorted = false;
+		if (fk.maps[i].flags & EMBER_UMF_VDSO)
+			vdso = fk.maps[i].table_id != 0;
+	}
+	T_CHECK("unwind_service_mappings_sorted", sorted, "overlap or disorder");
+	T_CHECK("unwind_service_vdso_has_table", vdso, "no vDSO table");
+	/* bias: a libc function's address minus the bias is inside the table */
+	{
+		uint64_t pc = (uint64_t)(uintptr_t)&qsort;
+
+		for (size_t i = 0; i < fk.nr_maps; i++)
+			if (pc >= fk.maps[i].start && pc < fk.maps[i].end &&
+			    fk.maps[i].table_id)
+				bias_ok = rule_for(pc) != NULL &&
+					  rule_for(pc)->cfa_type == EMBER_CFA_SP;
+	}
+	T_CHECK("unwind_service_bias_finds_qsort", bias_ok,
+		"qsort's entry has no SP rule through the binding");
+
+	qsort(v, 4, sizeof(v[0]), cmp);
+	T_CHECK("unwind_service_stack_complete", by_qsort_n >= 5 &&
+		by_qsort_end == EMBER_STEP_END,
+		"%d frames, ended with %d", by_qsort_n, by_qsort_end);
+
+	binds = fk.binds;
+	unwind_service_request(us, (uint32_t)getpid(), 0);
+	unwind_service_flush(us, 10000);
+	T_CHECK("unwind_service_unchanged_not_rebound", fk.binds == binds,
+		"rebound %d times", fk.binds - binds);
+
+	/* a library this process has not loaded yet */
+	{
+		static const char *const libs[] = {
+			"libmagic.so.1", "libexpat.so.1", "libbz2.so.1.0",
+			"libncursesw.so.6", "libgmp.so.10", "libffi.so.8",
+		};
+
+		h = NULL;
+		for (size_t i = 0; !h && i < sizeof(libs) / sizeof(libs[0]); i++)
+			if (!dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD))
+				h = dlopen(libs[i], RTLD_NOW);
+	}
+	unwind_service_request(us, (uint32_t)getpid(), 0);
+	unwind_service_flush(us, 10000);
+	T_CHECK("unwind_service_dlopen_rebinds", !h || fk.binds == binds + 1,
+		"binds %d", fk.binds - binds);
+
+	unwind_service_forget(us, (uint32_t)getpid());
+	unwind_service_flush(us, 10000);
+	T_CHECK("unwind_service_forget_unbinds", fk.unbinds == 1 && fk.nr_maps == 0,
+		"unbinds %d", fk.unbinds);
+	unwind_service_stop(us);
+	T_CHECK("unwind_service_stop_drops_tables", fk.nr_tables == 0,
+		"%d tables left", fk.nr_tables);
+	if (h)
+		dlclose(h);
+	T_EXIT();
+}
