@@ -495,10 +495,9 @@ class Report:
                 if b:
                     self.w()
                     self.w(f"Baseline {s[2:-3]}: {min(b):.0f} .. {max(b):.0f} round trips/s without "
-                           f"a profiler. Every round trip is a cross-vCPU wakeup, which under TCG "
-                           f"depends on how the host schedules the emulator's threads: when that "
-                           f"range is wide, these off-CPU ratios are not conclusive; section 3 "
-                           f"(host) is the off-CPU measurement.")
+                           f"a profiler (pingpong pinned to one vCPU; the emulator's share of the "
+                           f"host still varies): when that range is wide, these ratios are not "
+                           f"conclusive; the per-switch kernel time is the guest's decisive figure.")
             self.w()
 
     def headline(self):

@@ -46,9 +46,12 @@ measure() {
 	[ -n "$mpid" ] && c0=$(profcpu "$mpid")
 	# BENCHT lines let the host read the emulator's own CPU time around
 	# the run: guest CPU time means little under TCG
+	# snap=1: the run time of the profiler's BPF programs around the run
+	[ -n "${snap:-}" ] && progsum "$mpid" >/tmp/progs.0
 	echo "BENCHT begin"
 	out=$("$@" | sed 's/secs=/wall=/; s/cpu_s=/cpu=/')
 	echo "BENCHT end"
+	[ -n "${snap:-}" ] && progsum "$mpid" >/tmp/progs.1
 	c1=0
 	[ -n "$mpid" ] && c1=$(profcpu "$mpid")
 	if [ -n "$mpid" ]; then
@@ -123,16 +126,6 @@ wait_progs() {
 	done
 }
 
-# progwatch PID: after the attach time W, and again just before the run
-# ends, the run time of PID's BPF programs (bpf_stats), so the difference
-# covers the measured run only; printed to /tmp/progs.<0|1>
-progwatch() {
-	sleep "$W"
-	progsum "$1" >/tmp/progs.0
-	sleep "$(awk "BEGIN { print $D * 0.95 }")"
-	progsum "$1" >/tmp/progs.1
-}
-
 # progsum PID: "ns cnt" summed over PID's programs (cnt: sched_switch ones)
 progsum() {
 	ids=$(grep -h '^prog_id' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -u)
@@ -162,14 +155,14 @@ run_off() {
 		wait_progs $pid ;;
 	esac
 	offprogs=
+	snap=
 	case $cfg in
-	bpf-offcpu|offcputime) progwatch "$pid" & pwpid=$! ;;
+	bpf-offcpu|offcputime) snap=1 ;;
 	esac
 	# pinned: unpinned, the rate follows where the two threads land
 	measure "$pid" $B/pingpong -d "$D" -c 0
-	if [ -n "${pwpid:-}" ]; then
-		wait "$pwpid"
-		pwpid=
+	if [ -n "$snap" ]; then
+		snap=
 		offprogs=$(awk 'NR == FNR { n0 = $1; c0 = $2; next }
 			{ if ($2 > c0) printf "switches=%d ns_per_switch=%.0f", $2 - c0, ($1 - n0) / ($2 - c0) }' \
 			/tmp/progs.0 /tmp/progs.1)
