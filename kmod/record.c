@@ -172,8 +172,10 @@ static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *
 	r->regs[14] = u->r14;
 	r->regs[15] = u->r15;
 	r->regs[16] = u->ip;
-	/* page by page (the first up to its end): the copy stops where the
-	 * stack mapping does, keeping what lies before */
+	/*
+	 * Page by page (the first up to its end): the copy stops where the
+	 * stack mapping does, keeping what lies before.
+	 */
 	while (got < EMBER_STACK_COPY_MAX && sp + got < TASK_SIZE_MAX - PAGE_SIZE) {
 		u32 n = PAGE_SIZE - ((sp + got) & ~PAGE_MASK);
 

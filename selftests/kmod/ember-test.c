@@ -1095,6 +1095,7 @@ static int cmd_unwind(void)
 	}
 	/* stop frees what is loaded */
 	uw_expect("load for stop", uw_load(9, TSZ, 0, &t, TSZ), true);
+	mp[0].table_id = 9;
 	uw_expect("bind for stop", uw_bind(pid, mp, 1), true);
 	do_simple(EMBER_CMD_STOP, "stop");
 	in = uw_info();
