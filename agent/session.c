@@ -118,6 +118,26 @@ int session_start(struct session *s, char *err, size_t err_len)
 }
 
 /*
+ * A stack cut short may mean new code the backend could not report (its
+ * miss record lost in a full ring): ask for a rebind, at most once a
+ * second per process (a direct-mapped table; collisions only delay).
+ */
+#define CUT_SLOTS	64
+
+static void request_after_cut(struct session *s, const struct ember_sample *smp)
+{
+	static struct { uint32_t pid; uint64_t ns; } seen[CUT_SLOTS];
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	unsigned int i = smp->pid % CUT_SLOTS;
+
+	if (seen[i].pid == smp->pid && now - seen[i].ns < 1000000000ull)
+		return;
+	seen[i].pid = smp->pid;
+	seen[i].ns = now;
+	unwind_service_request(s->unwind, smp->pid, smp->time_ns);
+}
+
+/*
  * Every record goes to the profile builder; the few that tell the unwind
  * service a process needs tables (a miss, an exec) or none any more (exit)
  * are also passed on to it, which costs the reader a queue insertion.
@@ -134,6 +154,11 @@ static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
 	if (!s->unwind)
 		return;
 	switch (rec->type) {
+	case EMBER_REC_SAMPLE:
+	case EMBER_REC_OFFCPU:
+		if (((const struct ember_sample *)rec)->flags & EMBER_SF_USER_CUT)
+			request_after_cut(s, (const struct ember_sample *)rec);
+		break;
 	case EMBER_REC_UNWIND_MISS:
 		unwind_service_request(s->unwind,
 				       ((const struct ember_unwind_miss *)rec)->pid,

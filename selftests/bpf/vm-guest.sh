@@ -83,7 +83,7 @@ if [ -x /payload/agent/ember ]; then
 			--label bpf_vm_clang --backend bpf --secs 4 --warmup 3 --out /tmp/nofp 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 		sh ./check-oracle.sh --ember ./ember --work ./unwind-gcc \
-			--label bpf_vm --backend bpf --warmup 3 --out /tmp/nofp 2>&1 |
+			--label bpf_vm --backend bpf --warmup 3 --freq 199 --out /tmp/nofp 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 		for f in /tmp/nofp/*.folded; do
 			[ -e "$f" ] && gzip -c "$f" >"/out/nofp-$(basename "$f").gz"

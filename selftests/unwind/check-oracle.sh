@@ -5,9 +5,11 @@
 # the samples whose frames all agree. PASS at >= 99% of >= 200 samples.
 #
 #   check-oracle.sh --ember BIN --work DIR --label NAME [--backend B]
-#                   [--warmup S] [--out DIR]
+#                   [--warmup S] [--freq HZ] [--out DIR]
+# Each sample carries 16 KiB of stack: keep the frequency low enough for
+# the rings under emulation (a full ring loses the miss records too).
 set -u
-EMBER= WORK= LABEL= BACKEND=auto WARMUP=0.3 OUT=${TMPDIR:-/tmp}
+EMBER= WORK= LABEL= BACKEND=auto WARMUP=0.3 FREQ=499 OUT=${TMPDIR:-/tmp}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) EMBER=$2; shift ;;
@@ -15,6 +17,7 @@ while [ $# -gt 0 ]; do
 	--label) LABEL=$2; shift ;;
 	--backend) BACKEND=$2; shift ;;
 	--warmup) WARMUP=$2; shift ;;
+	--freq) FREQ=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	*) echo "check-oracle.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -22,7 +25,7 @@ while [ $# -gt 0 ]; do
 done
 T="unwind_${LABEL}_oracle"
 mkdir -p "$OUT"
-"$EMBER" record --backend "$BACKEND" --check-unwind -F 499 -o "$OUT/$LABEL-oracle.folded" \
+"$EMBER" record --backend "$BACKEND" --check-unwind -F "$FREQ" -o "$OUT/$LABEL-oracle.folded" \
 	-- "$WORK/nofp-work" cpu 3 "$WARMUP" >/dev/null 2>"$OUT/$LABEL-oracle.err"
 line=$(grep 'unwind check: [0-9]* samples compared' "$OUT/$LABEL-oracle.err")
 n=$(echo "$line" | sed -n 's/.*check: \([0-9]*\) samples compared.*/\1/p')

@@ -41,7 +41,7 @@ if [ -x ./unwind-gcc/nofp-work ]; then
 	sh ./check-nofp.sh --ember ./ember --work ./unwind-clang --label kmod_vm_clang \
 		--backend kmod --secs 4 --warmup 3 --out $out/nofp
 	sh ./check-oracle.sh --ember ./ember --work ./unwind-gcc --label kmod_vm \
-		--backend kmod --warmup 3 --out $out/nofp
+		--backend kmod --warmup 3 --freq 199 --out $out/nofp
 	# Debian's own xz and openssl (no frame pointers) reach their outer
 	# function; python3.11 needs its library tree, not in the guest
 	bash ./check-real.sh --ember ./ember --backend kmod --no-perf --xz-mb 1 \
