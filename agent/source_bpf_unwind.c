@@ -43,7 +43,7 @@ struct range {
 };
 
 struct pool {
-	void *mem;
+	int fd;
 	size_t map_bytes;
 	uint32_t entries, esize;
 	struct range free[MAX_FREE];
@@ -127,14 +127,31 @@ static int pool_map(struct pool *p, const struct bpf_map *map, uint32_t esize)
 	p->esize = esize;
 	p->entries = bpf_map__max_entries(map) * (bpf_map__value_size(map) / esize);
 	p->map_bytes = ((size_t)p->entries * p->esize + page - 1) & ~(size_t)(page - 1);
-	p->mem = mmap(NULL, p->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		      bpf_map__fd(map), 0);
-	if (p->mem == MAP_FAILED) {
-		p->mem = NULL;
-		return -errno;
-	}
+	p->fd = bpf_map__fd(map);
 	p->free[0] = (struct range){ 0, p->entries };
 	p->nr_free = 1;
+	return 0;
+}
+
+/*
+ * Write n entries at entry off. The pool is mapped only for the copy:
+ * mapped for good, its every page would count in the agent's RSS (the
+ * kernel maps a BPF array whole), 10 MB of memory that is the kernel's.
+ */
+static int pool_write(struct pool *p, uint32_t off, const void *src, uint32_t n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t start = ((size_t)off * p->esize) & ~(size_t)(page - 1);
+	size_t end = (size_t)(off + n) * p->esize;
+	size_t len = end - start;
+	char *mem;
+
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd,
+		   (off_t)start);
+	if (mem == MAP_FAILED)
+		return -errno;
+	memcpy(mem + ((size_t)off * p->esize - start), src, (size_t)n * p->esize);
+	munmap(mem, len);
 	return 0;
 }
 
@@ -209,8 +226,7 @@ struct bpf_unwind *bpf_unwind_new(const struct bpf_unwind_maps *m,
 	for (int i = 0; i < 3 && !r; i++)
 		r = pool_map(&u->pool[i], maps[i], esize[i]);
 	if (r) {
-		snprintf(err, err_len, "cannot map the unwind pools: %s "
-			 "(kernel older than 5.5 has no mmap'able arrays)",
+		snprintf(err, err_len, "cannot use the unwind pools: %s",
 			 strerror(-r));
 		bpf_unwind_free(u);
 		return NULL;
@@ -273,15 +289,19 @@ static void garbage(struct bpf_unwind *u, const uint32_t *off,
 	static uint64_t x = 0x9e3779b97f4a7c15ULL;
 
 	for (int k = 0; k < 3; k++) {
-		uint8_t *p = (uint8_t *)u->pool[k].mem +
-			     (size_t)off[k] * u->pool[k].esize;
+		size_t bytes = (size_t)n[k] * u->pool[k].esize;
+		uint8_t *p = malloc(bytes);
 
-		for (size_t i = 0; i < (size_t)n[k] * u->pool[k].esize; i++) {
+		if (!p)
+			continue;
+		for (size_t i = 0; i < bytes; i++) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
 			p[i] = (uint8_t)x;
 		}
+		pool_write(&u->pool[k], off[k], p, n[k]);
+		free(p);
 	}
 	if (!counts)
 		return;
@@ -331,9 +351,15 @@ int bpf_unwind_load(struct bpf_unwind *u, uint32_t id, const void *table,
 			 (unsigned int)u->pool[1].used, u->pool[1].entries);
 		return -ENOSPC;
 	}
-	for (k = 0; k < 3; k++)
-		memcpy((char *)u->pool[k].mem + (size_t)off[k] * u->pool[k].esize,
-		       src[k], (size_t)n[k] * u->pool[k].esize);
+	for (k = 0; k < 3 && !r; k++)
+		r = pool_write(&u->pool[k], off[k], src[k], n[k]);
+	if (r) {
+		h->dropped_ns = mono_ns();	/* ranges back after the grace */
+		pthread_mutex_unlock(&u->lock);
+		snprintf(err, err_len, "cannot write the unwind pools: %s",
+			 strerror(-r));
+		return r;
+	}
 	h->id = id;
 	desc = (struct uw_table){ t->base, t->nr_pages, off[0], t->nr_rows,
 				  off[1], t->nr_rules, off[2] };
@@ -482,9 +508,6 @@ void bpf_unwind_free(struct bpf_unwind *u)
 {
 	if (!u)
 		return;
-	for (int k = 0; k < 3; k++)
-		if (u->pool[k].mem)
-			munmap(u->pool[k].mem, u->pool[k].map_bytes);
 	free(u->held);
 	free(u->buf);
 	free(u->slots);

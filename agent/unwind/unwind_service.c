@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ struct unwind_service {
 	struct proc_bind *procs;
 	uint32_t nr_procs, cap_procs;
 	uint32_t excluded;		/* never bound (the agent itself) */
+	uint64_t trimmed_at;		/* cache.build_ns at the last trim */
 };
 
 #define FORGET_BIT	0x80000000U
@@ -399,6 +401,17 @@ static void *worker(void *arg)
 		if (us->head == us->tail) {
 			struct timespec ts;
 
+			/*
+			 * Compiling CFI allocates a lot briefly (libdw's CFI
+			 * state, the rows): give it back once idle, or the
+			 * agent's RSS keeps the high-water mark.
+			 */
+			if (us->cache.build_ns != us->trimmed_at) {
+				us->trimmed_at = us->cache.build_ns;
+				pthread_mutex_unlock(&us->lock);
+				malloc_trim(0);
+				pthread_mutex_lock(&us->lock);
+			}
 			us->busy = false;
 			pthread_cond_broadcast(&us->idle);
 			clock_gettime(CLOCK_REALTIME, &ts);
