@@ -5,7 +5,9 @@
  * when the last thread of a process is gone (so it can forget the process).
  * Same filters as the samples.
  */
+#include <linux/atomic.h>
 #include <linux/binfmts.h>
+#include <linux/hash.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -17,6 +19,31 @@
 #include "ember_kmod.h"
 
 static struct tracepoint *ember_tp_exec, *ember_tp_exit;
+
+/*
+ * Processes whose EXIT was just emitted. Every thread that reaches
+ * sched_process_exit after the last one dropped signal->live to 0 sees
+ * live == 0 (a joined thread is still on its way to the tracepoint when
+ * pthread_join returns; exit_group makes all threads race there), so
+ * "live == 0" alone gave some processes two EXIT records. The first
+ * thread swaps its process's key into a slot chosen by tgid; a second
+ * thread finding the same key there is a duplicate. The key mixes the
+ * signal_struct, shared by the threads of one process only, with the
+ * tgid, so a signal_struct reused by the next process from the slab is
+ * not mistaken for the last one. A slot taken over by another exiting
+ * process in between can at worst let one duplicate through.
+ */
+#define EMBER_EXITED_BITS	10
+static atomic_long_t ember_exited[1 << EMBER_EXITED_BITS];
+
+static bool ember_exit_first(struct task_struct *p)
+{
+	unsigned long key = (unsigned long)p->signal ^
+			    ((unsigned long)p->tgid * GOLDEN_RATIO_PRIME);
+	u32 h = hash_32(p->tgid, EMBER_EXITED_BITS);
+
+	return atomic_long_xchg(&ember_exited[h], key) != key;
+}
 
 /* Tracepoint probes run with preemption off; stay on this CPU anyway. */
 static void ember_exec_emit(struct task_struct *p, struct linux_binprm *bprm)
@@ -65,7 +92,8 @@ static void ember_exit_probe(void *data, struct task_struct *p)
 	struct ember_exit r;
 
 	/* do_exit() drops signal->live before this tracepoint */
-	if (atomic_read(&p->signal->live) || !ember_filter_pass(p))
+	if (atomic_read(&p->signal->live) || !ember_filter_pass(p) ||
+	    !ember_exit_first(p))
 		return;
 	memset(&r, 0, sizeof(r));
 	r.hdr.type = EMBER_REC_EXIT;
