@@ -14,10 +14,23 @@
 #include "ember_kmod.h"
 #include "ring.h"
 
-static u32 ember_owner_portid;		/* READ_ONCE from the notifier */
+/*
+ * The owner, as the netlink notifier sees it without ember_lock: the
+ * session's generation in the high half and its socket's portid in the
+ * low half of one word, published with a single store. With two words a
+ * notifier could pair the new owner with the old generation and the
+ * release work would then never stop the new session. ember_owner_net
+ * is stored before the word (release) and read after it (acquire).
+ */
+static u64 ember_owner;			/* gen << 32 | portid; 0: none */
 static struct net *ember_owner_net;	/* compared only, never dereferenced */
-static unsigned long ember_gen;		/* sessions started so far */
-static unsigned long ember_gone_gen;	/* a session whose owner closed */
+static u32 ember_gen;			/* sessions started so far (ember_lock) */
+static u32 ember_gone_gen;		/* a session whose owner closed */
+
+static u32 ember_owner_portid(u64 owner)
+{
+	return lower_32_bits(owner);
+}
 
 static void ember_stats_reset(void)
 {
@@ -40,7 +53,7 @@ static void ember_stats_reset(void)
 
 bool ember_session_owned_by(u32 portid, struct net *net)
 {
-	return ember_running && ember_owner_portid == portid &&
+	return ember_running && ember_owner_portid(ember_owner) == portid &&
 	       ember_owner_net == net;
 }
 
@@ -85,9 +98,10 @@ int ember_session_start(const struct ember_config *req, u32 portid,
 			goto fail;
 	}
 	ember_cfg = cfg;
-	WRITE_ONCE(ember_owner_portid, portid);
-	WRITE_ONCE(ember_owner_net, net);
 	ember_gen++;
+	WRITE_ONCE(ember_owner_net, net);
+	/* pairs with the notifier's acquire: net and gen come with portid */
+	smp_store_release(&ember_owner, (u64)ember_gen << 32 | portid);
 	ember_running = true;
 	return 0;
 
@@ -114,7 +128,7 @@ void ember_session_stop(void)
 	/* no sampler runs any more: tables and bindings go */
 	ember_unwind_clear();
 	ember_running = false;
-	WRITE_ONCE(ember_owner_portid, 0);
+	WRITE_ONCE(ember_owner, 0);
 	WRITE_ONCE(ember_owner_net, NULL);
 	/* let a poller drain what is left */
 	wake_up_interruptible_all(&ember_wq);
@@ -136,14 +150,17 @@ static int ember_netlink_event(struct notifier_block *nb, unsigned long event,
 			       void *ptr)
 {
 	struct netlink_notify *n = ptr;
+	u64 owner;
 
 	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC)
 		return NOTIFY_DONE;
-	if (!n->portid || n->portid != READ_ONCE(ember_owner_portid) ||
+	/* pairs with the release in start: the net read below is current */
+	owner = smp_load_acquire(&ember_owner);
+	if (!n->portid || n->portid != ember_owner_portid(owner) ||
 	    n->net != READ_ONCE(ember_owner_net))
 		return NOTIFY_DONE;
 	/* stopping sleeps; some kernels call this chain atomically */
-	WRITE_ONCE(ember_gone_gen, READ_ONCE(ember_gen));
+	WRITE_ONCE(ember_gone_gen, upper_32_bits(owner));
 	schedule_work(&ember_release_work);
 	return NOTIFY_DONE;
 }
