@@ -75,7 +75,9 @@ module-check: kmod-configure $(CHECKPATCH)
 	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/check W=1 C=2 modules \
 		>$(kmod_cfgdir)/check.log 2>&1; rc=$$?; cat $(kmod_cfgdir)/check.log; \
 		[ $$rc -eq 0 ] || { echo "kmod: W=1/sparse build failed" >&2; exit 1; }
-	$(Q)if grep -E '(warning|error):' $(kmod_cfgdir)/check.log | grep -E 'kmod/|Kbuild|ember'; then \
+	@# every warning counts: one raised by a macro of ours is reported at
+	@# the kernel header that defines the macro, not at kmod/
+	$(Q)if grep -E '(warning|error):' $(kmod_cfgdir)/check.log; then \
 		echo "kmod: W=1/sparse warnings above" >&2; exit 1; fi
 	$(Q)perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
 		--ignore SPDX_LICENSE_TAG -f $(TOP)/kmod/*.c $(TOP)/kmod/*.h \
@@ -93,7 +95,7 @@ KG_FP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -no-pie -fno-optimize-si
 	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 KG_PROGS := $(KG_BIN)/ember-test $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy \
 	$(KG_BIN)/offcpu-work $(KG_BIN)/runas $(KG_BIN)/compat32 \
-	$(KG_BIN)/ticker
+	$(KG_BIN)/ticker $(KG_BIN)/exitrace
 
 kmod-guest: $(KG_PROGS) $(KG_BIN)/fpbusy.nm $(KG_BIN)/sysbusy.nm \
 	$(KG_BIN)/offcpu-work.nm $(KG_BIN)/compat32.nm
@@ -107,6 +109,9 @@ $(KG_BIN)/ember-test: $(KG_DIR)/ember-test.c $(TOP)/include/uapi/ember.h | $(KG_
 
 $(KG_BIN)/runas $(KG_BIN)/ticker: $(KG_BIN)/%: $(KG_DIR)/%.c | $(KG_BIN)
 	$(Q)$(CC) $(KG_CFLAGS) -o $@ $<
+
+$(KG_BIN)/exitrace: $(KG_DIR)/exitrace.c | $(KG_BIN)
+	$(Q)$(CC) $(KG_CFLAGS) -pthread -o $@ $<
 
 $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy $(KG_BIN)/offcpu-work: $(KG_BIN)/%: $(KG_DIR)/%.c | $(KG_BIN)
 	$(Q)$(CLANG) $(KG_FP_CFLAGS) -pthread -o $@ $<
