@@ -75,6 +75,9 @@ static void print_module(void)
 	       info.version == EMBER_ABI_VERSION ? "" : " (MISMATCH: reinstall)",
 	       info.running ? "a session is running" : "idle",
 	       info.nr_rings, info.ring_size / 1024);
+	if (info.ring_mem_cap)
+		printf("  ring memory: %.1f of %.0f MiB (module parameter ring_mem_max)\n",
+		       info.ring_mem_used / 1048576.0, info.ring_mem_cap / 1048576.0);
 	printf("  capabilities:");
 	print_caps(info.caps);
 	printf("  unwind tables: %u loaded, %u processes bound, %.1f of %.0f MiB "

@@ -98,6 +98,8 @@ static struct nla_policy attr_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_UNWIND_MEM_CAP] = { .type = NLA_U64 },
 	[EMBER_A_UNWIND_TABLES] = { .type = NLA_U32 },
 	[EMBER_A_UNWIND_BOUND] = { .type = NLA_U32 },
+	[EMBER_A_RING_MEM_USED] = { .type = NLA_U64 },
+	[EMBER_A_RING_MEM_CAP] = { .type = NLA_U64 },
 };
 
 struct req_ctx {
@@ -281,6 +283,11 @@ static int parse_info(struct nlattr **tb, void *arg)
 		in->unwind_tables = nla_get_u32(tb[EMBER_A_UNWIND_TABLES]);
 	if (tb[EMBER_A_UNWIND_BOUND])
 		in->unwind_bound = nla_get_u32(tb[EMBER_A_UNWIND_BOUND]);
+	/* absent from older modules: 0 means unknown */
+	if (tb[EMBER_A_RING_MEM_USED])
+		in->ring_mem_used = nla_get_u64(tb[EMBER_A_RING_MEM_USED]);
+	if (tb[EMBER_A_RING_MEM_CAP])
+		in->ring_mem_cap = nla_get_u64(tb[EMBER_A_RING_MEM_CAP]);
 	in->valid = true;
 	return 0;
 }

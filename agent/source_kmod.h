@@ -18,6 +18,7 @@ struct kmod_info {
 	uint32_t clock_used, freq, events;
 	/* CFI unwind tables and bindings loaded, and the module's cap */
 	uint64_t unwind_used, unwind_cap;
+	uint64_t ring_mem_used, ring_mem_cap;
 	uint32_t unwind_tables, unwind_bound;
 };
 

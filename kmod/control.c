@@ -61,6 +61,8 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 					    .len = EMBER_UNWIND_MAX_MAPPINGS *
 						   sizeof(struct ember_unwind_mapping) },
 	[EMBER_A_FAULT_PERIOD]		= { .type = NLA_REJECT },
+	[EMBER_A_RING_MEM_USED]		= { .type = NLA_REJECT },
+	[EMBER_A_RING_MEM_CAP]		= { .type = NLA_REJECT },
 };
 
 static struct genl_family ember_family;
@@ -94,6 +96,17 @@ static int ember_put_unwind_info(struct sk_buff *msg)
 	return 0;
 }
 
+/* What a ring set of ring_size takes: data and control page per CPU. */
+static u64 ember_ring_mem(u32 ring_size)
+{
+	return ((u64)ring_size + PAGE_SIZE) * num_possible_cpus();
+}
+
+static u64 ember_ring_mem_cap(void)
+{
+	return (u64)READ_ONCE(ember_param_ring_mem_max_mb) << 20;
+}
+
 static int ember_put_info(struct sk_buff *msg)
 {
 	const struct ember_config *c = &ember_cfg;
@@ -115,7 +128,12 @@ static int ember_put_info(struct sk_buff *msg)
 	    nla_put_u32(msg, EMBER_A_WATERMARK, c->watermark) ||
 	    nla_put_u64_64bit(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns,
 			      EMBER_A_PAD) ||
-	    nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_ppm))
+	    nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_ppm) ||
+	    nla_put_u64_64bit(msg, EMBER_A_RING_MEM_USED,
+			      ember_cur_set ? ember_ring_mem(ring_size) : 0,
+			      EMBER_A_PAD) ||
+	    nla_put_u64_64bit(msg, EMBER_A_RING_MEM_CAP, ember_ring_mem_cap(),
+			      EMBER_A_PAD))
 		return -EMSGSIZE;
 	return ember_put_unwind_info(msg);
 }
@@ -230,6 +248,11 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_RING_SIZE],
 				    "RING_SIZE must be a power of two from 16 KiB to 64 MiB");
 		return -EINVAL;
+	}
+	if (ember_ring_mem(c->ring_size) > ember_ring_mem_cap()) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_RING_SIZE],
+				    "RING_SIZE times the possible CPUs is above the ring_mem_max module parameter: lower RING_SIZE or raise ring_mem_max");
+		return -E2BIG;
 	}
 	if (!c->watermark || c->watermark > c->ring_size) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_WATERMARK],

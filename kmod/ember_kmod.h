@@ -16,10 +16,6 @@
 #include "compat.h"
 #include "../include/uapi/ember.h"
 
-/* event sources compiled in (flipped on as they are implemented) */
-#define EMBER_HAVE_OFFCPU	1
-#define EMBER_HAVE_LIFECYCLE	1
-
 #define EMBER_MIN_RING_SIZE	(16U * 1024)
 #define EMBER_MAX_RING_SIZE	(64U * 1024 * 1024)
 
@@ -58,7 +54,16 @@ struct ember_cpu_stats {
 
 struct ember_ringset;
 
-/* main.c: the global state, guarded by ember_lock where noted */
+/*
+ * main.c: the global state, guarded by ember_lock where noted.
+ *
+ * Lock order: mmap_lock -> ember_lock. ember_dev_mmap() runs with the
+ * caller's mmap_lock held and takes ember_lock, so nothing done under
+ * ember_lock may take mmap_lock: no copy_{to,from}_user, no GUP, no
+ * vm_munmap there (netlink payloads are already in kernel memory). The
+ * unwind tables' rcu and spin locks nest inside ember_lock; the sampling
+ * paths take no sleeping lock at all.
+ */
 extern struct mutex ember_lock;
 extern struct ember_config ember_cfg;		/* ember_lock; stable while running */
 extern bool ember_running;			/* ember_lock */
@@ -66,6 +71,7 @@ extern struct ember_ringset *ember_cur_set;	/* ember_lock; last started */
 extern struct ember_ringset *ember_active_set;	/* writers: READ_ONCE */
 extern struct ember_cpu_stats __percpu *ember_stats;
 extern unsigned int ember_param_ring_size;
+extern unsigned int ember_param_ring_mem_max_mb;
 extern wait_queue_head_t ember_wq;
 extern u64 ember_caps;
 
@@ -129,6 +135,7 @@ void ember_oncpu_stop(void);
 bool ember_cycles_available(void);
 
 /* offcpu.c and lifecycle.c */
+int ember_offcpu_check_params(void);
 int ember_offcpu_start(const struct ember_config *cfg,
 		       struct netlink_ext_ack *extack);
 void ember_offcpu_stop(void);

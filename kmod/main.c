@@ -12,7 +12,10 @@
 
 #include "ember_kmod.h"
 
-/* serializes control commands, session changes, mmap and poll */
+/*
+ * Serializes control commands, session changes, mmap and poll. Taken under
+ * mmap_lock (ember_dev_mmap): see the lock order in ember_kmod.h.
+ */
 DEFINE_MUTEX(ember_lock);
 struct ember_config ember_cfg;
 bool ember_running;
@@ -27,10 +30,22 @@ module_param_named(ring_size, ember_param_ring_size, uint, 0444);
 MODULE_PARM_DESC(ring_size,
 		 "default data bytes per CPU ring, power of two (16 KiB..64 MiB)");
 
+/*
+ * All rings of a session together: one per possible CPU, so a large
+ * RING_SIZE on a many-CPU machine could otherwise pin gigabytes.
+ */
+unsigned int ember_param_ring_mem_max_mb = 1024;
+module_param_named(ring_mem_max, ember_param_ring_mem_max_mb, uint, 0644);
+MODULE_PARM_DESC(ring_mem_max,
+		 "MiB all rings of a session may take together (default 1024)");
+
 static int __init ember_init(void)
 {
 	int ret;
 
+	ret = ember_offcpu_check_params();
+	if (ret)
+		return ret;
 	if (!is_power_of_2(ember_param_ring_size) ||
 	    ember_param_ring_size < EMBER_MIN_RING_SIZE ||
 	    ember_param_ring_size > EMBER_MAX_RING_SIZE) {
@@ -46,10 +61,9 @@ static int __init ember_init(void)
 		     EMBER_CAP_KERNEL_STACKS | EMBER_CAP_UNWIND_CFI;
 	if (IS_ENABLED(CONFIG_CGROUPS))
 		ember_caps |= EMBER_CAP_CGROUP_FILTER;
-	if (EMBER_HAVE_OFFCPU && ember_find_tracepoint("sched_switch"))
+	if (ember_find_tracepoint("sched_switch"))
 		ember_caps |= EMBER_CAP_OFFCPU;
-	if (EMBER_HAVE_LIFECYCLE &&
-	    ember_find_tracepoint("sched_process_exec") &&
+	if (ember_find_tracepoint("sched_process_exec") &&
 	    ember_find_tracepoint("sched_process_exit"))
 		ember_caps |= EMBER_CAP_LIFECYCLE;
 	if (ember_cycles_available())

@@ -28,17 +28,13 @@
 
 #include "ember_kmod.h"
 
+#define EMBER_OFFCPU_SLOTS_MIN	64U
+#define EMBER_OFFCPU_SLOTS_MAX	(1024U * 1024)
+
 static unsigned int ember_offcpu_slots = 4096;
 module_param_named(offcpu_slots, ember_offcpu_slots, uint, 0444);
 MODULE_PARM_DESC(offcpu_slots,
-		 "threads that can be off CPU and traced at once (power of two)");
-
-/* measurement aid: also unwind the kernel at switch-out (then discard it) */
-static bool ember_offcpu_unwind_out;
-module_param_named(offcpu_unwind_at_switch_out, ember_offcpu_unwind_out,
-		   bool, 0644);
-MODULE_PARM_DESC(offcpu_unwind_at_switch_out,
-		 "cost experiment: unwind the kernel stack at switch-out too");
+		 "threads that can be off CPU and traced at once (64..1048576, rounded up to a power of two)");
 
 #define EMBER_PROBE_WINDOW 8	/* slots tried per thread */
 
@@ -94,7 +90,7 @@ static void ember_switch_out(struct task_struct *prev, bool preempt,
 			     unsigned int state, u64 now,
 			     struct ember_cpu_stats *st)
 {
-	unsigned int h, i, level;
+	unsigned int h, i;
 	struct ember_slot *s;
 	u16 flags = 0;
 
@@ -122,15 +118,6 @@ static void ember_switch_out(struct task_struct *prev, bool preempt,
 		s->nr_user = ember_unwind_user(task_pt_regs(prev), s->ips,
 					       ember_umax, &flags);
 	s->flags = flags;
-	if (ember_offcpu_unwind_out) {
-		u64 *scratch = ember_scratch_get(&level);
-
-		if (scratch) {
-			ember_unwind_kernel(prev, NULL, scratch,
-					    EMBER_DEFAULT_FRAMES, &flags);
-			ember_scratch_put(level);
-		}
-	}
 }
 
 static void ember_switch_in(struct task_struct *next, u64 now,
@@ -188,43 +175,65 @@ static void ember_sched_switch(EMBER_SCHED_SWITCH_PROTO)
 	local64_add(ktime_get_mono_fast_ns() - now, &st->offcpu_ns);
 }
 
+/* At load time: a parameter out of range refuses the module, with why. */
+int ember_offcpu_check_params(void)
+{
+	if (ember_offcpu_slots < EMBER_OFFCPU_SLOTS_MIN ||
+	    ember_offcpu_slots > EMBER_OFFCPU_SLOTS_MAX) {
+		pr_err("ember: offcpu_slots must be in [%u, %u]\n",
+		       EMBER_OFFCPU_SLOTS_MIN, EMBER_OFFCPU_SLOTS_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * ember_tp_switch is set only once the probe is registered: it is what
+ * ember_offcpu_stop() tests, and a START that failed half-way must never
+ * make it unregister a probe that was not there.
+ */
 int ember_offcpu_start(const struct ember_config *cfg,
 		       struct netlink_ext_ack *extack)
 {
+	struct tracepoint *tp;
 	unsigned int cpu;
+	size_t bytes;
 	int ret;
 
 	/* the compat prototype must match this kernel's tracepoint */
 	check_trace_callback_type_sched_switch(ember_sched_switch);
 
-	ember_tp_switch = ember_find_tracepoint("sched_switch");
-	if (!ember_tp_switch) {
+	tp = ember_find_tracepoint("sched_switch");
+	if (!tp) {
 		NL_SET_ERR_MSG(extack, "sched_switch tracepoint not found");
 		return -EOPNOTSUPP;
 	}
-	ember_slot_mask = roundup_pow_of_two(max(ember_offcpu_slots, 64U)) - 1;
+	ember_slot_mask = roundup_pow_of_two(ember_offcpu_slots) - 1;
 	ember_umax = cfg->ustack_max;
 	ember_kmax = cfg->kstack_max;
 	ember_slot_size = ALIGN(sizeof(struct ember_slot) +
 				ember_umax * sizeof(u64), 8);
-	ember_table = vzalloc((size_t)(ember_slot_mask + 1) * ember_slot_size);
+	bytes = array_size((size_t)ember_slot_mask + 1, ember_slot_size);
+	/* its size is the administrator's choice: a failure is no kernel bug */
+	ember_table = __vmalloc(bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
 	if (!ember_table) {
-		NL_SET_ERR_MSG(extack, "cannot allocate the off-CPU table");
+		NL_SET_ERR_MSG(extack,
+			       "cannot allocate the off-CPU table (lower the offcpu_slots parameter or USTACK_MAX)");
 		return -ENOMEM;
 	}
 	ember_min_ns = cfg->offcpu_min_ns;
 	ember_ppm = cfg->offcpu_ppm;
 	for_each_possible_cpu(cpu)
 		per_cpu(ember_rnd, cpu) = get_random_u32() | 1;
-	ret = tracepoint_probe_register(ember_tp_switch, ember_sched_switch,
-					NULL);
+	ret = tracepoint_probe_register(tp, ember_sched_switch, NULL);
 	if (ret) {
 		NL_SET_ERR_MSG(extack, "cannot attach to sched_switch");
 		vfree(ember_table);
 		ember_table = NULL;
-		ember_tp_switch = NULL;
+		return ret;
 	}
-	return ret;
+	ember_tp_switch = tp;
+	return 0;
 }
 
 void ember_offcpu_stop(void)

@@ -435,6 +435,8 @@ enum ember_attr {
 	EMBER_A_UNWIND_TABLES,		/* u32: tables loaded */
 	EMBER_A_UNWIND_BOUND,		/* u32: processes bound */
 	EMBER_A_FAULT_PERIOD,		/* u32: page faults per EMBER_REC_FAULT */
+	EMBER_A_RING_MEM_USED,		/* u64: bytes of the current rings */
+	EMBER_A_RING_MEM_CAP,		/* u64: the ring_mem_max parameter */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)

@@ -72,6 +72,28 @@ t_lifecycle() {
 	fi
 }
 
+# multi-threaded processes exiting every way: exactly one EXIT each
+t_exit_once() {
+	$ET run -e 4 -d 10 >$W/exr 2>&1 &
+	etp=$!
+	sleep 1
+	"$BIN/exitrace" 120 4 >$W/exr-own
+	wait $etp
+	n=$(grep -c '^child ' $W/exr-own)
+	dup=0 miss=0
+	for c in $(sed -n 's/^child //p' $W/exr-own); do
+		x=$(grep -c "^exit pid=$c " $W/exr)
+		[ "$x" -gt 1 ] && dup=$((dup + 1))
+		[ "$x" -eq 0 ] && miss=$((miss + 1))
+	done
+	lost=$(kv $W/exr summary lost)
+	if [ "$n" -eq 120 ] && [ "$dup" -eq 0 ] && [ "$miss" -eq 0 ]; then
+		pass "exit-once: $n multi-threaded processes (joined and exit_group), one EXIT record each"
+	else
+		fail exit-once "children=$n with-duplicate-EXIT=$dup without-EXIT=$miss lost=$lost"
+	fi
+}
+
 # a context-switch storm with on+off-CPU: no warning, exact accounting,
 # bounded memory; reports the cost per switch
 pingpong_run() {
@@ -106,16 +128,8 @@ t_pingpong() {
 	base=$per
 	sw1=$sw
 	mem1=$memkb
-	# cost experiment: also unwind the kernel stack at switch-out
-	p=/sys/module/ember/parameters/offcpu_unwind_at_switch_out
-	if [ -w $p ]; then
-		echo 1 >$p
-		pingpong_run
-		echo 0 >$p
-		alt=$per
-	fi
 	if [ -z "$why" ]; then
-		pass "pingpong: $sw1 switches, $trips round trips, $r records, $l lost (exact), overflow $ovf, mem +${mem1}KiB; probe cost ${base} ns/switch (unwinding at switch-out too: ${alt:-?} ns/switch)"
+		pass "pingpong: $sw1 switches, $trips round trips, $r records, $l lost (exact), overflow $ovf, mem +${mem1}KiB; probe cost ${base} ns/switch"
 	else
 		fail pingpong "$why; $(grep '^summary' $W/pp)"
 	fi
@@ -124,4 +138,5 @@ t_pingpong() {
 want offcpu-blocks && t_offcpu_blocks
 want offcpu-min && t_offcpu_min
 want lifecycle && t_lifecycle
+want exit-once && t_exit_once
 want pingpong && t_pingpong

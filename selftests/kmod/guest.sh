@@ -408,6 +408,45 @@ t_hotplug() {
 	fi
 }
 
+# ------------------------------------------------------ memory limits
+# The rings' total cap refuses a START with a message; a START whose
+# off-CPU table cannot be allocated fails cleanly (its error path once
+# unregistered probes it never registered: a WARNING); an out-of-range
+# offcpu_slots refuses the load instead of wrapping to 0.
+t_limits() {
+	why=""
+	p=/sys/module/ember/parameters/ring_mem_max
+	echo 1 >$p
+	big=$($ET run -r 1048576 -d 0.2 -q 2>&1) && why="$why 1MiB-rings-started-under-1MiB-cap"
+	echo "$big" | grep -q ring_mem_max || why="$why no-ring_mem_max-message($big)"
+	$ET run -r 65536 -d 0.2 -q >/dev/null 2>&1 || why="$why small-rings-refused"
+	echo 1024 >$p
+	rmmod ember
+	if ! load offcpu_slots=1048576; then
+		fail limits "insmod offcpu_slots=1048576 failed"
+		load
+		return
+	fi
+	# 2^20 slots of 512 user frames: ~4 GiB, more than the VM has
+	oom=$($ET run -e 7 -u 512 -d 0.5 -q 2>&1) && why="$why huge-offcpu-table-started"
+	echo "$oom" | grep -q "off-CPU table" || why="$why no-table-message($oom)"
+	running=$($ET info | sed -n 's/.*running=\([0-9]\).*/\1/p')
+	[ "$running" = 0 ] || why="$why left-running"
+	$ET run -d 0.5 -q >$W/lim 2>&1 || why="$why on-cpu-after-failure-refused"
+	rmmod ember
+	if insmod "$KO" offcpu_slots=4294967295 2>/dev/null; then
+		why="$why offcpu_slots=2^32-1-loaded"
+		rmmod ember
+	fi
+	dmesg | grep -q 'offcpu_slots must be in' || why="$why no-offcpu_slots-message"
+	load || why="$why reload-failed"
+	if [ -z "$why" ]; then
+		pass "limits: rings above ring_mem_max refused ($(echo "$big" | tail -n 1 | cut -c1-90)); off-CPU table allocation failure refused cleanly ($(echo "$oom" | tail -n 1 | cut -c1-70)); offcpu_slots=2^32-1 refused at load"
+	else
+		fail limits "$why"
+	fi
+}
+
 # --------------------------------------------- unload/reload in flight
 t_unload() {
 	# a reader holding /dev/ember pins the module: rmmod fails cleanly
@@ -434,10 +473,13 @@ t_unload() {
 		fail unload "reload failed"
 		return
 	fi
+	# a busy process to sample: an idle guest gave 0-4 records in 1 s
+	spawn "$BIN/fpbusy" 2
 	$ET run -f 200 -d 1 -q >$W/re 2>&1
+	reap
 	r=$(kv $W/re summary records)
 	warn=$(dmesg | grep -cE 'WARNING|BUG:|Oops|general protection')
-	if [ "${r:-0}" -gt 0 ] && [ "$warn" -eq 0 ]; then
+	if [ "${r:-0}" -gt 20 ] && [ "$warn" -eq 0 ]; then
 		pass "unload: busy while open ($(head -c 80 $W/rm1)); unloaded mid-session and reloaded, $r records after, no kernel warning"
 	else
 		fail unload "records after reload: $r, kernel warnings: $warn"
@@ -461,6 +503,7 @@ want unwind && t_unwind
 want nonroot && t_nonroot
 want cycles && t_cycles
 want hotplug && t_hotplug
+want limits && t_limits
 want unload && t_unload
 [ -f "$HERE/guest-offcpu.sh" ] && . "$HERE/guest-offcpu.sh"
 rmmod ember 2>/dev/null

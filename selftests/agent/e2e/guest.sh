@@ -18,6 +18,7 @@ esac
 ./ember status >$out/status.txt 2>&1
 if grep -q '^module backend: available' $out/status.txt &&
 	grep -q 'module ABI 1' $out/status.txt &&
+	grep -q 'ring memory: [0-9.]* of 1024 MiB (module parameter ring_mem_max)' $out/status.txt &&
 	grep -q '^   cpu online' $out/status.txt; then
 	ok status_module_stats
 else
