@@ -23,13 +23,25 @@
 #include "../../include/ember_unwind.h"
 #include "cfi_compile.h"
 
+/*
+ * The builder's memory bound: 16 bytes a span, so 64 MiB at most, for a
+ * file with about five times libLLVM's 818k rows (110 MB of code). A file
+ * with more gets no table ("CFI too large") and frame-pointer steps.
+ */
+#define CFI_MAX_SPANS	(1U << 22)
+
 #define REG_RBP		6
 #define REG_RSP		7
 #define REG_RA		16
 
-/* One address range of CFI with the rule it compiles to. */
+/*
+ * One address range of CFI with the rule it compiles to. 16 bytes: a big
+ * binary (gcc's cc1: 430k rows) holds all of them at once, so the size of
+ * this struct is most of the builder's peak memory.
+ */
 struct span {
-	uint64_t lo, hi;
+	uint64_t lo;
+	uint32_t len;
 	uint16_t rule;
 };
 
@@ -213,23 +225,33 @@ static void row_rule(Dwarf_Frame *f, bool signal,
 static int add_span(struct builder *b, uint64_t lo, uint64_t hi,
 		    uint16_t rule)
 {
-	if (b->nr && b->spans[b->nr - 1].hi == lo &&
-	    b->spans[b->nr - 1].rule == rule) {
-		b->spans[b->nr - 1].hi = hi;	/* same rule goes on */
+	struct span *last = b->nr ? &b->spans[b->nr - 1] : NULL;
+
+	/* a table covers at most 4 GiB: no single range comes near that */
+	if (hi - lo > UINT32_MAX)
+		return -EINVAL;
+	if (last && last->lo + last->len == lo && last->rule == rule &&
+	    (uint64_t)last->len + (hi - lo) <= UINT32_MAX) {
+		last->len += (uint32_t)(hi - lo);	/* same rule goes on */
 		return 0;
 	}
-	if (b->nr >= EMBER_UNWIND_MAX_ROWS)
+	if (b->nr >= CFI_MAX_SPANS)
 		return -E2BIG;
 	if (b->nr == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 1024;
-		void *p = realloc(b->spans, cap * sizeof(*b->spans));
+		/* grow by half: doubling left up to 2x the need allocated */
+		size_t cap = b->cap ? b->cap + b->cap / 2 : 1024;
+		void *p;
+
+		if (cap > CFI_MAX_SPANS)
+			cap = CFI_MAX_SPANS;
+		p = realloc(b->spans, cap * sizeof(*b->spans));
 
 		if (!p)
 			return -ENOMEM;
 		b->spans = p;
 		b->cap = cap;
 	}
-	b->spans[b->nr++] = (struct span){ lo, hi, rule };
+	b->spans[b->nr++] = (struct span){ lo, (uint32_t)(hi - lo), rule };
 	return 0;
 }
 
@@ -485,16 +507,55 @@ static Elf_Scn *find_section(Elf *elf, const char *name)
 
 /* ---- layout ---- */
 
-static int cmp_span(const void *a, const void *b)
+static void sift_down(struct span *v, size_t root, size_t n)
 {
-	const struct span *x = a, *y = b;
+	for (;;) {
+		size_t child = 2 * root + 1;
+		struct span t;
 
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
+		if (child >= n)
+			return;
+		if (child + 1 < n && v[child + 1].lo > v[child].lo)
+			child++;
+		if (v[root].lo >= v[child].lo)
+			return;
+		t = v[root];
+		v[root] = v[child];
+		v[child] = t;
+		root = child;
+	}
 }
 
-/* A rule change at an address: what the table's rows are made of. */
+/*
+ * By start address, in place. Linkers emit FDEs in address order, so the
+ * check alone usually does it; otherwise a heap sort: glibc's qsort is a
+ * merge sort that allocates a copy of the array (7 MB for cc1).
+ */
+static void sort_spans(struct span *v, size_t n)
+{
+	size_t i;
+
+	for (i = 1; i < n && v[i - 1].lo <= v[i].lo; i++)
+		;
+	if (i >= n)
+		return;
+	for (i = n / 2; i-- > 0;)
+		sift_down(v, i, n);
+	for (i = n; i-- > 1;) {
+		struct span t = v[0];
+
+		v[0] = v[i];
+		v[i] = t;
+		sift_down(v, 0, i);
+	}
+}
+
+/*
+ * A rule change at an address, as an offset from the table's 64 KiB
+ * aligned base (a table spans at most 4 GiB): 8 bytes.
+ */
 struct bp {
-	uint64_t addr;
+	uint32_t off;
 	uint16_t rule;
 };
 
@@ -502,32 +563,54 @@ struct bp {
  * Sorted spans -> rule changes: a change at each span start, and back to
  * NONE where a span ends before the next one begins. Overlapping FDEs
  * (never seen in linker output) resolve to the later start.
+ *
+ * The changes are written over the spans themselves: the spans and a
+ * second array were the builder's peak memory (14 MB for gcc's cc1). A
+ * span gives at most two 8-byte changes, so after span i at most
+ * 16 * (i + 1) bytes are written: never past span i itself, which is
+ * copied out before anything is written.
  */
-static struct bp *breakpoints(struct builder *b, size_t *nr)
+_Static_assert(2 * sizeof(struct bp) <= sizeof(struct span),
+	       "rule changes are written in place over the spans");
+
+static int breakpoints(struct builder *b, uint64_t *base, struct bp **out,
+		       size_t *nr)
 {
-	struct bp *v = malloc((2 * b->nr + 1) * sizeof(*v));
-	size_t n = 0;
+	struct bp *v = (struct bp *)b->spans;
+	uint64_t end = 0;
+	size_t n = 0, nr_spans = b->nr;
 
-	if (!v)
-		return NULL;
-	qsort(b->spans, b->nr, sizeof(*b->spans), cmp_span);
-	for (size_t i = 0; i < b->nr; i++) {
-		const struct span *s = &b->spans[i];
+	sort_spans(b->spans, nr_spans);
+	*base = b->spans[0].lo & ~0xffffULL;
+	for (size_t i = 0; i < nr_spans; i++)
+		if (b->spans[i].lo + b->spans[i].len > end)
+			end = b->spans[i].lo + b->spans[i].len;
+	if (end - *base > UINT32_MAX)
+		return -E2BIG;
+	for (size_t i = 0; i < nr_spans; i++) {
+		const struct span s = b->spans[i];
+		bool gap_after = i + 1 == nr_spans ||
+				 b->spans[i + 1].lo >= s.lo + s.len + 16;
+		uint32_t lo = (uint32_t)(s.lo - *base), hi = lo + s.len;
 
-		if (n && v[n - 1].addr == s->lo)
+		if (n && v[n - 1].off == lo)
 			n--;		/* replaced by this start */
-		if (!n || v[n - 1].rule != s->rule)
-			v[n++] = (struct bp){ s->lo, s->rule };
+		if (!n || v[n - 1].rule != s.rule)
+			v[n++] = (struct bp){ lo, s.rule };
 		/*
 		 * Functions are padded to 16 bytes: no PC lies in such a
 		 * gap, so let the rule run on to the next FDE instead of
 		 * spending a row on it.
 		 */
-		if (i + 1 == b->nr || b->spans[i + 1].lo >= s->hi + 16)
-			v[n++] = (struct bp){ s->hi, 0 };
+		if (gap_after)
+			v[n++] = (struct bp){ hi, 0 };
 	}
+	/* the buffer now belongs to the changes */
+	b->spans = NULL;
+	b->nr = b->cap = 0;
+	*out = v;
 	*nr = n;
-	return v;
+	return 0;
 }
 
 /*
@@ -543,12 +626,12 @@ static int layout(struct builder *b, void **out, size_t *len)
 	uint64_t base, nr_pages, cap_rows, nr_rows = 0, size;
 	uint16_t cur = 0;
 	size_t nbp, i = 0;
-	struct bp *bp = breakpoints(b, &nbp);
+	struct bp *bp;
+	int r = breakpoints(b, &base, &bp, &nbp);
 
-	if (!bp)
-		return -ENOMEM;
-	base = bp[0].addr & ~0xffffULL;
-	nr_pages = ((bp[nbp - 1].addr - base) >> EMBER_UNWIND_PAGE_SHIFT) + 1;
+	if (r)
+		return r;
+	nr_pages = (bp[nbp - 1].off >> EMBER_UNWIND_PAGE_SHIFT) + 1;
 	cap_rows = nbp + nr_pages;
 	if (nr_pages > EMBER_UNWIND_MAX_PAGES || cap_rows > EMBER_UNWIND_MAX_ROWS) {
 		free(bp);
@@ -563,15 +646,15 @@ static int layout(struct builder *b, void **out, size_t *len)
 	page_row = (uint32_t *)(t + 1);
 	rows = (struct ember_unwind_row *)(page_row + nr_pages + 1);
 	for (uint64_t p = 0; p < nr_pages; p++) {
-		uint64_t pstart = base + (p << EMBER_UNWIND_PAGE_SHIFT);
+		uint64_t pstart = p << EMBER_UNWIND_PAGE_SHIFT;
 		uint64_t pend = pstart + (1ULL << EMBER_UNWIND_PAGE_SHIFT);
 		uint64_t first = nr_rows;
 
 		page_row[p] = (uint32_t)first;
-		if (cur != 0 || (i < nbp && bp[i].addr < pend))
+		if (cur != 0 || (i < nbp && bp[i].off < pend))
 			rows[nr_rows++] = (struct ember_unwind_row){ 0, cur };
-		for (; i < nbp && bp[i].addr < pend; i++) {
-			uint16_t low = (uint16_t)(bp[i].addr - pstart);
+		for (; i < nbp && bp[i].off < pend; i++) {
+			uint16_t low = (uint16_t)(bp[i].off - pstart);
 
 			if (rows[nr_rows - 1].pc_low == low)
 				rows[nr_rows - 1].rule = bp[i].rule;
@@ -603,6 +686,13 @@ static int layout(struct builder *b, void **out, size_t *len)
 	if (t->size > EMBER_UNWIND_MAX_TABLE) {
 		free(t);
 		return -E2BIG;
+	}
+	/* it was sized for the worst case: give back what is unused */
+	if (t->size < size) {
+		void *shrunk = realloc(t, t->size);
+
+		if (shrunk)
+			t = shrunk;
 	}
 	*out = t;
 	*len = t->size;
