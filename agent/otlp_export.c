@@ -9,6 +9,17 @@
  * profiles and what is in flight is delivered in order once the receiver
  * recovers.
  */
+/*
+ * libcurl versions: ember builds against Debian 11's 7.74 as well as newer
+ * releases. Options that newer libcurl added (or deprecated the old form
+ * of) are chosen at compile time below; EMBER_FORCE_OLD_CURL selects the
+ * old-libcurl branches on a new libcurl so a test can prove they compile
+ * and work (selftests/suites/10-agent-unit.sh, 50-otlp.sh).
+ */
+#ifdef EMBER_FORCE_OLD_CURL
+/* New headers mark the old options deprecated (warnings, -Werror). */
+#define CURL_DISABLE_DEPRECATION
+#endif
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <zlib.h>
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
@@ -25,6 +37,19 @@
 #define EMBER_VERSION "0"
 #endif
 #define RESPONSE_MAX (64 * 1024)	/* bytes of a response body we keep */
+
+#ifndef CURL_AT_LEAST_VERSION	/* itself new in 7.43 */
+#define CURL_AT_LEAST_VERSION(x, y, z) \
+	(LIBCURL_VERSION_NUM >= (((x) << 16) | ((y) << 8) | (z)))
+#endif
+/* CURLOPT_PROTOCOLS_STR: 7.85, which deprecated CURLOPT_PROTOCOLS. */
+#if CURL_AT_LEAST_VERSION(7, 85, 0) && !defined(EMBER_FORCE_OLD_CURL)
+#define HAVE_CURLOPT_PROTOCOLS_STR 1
+#endif
+/* CURLINFO_RETRY_AFTER: 7.66; before it the header is parsed here. */
+#if CURL_AT_LEAST_VERSION(7, 66, 0) && !defined(EMBER_FORCE_OLD_CURL)
+#define HAVE_CURLINFO_RETRY_AFTER 1
+#endif
 
 struct item {
 	struct item *next;
@@ -311,7 +336,38 @@ void otlp_exporter_enqueue(struct otlp_exporter *x, uint8_t *buf, size_t len)
 struct response {
 	uint8_t *body;
 	size_t len;
+#ifndef HAVE_CURLINFO_RETRY_AFTER
+	long retry_after_s;		/* Retry-After in seconds, 0 = none */
+#endif
 };
+
+#ifndef HAVE_CURLINFO_RETRY_AFTER
+/*
+ * libcurl < 7.66 has no CURLINFO_RETRY_AFTER: take "Retry-After: SECONDS"
+ * from the headers (an HTTP-date is ignored: the backoff applies). Each
+ * response's headers come anew (a retry, a redirect): the last one wins.
+ */
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+	struct response *r = ctx;
+	size_t total = size * n;
+	static const char name[] = "retry-after:";
+
+	if (total > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1)) {
+		size_t i = sizeof(name) - 1;
+		long v = 0;
+
+		while (i < total && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		if (i < total && p[i] >= '0' && p[i] <= '9') {
+			for (; i < total && p[i] >= '0' && p[i] <= '9'; i++)
+				v = v < 100000000 ? v * 10 + (p[i] - '0') : v;
+			r->retry_after_s = v;
+		}
+	}
+	return total;
+}
+#endif
 
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
@@ -410,7 +466,7 @@ static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy
 			 uint64_t budget_ms, uint64_t *retry_after_ms)
 {
 	struct curl_slist *headers = request_headers(cfg, gzipped);
-	struct response r = { NULL, 0 };
+	struct response r = { 0 };
 	char errbuf[CURL_ERROR_SIZE] = "";
 	long status = 0;
 	curl_off_t ra = 0;
@@ -439,8 +495,17 @@ static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	/* Only http(s), never follow redirects to elsewhere. */
+	/* Only http(s); redirects are not followed (no FOLLOWLOCATION). */
+#ifdef HAVE_CURLOPT_PROTOCOLS_STR
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	/* The bitmask form, the only one before 7.85 (deprecated since). */
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+#ifndef HAVE_CURLINFO_RETRY_AFTER
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+#endif
 	if (cfg->ca_file)
 		curl_easy_setopt(c, CURLOPT_CAINFO, cfg->ca_file);
 	if (cfg->client_cert)
@@ -487,7 +552,13 @@ static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy
 		pthread_mutex_unlock(&x->lock);
 		out = SENT;
 	} else if (status == 429 || status >= 500) {
-		if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+#ifdef HAVE_CURLINFO_RETRY_AFTER
+		if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK)
+			ra = 0;
+#else
+		ra = r.retry_after_s;
+#endif
+		if (ra > 0)
 			*retry_after_ms = (uint64_t)ra * 1000;
 		xlog(x, "receiver answered %ld, will retry%s", status,
 		     *retry_after_ms ? " after its Retry-After" : "");

@@ -33,6 +33,10 @@ else
 	t_fail agent_werror_clean "warnings in ${bad[*]}"
 fi
 
+# The exporter's branches for libcurl < 7.85 / 7.66 (CURLOPT_PROTOCOLS,
+# Retry-After from the headers) compile -Werror too, forced on this libcurl.
+t_check otlp_export_old_curl_werror bash -c "gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -c -o /dev/null agent/otlp_export.c && gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -S -o - agent/otlp_export.c | grep -q on_header"
+
 E=agent/ember
 t_check cli_version bash -c "$E --version | grep -q '^ember $(cat VERSION)'"
 t_check cli_help bash -c "$E --help | grep -q record"

@@ -13,6 +13,7 @@ PY=/usr/bin/python3
 EMBER=agent/ember
 FIXTURE=agent/gen/tests/otlp_fixture
 SEND=agent/gen/tests/otlp_send
+SEND_OLD=agent/gen/tests/otlp_send_oldcurl	# old-libcurl branches forced
 RECV=selftests/otlp/receiver.py
 CHECK=selftests/otlp/check_otlp.py
 REQ=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest
@@ -325,6 +326,27 @@ else
 	t_fail otlp-429-retry "$(tr '\n' ' ' <"$T/r429.stats")"
 fi
 stop_receiver r429
+
+# The exporter's branches for libcurl < 7.66/7.85, forced on this libcurl:
+# CURLOPT_PROTOCOLS and Retry-After read from the response headers.
+start_receiver old --mode 503 --retry-after 1 --fail-first 1
+if [ -x "$SEND_OLD" ]; then
+	"$SEND_OLD" --endpoint "$(url "$PORT_old")" --count 1 --retry-initial-ms 50 \
+		--retry-max-ms 100 --wait-ms 8000 >"$T/old.stats" 2>"$T/old.log"
+	gap=$($PY -c '
+import glob, json, sys
+t = [json.load(open(f))["time"] for f in sorted(glob.glob(sys.argv[1] + "/*.json"))]
+print(t[1] - t[0] if len(t) > 1 else 0)' "$T/old")
+	if [ "$(stat_of exported "$T/old.stats")" = 1 ] && [ "$(stat_of retries "$T/old.stats")" = 1 ] &&
+		[ "$(seqs old)" = 0 ] && $PY -c "import sys; sys.exit(0 if $gap >= 0.9 else 1)"; then
+		t_pass otlp-old-curl-fallback
+	else
+		t_fail otlp-old-curl-fallback "gap=$gap $(tr '\n' ' ' <"$T/old.stats")"
+	fi
+else
+	t_fail otlp-old-curl-fallback "$SEND_OLD not built (make $SEND_OLD)"
+fi
+stop_receiver old
 
 # Slow receiver: within the timeout it is just slow; beyond it the request
 # times out, is retried, and lands once the receiver answers in time.
