@@ -173,6 +173,7 @@ static void export_config(const struct run_config *rc, struct otlp_export_config
 	ec->retry_initial_ms = rc->retry_initial_ms;
 	ec->retry_max_ms = rc->retry_max_ms;
 	ec->retry_max_elapsed_ms = rc->retry_max_elapsed_ms;
+	ec->retry_after_max_ms = rc->retry_after_max_ms;
 	ec->quiet = rc->quiet;
 }
 

@@ -328,6 +328,9 @@ static int apply(struct run_config *c, const char *key, const char *v,
 	} else if (!strcmp(key, "retry_max_elapsed_ms")) {
 		ret = parse_uint(v, 1, 86400000, &n);
 		c->retry_max_elapsed_ms = (unsigned int)n;
+	} else if (!strcmp(key, "retry_after_max_ms")) {
+		ret = parse_uint(v, 1, 86400000, &n);
+		c->retry_after_max_ms = (unsigned int)n;
 	} else {
 		return fail(err, err_len, "unknown setting '%s'", key);
 	}
@@ -459,6 +462,13 @@ void run_config_usage(FILE *f)
 	      "                           (HOST defaults to 127.0.0.1)\n"
 	      "      --queue-size N       profiles kept while the receiver is away (8)\n"
 	      "      --shutdown-timeout S delivery deadline on SIGTERM (default 5)\n"
+	      "      --retry-initial-ms MS, --retry-max-ms MS  backoff between\n"
+	      "                           retries (default 1000, doubling to 30000)\n"
+	      "      --retry-max-elapsed-ms MS  give a failing profile up after MS of\n"
+	      "                           attempts and backoff (default 300000)\n"
+	      "      --retry-after-max-ms MS  longest receiver Retry-After honoured\n"
+	      "                           (default 600000; such waits do not count\n"
+	      "                           against --retry-max-elapsed-ms)\n"
 	      "      --debug-dir DIR      also look for separate debug files under DIR\n"
 	      "                           (repeatable; searched before /usr/lib/debug)\n"
 	      "      --debuginfod         fetch missing debug info from DEBUGINFOD_URLS\n"
@@ -475,6 +485,7 @@ void run_config_usage(FILE *f)
 enum {
 	OPT_TIMEOUT = 256, OPT_COMPRESSION, OPT_CA, OPT_CERT, OPT_KEY, OPT_OFFCPU,
 	OPT_METRICS, OPT_QUEUE, OPT_SHUTDOWN, OPT_R_INIT, OPT_R_MAX, OPT_R_ELAPSED,
+	OPT_R_AFTER_MAX,
 	OPT_QUIET, OPT_DEBUG_DIR, OPT_DEBUGINFOD,
 };
 
@@ -500,6 +511,7 @@ static const struct option long_opts[] = {
 	{ "retry-initial-ms", required_argument, NULL, OPT_R_INIT },
 	{ "retry-max-ms", required_argument, NULL, OPT_R_MAX },
 	{ "retry-max-elapsed-ms", required_argument, NULL, OPT_R_ELAPSED },
+	{ "retry-after-max-ms", required_argument, NULL, OPT_R_AFTER_MAX },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
@@ -530,6 +542,7 @@ static const char *opt_key(int c)
 	case OPT_R_INIT: return "retry_initial_ms";
 	case OPT_R_MAX: return "retry_max_ms";
 	case OPT_R_ELAPSED: return "retry_max_elapsed_ms";
+	case OPT_R_AFTER_MAX: return "retry_after_max_ms";
 	case OPT_DEBUG_DIR: return "debug_dir";
 	default: return NULL;
 	}

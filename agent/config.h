@@ -13,7 +13,7 @@
  * resource_attributes (k=v,k2=v2), interval (s), frequency (Hz), off_cpu
  * (true|false), backend (auto|kmod|bpf), metrics_addr, queue_size,
  * shutdown_timeout (s), pid (repeatable), retry_initial_ms, retry_max_ms,
- * retry_max_elapsed_ms.
+ * retry_max_elapsed_ms, retry_after_max_ms.
  */
 #ifndef EMBER_CONFIG_H
 #define EMBER_CONFIG_H
@@ -50,6 +50,7 @@ struct run_config {
 	uint32_t *pids;
 	size_t nr_pids;
 	unsigned int retry_initial_ms, retry_max_ms, retry_max_elapsed_ms;
+	unsigned int retry_after_max_ms;	/* 0: the exporter's default */
 	bool quiet;
 	char *debug_dirs;		/* ':'-joined; NULL = /usr/lib/debug */
 	bool debuginfod;		/* fetch debug info from DEBUGINFOD_URLS */

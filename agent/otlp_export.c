@@ -61,6 +61,7 @@ struct cfg_copy {
 	char *endpoint, *ca_file, *client_cert, *client_key;
 	struct curl_slist *headers;	/* the user's (OTEL_EXPORTER_OTLP_HEADERS) */
 	unsigned int timeout_ms, retry_initial_ms, retry_max_ms, retry_max_elapsed_ms;
+	unsigned int retry_after_max_ms;
 	size_t queue_max, queue_max_bytes;
 	bool gzip, quiet;
 };
@@ -78,6 +79,7 @@ struct otlp_exporter {
 	struct timespec deadline;
 	struct otlp_export_stats st;
 	uint64_t rng;
+	bool clamp_logged;		/* sender thread only */
 };
 
 static void xlog(const struct otlp_exporter *x, const char *fmt, ...)
@@ -135,6 +137,8 @@ static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 	c->retry_max_ms = in->retry_max_ms ? in->retry_max_ms : 30000;
 	c->retry_max_elapsed_ms = in->retry_max_elapsed_ms ?
 				  in->retry_max_elapsed_ms : 300000;
+	c->retry_after_max_ms = in->retry_after_max_ms ?
+				in->retry_after_max_ms : OTLP_RETRY_AFTER_MAX_MS;
 	c->queue_max = in->queue_max ? in->queue_max : 8;
 	c->queue_max_bytes = in->queue_max_bytes ? in->queue_max_bytes : 64 << 20;
 	c->gzip = in->gzip;
@@ -595,9 +599,17 @@ static bool wait_until(struct otlp_exporter *x, const struct timespec *until)
 	return aborted;
 }
 
+/*
+ * Send one profile until it is accepted, refused, or retry_max_elapsed_ms
+ * of failing attempts and our own backoff have passed. A wait the receiver
+ * asked for (Retry-After, up to retry_after_max_ms) is honoured in full and
+ * not charged to that budget: the receiver is alive and has said when to
+ * come back. The profile stays in flight meanwhile; a shutdown still ends
+ * the wait at its deadline.
+ */
 static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 {
-	uint64_t start = now_ms();
+	uint64_t start = now_ms(), server_waits = 0;
 	unsigned int attempt = 0;
 	struct cfg_copy cfg;
 
@@ -605,10 +617,10 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 		uint8_t *gz = NULL;
 		const uint8_t *body = it->buf;
 		size_t len = it->len;
-		uint64_t ra, wait, budget = 0;
+		uint64_t ra, wait, elapsed, budget = 0;
 		enum outcome o;
 		struct timespec until;
-		bool stopping;
+		bool stopping, asked = false;
 
 		/* Snapshot the configuration: SIGHUP may change it meanwhile. */
 		pthread_mutex_lock(&x->lock);
@@ -648,9 +660,22 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 			return;
 		}
 		wait = backoff_ms(x, &cfg, attempt++);
-		if (ra > wait)
+		if (ra > cfg.retry_after_max_ms) {
+			if (!x->clamp_logged)
+				xlog(x, "receiver asked to retry after %llu s; waiting "
+				     "retry_after_max_ms (%u ms) instead (logged once)",
+				     (unsigned long long)(ra / 1000),
+				     cfg.retry_after_max_ms);
+			x->clamp_logged = true;
+			ra = cfg.retry_after_max_ms;
+		}
+		if (ra >= wait) {
 			wait = ra;	/* the server knows its load best */
-		if (now_ms() + wait - start > cfg.retry_max_elapsed_ms) {
+			asked = true;
+		}
+		elapsed = now_ms() - start;
+		elapsed = elapsed > server_waits ? elapsed - server_waits : 0;
+		if (elapsed + (asked ? 0 : wait) > cfg.retry_max_elapsed_ms) {
 			xlog(x, "giving up on a profile after %u attempts", attempt);
 			pthread_mutex_lock(&x->lock);
 			x->st.failed++;
@@ -661,6 +686,8 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 		}
 		cfg_free(&cfg);
 		until = mono_after(wait);
+		if (asked)
+			server_waits += wait;
 		if (wait_until(x, &until)) {
 			pthread_mutex_lock(&x->lock);
 			x->st.failed++;

@@ -8,9 +8,16 @@
  *
  * Delivery: success on 2xx (a partial-success body is logged and its
  * rejected count kept); retry with exponential backoff and jitter on
- * connection errors, timeouts, 429 and 5xx, waiting at least what
- * Retry-After asks; any other 4xx drops the profile with a log line.
- * A profile that is still failing after retry_max_elapsed_ms is dropped.
+ * connection errors, timeouts, 429 and 5xx; any other 4xx drops the
+ * profile with a log line. A profile that is still failing after
+ * retry_max_elapsed_ms of attempts and backoff is dropped.
+ *
+ * Retry-After (seconds or an HTTP date, on 429 and 5xx) is honoured up to
+ * retry_after_max_ms: a longer one is cut to it, logged once. The time
+ * spent in such a server-requested wait does not count against
+ * retry_max_elapsed_ms, so a receiver that asks for more time than that
+ * budget still gets the profile; it stays in flight meanwhile, and a
+ * shutdown ends the wait at its deadline.
  */
 #ifndef EMBER_OTLP_EXPORT_H
 #define EMBER_OTLP_EXPORT_H
@@ -18,6 +25,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Longest Retry-After honoured by default: 10 minutes. */
+#define OTLP_RETRY_AFTER_MAX_MS 600000u
 
 struct otlp_export_config {
 	const char *endpoint;		/* full URL, e.g. http://h:4318/v1development/profiles */
@@ -32,6 +42,7 @@ struct otlp_export_config {
 	unsigned int retry_initial_ms;	/* 0 = 1000 */
 	unsigned int retry_max_ms;	/* 0 = 30000 */
 	unsigned int retry_max_elapsed_ms;	/* 0 = 300000 */
+	unsigned int retry_after_max_ms;	/* 0 = OTLP_RETRY_AFTER_MAX_MS */
 	bool quiet;			/* no log lines (tests) */
 };
 

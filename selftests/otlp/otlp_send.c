@@ -8,7 +8,8 @@
  *
  *   otlp_send --endpoint URL [--count N] [--interval-ms M] [--queue Q]
  *             [--no-gzip] [--retry-initial-ms R] [--retry-max-ms R]
- *             [--max-elapsed-ms E] [--timeout-ms T] [--wait-ms W]
+ *             [--max-elapsed-ms E] [--retry-after-max-ms A]
+ *             [--timeout-ms T] [--wait-ms W]
  *             [--shutdown-ms D] [--header "K: V"] [--ca FILE]
  */
 #include <stdio.h>
@@ -104,6 +105,8 @@ int main(int argc, char **argv)
 			cfg.retry_max_ms = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--max-elapsed-ms"))
 			cfg.retry_max_elapsed_ms = (unsigned int)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--retry-after-max-ms"))
+			cfg.retry_after_max_ms = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--timeout-ms"))
 			cfg.timeout_ms = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--wait-ms"))

@@ -317,6 +317,53 @@ else
 fi
 stop_receiver r503
 
+# gaps DIR: seconds between consecutive requests the receiver saw.
+gaps() {
+	$PY -c '
+import glob, json, sys
+t = [json.load(open(f))["time"] for f in sorted(glob.glob(sys.argv[1] + "/*.json"))]
+print(" ".join("%.2f" % (b - a) for a, b in zip(t, t[1:])))' "$T/$1"
+}
+# in_range "GAPS" LO HI: every gap within [LO, HI] seconds (and one at least).
+in_range() {
+	$PY -c 'import sys; g = [float(x) for x in sys.argv[1].split()]
+sys.exit(0 if g and all(float(sys.argv[2]) <= x <= float(sys.argv[3]) for x in g) else 1)' "$1" "$2" "$3"
+}
+
+# A Retry-After longer than the retry budget (2 s > 1000 ms): the wait the
+# receiver asked for is honoured and not charged to the budget, so the
+# profile arrives after ~2 s instead of being dropped at once.
+start_receiver rabig --mode 503 --retry-after 2 --fail-first 1
+"$SEND" --endpoint "$(url "$PORT_rabig")" --count 1 --retry-initial-ms 50 \
+	--retry-max-ms 100 --max-elapsed-ms 1000 --wait-ms 8000 >"$T/rabig.stats" 2>"$T/rabig.log"
+g=$(gaps rabig)
+if [ "$(stat_of exported "$T/rabig.stats")" = 1 ] && [ "$(stat_of failed "$T/rabig.stats")" = 0 ] &&
+	[ "$(stat_of retries "$T/rabig.stats")" = 1 ] && [ "$(seqs rabig)" = 0 ] &&
+	in_range "$g" 1.9 4; then
+	t_pass otlp-retry-after-beyond-elapsed-budget
+else
+	t_fail otlp-retry-after-beyond-elapsed-budget "gaps=[$g] $(tr '\n' ' ' <"$T/rabig.stats") $(tail -n 1 "$T/rabig.log")"
+fi
+stop_receiver rabig
+
+# Retry-After: 30 with retry_after_max_ms 1000: each wait is cut to 1 s,
+# said once in the log, and the profile lands within ~2 s, not 60.
+start_receiver raclamp --mode 503 --retry-after 30 --fail-first 2
+start=$(date +%s%N)
+"$SEND" --endpoint "$(url "$PORT_raclamp")" --count 1 --retry-initial-ms 50 \
+	--retry-max-ms 100 --retry-after-max-ms 1000 --wait-ms 8000 \
+	>"$T/raclamp.stats" 2>"$T/raclamp.log"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+g=$(gaps raclamp)
+if [ "$(stat_of exported "$T/raclamp.stats")" = 1 ] && [ "$(stat_of failed "$T/raclamp.stats")" = 0 ] &&
+	[ "$(stat_of retries "$T/raclamp.stats")" = 2 ] && [ "$ms" -lt 5000 ] &&
+	in_range "$g" 0.9 2 && [ "$(grep -c 'retry_after_max_ms' "$T/raclamp.log")" = 1 ]; then
+	t_pass otlp-retry-after-clamped
+else
+	t_fail otlp-retry-after-clamped "${ms}ms gaps=[$g] $(tr '\n' ' ' <"$T/raclamp.stats") $(grep -c retry_after_max_ms "$T/raclamp.log") clamp log line(s)"
+fi
+stop_receiver raclamp
+
 start_receiver r429 --mode 429 --retry-after 1 --fail-first 1
 "$SEND" --endpoint "$(url "$PORT_r429")" --count 1 --retry-initial-ms 50 \
 	--wait-ms 8000 >"$T/r429.stats" 2>&1
