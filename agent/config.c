@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "otlp_export.h"
 #include "symbolize.h"
 
 #define MAX_LIST 64	/* headers, attributes, pids */
@@ -75,6 +76,30 @@ static int parse_uint(const char *v, unsigned long min, unsigned long max,
 	if (errno || end == v || *trim(end) || x < min || x > max || *v == '-')
 		return -EINVAL;
 	*out = x;
+	return 0;
+}
+
+/* Bytes, with an optional K, M or G suffix (KiB, MiB, GiB). */
+static int parse_size(const char *v, unsigned long long min,
+		      unsigned long long max, size_t *out)
+{
+	unsigned long long x, mul = 1;
+	char *end;
+
+	if (!isdigit((unsigned char)*v))
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || end == v)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ULL << 10; end++; break;
+	case 'm': case 'M': mul = 1ULL << 20; end++; break;
+	case 'g': case 'G': mul = 1ULL << 30; end++; break;
+	}
+	if (*trim(end) || x > max / mul || x * mul < min || x * mul > max)
+		return -EINVAL;
+	*out = (size_t)(x * mul);
 	return 0;
 }
 
@@ -310,6 +335,10 @@ static int apply(struct run_config *c, const char *key, const char *v,
 	} else if (!strcmp(key, "queue_size")) {
 		ret = parse_uint(v, 1, 1024, &n);
 		c->queue_max = n;
+	} else if (!strcmp(key, "queue_max_bytes")) {
+		if (parse_size(v, 64ULL << 10, 1ULL << 40, &c->queue_max_bytes))
+			return fail(err, err_len, "invalid value '%s' for queue_max_bytes: "
+				    "expected bytes from 64K to 1024G (suffix K, M or G)", v);
 	} else if (!strcmp(key, "shutdown_timeout")) {
 		ret = parse_uint(v, 0, 600, &n);
 		c->shutdown_timeout_s = (unsigned int)n;
@@ -460,7 +489,11 @@ void run_config_usage(FILE *f)
 	      "  -p, --pid PID            profile only this process (repeatable)\n"
 	      "      --metrics-addr [HOST]:PORT  Prometheus text endpoint\n"
 	      "                           (HOST defaults to 127.0.0.1)\n"
-	      "      --queue-size N       profiles kept while the receiver is away (8)\n"
+	      "      --queue-size N       profiles kept waiting while the receiver is\n"
+	      "                           away or slow (default 64)\n"
+	      "      --queue-max-bytes B  bound on all the exporter holds, the profile\n"
+	      "                           being sent and its gzip copy included\n"
+	      "                           (default 64M; suffix K, M or G)\n"
 	      "      --shutdown-timeout S delivery deadline on SIGTERM (default 5)\n"
 	      "      --retry-initial-ms MS, --retry-max-ms MS  backoff between\n"
 	      "                           retries (default 1000, doubling to 30000)\n"
@@ -485,7 +518,7 @@ void run_config_usage(FILE *f)
 enum {
 	OPT_TIMEOUT = 256, OPT_COMPRESSION, OPT_CA, OPT_CERT, OPT_KEY, OPT_OFFCPU,
 	OPT_METRICS, OPT_QUEUE, OPT_SHUTDOWN, OPT_R_INIT, OPT_R_MAX, OPT_R_ELAPSED,
-	OPT_R_AFTER_MAX,
+	OPT_R_AFTER_MAX, OPT_QUEUE_BYTES,
 	OPT_QUIET, OPT_DEBUG_DIR, OPT_DEBUGINFOD,
 };
 
@@ -507,6 +540,7 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "metrics-addr", required_argument, NULL, OPT_METRICS },
 	{ "queue-size", required_argument, NULL, OPT_QUEUE },
+	{ "queue-max-bytes", required_argument, NULL, OPT_QUEUE_BYTES },
 	{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
 	{ "retry-initial-ms", required_argument, NULL, OPT_R_INIT },
 	{ "retry-max-ms", required_argument, NULL, OPT_R_MAX },
@@ -538,6 +572,7 @@ static const char *opt_key(int c)
 	case 'p': return "pid";
 	case OPT_METRICS: return "metrics_addr";
 	case OPT_QUEUE: return "queue_size";
+	case OPT_QUEUE_BYTES: return "queue_max_bytes";
 	case OPT_SHUTDOWN: return "shutdown_timeout";
 	case OPT_R_INIT: return "retry_initial_ms";
 	case OPT_R_MAX: return "retry_max_ms";
@@ -577,7 +612,8 @@ int run_config_load(struct run_config *c, int argc, char **argv,
 	c->gzip = true;
 	c->interval_s = EMBER_RUN_DEFAULT_INTERVAL;
 	c->freq_hz = EMBER_RUN_DEFAULT_HZ;
-	c->queue_max = 8;
+	c->queue_max = OTLP_QUEUE_MAX;
+	c->queue_max_bytes = OTLP_QUEUE_MAX_BYTES;
 	c->shutdown_timeout_s = 5;
 	if (set_str(&c->backend, "auto") ||
 	    set_endpoint(c, "http://localhost:4318", true))

@@ -8,6 +8,14 @@
  * being sent is out of the queue, so drop-oldest only ever drops waiting
  * profiles and what is in flight is delivered in order once the receiver
  * recovers.
+ *
+ * Memory: queue_max_bytes bounds everything the exporter holds, the item
+ * in flight and its gzip copy included (x->bytes + x->inflight_bytes).
+ * The gzip copy is made once per item, kept for its retries, and its room
+ * is taken before compressing (oldest waiting items go to make it; when
+ * even that is not enough the item is sent uncompressed). A new item that
+ * does not fit beside the one in flight with nothing else queued is
+ * dropped itself: the one in flight cannot be.
  */
 /*
  * libcurl versions: ember builds against Debian 11's 7.74 as well as newer
@@ -71,7 +79,8 @@ struct otlp_exporter {
 	pthread_cond_t cond;		/* queue changed, stop asked, config changed */
 	pthread_t thread;
 	struct item *head, *tail;
-	size_t depth, bytes;
+	size_t depth, bytes;		/* waiting items and their bytes */
+	size_t inflight_bytes;		/* the item being sent + its gzip copy */
 	struct cfg_copy cfg;		/* under lock; sender copies what it needs */
 	unsigned int cfg_gen;
 	bool stopping;			/* shutdown asked: drain until deadline */
@@ -80,6 +89,7 @@ struct otlp_exporter {
 	struct otlp_export_stats st;
 	uint64_t rng;
 	bool clamp_logged;		/* sender thread only */
+	bool plain_logged;		/* sender thread only */
 };
 
 static void xlog(const struct otlp_exporter *x, const char *fmt, ...)
@@ -139,8 +149,9 @@ static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 				  in->retry_max_elapsed_ms : 300000;
 	c->retry_after_max_ms = in->retry_after_max_ms ?
 				in->retry_after_max_ms : OTLP_RETRY_AFTER_MAX_MS;
-	c->queue_max = in->queue_max ? in->queue_max : 8;
-	c->queue_max_bytes = in->queue_max_bytes ? in->queue_max_bytes : 64 << 20;
+	c->queue_max = in->queue_max ? in->queue_max : OTLP_QUEUE_MAX;
+	c->queue_max_bytes = in->queue_max_bytes ? in->queue_max_bytes :
+			     OTLP_QUEUE_MAX_BYTES;
 	c->gzip = in->gzip;
 	c->quiet = in->quiet;
 	for (size_t i = 0; in->headers && in->headers[i]; i++) {
@@ -294,11 +305,54 @@ static struct item *pop_locked(struct otlp_exporter *x)
 	return it;
 }
 
+/* Everything held now, the item in flight and its gzip copy included. */
+static size_t held_locked(const struct otlp_exporter *x)
+{
+	return x->bytes + x->inflight_bytes;
+}
+
+static void note_peak_locked(struct otlp_exporter *x)
+{
+	if (held_locked(x) > x->st.queue_bytes_peak)
+		x->st.queue_bytes_peak = held_locked(x);
+}
+
+/*
+ * Drop the oldest waiting items until `need` more bytes fit under
+ * queue_max_bytes; they are chained on *dropped (to free outside the
+ * lock). True when it fits.
+ */
+static bool make_room_locked(struct otlp_exporter *x, size_t need,
+			     struct item **dropped, size_t *nr)
+{
+	while (x->head && held_locked(x) + need > x->cfg.queue_max_bytes) {
+		struct item *d = pop_locked(x);
+
+		d->next = *dropped;
+		*dropped = d;
+		(*nr)++;
+		x->st.dropped_queue_full++;
+		x->st.dropped_queue_bytes++;
+	}
+	return held_locked(x) + need <= x->cfg.queue_max_bytes;
+}
+
+static void free_chain(struct item *it)
+{
+	while (it) {
+		struct item *next = it->next;
+
+		free_item(it);
+		it = next;
+	}
+}
+
 void otlp_exporter_enqueue(struct otlp_exporter *x, uint8_t *buf, size_t len)
 {
 	struct item *it = malloc(sizeof(*it));
-	struct item *dropped[16];
-	size_t nr_dropped = 0;
+	struct item *dropped = NULL;
+	size_t nr_slots = 0, nr_bytes = 0;
+	bool fits;
 
 	pthread_mutex_lock(&x->lock);
 	x->st.enqueued++;
@@ -313,26 +367,42 @@ void otlp_exporter_enqueue(struct otlp_exporter *x, uint8_t *buf, size_t len)
 	it->len = len;
 	it->next = NULL;
 	/* Drop-oldest: fresh profiles matter more than stale ones. */
-	while (x->head && (x->depth + 1 > x->cfg.queue_max ||
-			   x->bytes + len > x->cfg.queue_max_bytes) &&
-	       nr_dropped < 16) {
-		dropped[nr_dropped++] = pop_locked(x);
+	while (x->head && x->depth + 1 > x->cfg.queue_max) {
+		struct item *d = pop_locked(x);
+
+		d->next = dropped;
+		dropped = d;
+		nr_slots++;
 		x->st.dropped_queue_full++;
 	}
-	if (x->tail)
-		x->tail->next = it;
-	else
-		x->head = it;
-	x->tail = it;
-	x->depth++;
-	x->bytes += len;
-	pthread_cond_broadcast(&x->cond);
+	fits = make_room_locked(x, len, &dropped, &nr_bytes);
+	if (fits) {
+		if (x->tail)
+			x->tail->next = it;
+		else
+			x->head = it;
+		x->tail = it;
+		x->depth++;
+		x->bytes += len;
+		note_peak_locked(x);
+		pthread_cond_broadcast(&x->cond);
+	} else {
+		/* Not even beside the one in flight alone: this one goes. */
+		x->st.dropped_queue_full++;
+		x->st.dropped_queue_bytes++;
+	}
 	pthread_mutex_unlock(&x->lock);
 	/* Free outside the lock (and log once, not per profile). */
-	for (size_t i = 0; i < nr_dropped; i++)
-		free_item(dropped[i]);
-	if (nr_dropped)
-		xlog(x, "queue full: dropped %zu oldest profile(s)", nr_dropped);
+	free_chain(dropped);
+	if (!fits) {
+		free_item(it);
+		xlog(x, "queue_max_bytes: a %zu-byte profile does not fit beside "
+		     "the one being sent: dropped it", len);
+	}
+	if (nr_slots + nr_bytes)
+		xlog(x, "queue full: dropped %zu oldest profile(s) (%zu for "
+		     "queue_size, %zu for queue_max_bytes)", nr_slots + nr_bytes,
+		     nr_slots, nr_bytes);
 }
 
 /* ---- one HTTP attempt ---- */
@@ -405,10 +475,16 @@ static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return abort;	/* non-zero aborts the transfer at shutdown */
 }
 
+/* Room a gzip copy of len bytes may need. */
+static size_t gzip_bound(size_t len)
+{
+	return compressBound(len) + 64;
+}
+
 static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
 	z_stream z;
-	size_t cap = compressBound(len) + 64;
+	size_t cap = gzip_bound(len);
 	uint8_t *b = malloc(cap);
 	int ret;
 
@@ -600,6 +676,80 @@ static bool wait_until(struct otlp_exporter *x, const struct timespec *until)
 }
 
 /*
+ * The gzip copy of the item in flight, counted against queue_max_bytes:
+ * its worst-case room is taken first (oldest waiting items are dropped to
+ * make it), the excess given back once the real size is known. NULL when
+ * it does not fit or memory is short: the item goes uncompressed.
+ */
+static uint8_t *gzip_counted(struct otlp_exporter *x, const struct item *it,
+			     size_t *gz_len)
+{
+	size_t need = gzip_bound(it->len), nr = 0;
+	struct item *dropped = NULL;
+	uint8_t *gz = NULL, *shrunk;
+	bool fits;
+
+	pthread_mutex_lock(&x->lock);
+	fits = make_room_locked(x, need, &dropped, &nr);
+	if (fits) {
+		x->inflight_bytes += need;
+		note_peak_locked(x);
+	}
+	pthread_mutex_unlock(&x->lock);
+	free_chain(dropped);
+	if (nr)
+		xlog(x, "queue full: dropped %zu oldest profile(s) (for "
+		     "queue_max_bytes, to compress the one being sent)", nr);
+	if (!fits) {
+		if (!x->plain_logged)
+			xlog(x, "a %zu-byte profile and its gzip copy exceed "
+			     "queue_max_bytes: sending it uncompressed (logged once)",
+			     it->len);
+		x->plain_logged = true;
+		return NULL;
+	}
+	if (gzip_buf(it->buf, it->len, &gz, gz_len)) {
+		gz = NULL;
+		*gz_len = 0;
+	} else if ((shrunk = realloc(gz, *gz_len ? *gz_len : 1))) {
+		gz = shrunk;	/* hold only what the copy needs */
+	}
+	pthread_mutex_lock(&x->lock);
+	x->inflight_bytes -= need - *gz_len;
+	pthread_mutex_unlock(&x->lock);
+	return gz;
+}
+
+static void drop_gzip(struct otlp_exporter *x, uint8_t **gz, size_t *gz_len)
+{
+	if (!*gz)
+		return;
+	free(*gz);
+	*gz = NULL;
+	pthread_mutex_lock(&x->lock);
+	x->inflight_bytes -= *gz_len;
+	pthread_mutex_unlock(&x->lock);
+	*gz_len = 0;
+}
+
+/* The item is settled: account for it and release what it held. */
+static void settle(struct otlp_exporter *x, struct item *it, bool sent,
+		   size_t sent_len, uint8_t **gz, size_t *gz_len)
+{
+	drop_gzip(x, gz, gz_len);
+	pthread_mutex_lock(&x->lock);
+	if (sent) {
+		x->st.exported++;
+		x->st.bytes_sent += sent_len;
+	} else {
+		x->st.failed++;
+	}
+	x->st.in_flight = 0;
+	x->inflight_bytes -= it->len;
+	pthread_mutex_unlock(&x->lock);
+}
+
+/*
  * Send one profile until it is accepted, refused, or retry_max_elapsed_ms
  * of failing attempts and our own backoff have passed. A wait the receiver
  * asked for (Retry-After, up to retry_after_max_ms) is honoured in full and
@@ -612,9 +762,10 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 	uint64_t start = now_ms(), server_waits = 0;
 	unsigned int attempt = 0;
 	struct cfg_copy cfg;
+	uint8_t *gz = NULL;	/* made once, kept for the retries */
+	size_t gz_len = 0;
 
 	for (;;) {
-		uint8_t *gz = NULL;
 		const uint8_t *body = it->buf;
 		size_t len = it->len;
 		uint64_t ra, wait, elapsed, budget = 0;
@@ -631,31 +782,26 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 			budget = d > n ? d - n : 1;
 		}
 		if (cfg_dup(&cfg, &x->cfg)) {
-			x->st.failed++;
-			x->st.in_flight = 0;
 			pthread_mutex_unlock(&x->lock);
+			settle(x, it, false, 0, &gz, &gz_len);
 			return;
 		}
 		pthread_mutex_unlock(&x->lock);
 
-		/* Without memory to compress, send it plain rather than not. */
-		if (cfg.gzip && gzip_buf(it->buf, it->len, &gz, &len) == 0)
+		/* Without memory or room to compress, send it plain rather than
+		 * not; a reload may have turned gzip off or on meanwhile. */
+		if (!cfg.gzip)
+			drop_gzip(x, &gz, &gz_len);
+		else if (!gz)
+			gz = gzip_counted(x, it, &gz_len);
+		if (gz) {
 			body = gz;
-		else
-			len = it->len;
+			len = gz_len;
+		}
 		o = post(x, c, &cfg, body, len, gz != NULL, budget, &ra);
-		free(gz);
 
 		if (o == SENT || o == DROP) {
-			pthread_mutex_lock(&x->lock);
-			if (o == SENT) {
-				x->st.exported++;
-				x->st.bytes_sent += len;
-			} else {
-				x->st.failed++;
-			}
-			x->st.in_flight = 0;
-			pthread_mutex_unlock(&x->lock);
+			settle(x, it, o == SENT, len, &gz, &gz_len);
 			cfg_free(&cfg);
 			return;
 		}
@@ -677,10 +823,7 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 		elapsed = elapsed > server_waits ? elapsed - server_waits : 0;
 		if (elapsed + (asked ? 0 : wait) > cfg.retry_max_elapsed_ms) {
 			xlog(x, "giving up on a profile after %u attempts", attempt);
-			pthread_mutex_lock(&x->lock);
-			x->st.failed++;
-			x->st.in_flight = 0;
-			pthread_mutex_unlock(&x->lock);
+			settle(x, it, false, 0, &gz, &gz_len);
 			cfg_free(&cfg);
 			return;
 		}
@@ -689,10 +832,7 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 		if (asked)
 			server_waits += wait;
 		if (wait_until(x, &until)) {
-			pthread_mutex_lock(&x->lock);
-			x->st.failed++;
-			x->st.in_flight = 0;
-			pthread_mutex_unlock(&x->lock);
+			settle(x, it, false, 0, &gz, &gz_len);
 			return;
 		}
 		pthread_mutex_lock(&x->lock);
@@ -718,12 +858,13 @@ static void *sender(void *arg)
 		}
 		it = pop_locked(x);
 		x->st.in_flight = 1;
+		x->inflight_bytes = it->len;	/* still held: counted as queued */
 		pthread_mutex_unlock(&x->lock);
 		if (!c) {
-			pthread_mutex_lock(&x->lock);
-			x->st.failed++;
-			x->st.in_flight = 0;
-			pthread_mutex_unlock(&x->lock);
+			size_t none = 0;
+			uint8_t *no_gz = NULL;
+
+			settle(x, it, false, 0, &no_gz, &none);
 		} else {
 			deliver(x, c, it);
 		}
@@ -779,6 +920,8 @@ void otlp_exporter_stats(struct otlp_exporter *x, struct otlp_export_stats *st)
 	pthread_mutex_lock(&x->lock);
 	*st = x->st;
 	st->queue_depth = x->depth;
+	st->queue_bytes = held_locked(x);
+	st->in_flight_bytes = x->inflight_bytes;
 	pthread_mutex_unlock(&x->lock);
 }
 
@@ -837,6 +980,8 @@ void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms,
 		*final = x->st;
 		final->queue_depth = 0;
 		final->in_flight = 0;
+		final->queue_bytes = 0;
+		final->in_flight_bytes = 0;
 	}
 	cfg_free(&x->cfg);
 	pthread_mutex_destroy(&x->lock);

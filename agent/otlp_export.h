@@ -6,6 +6,15 @@
  * CA). Producers never block: enqueue drops the oldest queued profile when
  * the queue is full and counts it.
  *
+ * Bounds: at most queue_max profiles wait (the one being sent not
+ * counted), and queue_max_bytes bounds all the exporter holds: waiting
+ * profiles, the one being sent and its gzip copy. By default 64 slots
+ * (about 10 minutes of 10 s intervals) and 64 MiB: the bytes bind first
+ * for profiles above 1 MiB, the slots below. When the one being sent
+ * leaves no room for a new profile even with nothing else waiting, the new
+ * profile is dropped; when it leaves no room for its own gzip copy, it is
+ * sent uncompressed. Drops are counted, and which bound caused them.
+ *
  * Delivery: success on 2xx (a partial-success body is logged and its
  * rejected count kept); retry with exponential backoff and jitter on
  * connection errors, timeouts, 429 and 5xx; any other 4xx drops the
@@ -28,6 +37,9 @@
 
 /* Longest Retry-After honoured by default: 10 minutes. */
 #define OTLP_RETRY_AFTER_MAX_MS 600000u
+/* Default queue bounds: the bytes bind first for profiles above 1 MiB. */
+#define OTLP_QUEUE_MAX 64
+#define OTLP_QUEUE_MAX_BYTES ((size_t)64 << 20)
 
 struct otlp_export_config {
 	const char *endpoint;		/* full URL, e.g. http://h:4318/v1development/profiles */
@@ -37,8 +49,8 @@ struct otlp_export_config {
 	const char *ca_file;		/* custom CA bundle (https) */
 	const char *client_cert;	/* mTLS, optional */
 	const char *client_key;
-	size_t queue_max;		/* profiles, 0 = 8 */
-	size_t queue_max_bytes;		/* 0 = 64 MiB */
+	size_t queue_max;		/* waiting profiles, 0 = OTLP_QUEUE_MAX */
+	size_t queue_max_bytes;		/* all held, 0 = OTLP_QUEUE_MAX_BYTES */
 	unsigned int retry_initial_ms;	/* 0 = 1000 */
 	unsigned int retry_max_ms;	/* 0 = 30000 */
 	unsigned int retry_max_elapsed_ms;	/* 0 = 300000 */
@@ -50,12 +62,19 @@ struct otlp_export_stats {
 	uint64_t enqueued;		/* profiles handed to the exporter */
 	uint64_t exported;		/* accepted by the receiver (2xx) */
 	uint64_t failed;		/* given up: 4xx, retries exhausted, shutdown */
-	uint64_t dropped_queue_full;	/* oldest dropped to make room */
+	uint64_t dropped_queue_full;	/* dropped to make room (all causes) */
+	uint64_t dropped_queue_bytes;	/* of which for queue_max_bytes (the
+					 * rest: queue_max) */
 	uint64_t retries;		/* re-sends after a retryable failure */
 	uint64_t partial_rejected;	/* rejected_profiles from partial successes */
 	uint64_t bytes_sent;		/* request bodies of successful sends */
 	uint64_t queue_depth;		/* waiting, not counting the one in flight */
 	uint64_t in_flight;		/* 0 or 1 */
+	uint64_t queue_bytes;		/* held now: waiting + in flight + gzip
+					 * copy; never above queue_max_bytes */
+	uint64_t queue_bytes_peak;	/* the most queue_bytes has been */
+	uint64_t in_flight_bytes;	/* of queue_bytes: the one being sent
+					 * and its gzip copy */
 	int last_status;		/* last HTTP status, 0 = no response */
 };
 

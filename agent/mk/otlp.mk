@@ -22,7 +22,8 @@ agent/gen/tests/otlp_send: selftests/otlp/otlp_send.c agent/otlp_export.o \
 # (EMBER_FORCE_OLD_CURL: CURLOPT_PROTOCOLS, Retry-After parsed from the
 # headers), so 50-otlp.sh proves them on a new libcurl too.
 agent/gen/tests/otlp_send_oldcurl: selftests/otlp/otlp_send.c agent/otlp_export.c \
-		$(OTLP_PB_OBJS) | $(AGENT_GEN_H)
+		agent/otlp_export.h $(OTLP_PB_OBJS) | $(AGENT_GEN_H)
 	@echo "  CC      $@"
 	$(Q)mkdir -p agent/gen/tests
-	$(Q)$(CC) $(AGENT_CFLAGS) -DEMBER_FORCE_OLD_CURL -o $@ $^ $(AGENT_LDLIBS) -lpthread
+	$(Q)$(CC) $(AGENT_CFLAGS) -DEMBER_FORCE_OLD_CURL -o $@ $(filter %.c %.o,$^) \
+		$(AGENT_LDLIBS) -lpthread

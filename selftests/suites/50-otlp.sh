@@ -457,6 +457,41 @@ else
 fi
 stop_receiver q
 
+# The byte cap bounds everything held, the profile in flight and its gzip
+# copy included: 30 profiles of item_len bytes against a stalled receiver
+# (one request hangs) under a 20000-byte cap. Exactly
+# floor((cap - in_flight_bytes) / item_len) wait, the rest are dropped for
+# the byte cap (64 slots never bind), and queued bytes never exceed the cap.
+start_receiver stall --mode slow --delay 30
+"$SEND" --endpoint "$(url "$PORT_stall")" --count 30 --interval-ms 20 --pad 2000 \
+	--queue 64 --queue-max-bytes 20000 --timeout-ms 20000 --wait-ms 300 \
+	--shutdown-ms 500 >"$T/cap.stats" 2>"$T/cap.log"
+if $PY - "$T/cap.stats" >"$T/cap.check" 2>&1 <<'EOF'
+import sys
+st = dict(l.strip().split("=", 1) for l in open(sys.argv[1]) if "=" in l)
+g = lambda k: int(st[k])
+cap, n, L, fl = 20000, 30, g("item_len"), g("in_flight_bytes")
+waiting = (cap - fl) // L
+problems = [what for what, ok in [
+    ("one in flight", g("in_flight") == 1 and g("exported") == 0 and g("failed") == 0),
+    ("gzip copy counted", fl > L),
+    ("waiting = floor((cap - in flight) / item_len)", g("queue_depth") == waiting),
+    ("dropped = n - 1 - waiting", g("dropped") == n - 1 - waiting),
+    ("all drops for the byte cap", g("dropped_bytes") == g("dropped")),
+    ("queue_bytes = waiting * item_len + in flight",
+     g("queue_bytes") == g("queue_depth") * L + fl),
+    ("queue_bytes_peak <= cap", g("queue_bytes") <= g("queue_bytes_peak") <= cap),
+    ("no room for one more", g("queue_bytes") + L > cap)] if not ok]
+if problems:
+    sys.exit("not so: " + "; ".join(problems))
+EOF
+then
+	t_pass otlp-queue-byte-cap-counts-in-flight
+else
+	t_fail otlp-queue-byte-cap-counts-in-flight "$(tail -n 1 "$T/cap.check") $(tr '\n' ' ' <"$T/cap.stats")"
+fi
+stop_receiver stall
+
 # Shutdown with the receiver down: bounded by the deadline, counted.
 P=$(dead_port 3)
 start=$(date +%s%N)
@@ -624,6 +659,14 @@ if grep -qE '^ember_profiles_exported_total [1-9]' <<<"$metrics" &&
 	t_pass otlp-run-metrics-endpoint
 else
 	t_fail otlp-run-metrics-endpoint "port=$mport $(head -c 300 <<<"$metrics")"
+fi
+# The bytes the exporter holds and its drops by the bound reached.
+if grep -qE '^ember_export_queue_bytes [0-9]+$' <<<"$metrics" &&
+	grep -q '^ember_export_dropped_total{reason="slots"} 0$' <<<"$metrics" &&
+	grep -q '^ember_export_dropped_total{reason="bytes"} 0$' <<<"$metrics"; then
+	t_pass otlp-run-metrics-queue-bytes
+else
+	t_fail otlp-run-metrics-queue-bytes "$(grep -E 'queue|dropped' <<<"$metrics" | tr '\n' ' ')"
 fi
 
 # Bad configuration: a clear message and exit status 2, nothing started.
