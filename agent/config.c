@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "metrics.h"
 #include "otlp_export.h"
 #include "symbolize.h"
 
@@ -232,6 +233,16 @@ static int add_attrs_list(struct run_config *c, const char *list)
 	return for_each_kv(c, list, add_attr);
 }
 
+/* An endpoint URL from a flag, the file or the environment (`what`). */
+static int check_url(const char *what, const char *url, char *err, size_t err_len)
+{
+	char why[256];
+
+	if (otlp_endpoint_check(url, why, sizeof(why)))
+		return fail(err, err_len, "invalid %s '%s': %s", what, url, why);
+	return 0;
+}
+
 /* A base URL gets the profiles path unless it already names a path. */
 static int set_endpoint(struct run_config *c, const char *url, bool base_always)
 {
@@ -278,9 +289,13 @@ static int apply(struct run_config *c, const char *key, const char *v,
 	int ret = 0;
 
 	if (!strcmp(key, "endpoint")) {
+		if (check_url(key, v, err, err_len))
+			return -EINVAL;
 		ret = set_endpoint(c, v, false);
 	} else if (!strcmp(key, "profiles_endpoint")) {
-		ret = strstr(v, "://") ? set_str(&c->endpoint, v) : -EINVAL;
+		if (check_url(key, v, err, err_len))
+			return -EINVAL;
+		ret = set_str(&c->endpoint, v);
 	} else if (!strcmp(key, "header")) {
 		char *dup = strdup(v), *eq = dup ? strchr(dup, '=') : NULL;
 
@@ -331,6 +346,13 @@ static int apply(struct run_config *c, const char *key, const char *v,
 		else
 			ret = set_str(&c->backend, v);
 	} else if (!strcmp(key, "metrics_addr")) {
+		char host[256], port[16], why[400];
+
+		/* Checked now, not only when the server starts: a bad address
+		 * is a usage error, not a daemon running without metrics. */
+		if (*v && metrics_addr_parse(v, host, sizeof(host), port, sizeof(port),
+					     why, sizeof(why)))
+			return fail(err, err_len, "invalid metrics_addr %s", why);
 		ret = set_str(&c->metrics_addr, *v ? v : NULL);
 	} else if (!strcmp(key, "queue_size")) {
 		ret = parse_uint(v, 1, 1024, &n);
@@ -373,7 +395,7 @@ static int apply(struct run_config *c, const char *key, const char *v,
 static int load_file(struct run_config *c, const char *path, bool must_exist,
 		     char *err, size_t err_len)
 {
-	char line[4096], e2[256];
+	char line[4096], e2[768];
 	unsigned int lineno = 0;
 	FILE *f = fopen(path, "re");
 
@@ -424,14 +446,16 @@ static int load_env(struct run_config *c, char *err, size_t err_len)
 	unsigned long n;
 
 	if ((v = getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")) && *v) {
-		if (!strstr(v, "://") || set_str(&c->endpoint, v))
-			return fail(err, err_len,
-				    "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT='%s' is not a URL", v);
+		if (check_url("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", v, err, err_len))
+			return -EINVAL;
+		if (set_str(&c->endpoint, v))
+			return fail(err, err_len, "out of memory");
 	} else if ((v = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) && *v) {
 		/* The generic endpoint is a base: the signal path is appended. */
+		if (check_url("OTEL_EXPORTER_OTLP_ENDPOINT", v, err, err_len))
+			return -EINVAL;
 		if (set_endpoint(c, v, true))
-			return fail(err, err_len,
-				    "OTEL_EXPORTER_OTLP_ENDPOINT='%s' is not a URL", v);
+			return fail(err, err_len, "out of memory");
 	}
 	if ((v = env2("OTEL_EXPORTER_OTLP_PROFILES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")) &&
 	    set_headers_list(c, v))

@@ -125,17 +125,123 @@ static void cfg_free(struct cfg_copy *c)
 	memset(c, 0, sizeof(*c));
 }
 
+static int why_not(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static bool host_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' ||
+	       ch == '~' || ch == '%';
+}
+
+int otlp_endpoint_check(const char *url, char *why, size_t why_len)
+{
+	const char *p, *auth, *auth_end, *host, *host_end, *port = NULL;
+	size_t scheme_len;
+
+	for (p = url; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return why_not(why, why_len, "it holds a space or control "
+				       "character at offset %zu", (size_t)(p - url));
+	p = strstr(url, "://");
+	if (!p)
+		return why_not(why, why_len, "expected http://HOST[:PORT][/PATH] "
+			       "or https://HOST[:PORT][/PATH]");
+	scheme_len = (size_t)(p - url);
+	if (!(scheme_len == 4 && !strncasecmp(url, "http", 4)) &&
+	    !(scheme_len == 5 && !strncasecmp(url, "https", 5)))
+		return why_not(why, why_len, "scheme '%.*s' is not http or https",
+			       (int)scheme_len, url);
+	auth = p + 3;
+	auth_end = auth + strcspn(auth, "/?#");
+	host = auth;
+	for (p = auth; p < auth_end; p++)
+		if (*p == '@')
+			host = p + 1;	/* user:password@ */
+	if (host == auth_end)
+		return why_not(why, why_len, "no host after '://'");
+	if (*host == '[') {
+		const char *close = memchr(host, ']', (size_t)(auth_end - host));
+
+		if (!close)
+			return why_not(why, why_len, "no ']' closes the IPv6 address");
+		if (close == host + 1)
+			return why_not(why, why_len, "empty IPv6 address in []");
+		for (p = host + 1; p < close; p++)
+			if (!strchr("0123456789abcdefABCDEF:.%", *p) &&
+			    !host_char(*p))
+				return why_not(why, why_len, "'%c' in the IPv6 address", *p);
+		if (!memchr(host + 1, ':', (size_t)(close - host - 1)))
+			return why_not(why, why_len, "not an IPv6 address in []");
+		host_end = close + 1;
+		if (host_end < auth_end && *host_end != ':')
+			return why_not(why, why_len, "'%c' after ']'", *host_end);
+	} else {
+		host_end = memchr(host, ':', (size_t)(auth_end - host));
+		if (!host_end)
+			host_end = auth_end;
+		if (host_end < auth_end &&
+		    memchr(host_end + 1, ':', (size_t)(auth_end - host_end - 1)))
+			return why_not(why, why_len, "an IPv6 address needs brackets, "
+				       "as in http://[::1]:4318");
+		if (host_end == host)
+			return why_not(why, why_len, "no host after '://'");
+		for (p = host; p < host_end; p++)
+			if (!host_char(*p))
+				return why_not(why, why_len, "'%c' in the host name", *p);
+	}
+	if (host_end < auth_end)
+		port = host_end + 1;
+	if (port) {
+		unsigned long v = 0;
+
+		if (port == auth_end)
+			return why_not(why, why_len, "no port after ':'");
+		for (p = port; p < auth_end; p++) {
+			if (*p < '0' || *p > '9' || (v = v * 10 + (unsigned long)(*p - '0')) > 65535)
+				return why_not(why, why_len, "port '%.*s' is not a number "
+					       "from 1 to 65535", (int)(auth_end - port), port);
+		}
+		if (!v)
+			return why_not(why, why_len, "port 0 is not a port to send to");
+	}
+#if CURL_AT_LEAST_VERSION(7, 62, 0)
+	{
+		/* What libcurl will be handed must parse there too. */
+		CURLU *u = curl_url();
+		CURLUcode rc;
+
+		if (!u)
+			return why_not(why, why_len, "out of memory");
+		rc = curl_url_set(u, CURLUPART_URL, url, 0);
+		curl_url_cleanup(u);
+		if (rc != CURLUE_OK)
+			return why_not(why, why_len, "libcurl cannot parse it "
+				       "(CURLUcode %d)", (int)rc);
+	}
+#endif
+	return 0;
+}
+
 static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 		    char *err, size_t err_len)
 {
 	struct curl_slist *h = NULL, *t;
+	char why[200];
 
 	memset(c, 0, sizeof(*c));
-	if (!in->endpoint || (strncmp(in->endpoint, "http://", 7) &&
-			      strncmp(in->endpoint, "https://", 8))) {
-		snprintf(err, err_len,
-			 "OTLP endpoint '%s' is not an http:// or https:// URL",
-			 in->endpoint ? in->endpoint : "");
+	if (!in->endpoint || otlp_endpoint_check(in->endpoint, why, sizeof(why))) {
+		snprintf(err, err_len, "OTLP endpoint '%s': %s",
+			 in->endpoint ? in->endpoint : "",
+			 in->endpoint ? why : "none given");
 		return -EINVAL;
 	}
 	c->endpoint = xstrdup(in->endpoint);

@@ -98,6 +98,14 @@ int otlp_exporter_reconfigure(struct otlp_exporter *x,
 void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms,
 			    struct otlp_export_stats *final);
 
+/*
+ * Is url an endpoint the exporter can send to: http or https, a host (an
+ * IPv6 address in closed brackets), an optional port from 1 to 65535, no
+ * spaces or control characters, and parsed by libcurl's URL API? 0, or
+ * -EINVAL with why saying what is wrong.
+ */
+int otlp_endpoint_check(const char *url, char *why, size_t why_len);
+
 /* Call once before any thread starts (curl_global_init is not thread-safe). */
 int otlp_global_init(void);
 

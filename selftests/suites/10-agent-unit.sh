@@ -44,6 +44,12 @@ t_check cli_record_help bash -c "$E record --help | grep -q -- '--backend auto|k
 t_check cli_bad_option_exit2 bash -c "$E record --bogus 2>&1 | grep -q 'unknown option'; [ \${PIPESTATUS[0]} -eq 2 ]"
 t_check cli_pid_must_exist bash -c "$E record -p 999999999 -o /tmp/ember-unit-\$\$.folded 2>&1 | grep -q 'no such process'; [ \${PIPESTATUS[0]} -eq 2 ]"
 t_check cli_unknown_command bash -c "! $E frobnicate 2>/dev/null"
+# ember run: bad values are usage errors (exit 2, a message saying what is
+# expected) when the configuration is read, from flags and from the file
+# alike; bounded by timeout in case a daemon starts instead.
+t_check cli_run_metrics_addr_port_range bash -c "timeout 5 $E run --config /dev/null --metrics-addr :99999 2>&1 | grep -q \"invalid metrics_addr ':99999': the port is above 65535\"; [ \${PIPESTATUS[0]} -eq 2 ]"
+t_check cli_run_endpoint_v6_unclosed bash -c "timeout 5 $E run --config /dev/null -e 'http://[::1' 2>&1 | grep -q \"invalid endpoint 'http://\[::1': no ']' closes the IPv6 address\"; [ \${PIPESTATUS[0]} -eq 2 ]"
+t_check cli_run_config_file_values_checked bash -c "f=\$(mktemp); printf 'metrics_addr = [::1]:9464\nendpoint = http://h:4318x\n' >\$f; timeout 5 $E run --config \$f 2>&1 | grep -q \"\$f:2: invalid endpoint 'http://h:4318x': port '4318x' is not a number from 1 to 65535\"; rc=\${PIPESTATUS[0]}; rm -f \$f; [ \$rc -eq 2 ]"
 t_check cli_status_runs bash -c "$E status | grep -q '^ember $(cat VERSION)'"
 t_check cli_status_names_backends bash -c "$E status | grep -q '^module backend:' && $E status | grep -q '^eBPF backend:'"
 t_check man_page_renders bash -c "MANWIDTH=80 man -l doc/ember.1 2>/dev/null | grep -q 'ember record' || groff -man -Tutf8 doc/ember.1 2>/dev/null | grep -q 'record'"
