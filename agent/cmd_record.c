@@ -200,6 +200,8 @@ static int parse_pids(const char *s, struct record_opts *o)
 int record_parse_args(int argc, char **argv, struct record_opts *o,
 		      char *err, size_t err_len)
 {
+	const char *last_value = NULL;
+	bool dashdash;
 	uint64_t v;
 	int c;
 
@@ -210,6 +212,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 	optind = 0;		/* full reset: tests parse many times */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+F:e:p:ad:o:h", long_opts, NULL)) != -1) {
+		last_value = optarg;
 		switch (c) {
 		case 'F':
 			if (!parse_u64(optarg, EMBER_MIN_FREQ, EMBER_MAX_FREQ, &v))
@@ -310,10 +313,16 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 			     argv[optind - 1]);
 		}
 	}
+	/* getopt skips a "--" that ends the options; one that was an
+	 * option's value (-o --) is not that */
+	dashdash = optind > 1 && optind <= argc && !strcmp(argv[optind - 1], "--") &&
+		   argv[optind - 1] != last_value;
+	if (dashdash && (optind == argc || !*argv[optind]))
+		FAIL("'--' must be followed by a COMMAND (without '--', the whole system is recorded)");
 	if (optind < argc) {
 		/* getopt's '+' stops at the first non-option; a command must
 		 * come after "--" so its own options are never ours */
-		if (strcmp(argv[optind - 1], "--"))
+		if (!dashdash)
 			FAIL("unexpected argument '%s': put the command after --",
 			     argv[optind]);
 		o->command = &argv[optind];

@@ -88,6 +88,16 @@ int main(void)
 		{ "cli_err_a_and_p", ARGV("-a", "-p", "1"), "cannot be combined" },
 		{ "cli_err_cmd_and_p", ARGV("-p", "1", "--", "true"), "cannot be combined" },
 		{ "cli_err_cmd_without_dashes", ARGV("true"), "after --" },
+		/* "--" and nothing after it recorded the whole system */
+		{ "cli_err_dashdash_without_command", ARGV("--"),
+		  "'--' must be followed by a COMMAND" },
+		{ "cli_err_dashdash_without_command_opts", ARGV("-o", "x.folded", "--"),
+		  "'--' must be followed by a COMMAND" },
+		{ "cli_err_dashdash_empty_command", ARGV("--", ""),
+		  "'--' must be followed by a COMMAND" },
+		/* -o's value "--" does not end the options */
+		{ "cli_err_dashdash_as_value", ARGV("-o", "--", "prog"),
+		  "unexpected argument 'prog'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = parse(&o, bad[i].argv);

@@ -42,6 +42,7 @@ t_check cli_version bash -c "$E --version | grep -q '^ember $(cat VERSION)'"
 t_check cli_help bash -c "$E --help | grep -q record"
 t_check cli_record_help bash -c "$E record --help | grep -q -- '--backend auto|kmod|bpf'"
 t_check cli_bad_option_exit2 bash -c "$E record --bogus 2>&1 | grep -q 'unknown option'; [ \${PIPESTATUS[0]} -eq 2 ]"
+t_check cli_record_dashdash_needs_command bash -c "timeout 10 $E record -o /tmp/ember-unit-\$\$.folded -- 2>&1 | grep -q \"'--' must be followed by a COMMAND\"; rc=\${PIPESTATUS[0]}; rm -f /tmp/ember-unit-\$\$.folded; [ \$rc -eq 2 ]"
 t_check cli_pid_must_exist bash -c "$E record -p 999999999 -o /tmp/ember-unit-\$\$.folded 2>&1 | grep -q 'no such process'; [ \${PIPESTATUS[0]} -eq 2 ]"
 t_check cli_unknown_command bash -c "! $E frobnicate 2>/dev/null"
 # ember run: bad values are usage errors (exit 2, a message saying what is
