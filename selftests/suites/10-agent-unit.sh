@@ -43,6 +43,11 @@ t_check cli_help bash -c "$E --help | grep -q record"
 t_check cli_record_help bash -c "$E record --help | grep -q -- '--backend auto|kmod|bpf'"
 t_check cli_bad_option_exit2 bash -c "$E record --bogus 2>&1 | grep -q 'unknown option'; [ \${PIPESTATUS[0]} -eq 2 ]"
 t_check cli_record_dashdash_needs_command bash -c "timeout 10 $E record -o /tmp/ember-unit-\$\$.folded -- 2>&1 | grep -q \"'--' must be followed by a COMMAND\"; rc=\${PIPESTATUS[0]}; rm -f /tmp/ember-unit-\$\$.folded; [ \$rc -eq 2 ]"
+# --cgroup: '..' refused, and a path resolving outside the cgroup v2 root
+# (here one under /sys/ that is no cgroup) too, with what is expected.
+t_check cli_record_cgroup_dotdot bash -c "timeout 10 $E record --cgroup ../../../../etc -d 0.1 -o /tmp/ember-unit-\$\$.folded 2>&1 | grep -q \"'..' is not allowed; expected a cgroup v2 directory\"; rc=\${PIPESTATUS[0]}; rm -f /tmp/ember-unit-\$\$.folded; [ \$rc -eq 2 ]"
+t_check cli_record_cgroup_outside_root bash -c "timeout 10 $E record --cgroup /sys/kernel -d 0.1 -o /tmp/ember-unit-\$\$.folded 2>&1 | grep -Eq 'is outside the cgroup v2 root .*; expected a cgroup v2 directory: a path relative to|no cgroup v2 hierarchy is mounted'; rc=\${PIPESTATUS[0]}; rm -f /tmp/ember-unit-\$\$.folded; [ \$rc -eq 2 ]"
+t_check cli_record_cgroup_missing bash -c "timeout 10 $E record --cgroup no-such-cgroup-\$\$ -d 0.1 -o /tmp/ember-unit-\$\$.folded 2>&1 | grep -Eq 'no-such-cgroup-[0-9]+: No such file or directory; expected a cgroup v2 directory|no cgroup v2 hierarchy is mounted'; rc=\${PIPESTATUS[0]}; rm -f /tmp/ember-unit-\$\$.folded; [ \$rc -eq 2 ]"
 t_check cli_pid_must_exist bash -c "$E record -p 999999999 -o /tmp/ember-unit-\$\$.folded 2>&1 | grep -q 'no such process'; [ \${PIPESTATUS[0]} -eq 2 ]"
 t_check cli_unknown_command bash -c "! $E frobnicate 2>/dev/null"
 # ember run: bad values are usage errors (exit 2, a message saying what is
