@@ -13,7 +13,9 @@
 #include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +47,8 @@ static const char usage_text[] =
 "  -F, --freq HZ          on-CPU sampling frequency (default 99, 1..10000)\n"
 "  -e, --event EVENTS     cpu (default), offcpu, or cpu,offcpu\n"
 "  -p, --pid PID,...      only these processes (all their threads)\n"
-"      --cgroup PATH      only this cgroup v2 (path, or relative to " CGROUP_ROOT ")\n"
+"      --cgroup PATH      only this cgroup v2: relative to " CGROUP_ROOT " (as\n"
+"                         /proc/PID/cgroup shows it) or an absolute path under it\n"
 "  -a, --all-cpus         the whole system (default without -p/--cgroup/COMMAND)\n"
 "  -d, --duration SECS    stop after SECS seconds (default: Ctrl-C, or COMMAND's end)\n"
 "  -o, --output FILE      where to write (default ember.svg; - = stdout)\n"
@@ -195,11 +198,35 @@ static int parse_pids(const char *s, struct record_opts *o)
 	return o->nr_pids ? 0 : -1;
 }
 
+/* A ".." component: --cgroup must stay under the cgroup v2 root. */
+static bool has_dotdot(const char *path)
+{
+	const char *p = path;
+
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return true;
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return false;
+}
+
+/* What --cgroup takes, after "expected " (ROOT: the cgroup v2 root). */
+#define CGROUP_EXPECTED "a cgroup v2 directory: a path relative to %s " \
+	"(as /proc/PID/cgroup shows it, e.g. system.slice/nginx.service) " \
+	"or an absolute path under it"
+
 #define FAIL(...) do { snprintf(err, err_len, __VA_ARGS__); return -1; } while (0)
 
 int record_parse_args(int argc, char **argv, struct record_opts *o,
 		      char *err, size_t err_len)
 {
+	const char *last_value = NULL;
+	bool dashdash;
 	uint64_t v;
 	int c;
 
@@ -210,6 +237,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 	optind = 0;		/* full reset: tests parse many times */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+F:e:p:ad:o:h", long_opts, NULL)) != -1) {
+		last_value = optarg;
 		switch (c) {
 		case 'F':
 			if (!parse_u64(optarg, EMBER_MIN_FREQ, EMBER_MAX_FREQ, &v))
@@ -227,6 +255,11 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 				     EMBER_MAX_FILTER_PIDS, optarg);
 			break;
 		case OPT_CGROUP:
+			if (!*optarg)
+				FAIL("--cgroup wants " CGROUP_EXPECTED, CGROUP_ROOT);
+			if (has_dotdot(optarg))
+				FAIL("--cgroup %s: '..' is not allowed; expected "
+				     CGROUP_EXPECTED, optarg, CGROUP_ROOT);
 			o->cgroup_path = optarg;
 			break;
 		case 'a':
@@ -310,10 +343,16 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 			     argv[optind - 1]);
 		}
 	}
+	/* getopt skips a "--" that ends the options; one that was an
+	 * option's value (-o --) is not that */
+	dashdash = optind > 1 && optind <= argc && !strcmp(argv[optind - 1], "--") &&
+		   argv[optind - 1] != last_value;
+	if (dashdash && (optind == argc || !*argv[optind]))
+		FAIL("'--' must be followed by a COMMAND (without '--', the whole system is recorded)");
 	if (optind < argc) {
 		/* getopt's '+' stops at the first non-option; a command must
 		 * come after "--" so its own options are never ours */
-		if (strcmp(argv[optind - 1], "--"))
+		if (!dashdash)
 			FAIL("unexpected argument '%s': put the command after --",
 			     argv[optind]);
 		o->command = &argv[optind];
@@ -362,23 +401,56 @@ static const char *cgroup2_root(void)
 	return NULL;
 }
 
-/* A cgroup's id is the inode number of its directory. */
+static int cgroup_fail(char *err, size_t err_len, const char *path,
+		       const char *root, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(err, err_len, "--cgroup %s: %s; expected " CGROUP_EXPECTED,
+		 path, why, root);
+	return -1;
+}
+
+/*
+ * A cgroup's id is the inode number of its directory. PATH is relative to
+ * the cgroup v2 root (a leading '/' too, as /proc/PID/cgroup writes it)
+ * unless it is a path under /sys/; either way it must resolve (realpath:
+ * symlinks, "//", ".") to a cgroup v2 directory under that root.
+ */
 static int cgroup_id_of(const char *path, uint64_t *id, char *err, size_t err_len)
 {
 	const char *root = cgroup2_root();
-	char full[4096];
+	char full[PATH_MAX + 64], real[PATH_MAX], real_root[PATH_MAX];
+	struct statfs sfs;
 	struct stat st;
+	size_t n;
 
-	if (path[0] == '/' && !strncmp(path, "/sys/", 5))
+	if (!root)
+		return cgroup_fail(err, err_len, path, CGROUP_ROOT, "no cgroup v2 "
+				   "hierarchy is mounted at " CGROUP_ROOT " or "
+				   CGROUP_ROOT "/unified");
+	if (!strncmp(path, "/sys/", 5))
 		snprintf(full, sizeof(full), "%s", path);
 	else
-		snprintf(full, sizeof(full), "%s/%s", root ? root : CGROUP_ROOT,
+		snprintf(full, sizeof(full), "%s/%s", root,
 			 path[0] == '/' ? path + 1 : path);
-	if (stat(full, &st) || !S_ISDIR(st.st_mode)) {
-		snprintf(err, err_len, "--cgroup %.300s: no cgroup v2 directory %.600s",
-			 path, full);
-		return -1;
-	}
+	if (!realpath(full, real))
+		return cgroup_fail(err, err_len, path, root, "%s: %s", full,
+				   strerror(errno));
+	if (!realpath(root, real_root))
+		snprintf(real_root, sizeof(real_root), "%s", root);
+	n = strlen(real_root);
+	if (strncmp(real, real_root, n) || (real[n] != '\0' && real[n] != '/'))
+		return cgroup_fail(err, err_len, path, root, "%s is outside the "
+				   "cgroup v2 root %s", real, root);
+	if (stat(real, &st) || !S_ISDIR(st.st_mode) || statfs(real, &sfs) ||
+	    sfs.f_type != CGROUP2_SUPER_MAGIC)
+		return cgroup_fail(err, err_len, path, root, "%s is not a cgroup "
+				   "v2 directory", real);
 	*id = st.st_ino;
 	return 0;
 }

@@ -128,9 +128,13 @@ static void fill_metrics(FILE *f, void *ctx)
 		"# HELP ember_profiles_failed_total OTLP requests given up (4xx, retries exhausted, shutdown).\n"
 		"# TYPE ember_profiles_failed_total counter\n"
 		"ember_profiles_failed_total %" PRIu64 "\n"
-		"# HELP ember_profiles_dropped_total Oldest queued requests dropped, queue full.\n"
+		"# HELP ember_profiles_dropped_total Queued requests dropped, queue full (queue_size or queue_max_bytes).\n"
 		"# TYPE ember_profiles_dropped_total counter\n"
 		"ember_profiles_dropped_total %" PRIu64 "\n"
+		"# HELP ember_export_dropped_total Queued requests dropped, by the bound reached: slots (queue_size) or bytes (queue_max_bytes).\n"
+		"# TYPE ember_export_dropped_total counter\n"
+		"ember_export_dropped_total{reason=\"slots\"} %" PRIu64 "\n"
+		"ember_export_dropped_total{reason=\"bytes\"} %" PRIu64 "\n"
 		"# TYPE ember_export_retries_total counter\n"
 		"ember_export_retries_total %" PRIu64 "\n"
 		"# TYPE ember_export_rejected_total counter\n"
@@ -139,6 +143,9 @@ static void fill_metrics(FILE *f, void *ctx)
 		"ember_export_bytes_total %" PRIu64 "\n"
 		"# TYPE ember_export_queue_depth gauge\n"
 		"ember_export_queue_depth %" PRIu64 "\n"
+		"# HELP ember_export_queue_bytes Bytes the exporter holds: queued requests, the one being sent and its gzip copy.\n"
+		"# TYPE ember_export_queue_bytes gauge\n"
+		"ember_export_queue_bytes %" PRIu64 "\n"
 		"# TYPE ember_export_last_http_status gauge\n"
 		"ember_export_last_http_status %d\n"
 		"# TYPE ember_resident_memory_bytes gauge\n"
@@ -151,8 +158,9 @@ static void fill_metrics(FILE *f, void *ctx)
 		snap.lost, snap.bad_records, snap.dropped_stacks, snap.cut_user_stacks,
 		snap.intervals,
 		snap.empty_intervals, snap.encode_failures, st.exported, st.failed,
-		st.dropped_queue_full, st.retries, st.partial_rejected, st.bytes_sent,
-		st.queue_depth + st.in_flight, st.last_status,
+		st.dropped_queue_full, st.dropped_queue_full - st.dropped_queue_bytes,
+		st.dropped_queue_bytes, st.retries, st.partial_rejected, st.bytes_sent,
+		st.queue_depth + st.in_flight, st.queue_bytes, st.last_status,
 		metrics_self_rss_bytes(), metrics_self_cpu_seconds(),
 		snap.backend ? snap.backend : "");
 	if (snap.unwind)
@@ -170,9 +178,11 @@ static void export_config(const struct run_config *rc, struct otlp_export_config
 	ec->client_cert = rc->client_cert;
 	ec->client_key = rc->client_key;
 	ec->queue_max = rc->queue_max;
+	ec->queue_max_bytes = rc->queue_max_bytes;
 	ec->retry_initial_ms = rc->retry_initial_ms;
 	ec->retry_max_ms = rc->retry_max_ms;
 	ec->retry_max_elapsed_ms = rc->retry_max_elapsed_ms;
+	ec->retry_after_max_ms = rc->retry_after_max_ms;
 	ec->quiet = rc->quiet;
 }
 

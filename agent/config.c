@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "metrics.h"
+#include "otlp_export.h"
 #include "symbolize.h"
 
 #define MAX_LIST 64	/* headers, attributes, pids */
@@ -75,6 +77,30 @@ static int parse_uint(const char *v, unsigned long min, unsigned long max,
 	if (errno || end == v || *trim(end) || x < min || x > max || *v == '-')
 		return -EINVAL;
 	*out = x;
+	return 0;
+}
+
+/* Bytes, with an optional K, M or G suffix (KiB, MiB, GiB). */
+static int parse_size(const char *v, unsigned long long min,
+		      unsigned long long max, size_t *out)
+{
+	unsigned long long x, mul = 1;
+	char *end;
+
+	if (!isdigit((unsigned char)*v))
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || end == v)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ULL << 10; end++; break;
+	case 'm': case 'M': mul = 1ULL << 20; end++; break;
+	case 'g': case 'G': mul = 1ULL << 30; end++; break;
+	}
+	if (*trim(end) || x > max / mul || x * mul < min || x * mul > max)
+		return -EINVAL;
+	*out = (size_t)(x * mul);
 	return 0;
 }
 
@@ -207,6 +233,16 @@ static int add_attrs_list(struct run_config *c, const char *list)
 	return for_each_kv(c, list, add_attr);
 }
 
+/* An endpoint URL from a flag, the file or the environment (`what`). */
+static int check_url(const char *what, const char *url, char *err, size_t err_len)
+{
+	char why[256];
+
+	if (otlp_endpoint_check(url, why, sizeof(why)))
+		return fail(err, err_len, "invalid %s '%s': %s", what, url, why);
+	return 0;
+}
+
 /* A base URL gets the profiles path unless it already names a path. */
 static int set_endpoint(struct run_config *c, const char *url, bool base_always)
 {
@@ -253,9 +289,13 @@ static int apply(struct run_config *c, const char *key, const char *v,
 	int ret = 0;
 
 	if (!strcmp(key, "endpoint")) {
+		if (check_url(key, v, err, err_len))
+			return -EINVAL;
 		ret = set_endpoint(c, v, false);
 	} else if (!strcmp(key, "profiles_endpoint")) {
-		ret = strstr(v, "://") ? set_str(&c->endpoint, v) : -EINVAL;
+		if (check_url(key, v, err, err_len))
+			return -EINVAL;
+		ret = set_str(&c->endpoint, v);
 	} else if (!strcmp(key, "header")) {
 		char *dup = strdup(v), *eq = dup ? strchr(dup, '=') : NULL;
 
@@ -306,10 +346,21 @@ static int apply(struct run_config *c, const char *key, const char *v,
 		else
 			ret = set_str(&c->backend, v);
 	} else if (!strcmp(key, "metrics_addr")) {
+		char host[256], port[16], why[400];
+
+		/* Checked now, not only when the server starts: a bad address
+		 * is a usage error, not a daemon running without metrics. */
+		if (*v && metrics_addr_parse(v, host, sizeof(host), port, sizeof(port),
+					     why, sizeof(why)))
+			return fail(err, err_len, "invalid metrics_addr %s", why);
 		ret = set_str(&c->metrics_addr, *v ? v : NULL);
 	} else if (!strcmp(key, "queue_size")) {
 		ret = parse_uint(v, 1, 1024, &n);
 		c->queue_max = n;
+	} else if (!strcmp(key, "queue_max_bytes")) {
+		if (parse_size(v, 64ULL << 10, 1ULL << 40, &c->queue_max_bytes))
+			return fail(err, err_len, "invalid value '%s' for queue_max_bytes: "
+				    "expected bytes from 64K to 1024G (suffix K, M or G)", v);
 	} else if (!strcmp(key, "shutdown_timeout")) {
 		ret = parse_uint(v, 0, 600, &n);
 		c->shutdown_timeout_s = (unsigned int)n;
@@ -328,6 +379,9 @@ static int apply(struct run_config *c, const char *key, const char *v,
 	} else if (!strcmp(key, "retry_max_elapsed_ms")) {
 		ret = parse_uint(v, 1, 86400000, &n);
 		c->retry_max_elapsed_ms = (unsigned int)n;
+	} else if (!strcmp(key, "retry_after_max_ms")) {
+		ret = parse_uint(v, 1, 86400000, &n);
+		c->retry_after_max_ms = (unsigned int)n;
 	} else {
 		return fail(err, err_len, "unknown setting '%s'", key);
 	}
@@ -341,7 +395,7 @@ static int apply(struct run_config *c, const char *key, const char *v,
 static int load_file(struct run_config *c, const char *path, bool must_exist,
 		     char *err, size_t err_len)
 {
-	char line[4096], e2[256];
+	char line[4096], e2[768];
 	unsigned int lineno = 0;
 	FILE *f = fopen(path, "re");
 
@@ -392,14 +446,16 @@ static int load_env(struct run_config *c, char *err, size_t err_len)
 	unsigned long n;
 
 	if ((v = getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")) && *v) {
-		if (!strstr(v, "://") || set_str(&c->endpoint, v))
-			return fail(err, err_len,
-				    "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT='%s' is not a URL", v);
+		if (check_url("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", v, err, err_len))
+			return -EINVAL;
+		if (set_str(&c->endpoint, v))
+			return fail(err, err_len, "out of memory");
 	} else if ((v = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) && *v) {
 		/* The generic endpoint is a base: the signal path is appended. */
+		if (check_url("OTEL_EXPORTER_OTLP_ENDPOINT", v, err, err_len))
+			return -EINVAL;
 		if (set_endpoint(c, v, true))
-			return fail(err, err_len,
-				    "OTEL_EXPORTER_OTLP_ENDPOINT='%s' is not a URL", v);
+			return fail(err, err_len, "out of memory");
 	}
 	if ((v = env2("OTEL_EXPORTER_OTLP_PROFILES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")) &&
 	    set_headers_list(c, v))
@@ -457,8 +513,19 @@ void run_config_usage(FILE *f)
 	      "  -p, --pid PID            profile only this process (repeatable)\n"
 	      "      --metrics-addr [HOST]:PORT  Prometheus text endpoint\n"
 	      "                           (HOST defaults to 127.0.0.1)\n"
-	      "      --queue-size N       profiles kept while the receiver is away (8)\n"
+	      "      --queue-size N       profiles kept waiting while the receiver is\n"
+	      "                           away or slow (default 64)\n"
+	      "      --queue-max-bytes B  bound on all the exporter holds, the profile\n"
+	      "                           being sent and its gzip copy included\n"
+	      "                           (default 64M; suffix K, M or G)\n"
 	      "      --shutdown-timeout S delivery deadline on SIGTERM (default 5)\n"
+	      "      --retry-initial-ms MS, --retry-max-ms MS  backoff between\n"
+	      "                           retries (default 1000, doubling to 30000)\n"
+	      "      --retry-max-elapsed-ms MS  give a failing profile up after MS of\n"
+	      "                           attempts and backoff (default 300000)\n"
+	      "      --retry-after-max-ms MS  longest receiver Retry-After honoured\n"
+	      "                           (default 600000; such waits do not count\n"
+	      "                           against --retry-max-elapsed-ms)\n"
 	      "      --debug-dir DIR      also look for separate debug files under DIR\n"
 	      "                           (repeatable; searched before /usr/lib/debug)\n"
 	      "      --debuginfod         fetch missing debug info from DEBUGINFOD_URLS\n"
@@ -475,6 +542,7 @@ void run_config_usage(FILE *f)
 enum {
 	OPT_TIMEOUT = 256, OPT_COMPRESSION, OPT_CA, OPT_CERT, OPT_KEY, OPT_OFFCPU,
 	OPT_METRICS, OPT_QUEUE, OPT_SHUTDOWN, OPT_R_INIT, OPT_R_MAX, OPT_R_ELAPSED,
+	OPT_R_AFTER_MAX, OPT_QUEUE_BYTES,
 	OPT_QUIET, OPT_DEBUG_DIR, OPT_DEBUGINFOD,
 };
 
@@ -496,10 +564,12 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "metrics-addr", required_argument, NULL, OPT_METRICS },
 	{ "queue-size", required_argument, NULL, OPT_QUEUE },
+	{ "queue-max-bytes", required_argument, NULL, OPT_QUEUE_BYTES },
 	{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
 	{ "retry-initial-ms", required_argument, NULL, OPT_R_INIT },
 	{ "retry-max-ms", required_argument, NULL, OPT_R_MAX },
 	{ "retry-max-elapsed-ms", required_argument, NULL, OPT_R_ELAPSED },
+	{ "retry-after-max-ms", required_argument, NULL, OPT_R_AFTER_MAX },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
@@ -526,10 +596,12 @@ static const char *opt_key(int c)
 	case 'p': return "pid";
 	case OPT_METRICS: return "metrics_addr";
 	case OPT_QUEUE: return "queue_size";
+	case OPT_QUEUE_BYTES: return "queue_max_bytes";
 	case OPT_SHUTDOWN: return "shutdown_timeout";
 	case OPT_R_INIT: return "retry_initial_ms";
 	case OPT_R_MAX: return "retry_max_ms";
 	case OPT_R_ELAPSED: return "retry_max_elapsed_ms";
+	case OPT_R_AFTER_MAX: return "retry_after_max_ms";
 	case OPT_DEBUG_DIR: return "debug_dir";
 	default: return NULL;
 	}
@@ -564,7 +636,8 @@ int run_config_load(struct run_config *c, int argc, char **argv,
 	c->gzip = true;
 	c->interval_s = EMBER_RUN_DEFAULT_INTERVAL;
 	c->freq_hz = EMBER_RUN_DEFAULT_HZ;
-	c->queue_max = 8;
+	c->queue_max = OTLP_QUEUE_MAX;
+	c->queue_max_bytes = OTLP_QUEUE_MAX_BYTES;
 	c->shutdown_timeout_s = 5;
 	if (set_str(&c->backend, "auto") ||
 	    set_endpoint(c, "http://localhost:4318", true))

@@ -12,8 +12,8 @@
  * compression (gzip|none), ca_file, client_cert, client_key, service_name,
  * resource_attributes (k=v,k2=v2), interval (s), frequency (Hz), off_cpu
  * (true|false), backend (auto|kmod|bpf), metrics_addr, queue_size,
- * shutdown_timeout (s), pid (repeatable), retry_initial_ms, retry_max_ms,
- * retry_max_elapsed_ms.
+ * queue_max_bytes (bytes, suffix K/M/G), shutdown_timeout (s), pid (repeatable), retry_initial_ms, retry_max_ms,
+ * retry_max_elapsed_ms, retry_after_max_ms.
  */
 #ifndef EMBER_CONFIG_H
 #define EMBER_CONFIG_H
@@ -45,11 +45,13 @@ struct run_config {
 	bool off_cpu;
 	char *backend;			/* "auto", "kmod", "bpf" */
 	char *metrics_addr;		/* NULL = no metrics endpoint */
-	size_t queue_max;
+	size_t queue_max;		/* waiting profiles */
+	size_t queue_max_bytes;		/* all the exporter holds */
 	unsigned int shutdown_timeout_s;
 	uint32_t *pids;
 	size_t nr_pids;
 	unsigned int retry_initial_ms, retry_max_ms, retry_max_elapsed_ms;
+	unsigned int retry_after_max_ms;	/* 0: the exporter's default */
 	bool quiet;
 	char *debug_dirs;		/* ':'-joined; NULL = /usr/lib/debug */
 	bool debuginfod;		/* fetch debug info from DEBUGINFOD_URLS */

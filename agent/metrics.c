@@ -117,36 +117,74 @@ static void *loop(void *arg)
 	return NULL;
 }
 
-/* Split "HOST:PORT" / "[V6]:PORT" / ":PORT" / "PORT". */
-static int split_addr(const char *addr, char *host, size_t hlen, char *port,
-		      size_t plen)
+static int bad_addr(char *err, size_t err_len, const char *addr, const char *why)
 {
-	const char *colon;
+	snprintf(err, err_len, "'%s': %s (expected PORT, :PORT, HOST:PORT or "
+		 "[IPV6]:PORT, PORT from 0 to 65535)", addr, why);
+	return -EINVAL;
+}
 
+int metrics_addr_parse(const char *addr, char *host, size_t hlen, char *port,
+		       size_t plen, char *err, size_t err_len)
+{
+	const char *colon, *p, *h = addr;
+	size_t h_len;
+	unsigned long v = 0;
+
+	if (!*addr)
+		return bad_addr(err, err_len, addr, "empty");
+	for (p = addr; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return bad_addr(err, err_len, addr,
+					"a space or control character");
 	if (addr[0] == '[') {
 		const char *end = strchr(addr, ']');
 
-		if (!end || end[1] != ':' || (size_t)(end - addr - 1) >= hlen)
-			return -1;
-		memcpy(host, addr + 1, (size_t)(end - addr - 1));
-		host[end - addr - 1] = '\0';
+		if (!end)
+			return bad_addr(err, err_len, addr, "no ']' closes the IPv6 address");
+		h = addr + 1;
+		h_len = (size_t)(end - h);
+		if (!h_len)
+			return bad_addr(err, err_len, addr, "empty IPv6 address in []");
+		if (memchr(h, '[', h_len) || !memchr(h, ':', h_len))
+			return bad_addr(err, err_len, addr, "not an IPv6 address in []");
+		if (end[1] != ':')
+			return bad_addr(err, err_len, addr, "no :PORT after ']'");
 		colon = end + 1;
 	} else {
 		colon = strrchr(addr, ':');
 		if (!colon) {
-			snprintf(host, hlen, "127.0.0.1");
-			snprintf(port, plen, "%s", addr);
-			return *addr ? 0 : -1;
+			h_len = 0;
+			colon = addr - 1;	/* all of it is the port */
+		} else {
+			h_len = (size_t)(colon - addr);
+			if (memchr(addr, ':', h_len))
+				return bad_addr(err, err_len, addr, "an IPv6 address "
+						"needs brackets, as in [::1]:9464");
 		}
-		if ((size_t)(colon - addr) >= hlen)
-			return -1;
-		memcpy(host, addr, (size_t)(colon - addr));
-		host[colon - addr] = '\0';
-		if (!*host)
-			snprintf(host, hlen, "127.0.0.1");
+		if (memchr(addr, '[', h_len) || memchr(addr, ']', h_len))
+			return bad_addr(err, err_len, addr, "a stray bracket");
+	}
+	p = colon + 1;
+	if (!*p)
+		return bad_addr(err, err_len, addr, "no port");
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return bad_addr(err, err_len, addr, "the port is not a number");
+		v = v * 10 + (unsigned long)(*p - '0');
+		if (v > 65535)
+			return bad_addr(err, err_len, addr, "the port is above 65535");
+	}
+	if (h_len >= hlen || strlen(colon + 1) >= plen)
+		return bad_addr(err, err_len, addr, "too long");
+	if (h_len) {
+		memcpy(host, h, h_len);
+		host[h_len] = '\0';
+	} else {
+		snprintf(host, hlen, "127.0.0.1");
 	}
 	snprintf(port, plen, "%s", colon + 1);
-	return *port ? 0 : -1;
+	return 0;
 }
 
 struct metrics_server *metrics_start(const char *addr, metrics_fill_fn fill,
@@ -157,12 +195,12 @@ struct metrics_server *metrics_start(const char *addr, metrics_fill_fn fill,
 	struct metrics_server *m;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	char host[256], port[16];
+	char host[256], port[16], why[256];
 	int one = 1, rc;
 
-	if (!addr || split_addr(addr, host, sizeof(host), port, sizeof(port))) {
-		snprintf(err, err_len, "--metrics-addr '%s': expected [HOST]:PORT",
-			 addr ? addr : "");
+	if (!addr || metrics_addr_parse(addr, host, sizeof(host), port, sizeof(port),
+					why, sizeof(why))) {
+		snprintf(err, err_len, "--metrics-addr %s", addr ? why : "missing");
 		return NULL;
 	}
 	rc = getaddrinfo(host, port, &hints, &ai);

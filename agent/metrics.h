@@ -17,7 +17,15 @@ typedef void (*metrics_fill_fn)(FILE *out, void *ctx);
 struct metrics_server;
 
 /*
- * addr: "PORT", ":PORT", "HOST:PORT" or "[V6]:PORT"; no host = 127.0.0.1.
+ * Check and split addr: "PORT", ":PORT", "HOST:PORT" or "[V6]:PORT"; no
+ * host = 127.0.0.1; PORT a number from 0 (any free port) to 65535; an IPv6
+ * address only in brackets; no spaces or control characters. Names are
+ * not resolved here. 0, or -EINVAL with err ("'ADDR': why (expected...)").
+ */
+int metrics_addr_parse(const char *addr, char *host, size_t hlen, char *port,
+		       size_t plen, char *err, size_t err_len);
+/*
+ * addr as metrics_addr_parse takes it.
  * NULL with err set on failure (bad address, port in use...).
  */
 struct metrics_server *metrics_start(const char *addr, metrics_fill_fn fill,

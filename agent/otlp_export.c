@@ -8,7 +8,26 @@
  * being sent is out of the queue, so drop-oldest only ever drops waiting
  * profiles and what is in flight is delivered in order once the receiver
  * recovers.
+ *
+ * Memory: queue_max_bytes bounds everything the exporter holds, the item
+ * in flight and its gzip copy included (x->bytes + x->inflight_bytes).
+ * The gzip copy is made once per item, kept for its retries, and its room
+ * is taken before compressing (oldest waiting items go to make it; when
+ * even that is not enough the item is sent uncompressed). A new item that
+ * does not fit beside the one in flight with nothing else queued is
+ * dropped itself: the one in flight cannot be.
  */
+/*
+ * libcurl versions: ember builds against Debian 11's 7.74 as well as newer
+ * releases. Options that newer libcurl added (or deprecated the old form
+ * of) are chosen at compile time below; EMBER_FORCE_OLD_CURL selects the
+ * old-libcurl branches on a new libcurl so a test can prove they compile
+ * and work (selftests/suites/10-agent-unit.sh, 50-otlp.sh).
+ */
+#ifdef EMBER_FORCE_OLD_CURL
+/* New headers mark the old options deprecated (warnings, -Werror). */
+#define CURL_DISABLE_DEPRECATION
+#endif
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <zlib.h>
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
@@ -25,6 +45,19 @@
 #define EMBER_VERSION "0"
 #endif
 #define RESPONSE_MAX (64 * 1024)	/* bytes of a response body we keep */
+
+#ifndef CURL_AT_LEAST_VERSION	/* itself new in 7.43 */
+#define CURL_AT_LEAST_VERSION(x, y, z) \
+	(LIBCURL_VERSION_NUM >= (((x) << 16) | ((y) << 8) | (z)))
+#endif
+/* CURLOPT_PROTOCOLS_STR: 7.85, which deprecated CURLOPT_PROTOCOLS. */
+#if CURL_AT_LEAST_VERSION(7, 85, 0) && !defined(EMBER_FORCE_OLD_CURL)
+#define HAVE_CURLOPT_PROTOCOLS_STR 1
+#endif
+/* CURLINFO_RETRY_AFTER: 7.66; before it the header is parsed here. */
+#if CURL_AT_LEAST_VERSION(7, 66, 0) && !defined(EMBER_FORCE_OLD_CURL)
+#define HAVE_CURLINFO_RETRY_AFTER 1
+#endif
 
 struct item {
 	struct item *next;
@@ -36,6 +69,7 @@ struct cfg_copy {
 	char *endpoint, *ca_file, *client_cert, *client_key;
 	struct curl_slist *headers;	/* the user's (OTEL_EXPORTER_OTLP_HEADERS) */
 	unsigned int timeout_ms, retry_initial_ms, retry_max_ms, retry_max_elapsed_ms;
+	unsigned int retry_after_max_ms;
 	size_t queue_max, queue_max_bytes;
 	bool gzip, quiet;
 };
@@ -45,7 +79,8 @@ struct otlp_exporter {
 	pthread_cond_t cond;		/* queue changed, stop asked, config changed */
 	pthread_t thread;
 	struct item *head, *tail;
-	size_t depth, bytes;
+	size_t depth, bytes;		/* waiting items and their bytes */
+	size_t inflight_bytes;		/* the item being sent + its gzip copy */
 	struct cfg_copy cfg;		/* under lock; sender copies what it needs */
 	unsigned int cfg_gen;
 	bool stopping;			/* shutdown asked: drain until deadline */
@@ -53,6 +88,8 @@ struct otlp_exporter {
 	struct timespec deadline;
 	struct otlp_export_stats st;
 	uint64_t rng;
+	bool clamp_logged;		/* sender thread only */
+	bool plain_logged;		/* sender thread only */
 };
 
 static void xlog(const struct otlp_exporter *x, const char *fmt, ...)
@@ -88,17 +125,123 @@ static void cfg_free(struct cfg_copy *c)
 	memset(c, 0, sizeof(*c));
 }
 
+static int why_not(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static bool host_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' ||
+	       ch == '~' || ch == '%';
+}
+
+int otlp_endpoint_check(const char *url, char *why, size_t why_len)
+{
+	const char *p, *auth, *auth_end, *host, *host_end, *port = NULL;
+	size_t scheme_len;
+
+	for (p = url; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return why_not(why, why_len, "it holds a space or control "
+				       "character at offset %zu", (size_t)(p - url));
+	p = strstr(url, "://");
+	if (!p)
+		return why_not(why, why_len, "expected http://HOST[:PORT][/PATH] "
+			       "or https://HOST[:PORT][/PATH]");
+	scheme_len = (size_t)(p - url);
+	if (!(scheme_len == 4 && !strncasecmp(url, "http", 4)) &&
+	    !(scheme_len == 5 && !strncasecmp(url, "https", 5)))
+		return why_not(why, why_len, "scheme '%.*s' is not http or https",
+			       (int)scheme_len, url);
+	auth = p + 3;
+	auth_end = auth + strcspn(auth, "/?#");
+	host = auth;
+	for (p = auth; p < auth_end; p++)
+		if (*p == '@')
+			host = p + 1;	/* user:password@ */
+	if (host == auth_end)
+		return why_not(why, why_len, "no host after '://'");
+	if (*host == '[') {
+		const char *close = memchr(host, ']', (size_t)(auth_end - host));
+
+		if (!close)
+			return why_not(why, why_len, "no ']' closes the IPv6 address");
+		if (close == host + 1)
+			return why_not(why, why_len, "empty IPv6 address in []");
+		for (p = host + 1; p < close; p++)
+			if (!strchr("0123456789abcdefABCDEF:.%", *p) &&
+			    !host_char(*p))
+				return why_not(why, why_len, "'%c' in the IPv6 address", *p);
+		if (!memchr(host + 1, ':', (size_t)(close - host - 1)))
+			return why_not(why, why_len, "not an IPv6 address in []");
+		host_end = close + 1;
+		if (host_end < auth_end && *host_end != ':')
+			return why_not(why, why_len, "'%c' after ']'", *host_end);
+	} else {
+		host_end = memchr(host, ':', (size_t)(auth_end - host));
+		if (!host_end)
+			host_end = auth_end;
+		if (host_end < auth_end &&
+		    memchr(host_end + 1, ':', (size_t)(auth_end - host_end - 1)))
+			return why_not(why, why_len, "an IPv6 address needs brackets, "
+				       "as in http://[::1]:4318");
+		if (host_end == host)
+			return why_not(why, why_len, "no host after '://'");
+		for (p = host; p < host_end; p++)
+			if (!host_char(*p))
+				return why_not(why, why_len, "'%c' in the host name", *p);
+	}
+	if (host_end < auth_end)
+		port = host_end + 1;
+	if (port) {
+		unsigned long v = 0;
+
+		if (port == auth_end)
+			return why_not(why, why_len, "no port after ':'");
+		for (p = port; p < auth_end; p++) {
+			if (*p < '0' || *p > '9' || (v = v * 10 + (unsigned long)(*p - '0')) > 65535)
+				return why_not(why, why_len, "port '%.*s' is not a number "
+					       "from 1 to 65535", (int)(auth_end - port), port);
+		}
+		if (!v)
+			return why_not(why, why_len, "port 0 is not a port to send to");
+	}
+#if CURL_AT_LEAST_VERSION(7, 62, 0)
+	{
+		/* What libcurl will be handed must parse there too. */
+		CURLU *u = curl_url();
+		CURLUcode rc;
+
+		if (!u)
+			return why_not(why, why_len, "out of memory");
+		rc = curl_url_set(u, CURLUPART_URL, url, 0);
+		curl_url_cleanup(u);
+		if (rc != CURLUE_OK)
+			return why_not(why, why_len, "libcurl cannot parse it "
+				       "(CURLUcode %d)", (int)rc);
+	}
+#endif
+	return 0;
+}
+
 static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 		    char *err, size_t err_len)
 {
 	struct curl_slist *h = NULL, *t;
+	char why[200];
 
 	memset(c, 0, sizeof(*c));
-	if (!in->endpoint || (strncmp(in->endpoint, "http://", 7) &&
-			      strncmp(in->endpoint, "https://", 8))) {
-		snprintf(err, err_len,
-			 "OTLP endpoint '%s' is not an http:// or https:// URL",
-			 in->endpoint ? in->endpoint : "");
+	if (!in->endpoint || otlp_endpoint_check(in->endpoint, why, sizeof(why))) {
+		snprintf(err, err_len, "OTLP endpoint '%s': %s",
+			 in->endpoint ? in->endpoint : "",
+			 in->endpoint ? why : "none given");
 		return -EINVAL;
 	}
 	c->endpoint = xstrdup(in->endpoint);
@@ -110,8 +253,11 @@ static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 	c->retry_max_ms = in->retry_max_ms ? in->retry_max_ms : 30000;
 	c->retry_max_elapsed_ms = in->retry_max_elapsed_ms ?
 				  in->retry_max_elapsed_ms : 300000;
-	c->queue_max = in->queue_max ? in->queue_max : 8;
-	c->queue_max_bytes = in->queue_max_bytes ? in->queue_max_bytes : 64 << 20;
+	c->retry_after_max_ms = in->retry_after_max_ms ?
+				in->retry_after_max_ms : OTLP_RETRY_AFTER_MAX_MS;
+	c->queue_max = in->queue_max ? in->queue_max : OTLP_QUEUE_MAX;
+	c->queue_max_bytes = in->queue_max_bytes ? in->queue_max_bytes :
+			     OTLP_QUEUE_MAX_BYTES;
 	c->gzip = in->gzip;
 	c->quiet = in->quiet;
 	for (size_t i = 0; in->headers && in->headers[i]; i++) {
@@ -265,11 +411,54 @@ static struct item *pop_locked(struct otlp_exporter *x)
 	return it;
 }
 
+/* Everything held now, the item in flight and its gzip copy included. */
+static size_t held_locked(const struct otlp_exporter *x)
+{
+	return x->bytes + x->inflight_bytes;
+}
+
+static void note_peak_locked(struct otlp_exporter *x)
+{
+	if (held_locked(x) > x->st.queue_bytes_peak)
+		x->st.queue_bytes_peak = held_locked(x);
+}
+
+/*
+ * Drop the oldest waiting items until `need` more bytes fit under
+ * queue_max_bytes; they are chained on *dropped (to free outside the
+ * lock). True when it fits.
+ */
+static bool make_room_locked(struct otlp_exporter *x, size_t need,
+			     struct item **dropped, size_t *nr)
+{
+	while (x->head && held_locked(x) + need > x->cfg.queue_max_bytes) {
+		struct item *d = pop_locked(x);
+
+		d->next = *dropped;
+		*dropped = d;
+		(*nr)++;
+		x->st.dropped_queue_full++;
+		x->st.dropped_queue_bytes++;
+	}
+	return held_locked(x) + need <= x->cfg.queue_max_bytes;
+}
+
+static void free_chain(struct item *it)
+{
+	while (it) {
+		struct item *next = it->next;
+
+		free_item(it);
+		it = next;
+	}
+}
+
 void otlp_exporter_enqueue(struct otlp_exporter *x, uint8_t *buf, size_t len)
 {
 	struct item *it = malloc(sizeof(*it));
-	struct item *dropped[16];
-	size_t nr_dropped = 0;
+	struct item *dropped = NULL;
+	size_t nr_slots = 0, nr_bytes = 0;
+	bool fits;
 
 	pthread_mutex_lock(&x->lock);
 	x->st.enqueued++;
@@ -284,26 +473,42 @@ void otlp_exporter_enqueue(struct otlp_exporter *x, uint8_t *buf, size_t len)
 	it->len = len;
 	it->next = NULL;
 	/* Drop-oldest: fresh profiles matter more than stale ones. */
-	while (x->head && (x->depth + 1 > x->cfg.queue_max ||
-			   x->bytes + len > x->cfg.queue_max_bytes) &&
-	       nr_dropped < 16) {
-		dropped[nr_dropped++] = pop_locked(x);
+	while (x->head && x->depth + 1 > x->cfg.queue_max) {
+		struct item *d = pop_locked(x);
+
+		d->next = dropped;
+		dropped = d;
+		nr_slots++;
 		x->st.dropped_queue_full++;
 	}
-	if (x->tail)
-		x->tail->next = it;
-	else
-		x->head = it;
-	x->tail = it;
-	x->depth++;
-	x->bytes += len;
-	pthread_cond_broadcast(&x->cond);
+	fits = make_room_locked(x, len, &dropped, &nr_bytes);
+	if (fits) {
+		if (x->tail)
+			x->tail->next = it;
+		else
+			x->head = it;
+		x->tail = it;
+		x->depth++;
+		x->bytes += len;
+		note_peak_locked(x);
+		pthread_cond_broadcast(&x->cond);
+	} else {
+		/* Not even beside the one in flight alone: this one goes. */
+		x->st.dropped_queue_full++;
+		x->st.dropped_queue_bytes++;
+	}
 	pthread_mutex_unlock(&x->lock);
 	/* Free outside the lock (and log once, not per profile). */
-	for (size_t i = 0; i < nr_dropped; i++)
-		free_item(dropped[i]);
-	if (nr_dropped)
-		xlog(x, "queue full: dropped %zu oldest profile(s)", nr_dropped);
+	free_chain(dropped);
+	if (!fits) {
+		free_item(it);
+		xlog(x, "queue_max_bytes: a %zu-byte profile does not fit beside "
+		     "the one being sent: dropped it", len);
+	}
+	if (nr_slots + nr_bytes)
+		xlog(x, "queue full: dropped %zu oldest profile(s) (%zu for "
+		     "queue_size, %zu for queue_max_bytes)", nr_slots + nr_bytes,
+		     nr_slots, nr_bytes);
 }
 
 /* ---- one HTTP attempt ---- */
@@ -311,7 +516,38 @@ void otlp_exporter_enqueue(struct otlp_exporter *x, uint8_t *buf, size_t len)
 struct response {
 	uint8_t *body;
 	size_t len;
+#ifndef HAVE_CURLINFO_RETRY_AFTER
+	long retry_after_s;		/* Retry-After in seconds, 0 = none */
+#endif
 };
+
+#ifndef HAVE_CURLINFO_RETRY_AFTER
+/*
+ * libcurl < 7.66 has no CURLINFO_RETRY_AFTER: take "Retry-After: SECONDS"
+ * from the headers (an HTTP-date is ignored: the backoff applies). Each
+ * response's headers come anew (a retry, a redirect): the last one wins.
+ */
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+	struct response *r = ctx;
+	size_t total = size * n;
+	static const char name[] = "retry-after:";
+
+	if (total > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1)) {
+		size_t i = sizeof(name) - 1;
+		long v = 0;
+
+		while (i < total && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		if (i < total && p[i] >= '0' && p[i] <= '9') {
+			for (; i < total && p[i] >= '0' && p[i] <= '9'; i++)
+				v = v < 100000000 ? v * 10 + (p[i] - '0') : v;
+			r->retry_after_s = v;
+		}
+	}
+	return total;
+}
+#endif
 
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
@@ -345,10 +581,16 @@ static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return abort;	/* non-zero aborts the transfer at shutdown */
 }
 
+/* Room a gzip copy of len bytes may need. */
+static size_t gzip_bound(size_t len)
+{
+	return compressBound(len) + 64;
+}
+
 static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
 	z_stream z;
-	size_t cap = compressBound(len) + 64;
+	size_t cap = gzip_bound(len);
 	uint8_t *b = malloc(cap);
 	int ret;
 
@@ -410,7 +652,7 @@ static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy
 			 uint64_t budget_ms, uint64_t *retry_after_ms)
 {
 	struct curl_slist *headers = request_headers(cfg, gzipped);
-	struct response r = { NULL, 0 };
+	struct response r = { 0 };
 	char errbuf[CURL_ERROR_SIZE] = "";
 	long status = 0;
 	curl_off_t ra = 0;
@@ -439,8 +681,17 @@ static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	/* Only http(s), never follow redirects to elsewhere. */
+	/* Only http(s); redirects are not followed (no FOLLOWLOCATION). */
+#ifdef HAVE_CURLOPT_PROTOCOLS_STR
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	/* The bitmask form, the only one before 7.85 (deprecated since). */
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+#ifndef HAVE_CURLINFO_RETRY_AFTER
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+#endif
 	if (cfg->ca_file)
 		curl_easy_setopt(c, CURLOPT_CAINFO, cfg->ca_file);
 	if (cfg->client_cert)
@@ -487,7 +738,13 @@ static enum outcome post(struct otlp_exporter *x, CURL *c, const struct cfg_copy
 		pthread_mutex_unlock(&x->lock);
 		out = SENT;
 	} else if (status == 429 || status >= 500) {
-		if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+#ifdef HAVE_CURLINFO_RETRY_AFTER
+		if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK)
+			ra = 0;
+#else
+		ra = r.retry_after_s;
+#endif
+		if (ra > 0)
 			*retry_after_ms = (uint64_t)ra * 1000;
 		xlog(x, "receiver answered %ld, will retry%s", status,
 		     *retry_after_ms ? " after its Retry-After" : "");
@@ -524,20 +781,103 @@ static bool wait_until(struct otlp_exporter *x, const struct timespec *until)
 	return aborted;
 }
 
+/*
+ * The gzip copy of the item in flight, counted against queue_max_bytes:
+ * its worst-case room is taken first (oldest waiting items are dropped to
+ * make it), the excess given back once the real size is known. NULL when
+ * it does not fit or memory is short: the item goes uncompressed.
+ */
+static uint8_t *gzip_counted(struct otlp_exporter *x, const struct item *it,
+			     size_t *gz_len)
+{
+	size_t need = gzip_bound(it->len), nr = 0;
+	struct item *dropped = NULL;
+	uint8_t *gz = NULL, *shrunk;
+	bool fits;
+
+	pthread_mutex_lock(&x->lock);
+	fits = make_room_locked(x, need, &dropped, &nr);
+	if (fits) {
+		x->inflight_bytes += need;
+		note_peak_locked(x);
+	}
+	pthread_mutex_unlock(&x->lock);
+	free_chain(dropped);
+	if (nr)
+		xlog(x, "queue full: dropped %zu oldest profile(s) (for "
+		     "queue_max_bytes, to compress the one being sent)", nr);
+	if (!fits) {
+		if (!x->plain_logged)
+			xlog(x, "a %zu-byte profile and its gzip copy exceed "
+			     "queue_max_bytes: sending it uncompressed (logged once)",
+			     it->len);
+		x->plain_logged = true;
+		return NULL;
+	}
+	if (gzip_buf(it->buf, it->len, &gz, gz_len)) {
+		gz = NULL;
+		*gz_len = 0;
+	} else if ((shrunk = realloc(gz, *gz_len ? *gz_len : 1))) {
+		gz = shrunk;	/* hold only what the copy needs */
+	}
+	pthread_mutex_lock(&x->lock);
+	x->inflight_bytes -= need - *gz_len;
+	pthread_mutex_unlock(&x->lock);
+	return gz;
+}
+
+static void drop_gzip(struct otlp_exporter *x, uint8_t **gz, size_t *gz_len)
+{
+	if (!*gz)
+		return;
+	free(*gz);
+	*gz = NULL;
+	pthread_mutex_lock(&x->lock);
+	x->inflight_bytes -= *gz_len;
+	pthread_mutex_unlock(&x->lock);
+	*gz_len = 0;
+}
+
+/* The item is settled: account for it and release what it held. */
+static void settle(struct otlp_exporter *x, struct item *it, bool sent,
+		   size_t sent_len, uint8_t **gz, size_t *gz_len)
+{
+	drop_gzip(x, gz, gz_len);
+	pthread_mutex_lock(&x->lock);
+	if (sent) {
+		x->st.exported++;
+		x->st.bytes_sent += sent_len;
+	} else {
+		x->st.failed++;
+	}
+	x->st.in_flight = 0;
+	x->inflight_bytes -= it->len;
+	pthread_mutex_unlock(&x->lock);
+}
+
+/*
+ * Send one profile until it is accepted, refused, or retry_max_elapsed_ms
+ * of failing attempts and our own backoff have passed. A wait the receiver
+ * asked for (Retry-After, up to retry_after_max_ms) is honoured in full and
+ * not charged to that budget: the receiver is alive and has said when to
+ * come back. The profile stays in flight meanwhile; a shutdown still ends
+ * the wait at its deadline.
+ */
 static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 {
-	uint64_t start = now_ms();
+	uint64_t start = now_ms(), server_waits = 0;
 	unsigned int attempt = 0;
 	struct cfg_copy cfg;
+	uint8_t *gz = NULL;	/* made once, kept for the retries */
+	size_t gz_len = 0;
 
 	for (;;) {
-		uint8_t *gz = NULL;
 		const uint8_t *body = it->buf;
 		size_t len = it->len;
-		uint64_t ra, wait, budget = 0;
+		uint64_t ra, wait, elapsed, budget = 0;
 		enum outcome o;
 		struct timespec until;
-		bool stopping;
+		bool stopping, asked = false;
 
 		/* Snapshot the configuration: SIGHUP may change it meanwhile. */
 		pthread_mutex_lock(&x->lock);
@@ -548,53 +888,57 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 			budget = d > n ? d - n : 1;
 		}
 		if (cfg_dup(&cfg, &x->cfg)) {
-			x->st.failed++;
-			x->st.in_flight = 0;
 			pthread_mutex_unlock(&x->lock);
+			settle(x, it, false, 0, &gz, &gz_len);
 			return;
 		}
 		pthread_mutex_unlock(&x->lock);
 
-		/* Without memory to compress, send it plain rather than not. */
-		if (cfg.gzip && gzip_buf(it->buf, it->len, &gz, &len) == 0)
+		/* Without memory or room to compress, send it plain rather than
+		 * not; a reload may have turned gzip off or on meanwhile. */
+		if (!cfg.gzip)
+			drop_gzip(x, &gz, &gz_len);
+		else if (!gz)
+			gz = gzip_counted(x, it, &gz_len);
+		if (gz) {
 			body = gz;
-		else
-			len = it->len;
+			len = gz_len;
+		}
 		o = post(x, c, &cfg, body, len, gz != NULL, budget, &ra);
-		free(gz);
 
 		if (o == SENT || o == DROP) {
-			pthread_mutex_lock(&x->lock);
-			if (o == SENT) {
-				x->st.exported++;
-				x->st.bytes_sent += len;
-			} else {
-				x->st.failed++;
-			}
-			x->st.in_flight = 0;
-			pthread_mutex_unlock(&x->lock);
+			settle(x, it, o == SENT, len, &gz, &gz_len);
 			cfg_free(&cfg);
 			return;
 		}
 		wait = backoff_ms(x, &cfg, attempt++);
-		if (ra > wait)
+		if (ra > cfg.retry_after_max_ms) {
+			if (!x->clamp_logged)
+				xlog(x, "receiver asked to retry after %llu s; waiting "
+				     "retry_after_max_ms (%u ms) instead (logged once)",
+				     (unsigned long long)(ra / 1000),
+				     cfg.retry_after_max_ms);
+			x->clamp_logged = true;
+			ra = cfg.retry_after_max_ms;
+		}
+		if (ra >= wait) {
 			wait = ra;	/* the server knows its load best */
-		if (now_ms() + wait - start > cfg.retry_max_elapsed_ms) {
+			asked = true;
+		}
+		elapsed = now_ms() - start;
+		elapsed = elapsed > server_waits ? elapsed - server_waits : 0;
+		if (elapsed + (asked ? 0 : wait) > cfg.retry_max_elapsed_ms) {
 			xlog(x, "giving up on a profile after %u attempts", attempt);
-			pthread_mutex_lock(&x->lock);
-			x->st.failed++;
-			x->st.in_flight = 0;
-			pthread_mutex_unlock(&x->lock);
+			settle(x, it, false, 0, &gz, &gz_len);
 			cfg_free(&cfg);
 			return;
 		}
 		cfg_free(&cfg);
 		until = mono_after(wait);
+		if (asked)
+			server_waits += wait;
 		if (wait_until(x, &until)) {
-			pthread_mutex_lock(&x->lock);
-			x->st.failed++;
-			x->st.in_flight = 0;
-			pthread_mutex_unlock(&x->lock);
+			settle(x, it, false, 0, &gz, &gz_len);
 			return;
 		}
 		pthread_mutex_lock(&x->lock);
@@ -620,12 +964,13 @@ static void *sender(void *arg)
 		}
 		it = pop_locked(x);
 		x->st.in_flight = 1;
+		x->inflight_bytes = it->len;	/* still held: counted as queued */
 		pthread_mutex_unlock(&x->lock);
 		if (!c) {
-			pthread_mutex_lock(&x->lock);
-			x->st.failed++;
-			x->st.in_flight = 0;
-			pthread_mutex_unlock(&x->lock);
+			size_t none = 0;
+			uint8_t *no_gz = NULL;
+
+			settle(x, it, false, 0, &no_gz, &none);
 		} else {
 			deliver(x, c, it);
 		}
@@ -681,6 +1026,8 @@ void otlp_exporter_stats(struct otlp_exporter *x, struct otlp_export_stats *st)
 	pthread_mutex_lock(&x->lock);
 	*st = x->st;
 	st->queue_depth = x->depth;
+	st->queue_bytes = held_locked(x);
+	st->in_flight_bytes = x->inflight_bytes;
 	pthread_mutex_unlock(&x->lock);
 }
 
@@ -739,6 +1086,8 @@ void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms,
 		*final = x->st;
 		final->queue_depth = 0;
 		final->in_flight = 0;
+		final->queue_bytes = 0;
+		final->in_flight_bytes = 0;
 	}
 	cfg_free(&x->cfg);
 	pthread_mutex_destroy(&x->lock);

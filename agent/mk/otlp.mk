@@ -1,7 +1,8 @@
 # OTLP test drivers (selftests/otlp/*.c), linked with just the objects they
 # exercise so they build even while unrelated agent code is in flux.
 OTLP_PB_OBJS := $(filter agent/gen/opentelemetry/%,$(AGENT_GEN_C:.c=.o))
-OTLP_TEST_BINS := agent/gen/tests/otlp_fixture agent/gen/tests/otlp_send
+OTLP_TEST_BINS := agent/gen/tests/otlp_fixture agent/gen/tests/otlp_send \
+	agent/gen/tests/otlp_send_oldcurl
 
 ALL_TARGETS += $(OTLP_TEST_BINS)
 
@@ -16,3 +17,13 @@ agent/gen/tests/otlp_send: selftests/otlp/otlp_send.c agent/otlp_export.o \
 	@echo "  CC      $@"
 	$(Q)mkdir -p agent/gen/tests
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $^ $(AGENT_LDLIBS) -lpthread
+
+# The same driver with the exporter's old-libcurl branches forced
+# (EMBER_FORCE_OLD_CURL: CURLOPT_PROTOCOLS, Retry-After parsed from the
+# headers), so 50-otlp.sh proves them on a new libcurl too.
+agent/gen/tests/otlp_send_oldcurl: selftests/otlp/otlp_send.c agent/otlp_export.c \
+		agent/otlp_export.h $(OTLP_PB_OBJS) | $(AGENT_GEN_H)
+	@echo "  CC      $@"
+	$(Q)mkdir -p agent/gen/tests
+	$(Q)$(CC) $(AGENT_CFLAGS) -DEMBER_FORCE_OLD_CURL -o $@ $(filter %.c %.o,$^) \
+		$(AGENT_LDLIBS) -lpthread

@@ -54,6 +54,11 @@ int main(void)
 		!o.command[3] && !o.all, "r=%d %s", r, err);
 	record_opts_free(&o);
 
+	r = parse(&o, ARGV("--cgroup", "/system.slice/..x/a..b/.../"));
+	T_CHECK("cli_cgroup_dots_in_names", !r && o.cgroup_path && !o.all,
+		"r=%d %s", r, err);
+	record_opts_free(&o);
+
 	T_CHECK("cli_format_ext_pprof", format_from_name("a.pb.gz") == OUT_PPROF &&
 		format_from_name("a.pprof") == OUT_PPROF &&
 		format_from_name("a.otlp") == OUT_OTLP &&
@@ -88,6 +93,24 @@ int main(void)
 		{ "cli_err_a_and_p", ARGV("-a", "-p", "1"), "cannot be combined" },
 		{ "cli_err_cmd_and_p", ARGV("-p", "1", "--", "true"), "cannot be combined" },
 		{ "cli_err_cmd_without_dashes", ARGV("true"), "after --" },
+		/* "--" and nothing after it recorded the whole system */
+		{ "cli_err_dashdash_without_command", ARGV("--"),
+		  "'--' must be followed by a COMMAND" },
+		{ "cli_err_dashdash_without_command_opts", ARGV("-o", "x.folded", "--"),
+		  "'--' must be followed by a COMMAND" },
+		{ "cli_err_dashdash_empty_command", ARGV("--", ""),
+		  "'--' must be followed by a COMMAND" },
+		/* --cgroup stays under the cgroup v2 root */
+		{ "cli_err_cgroup_dotdot", ARGV("--cgroup", "../../../../etc"),
+		  "'..' is not allowed; expected a cgroup v2 directory: a path relative to /sys/fs/cgroup" },
+		{ "cli_err_cgroup_dotdot_inside", ARGV("--cgroup", "/sys/fs/cgroup/a/../../../etc/"),
+		  "'..' is not allowed" },
+		{ "cli_err_cgroup_dotdot_last", ARGV("--cgroup", "system.slice/.."),
+		  "'..' is not allowed" },
+		{ "cli_err_cgroup_empty", ARGV("--cgroup", ""), "--cgroup wants a cgroup v2 directory" },
+		/* -o's value "--" does not end the options */
+		{ "cli_err_dashdash_as_value", ARGV("-o", "--", "prog"),
+		  "unexpected argument 'prog'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = parse(&o, bad[i].argv);

@@ -8,8 +8,14 @@
  *
  *   otlp_send --endpoint URL [--count N] [--interval-ms M] [--queue Q]
  *             [--no-gzip] [--retry-initial-ms R] [--retry-max-ms R]
- *             [--max-elapsed-ms E] [--timeout-ms T] [--wait-ms W]
+ *             [--max-elapsed-ms E] [--retry-after-max-ms A]
+ *             [--timeout-ms T] [--wait-ms W]
  *             [--shutdown-ms D] [--header "K: V"] [--ca FILE]
+ *             [--queue-max-bytes B] [--pad N]
+ *
+ * --pad N adds a resource attribute test.pad of N pseudo-random letters,
+ * so every request is the same size (item_len=, while count < 128) and
+ * gzip does not shrink it to nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +24,8 @@
 #include <unistd.h>
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "otlp_export.h"
+
+static unsigned int pad;
 
 static uint8_t *make_request(unsigned int seq, size_t *len)
 {
@@ -33,7 +41,12 @@ static uint8_t *make_request(unsigned int seq, size_t *len)
 		OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
 	Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary d =
 		OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;
-	Opentelemetry__Proto__Common__V1__KeyValue *kvs[1] = { &kv };
+	Opentelemetry__Proto__Common__V1__KeyValue kv_pad =
+		OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;
+	Opentelemetry__Proto__Common__V1__AnyValue v_pad =
+		OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+	Opentelemetry__Proto__Common__V1__KeyValue *kvs[2] = { &kv, &kv_pad };
+	char *pad_str = NULL;
 	Opentelemetry__Proto__Profiles__V1development__ResourceProfiles *rps[1] = { &rp };
 	char *strings[1] = { "" };
 	uint8_t *buf;
@@ -44,6 +57,25 @@ static uint8_t *make_request(unsigned int seq, size_t *len)
 	kv.value = &v;
 	res.attributes = kvs;
 	res.n_attributes = 1;
+	if (pad) {
+		uint32_t r = 2463534242u ^ seq;
+
+		pad_str = malloc(pad + 1);
+		if (!pad_str)
+			return NULL;
+		for (unsigned int i = 0; i < pad; i++) {
+			r ^= r << 13;
+			r ^= r >> 17;
+			r ^= r << 5;
+			pad_str[i] = (char)('a' + r % 26);
+		}
+		pad_str[pad] = '\0';
+		v_pad.value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+		v_pad.string_value = pad_str;
+		kv_pad.key = "test.pad";
+		kv_pad.value = &v_pad;
+		res.n_attributes = 2;
+	}
 	rp.resource = &res;
 	d.string_table = strings;
 	d.n_string_table = 1;
@@ -54,6 +86,7 @@ static uint8_t *make_request(unsigned int seq, size_t *len)
 	buf = malloc(*len);
 	if (buf)
 		opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__pack(&req, buf);
+	free(pad_str);
 	return buf;
 }
 
@@ -68,6 +101,7 @@ int main(int argc, char **argv)
 {
 	struct otlp_export_config cfg = { .gzip = true };
 	unsigned int count = 1, interval = 0, wait = 10000, shutdown = 2000;
+	size_t item_len = 0;
 	const char *headers[8] = { NULL };
 	size_t nr_headers = 0;
 	struct otlp_export_stats st;
@@ -98,12 +132,18 @@ int main(int argc, char **argv)
 			interval = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--queue"))
 			cfg.queue_max = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--queue-max-bytes"))
+			cfg.queue_max_bytes = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--pad"))
+			pad = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--retry-initial-ms"))
 			cfg.retry_initial_ms = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--retry-max-ms"))
 			cfg.retry_max_ms = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--max-elapsed-ms"))
 			cfg.retry_max_elapsed_ms = (unsigned int)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--retry-after-max-ms"))
+			cfg.retry_after_max_ms = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--timeout-ms"))
 			cfg.timeout_ms = (unsigned int)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--wait-ms"))
@@ -133,8 +173,10 @@ int main(int argc, char **argv)
 		size_t len;
 		uint8_t *buf = make_request(i, &len);
 
-		if (buf)
+		if (buf) {
+			item_len = len;
 			otlp_exporter_enqueue(x, buf, len);
+		}
 		if (interval)
 			sleep_ms(interval);
 	}
@@ -158,6 +200,13 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.retries,
 	       (unsigned long long)st.partial_rejected,
 	       (unsigned long long)st.queue_depth, st.last_status);
+	printf("dropped_bytes=%llu\nin_flight=%llu\nqueue_bytes=%llu\n"
+	       "queue_bytes_peak=%llu\nin_flight_bytes=%llu\nitem_len=%zu\n",
+	       (unsigned long long)st.dropped_queue_bytes,
+	       (unsigned long long)st.in_flight,
+	       (unsigned long long)st.queue_bytes,
+	       (unsigned long long)st.queue_bytes_peak,
+	       (unsigned long long)st.in_flight_bytes, item_len);
 	fflush(stdout);
 	if (!getenv("OTLP_SEND_AFTER_SHUTDOWN"))
 		otlp_exporter_shutdown(x, shutdown, NULL);

@@ -33,6 +33,10 @@ else
 	t_fail agent_werror_clean "warnings in ${bad[*]}"
 fi
 
+# The exporter's branches for libcurl < 7.85 / 7.66 (CURLOPT_PROTOCOLS,
+# Retry-After from the headers) compile -Werror too, forced on this libcurl.
+t_check otlp_export_old_curl_werror bash -c "gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -c -o /dev/null agent/otlp_export.c && gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -S -o - agent/otlp_export.c | grep -q on_header"
+
 E=agent/ember
 t_check cli_version bash -c "$E --version | grep -q '^ember $(cat VERSION)'"
 t_check cli_help bash -c "$E --help | grep -q record"
@@ -40,6 +44,47 @@ t_check cli_record_help bash -c "$E record --help | grep -q -- '--backend auto|k
 t_check cli_bad_option_exit2 bash -c "$E record --bogus 2>&1 | grep -q 'unknown option'; [ \${PIPESTATUS[0]} -eq 2 ]"
 t_check cli_pid_must_exist bash -c "$E record -p 999999999 -o /tmp/ember-unit-\$\$.folded 2>&1 | grep -q 'no such process'; [ \${PIPESTATUS[0]} -eq 2 ]"
 t_check cli_unknown_command bash -c "! $E frobnicate 2>/dev/null"
+# usage_error NAME ERE COMMAND...: COMMAND is refused as a usage error
+# (exit 2) with a message matching ERE on stderr. Bounded by a timeout:
+# where the check is missing, a recording or a daemon would start.
+usage_error() {
+	local name=$1 re=$2 out rc
+	shift 2
+	out=$(timeout -k 5 10 "$@" 2>&1 >/dev/null)
+	rc=$?
+	if [ $rc -eq 2 ] && grep -Eq -- "$re" <<<"$out"; then
+		t_pass "$name"
+	else
+		t_fail "$name" "exit $rc: $(head -c 300 <<<"$out" | tr '\n' ' ')"
+	fi
+}
+U=/tmp/ember-unit-$$
+usage_error cli_record_dashdash_needs_command "'--' must be followed by a COMMAND" \
+	$E record -o $U.folded --
+# --cgroup: '..' refused, and a path resolving outside the cgroup v2 root
+# (here one under /sys/ that is no cgroup) too, saying what is expected.
+usage_error cli_record_cgroup_dotdot "'\.\.' is not allowed; expected a cgroup v2 directory: a path relative to" \
+	$E record --cgroup ../../../../etc -d 0.1 -o $U.folded
+usage_error cli_record_cgroup_outside_root \
+	'/sys/kernel is outside the cgroup v2 root .*; expected a cgroup v2 directory: a path relative to|no cgroup v2 hierarchy is mounted' \
+	$E record --cgroup /sys/kernel -d 0.1 -o $U.folded
+usage_error cli_record_cgroup_missing \
+	"no-such-cgroup-$$: No such file or directory; expected a cgroup v2 directory|no cgroup v2 hierarchy is mounted" \
+	$E record --cgroup no-such-cgroup-$$ -d 0.1 -o $U.folded
+# ember run: bad values are usage errors when the configuration is read,
+# from flags and from the config file alike.
+usage_error cli_run_metrics_addr_port_range "invalid metrics_addr ':99999': the port is above 65535" \
+	$E run --config /dev/null --metrics-addr :99999
+usage_error cli_run_endpoint_v6_unclosed "invalid endpoint 'http://\[::1': no ']' closes the IPv6 address" \
+	$E run --config /dev/null -e 'http://[::1'
+printf 'metrics_addr = [::1]:9464\nendpoint = http://h:4318x\n' >$U.conf
+usage_error cli_run_config_file_values_checked \
+	"$U.conf:2: invalid endpoint 'http://h:4318x': port '4318x' is not a number from 1 to 65535" \
+	$E run --config $U.conf
+printf 'metrics_addr = :99999\n' >$U.conf
+usage_error cli_run_config_file_metrics_addr "$U.conf:1: invalid metrics_addr ':99999'" \
+	$E run --config $U.conf
+rm -f $U.conf $U.folded
 t_check cli_status_runs bash -c "$E status | grep -q '^ember $(cat VERSION)'"
 t_check cli_status_names_backends bash -c "$E status | grep -q '^module backend:' && $E status | grep -q '^eBPF backend:'"
 t_check man_page_renders bash -c "MANWIDTH=80 man -l doc/ember.1 2>/dev/null | grep -q 'ember record' || groff -man -Tutf8 doc/ember.1 2>/dev/null | grep -q 'record'"

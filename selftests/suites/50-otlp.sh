@@ -13,6 +13,7 @@ PY=/usr/bin/python3
 EMBER=agent/ember
 FIXTURE=agent/gen/tests/otlp_fixture
 SEND=agent/gen/tests/otlp_send
+SEND_OLD=agent/gen/tests/otlp_send_oldcurl	# old-libcurl branches forced
 RECV=selftests/otlp/receiver.py
 CHECK=selftests/otlp/check_otlp.py
 REQ=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest
@@ -316,6 +317,53 @@ else
 fi
 stop_receiver r503
 
+# gaps DIR: seconds between consecutive requests the receiver saw.
+gaps() {
+	$PY -c '
+import glob, json, sys
+t = [json.load(open(f))["time"] for f in sorted(glob.glob(sys.argv[1] + "/*.json"))]
+print(" ".join("%.2f" % (b - a) for a, b in zip(t, t[1:])))' "$T/$1"
+}
+# in_range "GAPS" LO HI: every gap within [LO, HI] seconds (and one at least).
+in_range() {
+	$PY -c 'import sys; g = [float(x) for x in sys.argv[1].split()]
+sys.exit(0 if g and all(float(sys.argv[2]) <= x <= float(sys.argv[3]) for x in g) else 1)' "$1" "$2" "$3"
+}
+
+# A Retry-After longer than the retry budget (2 s > 1000 ms): the wait the
+# receiver asked for is honoured and not charged to the budget, so the
+# profile arrives after ~2 s instead of being dropped at once.
+start_receiver rabig --mode 503 --retry-after 2 --fail-first 1
+"$SEND" --endpoint "$(url "$PORT_rabig")" --count 1 --retry-initial-ms 50 \
+	--retry-max-ms 100 --max-elapsed-ms 1000 --wait-ms 8000 >"$T/rabig.stats" 2>"$T/rabig.log"
+g=$(gaps rabig)
+if [ "$(stat_of exported "$T/rabig.stats")" = 1 ] && [ "$(stat_of failed "$T/rabig.stats")" = 0 ] &&
+	[ "$(stat_of retries "$T/rabig.stats")" = 1 ] && [ "$(seqs rabig)" = 0 ] &&
+	in_range "$g" 1.9 4; then
+	t_pass otlp-retry-after-beyond-elapsed-budget
+else
+	t_fail otlp-retry-after-beyond-elapsed-budget "gaps=[$g] $(tr '\n' ' ' <"$T/rabig.stats") $(tail -n 1 "$T/rabig.log")"
+fi
+stop_receiver rabig
+
+# Retry-After: 30 with retry_after_max_ms 1000: each wait is cut to 1 s,
+# said once in the log, and the profile lands within ~2 s, not 60.
+start_receiver raclamp --mode 503 --retry-after 30 --fail-first 2
+start=$(date +%s%N)
+"$SEND" --endpoint "$(url "$PORT_raclamp")" --count 1 --retry-initial-ms 50 \
+	--retry-max-ms 100 --retry-after-max-ms 1000 --wait-ms 8000 \
+	>"$T/raclamp.stats" 2>"$T/raclamp.log"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+g=$(gaps raclamp)
+if [ "$(stat_of exported "$T/raclamp.stats")" = 1 ] && [ "$(stat_of failed "$T/raclamp.stats")" = 0 ] &&
+	[ "$(stat_of retries "$T/raclamp.stats")" = 2 ] && [ "$ms" -lt 5000 ] &&
+	in_range "$g" 0.9 2 && [ "$(grep -c 'retry_after_max_ms' "$T/raclamp.log")" = 1 ]; then
+	t_pass otlp-retry-after-clamped
+else
+	t_fail otlp-retry-after-clamped "${ms}ms gaps=[$g] $(tr '\n' ' ' <"$T/raclamp.stats") $(grep -c retry_after_max_ms "$T/raclamp.log") clamp log line(s)"
+fi
+stop_receiver raclamp
+
 start_receiver r429 --mode 429 --retry-after 1 --fail-first 1
 "$SEND" --endpoint "$(url "$PORT_r429")" --count 1 --retry-initial-ms 50 \
 	--wait-ms 8000 >"$T/r429.stats" 2>&1
@@ -325,6 +373,27 @@ else
 	t_fail otlp-429-retry "$(tr '\n' ' ' <"$T/r429.stats")"
 fi
 stop_receiver r429
+
+# The exporter's branches for libcurl < 7.66/7.85, forced on this libcurl:
+# CURLOPT_PROTOCOLS and Retry-After read from the response headers.
+start_receiver old --mode 503 --retry-after 1 --fail-first 1
+if [ -x "$SEND_OLD" ]; then
+	"$SEND_OLD" --endpoint "$(url "$PORT_old")" --count 1 --retry-initial-ms 50 \
+		--retry-max-ms 100 --wait-ms 8000 >"$T/old.stats" 2>"$T/old.log"
+	gap=$($PY -c '
+import glob, json, sys
+t = [json.load(open(f))["time"] for f in sorted(glob.glob(sys.argv[1] + "/*.json"))]
+print(t[1] - t[0] if len(t) > 1 else 0)' "$T/old")
+	if [ "$(stat_of exported "$T/old.stats")" = 1 ] && [ "$(stat_of retries "$T/old.stats")" = 1 ] &&
+		[ "$(seqs old)" = 0 ] && $PY -c "import sys; sys.exit(0 if $gap >= 0.9 else 1)"; then
+		t_pass otlp-old-curl-fallback
+	else
+		t_fail otlp-old-curl-fallback "gap=$gap $(tr '\n' ' ' <"$T/old.stats")"
+	fi
+else
+	t_fail otlp-old-curl-fallback "$SEND_OLD not built (make $SEND_OLD)"
+fi
+stop_receiver old
 
 # Slow receiver: within the timeout it is just slow; beyond it the request
 # times out, is retried, and lands once the receiver answers in time.
@@ -387,6 +456,41 @@ else
 	t_fail otlp-queue-drop-oldest "$(tr '\n' ' ' <"$T/q.stats") seqs=$(seqs q)"
 fi
 stop_receiver q
+
+# The byte cap bounds everything held, the profile in flight and its gzip
+# copy included: 30 profiles of item_len bytes against a stalled receiver
+# (one request hangs) under a 20000-byte cap. Exactly
+# floor((cap - in_flight_bytes) / item_len) wait, the rest are dropped for
+# the byte cap (64 slots never bind), and queued bytes never exceed the cap.
+start_receiver stall --mode slow --delay 30
+"$SEND" --endpoint "$(url "$PORT_stall")" --count 30 --interval-ms 20 --pad 2000 \
+	--queue 64 --queue-max-bytes 20000 --timeout-ms 20000 --wait-ms 300 \
+	--shutdown-ms 500 >"$T/cap.stats" 2>"$T/cap.log"
+if $PY - "$T/cap.stats" >"$T/cap.check" 2>&1 <<'EOF'
+import sys
+st = dict(l.strip().split("=", 1) for l in open(sys.argv[1]) if "=" in l)
+g = lambda k: int(st[k])
+cap, n, L, fl = 20000, 30, g("item_len"), g("in_flight_bytes")
+waiting = (cap - fl) // L
+problems = [what for what, ok in [
+    ("one in flight", g("in_flight") == 1 and g("exported") == 0 and g("failed") == 0),
+    ("gzip copy counted", fl > L),
+    ("waiting = floor((cap - in flight) / item_len)", g("queue_depth") == waiting),
+    ("dropped = n - 1 - waiting", g("dropped") == n - 1 - waiting),
+    ("all drops for the byte cap", g("dropped_bytes") == g("dropped")),
+    ("queue_bytes = waiting * item_len + in flight",
+     g("queue_bytes") == g("queue_depth") * L + fl),
+    ("queue_bytes_peak <= cap", g("queue_bytes") <= g("queue_bytes_peak") <= cap),
+    ("no room for one more", g("queue_bytes") + L > cap)] if not ok]
+if problems:
+    sys.exit("not so: " + "; ".join(problems))
+EOF
+then
+	t_pass otlp-queue-byte-cap-counts-in-flight
+else
+	t_fail otlp-queue-byte-cap-counts-in-flight "$(tail -n 1 "$T/cap.check") $(tr '\n' ' ' <"$T/cap.stats")"
+fi
+stop_receiver stall
 
 # Shutdown with the receiver down: bounded by the deadline, counted.
 P=$(dead_port 3)
@@ -555,6 +659,14 @@ if grep -qE '^ember_profiles_exported_total [1-9]' <<<"$metrics" &&
 	t_pass otlp-run-metrics-endpoint
 else
 	t_fail otlp-run-metrics-endpoint "port=$mport $(head -c 300 <<<"$metrics")"
+fi
+# The bytes the exporter holds and its drops by the bound reached.
+if grep -qE '^ember_export_queue_bytes [0-9]+$' <<<"$metrics" &&
+	grep -q '^ember_export_dropped_total{reason="slots"} 0$' <<<"$metrics" &&
+	grep -q '^ember_export_dropped_total{reason="bytes"} 0$' <<<"$metrics"; then
+	t_pass otlp-run-metrics-queue-bytes
+else
+	t_fail otlp-run-metrics-queue-bytes "$(grep -E 'queue|dropped' <<<"$metrics" | tr '\n' ' ')"
 fi
 
 # Bad configuration: a clear message and exit status 2, nothing started.
