@@ -29,6 +29,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,14 @@ struct opts {
 
 static struct nl_sock *sk;
 static int family;
+/* `run` ends early, with its summary, on SIGINT/SIGTERM */
+static volatile sig_atomic_t stop_signalled;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_signalled = 1;
+}
 static char last_errmsg[256];
 static int last_err;
 
@@ -730,7 +739,9 @@ static int cmd_run(const struct opts *o)
 	t_read = t0 + o->nodrain;
 	pfd.fd = fd;
 	pfd.events = POLLIN;
-	while (now_s() < t_end) {
+	signal(SIGINT, on_stop_signal);
+	signal(SIGTERM, on_stop_signal);
+	while (now_s() < t_end && !stop_signalled) {
 		if (now_s() < t_read) {
 			usleep(20000);
 			continue;
@@ -787,6 +798,118 @@ static int send_raw_attr(uint8_t cmd, const void *bytes, size_t len)
 	if (nlmsg_append(m, (void *)bytes, len, NLMSG_ALIGNTO) < 0)
 		exit(2);
 	return transact(m, NULL, NULL);
+}
+
+/* ------------------------------------------------------ netlink fuzz */
+
+static uint64_t fz_state;
+
+static uint32_t fz_rand(void)
+{
+	/* xorshift64*: reproducible from the seed printed on failure */
+	fz_state ^= fz_state >> 12;
+	fz_state ^= fz_state << 25;
+	fz_state ^= fz_state >> 27;
+	return (uint32_t)((fz_state * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+/* Values near every bound the policies and parsers check. */
+static uint64_t fz_value(void)
+{
+	static const uint64_t v[] = {
+		0, 1, 2, 7, 8, 63, 64, 99, 127, 128, 512, 513, 4096, 16384,
+		65536, 1U << 20, 1U << 24, 64U << 20, 0x7fffffff, 0x80000000,
+		0xffffffff, 0x100000000ULL, ~0ULL, EMBER_MAX_FREQ,
+		EMBER_MAX_FREQ + 1, EMBER_MAX_FRAMES, EMBER_MAX_FRAMES + 1,
+		EMBER_UNWIND_MAGIC,
+	};
+
+	if (fz_rand() % 4 == 0)
+		return ((uint64_t)fz_rand() << 32) | fz_rand();
+	return v[fz_rand() % (sizeof(v) / sizeof(v[0]))];
+}
+
+/* One random attribute: a known or unknown type, any length. */
+static void fz_attr(struct nl_msg *m)
+{
+	static const unsigned int lens[] = { 0, 1, 2, 3, 4, 5, 8, 12, 16, 24,
+					     32, 40, 64, 100, 256, 4096 };
+	unsigned char buf[4096];
+	unsigned int type = fz_rand() % (EMBER_A_MAX + 4);
+	unsigned int len = lens[fz_rand() % (sizeof(lens) / sizeof(lens[0]))];
+	unsigned int i;
+
+	if (fz_rand() % 8 == 0)
+		type |= NLA_F_NESTED;
+	for (i = 0; i < len; i++)
+		buf[i] = (unsigned char)fz_rand();
+	if (len == 4 || len == 8) {
+		uint64_t x = fz_value();
+
+		memcpy(buf, &x, len);
+	}
+	nla_put(m, (int)type, (int)len, buf);
+}
+
+/*
+ * nlfuzz N SEED: N random messages (any command number, random attribute
+ * sets, truncated attribute headers), each answered by an ack the module
+ * must send; every 64 messages GET_INFO must still work. A START or a
+ * table that happens to be accepted is stopped/cleared again, so the run
+ * also exercises the accounting of half-loaded tables.
+ */
+static int cmd_nlfuzz(unsigned int n, uint64_t seed)
+{
+	unsigned int i, acked = 0, accepted = 0, starts = 0, dead = 0;
+	struct info in;
+
+	fz_state = seed ? seed : 1;
+	for (i = 0; i < n; i++) {
+		uint8_t cmd = (uint8_t)(fz_rand() % (EMBER_CMD_MAX + 3));
+		struct nl_msg *m = req(cmd, NLM_F_ACK);
+		unsigned int k = fz_rand() % 7, j;
+		int ret;
+
+		for (j = 0; j < k; j++)
+			fz_attr(m);
+		if (fz_rand() % 16 == 0) {
+			/* a header claiming more than the message holds */
+			struct nlattr a = {
+				.nla_len = (uint16_t)(8 + fz_rand() % 512),
+				.nla_type = (uint16_t)(fz_rand() % (EMBER_A_MAX + 2)),
+			};
+
+			nlmsg_append(m, &a, sizeof(a), NLMSG_ALIGNTO);
+		}
+		ret = transact(m, NULL, NULL);
+		if (ret == -EIO) {
+			dead++;
+			break;
+		}
+		acked++;
+		if (!ret) {
+			accepted++;
+			if (cmd == EMBER_CMD_START) {
+				starts++;
+				transact(req(EMBER_CMD_STOP, NLM_F_ACK), NULL, NULL);
+			}
+		}
+		if (i % 64 == 63) {
+			memset(&in, 0, sizeof(in));
+			if (transact(req(EMBER_CMD_GET_INFO, NLM_F_ACK),
+				     parse_info, &in)) {
+				dead++;
+				break;
+			}
+		}
+	}
+	transact(req(EMBER_CMD_STOP, NLM_F_ACK), NULL, NULL);
+	memset(&in, 0, sizeof(in));
+	if (transact(req(EMBER_CMD_GET_INFO, NLM_F_ACK), parse_info, &in))
+		dead++;
+	printf("nlfuzz seed=%" PRIu64 " sent=%u acked=%u accepted=%u starts=%u unwind_bytes_after=%" PRIu64 " running=%u dead=%u\n",
+	       seed, i, acked, accepted, starts, in.uw_used, in.running, dead);
+	return dead || in.uw_used || in.running ? 1 : 0;
 }
 
 static int cmd_badreq(const char *name)
@@ -1193,6 +1316,9 @@ int main(int argc, char **argv)
 		return cmd_badreq(argv[2]);
 	if (!strcmp(argv[1], "unwind"))
 		return cmd_unwind();
+	if (!strcmp(argv[1], "nlfuzz") && argc == 4)
+		return cmd_nlfuzz((unsigned int)strtoul(argv[2], NULL, 0),
+				  strtoull(argv[3], NULL, 0));
 	if (!strcmp(argv[1], "run")) {
 		parse_opts(argc - 1, argv + 1, &o);
 		return cmd_run(&o);
