@@ -253,8 +253,12 @@ uint64_t sym_cache_files_open(const struct sym_cache *c);
 
 /* ---- JIT maps (sym_perfmap.c) ---- */
 struct sym_perfmap;
-/* owner: uid the file must belong to (or root); SAFE_ANY_OWNER: anyone */
-struct sym_perfmap *sym_perfmap_load(const char *path, uid_t owner);
+/*
+ * path inside root (NULL: ours; see safe_open_at()); owners: who may own
+ * the file besides root (safe_proc_owners()), NULL: anyone.
+ */
+struct sym_perfmap *sym_perfmap_load(const char *root, const char *path,
+				     const uid_t owners[2]);
 void sym_perfmap_free(struct sym_perfmap *m);
 /* Name of the JIT symbol containing addr (into the map), or NULL. */
 const char *sym_perfmap_lookup(const struct sym_perfmap *m, uint64_t addr);

@@ -45,6 +45,12 @@ struct sym_proc {
 	uint32_t pid, nspid;
 	bool exited, maps_read, jit_tried;
 	/*
+	 * Who may own the files it names besides root (safe_proc_owners()),
+	 * learnt while it lives; unknown: root only.
+	 */
+	uid_t owners[2];
+	bool owners_known;
+	/*
 	 * Maps read at an exec record may predate the dynamic loader mapping
 	 * the libraries: the next touch or miss reads them again.
 	 */
@@ -212,6 +218,7 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 		return NULL;
 	p->pid = pid;
 	p->nspid = pid;
+	p->owners[0] = p->owners[1] = SAFE_ANY_OWNER;
 	snprintf(name, sizeof(name), "/tmp/perf-%u.map", pid);
 	p->jit_name = sym_intern(s->strings, name);
 	p->next = s->procs[pid % PROC_BUCKETS];
@@ -551,18 +558,27 @@ void sym_trim(struct symbolizer *s)
 
 /* ------------------------------------------------------------------ JIT */
 
+/*
+ * perf's rule: the map must be the process's own (or root's). Inside a
+ * container it is the container's /tmp, resolved inside the process's
+ * root (safe_open_at()): a /tmp that is a link to "/" must not lead to
+ * our own files.
+ */
 static struct sym_perfmap *open_perfmap(struct sym_proc *p)
 {
-	/* perf's rule: the map must be the process's own (or root's) */
-	uid_t owner = safe_proc_uid(p->pid);
 	struct sym_perfmap *m;
-	char path[96];
+	char root[48], path[64];
 
-	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
-	m = sym_perfmap_load(path, owner);
+	if (!p->owners_known && !p->exited) {
+		safe_proc_owners(p->pid, p->owners);
+		p->owners_known = true;
+	}
+	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
+	m = sym_perfmap_load(root, path, p->owners);
 	if (!m) {
 		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-		m = sym_perfmap_load(path, owner);
+		m = sym_perfmap_load(NULL, path, p->owners);
 	}
 	return m;
 }
@@ -589,12 +605,13 @@ static const char *jit_lookup(struct symbolizer *s, struct sym_proc *p,
 	name = sym_perfmap_lookup(p->jit, addr);
 	if (!name && !p->exited) {
 		/* The JIT may have written more since: reload if it grew. */
+		char root[48], path[64];
 		struct stat st;
-		char path[96];
 
-		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map",
-			 p->pid, p->nspid);
-		if (stat(path, &st) == 0 && st.st_size != sym_perfmap_file_size(p->jit)) {
+		snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
+		if (safe_stat_at(root, path, &st) == 0 &&
+		    st.st_size != sym_perfmap_file_size(p->jit)) {
 			proc_load_jit(s, p);
 			name = sym_perfmap_lookup(p->jit, addr);
 		}
