@@ -33,6 +33,15 @@
 #define SYM_MALLOC_TRIM_BYTES (1u << 20)
 #define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
 #define VSYSCALL_BASE 0xffffffffff600000ull
+/*
+ * /proc/PID/maps is the kernel's, but its size is the process's doing: up
+ * to vm.max_map_count lines, each with a path as deep as it likes. Read at
+ * most this much, this long (opening the files is part of the time), and
+ * skip a line longer than a path ember can open.
+ */
+#define MAPS_MAX_BYTES (16u << 20)
+#define MAPS_MAX_NS (2ull * 1000000000)
+#define MAPS_MAX_LINE (4096 + 256)
 
 struct sym_map {
 	uint64_t start, end, pgoff;
@@ -319,15 +328,17 @@ static bool map_overlaps(const struct sym_map *maps, size_t n,
 
 static void read_nspid(struct sym_proc *p)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
+	char path[64], buf[1024], *line;
+	struct safe_lines lines;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	while (getline(&line, &cap, f) > 0) {
+	/* Groups: and the CPU lists can be long: skipped, never grown */
+	safe_lines_init(&lines, f, buf, sizeof(buf), 1u << 20, 0);
+	while ((line = safe_line(&lines, NULL))) {
 		if (strncmp(line, "NSpid:", 6) == 0) {
 			char *last = strrchr(line, '\t');
 			unsigned long v = strtoul(last ? last + 1 : line + 6, NULL, 10);
@@ -337,7 +348,6 @@ static void read_nspid(struct sym_proc *p)
 			break;
 		}
 	}
-	free(line);
 	fclose(f);
 }
 
@@ -388,10 +398,11 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
  */
 static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 {
+	char line_buf[MAPS_MAX_LINE];
 	struct sym_map *maps = NULL;
 	size_t n = 0, cap = 0, keep = 0;
-	char path[64], *line = NULL;
-	size_t lcap = 0;
+	struct safe_lines lines;
+	char path[64], *line;
 	FILE *f;
 
 	p->read_ns = now_ns();
@@ -402,7 +413,13 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 		return false;
 	}
 	read_nspid(p);
-	while (getline(&line, &lcap, f) > 0) {
+	if (!p->owners_known) {
+		safe_proc_owners(p->pid, p->owners);
+		p->owners_known = true;
+	}
+	safe_lines_init(&lines, f, line_buf, sizeof(line_buf), MAPS_MAX_BYTES,
+			MAPS_MAX_NS);
+	while ((line = safe_line(&lines, NULL))) {
 		struct sym_map_line ml;
 
 		/* Code is only ever executed from executable mappings. */
@@ -411,7 +428,6 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 		if (!add_map(s, p, &ml, &maps, &n, &cap))
 			break;
 	}
-	free(line);
 	fclose(f);
 	qsort(maps, n, sizeof(*maps), cmp_map);
 	for (size_t i = 0; i < p->nr_maps; i++) {

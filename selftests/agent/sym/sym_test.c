@@ -973,6 +973,8 @@ static bool write_text(const char *path, const char *text)
 	return fclose(f) == 0;
 }
 
+static long rss_kb(const char *field);
+
 static void test_kernel(const char *tmp)
 {
 	struct symbolizer *s = new_sym(0);
@@ -1038,6 +1040,40 @@ static void test_kernel(const char *tmp)
 	      !strcmp(sym_frame_name(s, f), "0xffffffff80000000"), "got %s",
 	      sym_frame_name(s, f));
 	sym_free(s);
+
+	/*
+	 * A line without end (200 MB of NUL bytes, a hole) between two
+	 * symbols: skipped in bounded memory, what follows still read.
+	 */
+	{
+		static const char head[] = "ffffffff81000000 T _text\n";
+		static const char tail[] = "\nffffffff81000200 t after_hole\n"
+					   "ffffffff81000400 T _etext\n";
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), c;
+		long hwm;
+		bool ok = fd >= 0 &&
+			write(fd, head, sizeof(head) - 1) == sizeof(head) - 1 &&
+			lseek(fd, 200 << 20, SEEK_CUR) > 0 &&
+			write(fd, tail, sizeof(tail) - 1) == sizeof(tail) - 1;
+
+		if (fd >= 0)
+			close(fd);
+		/* "5": the peak RSS starts again from here */
+		c = open("/proc/self/clear_refs", O_WRONLY);
+		ok = ok && c >= 0 && write(c, "5", 1) == 1;
+		if (c >= 0)
+			close(c);
+		hwm = rss_kb("VmHWM:");
+		s = new_sym(0);
+		sym_set_kallsyms_path(s, path);
+		n = sym_resolve_kernel(s, 0xffffffff81000210ull, f, 2);
+		hwm = rss_kb("VmHWM:") - hwm;
+		check("kernel: a line without end is skipped in bounded memory",
+		      ok && n == 1 && !strcmp(str(f[0].function), "after_hole") &&
+		      hwm < 32 * 1024, "got %s, peak RSS +%ld KiB", str(f[0].function),
+		      hwm);
+		sym_free(s);
+	}
 
 	/* kptr_restrict: every address zero. */
 	write_text(path, "0000000000000000 T _text\n0000000000000000 T schedule\n");
