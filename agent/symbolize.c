@@ -239,50 +239,77 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 struct open_ctx {
 	struct symbolizer *s;
 	uint32_t pid;
+	const uid_t *owners;
 	const struct sym_map_line *m;
 	char path[4096];	/* m->path, NUL-terminated, without " (deleted)" */
 };
 
-static bool same_inode(int fd, uint64_t ino)
-{
-	struct stat st;
-
-	return fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ino;
-}
-
 /*
- * Open the exact file the process maps: map_files (root only) works even
- * for deleted files and memfds; the path under the process's root works in
- * containers. Either must be the same inode the maps line names.
+ * Open the exact file the process maps. /proc/PID/map_files/START-END is
+ * that file whatever its path (deleted, a memfd, another mount namespace)
+ * and is what we use where we may (it takes CAP_SYS_ADMIN). Without it (a
+ * unit that drops CAP_SYS_ADMIN, or the mapping went away meanwhile), the
+ * path under the process's root: resolved inside that root without
+ * following any symbolic link (maps shows a canonical path, so a link
+ * there means the tree changed since, and an absolute one would lead into
+ * our own tree: /proc/PID/root/a/b with a -> / is our /b), and kept only
+ * if it is still the inode the maps line names.
+ *
+ * Either way the file is examined before it is opened (safe_open_at()): a
+ * FIFO, a device (a mapped /dev/zero), a sparse file or one larger than
+ * SYM_ELF_MAX_BYTES is skipped with one warning, never retried. There is
+ * no owner check: the process mapped this very file, so it could read it,
+ * and libraries of a deploy user or of a container's own root are normal.
+ * Ownership matters for what is found by name: debug files
+ * (sym_debugfile.c) and JIT maps.
  */
 static void open_mapped_file(void *arg, struct sym_file *f)
 {
 	struct open_ctx *o = arg;
-	char p[4200], root[64];
+	struct safe_rules rules = {
+		.max_bytes = SYM_ELF_MAX_BYTES,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_ANYONE | SAFE_FOLLOW,
+	};
+	bool is_file = o->m->type == SYM_MAP_FILE;
+	struct sym_origin origin;
+	const char *why = NULL;
+	char p[96], root[64];
+	struct stat st;
 	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
 		 o->pid, o->m->start, o->m->end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && !same_inode(fd, o->m->ino)) {
+	fd = safe_open_at(NULL, p, &rules, &st, &why);
+	if (fd >= 0 && (uint64_t)st.st_ino != o->m->ino) {
 		close(fd);
 		fd = -1;
+		why = NULL;
 	}
 	snprintf(root, sizeof(root), "/proc/%u/root", o->pid);
-	if (fd < 0 && !o->m->deleted && o->m->type == SYM_MAP_FILE) {
-		snprintf(p, sizeof(p), "%s%s", root, o->path);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && !same_inode(fd, o->m->ino)) {
+	if (fd < 0 && !safe_refused(why) && !o->m->deleted && is_file) {
+		rules.flags = SAFE_ANYONE;
+		fd = safe_open_at(root, o->path, &rules, &st, &why);
+		if (fd >= 0 && (uint64_t)st.st_ino != o->m->ino) {
 			close(fd);
 			fd = -1;
+			why = NULL;
 		}
 	}
 	f->copy_in = o->m->type == SYM_MAP_MEMFD;
-	f->open_failed = fd < 0;
-	if (fd >= 0)
-		sym_file_open_fd(f, fd, root,
-				 o->m->type == SYM_MAP_FILE ? o->path : NULL,
-				 &o->s->ctx);
+	/* A refused file stays refused; a missing one may come back. */
+	f->open_failed = fd < 0 && !safe_refused(why);
+	if (fd < 0) {
+		/* memfds are anonymous memory: nothing to name */
+		if (is_file)
+			safe_warn("mapped file", NULL, o->path, why);
+		return;
+	}
+	origin.root = root;
+	origin.path = is_file ? o->path : NULL;
+	origin.owners[0] = o->owners[0];
+	origin.owners[1] = o->owners[1];
+	sym_file_open_fd(f, fd, &origin, &o->s->ctx);
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -377,6 +404,7 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
 	if (ml->type == SYM_MAP_FILE || ml->type == SYM_MAP_MEMFD) {
 		o.s = s;
 		o.pid = p->pid;
+		o.owners = p->owners;
 		o.m = ml;
 		snprintf(o.path, sizeof(o.path), "%.*s", (int)ml->path_len, ml->path);
 		m->file = sym_cache_get(s->cache, ml->dev, ml->ino, o.path,

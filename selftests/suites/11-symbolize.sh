@@ -5,7 +5,12 @@
 # stripped, .gnu_debuglink and build-id debug files, a shared library with
 # p_vaddr != p_offset, deleted files, JIT perf maps, C++/Rust demangling,
 # the vdso, kallsyms, truncated and fuzzed ELF input, cache sharing and its
-# memory bound. Then times a cold and warm symbolization of 5000 addresses.
+# memory bound. Then sym_hostile: targets run as nobody whose debug link or
+# mapped library is a FIFO, a symlink (to /dev/zero, to a root-only file), a
+# 4 GB sparse file, another user's file or "../../etc/shadow", symbolized as
+# root within a time bound and a peak-RSS bound, with one warning naming
+# the file (issue 14). Then times a cold and warm symbolization of 5000
+# addresses.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . selftests/lib.sh
@@ -22,6 +27,14 @@ timeout 300 "$T/sym_test" "$T"
 rc=$?
 if [ $rc -gt 1 ]; then
 	t_fail sym_test_exit "sym_test ended with status $rc (crash or timeout)"
+fi
+
+# Hostile files (as root: the targets run as nobody). Every case has its
+# own time limit; this one is for the whole run.
+timeout 300 "$T/sym_hostile" "$T"
+rc=$?
+if [ $rc -gt 1 ]; then
+	t_fail sym_hostile_exit "sym_hostile ended with status $rc (crash or timeout)"
 fi
 
 # debuginfod: a local server of dinfod/ (the only copy of target-dinfod's

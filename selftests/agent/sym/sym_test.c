@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "safe_file.h"
 #include "symbolize.h"
 #include "sym_internal.h"
 
@@ -660,6 +661,8 @@ static void test_fuzz(const char *tmp)
 		}
 		close(fd);
 		for (int it = 0; it < per_input; it++, runs++) {
+			struct sym_origin origin = {
+				"", path, { geteuid(), SAFE_ANY_OWNER } };
 			struct sym_file file = { 0 };
 			struct sym_elf se = { 0 };
 			struct sym_frame fr[8];
@@ -686,7 +689,7 @@ static void test_fuzz(const char *tmp)
 			}
 			close(fd);
 			free(buf);
-			sym_file_open_fd(&file, open(path, O_RDONLY), "", path, &ctx);
+			sym_file_open_fd(&file, open(path, O_RDONLY), &origin, &ctx);
 			if (file.elf) {
 				sym_elf_load(&se, &file, &ctx);
 				for (uint64_t a = 0; a < 0x20000; a += 0x101)
