@@ -225,8 +225,11 @@ Elf *sym_find_debug_file(const struct sym_file *f, const struct sym_origin *o,
 			 const struct sym_elf_ctx *ctx);
 
 /* ---- DWARF (sym_dwarf.c) ---- */
-/* A debuginfod client with a per-query time limit; NULL on failure. */
-void *sym_debuginfod_begin(void);
+/*
+ * A debuginfod client with a per-query time limit and a size limit that
+ * follows the per-file DWARF cap (0: none); NULL on failure.
+ */
+void *sym_debuginfod_begin(uint64_t dwarf_max_bytes);
 void sym_debuginfod_end(void *client);
 /* Finds the DWARF of a loaded se (once) and indexes its functions. */
 void sym_dwarf_open(struct sym_elf *se, const struct sym_elf_ctx *ctx);

@@ -143,7 +143,7 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 				 s->opt.dwarf_max_bytes;
 	s->ctx.strings = s->strings;
 	if (s->opt.use_debuginfod && getenv("DEBUGINFOD_URLS"))
-		s->ctx.debuginfod = sym_debuginfod_begin();
+		s->ctx.debuginfod = sym_debuginfod_begin(s->ctx.dwarf_max_bytes);
 	s->cache = sym_cache_new(s->opt.cache_bytes, &s->ctx);
 	if (!s->cache)
 		goto fail;

@@ -49,10 +49,35 @@ if command -v debuginfod >/dev/null && command -v curl >/dev/null; then
 		curl -sf -o /dev/null "http://127.0.0.1:$port/buildid/$id/debuginfo" && break
 		sleep 0.2
 	done
+	# A debug file over the size cap is not downloaded: refused by the
+	# server (X-DEBUGINFOD-MAXSIZE), then by the client, from a plain HTTP
+	# server that ignores the header.
+	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$dtmp/cache0" \
+		timeout 60 "$T/sym_test" "$T" --debuginfod-capped debuginfod
 	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$dtmp/cache" \
 		timeout 60 "$T/sym_test" "$T" --debuginfod
 	kill "$dpid" 2>/dev/null
 	wait "$dpid" 2>/dev/null
+	if command -v python3 >/dev/null; then
+		# 256 MiB: a transfer is stopped between reads (a 12 KB file
+		# arrives whole in one and is refused only once it is there)
+		mkdir -p "$dtmp/http/buildid/$id"
+		cp "$T/dinfod/target-dinfod.debug" "$dtmp/http/buildid/$id/debuginfo"
+		truncate -s 256M "$dtmp/http/buildid/$id/debuginfo"
+		hport=$((port + 1))
+		python3 -m http.server -b 127.0.0.1 -d "$dtmp/http" "$hport" >"$dtmp/http.log" 2>&1 &
+		hpid=$!
+		for _ in $(seq 100); do
+			curl -sf -o /dev/null "http://127.0.0.1:$hport/buildid/$id/debuginfo" && break
+			sleep 0.2
+		done
+		DEBUGINFOD_URLS="http://127.0.0.1:$hport" DEBUGINFOD_CACHE_PATH="$dtmp/cache1" \
+			timeout 60 "$T/sym_test" "$T" --debuginfod-capped http
+		kill "$hpid" 2>/dev/null
+		wait "$hpid" 2>/dev/null
+	else
+		t_skip sym_debuginfod_capped_http "python3 not installed"
+	fi
 	# Nothing listens there now: lookups must not hang on it.
 	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$dtmp/cache2" \
 		timeout 60 "$T/sym_test" "$T" --debuginfod-down

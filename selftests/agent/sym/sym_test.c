@@ -841,6 +841,44 @@ static void test_debuginfod(void)
 	sym_free(on);
 }
 
+/*
+ * With a tiny DWARF cap the debug file (12 KB) is more than ember would
+ * use: it must not be downloaded, whether the server honours
+ * X-DEBUGINFOD-MAXSIZE (debuginfod: 406) or not (a plain HTTP server: the
+ * transfer is stopped). Nothing is kept in DEBUGINFOD_CACHE_PATH.
+ */
+static void test_debuginfod_capped(const char *server)
+{
+	char *argv[] = { path_of("target-dinfod"), NULL };
+	struct sym_options o = { .debug_dirs = "/nonexistent", .use_debuginfod = true,
+				 .dwarf_max_bytes = 1024 };
+	const char *cache = getenv("DEBUGINFOD_CACHE_PATH");
+	const struct addr_line *a;
+	struct symbolizer *s;
+	struct sym_frame f[4];
+	char t[128], path[4096];
+	struct stat st;
+	struct child c;
+	bool kept;
+	int n;
+
+	snprintf(t, sizeof(t), "debuginfod capped (%s): spawn", server);
+	if (!check(t, cache && spawn(&c, argv) && (a = find_addr(&c, "static_func")),
+		   "failed (DEBUGINFOD_CACHE_PATH set?)"))
+		return;
+	s = sym_new(&o);
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	n = sym_resolve_user(s, (uint32_t)c.pid, a->addr, false, f, 4);
+	snprintf(path, sizeof(path), "%s/%s/debuginfo", cache, n ? str(f[0].build_id) : "");
+	snprintf(t, sizeof(t), "debuginfod capped (%s): larger file not downloaded", server);
+	/* (an empty file there is libdebuginfod's mark of a failed query) */
+	kept = stat(path, &st) == 0 && st.st_size > 0;
+	check(t, n == 1 && f[0].build_id && !kept, "%s is there (%lld bytes)",
+	      path, kept ? (long long)st.st_size : 0);
+	sym_free(s);
+}
+
 /* DEBUGINFOD_URLS names a dead server: fail fast, then stop asking. */
 static void test_debuginfod_down(void)
 {
@@ -1383,6 +1421,10 @@ int main(int argc, char **argv)
 		return bench_touch_all();
 	if (argc == 3 && !strcmp(argv[2], "--debuginfod-down")) {
 		test_debuginfod_down();
+		return failures ? 1 : 0;
+	}
+	if (argc == 4 && !strcmp(argv[2], "--debuginfod-capped")) {
+		test_debuginfod_capped(argv[3]);
 		return failures ? 1 : 0;
 	}
 	if (argc == 3 && !strcmp(argv[2], "--debuginfod")) {
