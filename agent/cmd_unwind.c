@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <libelf.h>
 #include "commands.h"
+#include "safe_file.h"
+#include "unwind/table_cache.h"
 #include "unwind/cfi_compile.h"
 
 static void usage(FILE *f)
@@ -26,6 +28,13 @@ static void usage(FILE *f)
 
 static int one_file(const char *path, const char *out_path)
 {
+	/* The caller's own file: any link, any owner; never a FIFO or device. */
+	const struct safe_rules rules = {
+		.max_bytes = TABLE_FILE_MAX_BYTES,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_FOLLOW | SAFE_ANYONE,
+	};
+	const char *why;
 	struct cfi_stats st;
 	char err[256];
 	void *tab = NULL;
@@ -33,9 +42,12 @@ static int one_file(const char *path, const char *out_path)
 	Elf *elf;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = safe_open_at(NULL, path, &rules, NULL, &why);
 	if (fd < 0) {
-		fprintf(stderr, "ember: %s: %s\n", path, strerror(errno));
+		if (safe_refused(why))
+			fprintf(stderr, "ember: %s: it %s\n", path, why);
+		else
+			fprintf(stderr, "ember: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

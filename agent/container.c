@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "container.h"
+#include "safe_file.h"
 
 static bool is_hex_id(const char *s, size_t n)
 {
@@ -102,18 +103,27 @@ bool container_id_from_proc_cgroup(const char *text, char *out, size_t len)
 	return false;
 }
 
+/*
+ * A cgroup path under a delegated subtree is its user's to make, as deep
+ * as they like: a line longer than any path id_from_line() takes is
+ * skipped whole (read in pieces, a piece is never taken for a line), and
+ * the file is read up to a budget.
+ */
 bool container_id_for_pid(pid_t pid, char *out, size_t len)
 {
-	char file[64], line[4096];
+	char file[64], buf[4096 + 64], *line;
+	struct safe_lines lines;
 	bool found = false;
+	size_t n;
 	FILE *f;
 
 	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
 	f = fopen(file, "re");
 	if (!f)
 		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = id_from_line(line, strcspn(line, "\n"), out, len);
+	safe_lines_init(&lines, f, buf, sizeof(buf), 1u << 20, 0);
+	while (!found && (line = safe_line(&lines, &n)))
+		found = id_from_line(line, n, out, len);
 	fclose(f);
 	return found;
 }

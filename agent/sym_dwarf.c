@@ -8,6 +8,7 @@
  * generic dwarf_getscopes() walk of a whole unit is the fallback.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 #include <dwarf.h>
 #include <elfutils/debuginfod.h>
+#include "safe_file.h"
 #include "sym_internal.h"
 
 /*
@@ -22,36 +24,67 @@
  * library's default would wait 90 s per server and file), and after
  * DINFOD_MAX_ERRORS failures other than "not found" the servers are
  * considered unreachable for the rest of the run.
+ *
+ * The build-id asked for comes from a file any user may have made, so a
+ * download is also capped in size, at about what ember would use of it:
+ * only its DWARF is read, and not over the per-file cap, so a file more
+ * than DINFOD_DWARF_RATIO times that cap is refused (DINFOD_MAX_BYTES
+ * without a cap). The cap goes to the server as X-DEBUGINFOD-MAXSIZE (it
+ * answers 406 without sending: -EFBIG), and the progress callback stops a
+ * transfer whose announced or received size is over it (a server that
+ * ignores the header). Debian 12's libdebuginfod (0.188) has no setter for
+ * either, only the DEBUGINFOD_MAXSIZE/MAXTIME variables, which a library
+ * should not set in its process's environment. What arrives is checked
+ * like any other file before it is mapped. A file too large is the file's
+ * doing, not the server's: it does not count as an error.
  */
 #define DINFOD_QUERY_S 20
 #define DINFOD_MAX_ERRORS 3
+#define DINFOD_MAX_BYTES (2ull << 30)
+#define DINFOD_DWARF_RATIO 8
 
 struct dinfod_state {
 	struct timespec start;
+	uint64_t max_bytes;
 	int errors;
-	bool disabled;
+	bool disabled, too_big;
 };
 
+/*
+ * a: bytes received once a server answers (a loop count before), b: the
+ * size it announced (0 or -1 when unknown). Non-zero stops the query.
+ */
 static int dinfod_progress(debuginfod_client *c, long a, long b)
 {
 	struct dinfod_state *st = debuginfod_get_user_data(c);
 	struct timespec now;
 
-	(void)a;
-	(void)b;
+	if (!st)
+		return 0;
+	if ((b > 0 && (uint64_t)b > st->max_bytes) ||
+	    (a > 0 && (uint64_t)a > st->max_bytes)) {
+		st->too_big = true;
+		return 1;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return st && now.tv_sec - st->start.tv_sec > DINFOD_QUERY_S;
+	return now.tv_sec - st->start.tv_sec > DINFOD_QUERY_S;
 }
 
-void *sym_debuginfod_begin(void)
+void *sym_debuginfod_begin(uint64_t dwarf_max_bytes)
 {
 	struct dinfod_state *st = calloc(1, sizeof(*st));
 	debuginfod_client *c = st ? debuginfod_begin() : NULL;
+	char hdr[64];
 
 	if (!c) {
 		free(st);
 		return NULL;
 	}
+	st->max_bytes = DINFOD_MAX_BYTES;
+	if (dwarf_max_bytes && dwarf_max_bytes < DINFOD_MAX_BYTES / DINFOD_DWARF_RATIO)
+		st->max_bytes = DINFOD_DWARF_RATIO * dwarf_max_bytes;
+	snprintf(hdr, sizeof(hdr), "X-DEBUGINFOD-MAXSIZE: %" PRIu64, st->max_bytes);
+	debuginfod_add_http_header(c, hdr);
 	debuginfod_set_user_data(c, st);
 	debuginfod_set_progressfn(c, dinfod_progress);
 	return c;
@@ -67,9 +100,12 @@ void sym_debuginfod_end(void *client)
 
 static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 {
+	const char *name = se->loaded_from->path ? se->loaded_from->path : "?";
+	struct safe_rules rules = { .flags = 0 };
 	struct dinfod_state *st;
 	const unsigned char *id;
 	ssize_t len = sym_build_id(se->loaded_from->elf, &id);
+	const char *why;
 	Elf *elf;
 	int fd;
 
@@ -79,7 +115,14 @@ static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 	if (st->disabled)
 		return NULL;
 	clock_gettime(CLOCK_MONOTONIC, &st->start);
+	st->too_big = false;
 	fd = debuginfod_find_debuginfo(ctx->debuginfod, id, (int)len, NULL);
+	if (fd < 0 && (st->too_big || fd == -EFBIG)) {
+		/* the file's doing, not the server's: not an error */
+		safe_warn("debuginfod's debug info for", NULL, name,
+			  "is larger than ember reads");
+		return NULL;
+	}
 	if (fd < 0) {
 		if (fd != -ENOENT && ++st->errors >= DINFOD_MAX_ERRORS) {
 			st->disabled = true;
@@ -87,6 +130,15 @@ static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 				"not asking it again in this run (check DEBUGINFOD_URLS)\n",
 				st->errors, strerror(-fd));
 		}
+		return NULL;
+	}
+	/* In our cache, written by us: ours or root's, and within the cap. */
+	rules.max_bytes = st->max_bytes;
+	rules.owners[0] = geteuid();
+	rules.owners[1] = SAFE_ANY_OWNER;
+	if (!safe_check_fd(fd, &rules, NULL, &why)) {
+		safe_warn("debuginfod's debug info for", NULL, name, why);
+		close(fd);
 		return NULL;
 	}
 	elf = sym_map_elf(fd);

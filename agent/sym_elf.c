@@ -20,14 +20,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <elfutils/libdwelf.h>
+#include "safe_file.h"
 #include "sym_internal.h"
 
 /* ---------------------------------------------------------------- files */
 
 /* Largest memfd read into memory (bigger ones stay unresolved). */
 #define COPY_IN_MAX (64u << 20)
-/* Largest file mapped (address space only; pages are read on demand). */
-#define MAP_MAX (16ull << 30)
 
 #if __BYTE_ORDER == __LITTLE_ENDIAN
 #define NATIVE_ELFDATA ELFDATA2LSB
@@ -52,7 +51,7 @@ Elf *sym_map_elf(int fd)
 	Elf *elf;
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size < (off_t)sizeof(Elf32_Ehdr) || (uint64_t)st.st_size > MAP_MAX)
+	    st.st_size < (off_t)sizeof(Elf32_Ehdr) || (uint64_t)st.st_size > SYM_ELF_MAX_BYTES)
 		return NULL;
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED)
@@ -95,13 +94,23 @@ void sym_unmap_elf(Elf *elf)
  */
 void sym_release_pages(Elf *elf)
 {
+	size_t size = 0;
+
+	if (elf && elf_rawfile(elf, &size))
+		sym_release_range(elf, 0, size);
+}
+
+void sym_release_range(Elf *elf, size_t off, size_t len)
+{
 	uintptr_t start, end, lo, hi, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	size_t size = 0, shnum = 0;
 	char *raw = elf ? elf_rawfile(elf, &size) : NULL;
 	GElf_Ehdr eh;
 
-	if (!raw || !size)
+	if (!raw || !size || off >= size)
 		return;
+	if (len > size - off)
+		len = size - off;
 	start = (uintptr_t)raw;
 	end = start + size;
 	lo = hi = end;
@@ -112,10 +121,20 @@ void sym_release_pages(Elf *elf)
 		lo &= ~(pg - 1);
 		hi = (hi + pg - 1) & ~(pg - 1);
 	}
+	/* [off, off + len), page-aligned inwards, minus [lo, hi) */
+	end = start + off + len;
+	start = (start + off + pg - 1) & ~(pg - 1);
+	if (end != (uintptr_t)raw + size)
+		end &= ~(pg - 1);
+	if (start >= end)
+		return;
 	if (lo > start)
-		madvise(raw, lo - start, MADV_DONTNEED);
-	if (hi < end)
+		madvise((void *)start, (lo < end ? lo : end) - start, MADV_DONTNEED);
+	if (hi < end) {
+		if (hi < start)
+			hi = start;
 		madvise((void *)hi, end - hi, MADV_DONTNEED);
+	}
 }
 
 /*
@@ -239,8 +258,8 @@ static void file_identify(struct sym_file *f, const struct sym_elf_ctx *ctx)
 	}
 }
 
-void sym_file_open_fd(struct sym_file *f, int fd, const char *root,
-		      const char *path, const struct sym_elf_ctx *ctx)
+void sym_file_open_fd(struct sym_file *f, int fd, const struct sym_origin *o,
+		      const struct sym_elf_ctx *ctx)
 {
 	struct stat st;
 
@@ -278,7 +297,7 @@ void sym_file_open_fd(struct sym_file *f, int fd, const char *root,
 		return;
 	file_identify(f, ctx);
 	if (f->elf)
-		f->debug_elf = sym_find_debug_file(f, root, path, ctx);
+		f->debug_elf = sym_find_debug_file(f, o, ctx);
 	/* Read again only if a lookup needs this file. */
 	sym_release_pages(f->elf);
 	sym_release_pages(f->debug_elf);
@@ -392,9 +411,13 @@ static bool read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh,
 	return true;
 }
 
-/* All symbols of the first table of type `type` in elf. */
-static bool read_symbols(Elf *elf, Elf64_Word type, struct sym_symbol **syms,
-			 size_t *nr, size_t *cap, bool *found)
+/*
+ * All symbols of the first table of type `type` in elf (name's). A table
+ * over SYM_SYMTAB_MAX_BYTES is skipped with a warning: not found.
+ */
+static bool read_symbols(Elf *elf, const char *name, Elf64_Word type,
+			 struct sym_symbol **syms, size_t *nr, size_t *cap,
+			 bool *found)
 {
 	Elf_Scn *scn = NULL;
 
@@ -403,6 +426,12 @@ static bool read_symbols(Elf *elf, Elf64_Word type, struct sym_symbol **syms,
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type)
 			continue;
+		if (sh.sh_size > SYM_SYMTAB_MAX_BYTES) {
+			safe_warn(type == SHT_SYMTAB ? "the .symtab of" :
+				  "the .dynsym of", NULL, name ? name : "?",
+				  "is larger than ember reads");
+			return true;
+		}
 		*found = true;
 		return read_symtab(elf, scn, &sh, syms, nr, cap);
 	}
@@ -521,11 +550,12 @@ void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 	se->loaded = true;
 	se->loaded_from = f;
 	/* .symtab has everything; a stripped file keeps it in its debug file. */
-	read_symbols(f->elf, SHT_SYMTAB, &syms, &nr, &cap, &found);
+	read_symbols(f->elf, f->path, SHT_SYMTAB, &syms, &nr, &cap, &found);
 	if (!found && f->debug_elf)
-		read_symbols(f->debug_elf, SHT_SYMTAB, &syms, &nr, &cap, &found);
+		read_symbols(f->debug_elf, f->path, SHT_SYMTAB, &syms, &nr, &cap,
+			     &found);
 	if (!found)
-		read_symbols(f->elf, SHT_DYNSYM, &syms, &nr, &cap, &found);
+		read_symbols(f->elf, f->path, SHT_DYNSYM, &syms, &nr, &cap, &found);
 	se->plt_names = plt_symbols(f->elf, &syms, &nr, &cap, &plt_bytes);
 	if (nr) {
 		qsort(syms, nr, sizeof(*syms), cmp_sym);

@@ -142,6 +142,29 @@ struct sym_elf {
 	struct sym_elf *hash_next;
 };
 
+/*
+ * Largest ELF file mapped (main or debug file). Mapping costs address
+ * space, not memory: pages are read as lookups touch them, and what is
+ * touched is bounded apart (SYM_SYMTAB_MAX_BYTES, the DWARF cap, CRCs in
+ * pieces). A file mostly made of holes is refused when opened
+ * (SAFE_SPARSE_RATIO), so a process cannot have us walk gigabytes its
+ * owner never paid disk for.
+ */
+#define SYM_ELF_MAX_BYTES (16ull << 30)
+/*
+ * A symbol table over this is not read (the next table is used): its
+ * entries become our heap (24 bytes each, like the file's), and no real
+ * program has 5 million symbols in one table.
+ */
+#define SYM_SYMTAB_MAX_BYTES (128ull << 20)
+/*
+ * A separate debug file matched by .gnu_debuglink CRC (a file without a
+ * build-id) is read whole: not one over this.
+ */
+#define SYM_CRC_MAX_BYTES (2ull << 30)
+/* Longest .gnu_debuglink name followed (it comes from the file itself). */
+#define SYM_DEBUGLINK_MAX 255
+
 struct sym_elf_ctx {
 	const char *debug_dirs;	/* never NULL */
 	bool no_dwarf;
@@ -151,15 +174,26 @@ struct sym_elf_ctx {
 };
 
 /*
+ * Where a mapped file was found, for finding its debug file by name: root
+ * "/proc/PID/root" (or "": ours), path as the process sees it (NULL:
+ * unknown), and who may own files found there besides root
+ * (safe_proc_owners(); SAFE_ANY_OWNER in unused slots).
+ */
+struct sym_origin {
+	const char *root;
+	const char *path;
+	uid_t owners[2];
+};
+
+/*
  * Opens and maps fd's ELF (takes ownership of fd: it is closed). Fills
  * f->elf, loads, build_id, and finds a separate debug file now (while the
  * process's root is still there): by build-id under the debug roots, then
- * by .gnu_debuglink next to path (as the process sees it, under root, a
- * "/proc/PID/root" prefix or "") and under the debug roots. A non-ELF or
- * corrupt file leaves f->elf NULL.
+ * by .gnu_debuglink next to o->path (inside o->root) and under the debug
+ * roots. A non-ELF or corrupt file leaves f->elf NULL.
  */
-void sym_file_open_fd(struct sym_file *f, int fd, const char *root,
-		      const char *path, const struct sym_elf_ctx *ctx);
+void sym_file_open_fd(struct sym_file *f, int fd, const struct sym_origin *o,
+		      const struct sym_elf_ctx *ctx);
 /* Same from memory (the vdso); takes ownership of mem (malloc'd). */
 void sym_file_open_mem(struct sym_file *f, void *mem, size_t size,
 		       const struct sym_elf_ctx *ctx);
@@ -174,6 +208,8 @@ Elf *sym_map_elf(int fd);
 void sym_unmap_elf(Elf *elf);
 /* Drops a mapped Elf's pages from our RSS (they come back on access). */
 void sym_release_pages(Elf *elf);
+/* The same for the pages within [off, off + len) of the image. */
+void sym_release_range(Elf *elf, size_t off, size_t len);
 /*
  * Drops an image's libelf state and creates it again on the same mapped
  * bytes (sym_map_elf() images only, never in-memory ones). false when
@@ -185,12 +221,15 @@ ssize_t sym_build_id(Elf *elf, const unsigned char **id);
 /* Lower-case hex of len bytes into out (2 len + 1 chars). */
 void sym_hex(char *out, const unsigned char *id, size_t len);
 /* The separate debug file of f (see sym_file_open_fd()), or NULL. */
-Elf *sym_find_debug_file(const struct sym_file *f, const char *prefix,
-			 const char *path, const struct sym_elf_ctx *ctx);
+Elf *sym_find_debug_file(const struct sym_file *f, const struct sym_origin *o,
+			 const struct sym_elf_ctx *ctx);
 
 /* ---- DWARF (sym_dwarf.c) ---- */
-/* A debuginfod client with a per-query time limit; NULL on failure. */
-void *sym_debuginfod_begin(void);
+/*
+ * A debuginfod client with a per-query time limit and a size limit that
+ * follows the per-file DWARF cap (0: none); NULL on failure.
+ */
+void *sym_debuginfod_begin(uint64_t dwarf_max_bytes);
 void sym_debuginfod_end(void *client);
 /* Finds the DWARF of a loaded se (once) and indexes its functions. */
 void sym_dwarf_open(struct sym_elf *se, const struct sym_elf_ctx *ctx);
@@ -253,8 +292,12 @@ uint64_t sym_cache_files_open(const struct sym_cache *c);
 
 /* ---- JIT maps (sym_perfmap.c) ---- */
 struct sym_perfmap;
-/* owner: uid the file must belong to (or root); SAFE_ANY_OWNER: anyone */
-struct sym_perfmap *sym_perfmap_load(const char *path, uid_t owner);
+/*
+ * path inside root (NULL: ours; see safe_open_at()); owners: who may own
+ * the file besides root (safe_proc_owners()), NULL: anyone.
+ */
+struct sym_perfmap *sym_perfmap_load(const char *root, const char *path,
+				     const uid_t owners[2]);
 void sym_perfmap_free(struct sym_perfmap *m);
 /* Name of the JIT symbol containing addr (into the map), or NULL. */
 const char *sym_perfmap_lookup(const struct sym_perfmap *m, uint64_t addr);

@@ -18,10 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include "safe_file.h"
 #include "sym_internal.h"
 
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define KBLOCK 64		/* names per compressed block */
+/*
+ * /proc/kallsyms lines are short (KSYM_NAME_LEN is 512) and the file is a
+ * few MB; tests hand other files: a longer line is skipped, and no more
+ * than this is read.
+ */
+#define KALLSYMS_MAX_LINE 1024
+#define KALLSYMS_MAX_BYTES (256u << 20)
 
 struct ksym {
 	uint64_t addr;
@@ -270,9 +278,9 @@ static const char *ksym_name(struct sym_kernel *k, size_t i)
 struct sym_kernel *sym_kernel_load(const char *path)
 {
 	struct sym_kernel *k = calloc(1, sizeof(*k));
+	char buf[KALLSYMS_MAX_LINE], *line;
 	bool any_nonzero = false;
-	char *line = NULL;
-	size_t cap = 0;
+	struct safe_lines lines;
 	FILE *f;
 
 	if (!k)
@@ -286,15 +294,14 @@ struct sym_kernel *sym_kernel_load(const char *path)
 	f = fopen(path, "re");
 	if (!f)
 		goto fail;
-	while (getline(&line, &cap, f) > 0) {
+	safe_lines_init(&lines, f, buf, sizeof(buf), KALLSYMS_MAX_BYTES, 0);
+	while ((line = safe_line(&lines, NULL))) {
 		if (!parse_line(k, line, &any_nonzero)) {
 			fclose(f);
-			free(line);
 			errno = ENOMEM;
 			goto fail;
 		}
 	}
-	free(line);
 	fclose(f);
 	k->hidden = k->nr_syms > 0 && !any_nonzero;
 	qsort(k->syms, k->nr_syms, sizeof(*k->syms), cmp_ksym);

@@ -19,6 +19,7 @@
 /* ... nor read more than this, nor a line longer than this */
 #define PERFMAP_MAX_FILE (256u << 20)
 #define PERFMAP_MAX_LINE 4096
+#define PERFMAP_MAX_NS (2ull * 1000000000)	/* ... nor for longer */
 
 struct jit_sym {
 	uint64_t start, end;
@@ -78,28 +79,36 @@ static bool add(struct sym_perfmap *m, uint64_t start, uint64_t size,
 
 /*
  * The file is the process's, which may be anyone's: opened with
- * safe_open() (no FIFO, device, symlink, other owner or huge file), read
- * in bounded lines, at most PERFMAP_MAX_FILE bytes. A bad file costs one
- * warning naming it, once per path.
+ * safe_open_at() (no FIFO, device, symlink, other owner or huge file;
+ * inside the process's root when root is given), read in bounded lines,
+ * at most PERFMAP_MAX_FILE bytes and for at most PERFMAP_MAX_NS. A bad
+ * file costs one warning naming it.
  */
-struct sym_perfmap *sym_perfmap_load(const char *path, uid_t owner)
+struct sym_perfmap *sym_perfmap_load(const char *root, const char *path,
+				     const uid_t owners[2])
 {
-	static char warned[256];
+	struct safe_rules rules = {
+		.max_bytes = PERFMAP_MAX_FILE,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = owners ? 0 : SAFE_ANYONE,
+	};
 	char line[PERFMAP_MAX_LINE], *p, *end;
+	struct safe_lines lines;
 	struct sym_perfmap *m;
-	uint64_t consumed = 0;
 	const char *why;
 	struct stat st;
+	size_t len;
 	FILE *f;
 	int fd;
 
-	fd = safe_open(path, PERFMAP_MAX_FILE, owner, &st, &why);
+	if (owners) {
+		rules.owners[0] = owners[0];
+		rules.owners[1] = owners[1];
+	}
+	fd = safe_open_at(root, path, &rules, &st, &why);
 	if (fd < 0) {
 		/* a missing map is the normal case: quiet */
-		if (strcmp(why, "cannot be opened") && strcmp(warned, path)) {
-			fprintf(stderr, "ember: ignoring JIT map %s: it %s\n", path, why);
-			snprintf(warned, sizeof(warned), "%s", path);
-		}
+		safe_warn("JIT map", root, path, why);
 		return NULL;
 	}
 	f = fdopen(fd, "re");
@@ -113,23 +122,14 @@ struct sym_perfmap *sym_perfmap_load(const char *path, uid_t owner)
 		return NULL;
 	}
 	m->file_size = st.st_size;
-	while (fgets(line, sizeof(line), f)) {
+	/* a line longer than any symbol is skipped whole */
+	safe_lines_init(&lines, f, line, sizeof(line), PERFMAP_MAX_FILE,
+			PERFMAP_MAX_NS);
+	while ((p = safe_line(&lines, &len))) {
 		uint64_t start, size;
-		size_t len = strlen(line);
 
-		consumed += len;
-		if (consumed > PERFMAP_MAX_FILE ||
-		    m->names_len + m->nr * sizeof(struct jit_sym) > PERFMAP_MAX_BYTES)
+		if (m->names_len + m->nr * sizeof(struct jit_sym) > PERFMAP_MAX_BYTES)
 			break;
-		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
-			/* a line longer than any symbol: skip the rest of it */
-			int c;
-
-			while ((c = fgetc(f)) != EOF && c != '\n' &&
-			       ++consumed <= PERFMAP_MAX_FILE)
-				;
-			continue;
-		}
 		start = strtoull(line, &end, 16);
 		if (end == line || *end != ' ')
 			continue;

@@ -33,6 +33,15 @@
 #define SYM_MALLOC_TRIM_BYTES (1u << 20)
 #define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
 #define VSYSCALL_BASE 0xffffffffff600000ull
+/*
+ * /proc/PID/maps is the kernel's, but its size is the process's doing: up
+ * to vm.max_map_count lines, each with a path as deep as it likes. Read at
+ * most this much, this long (opening the files is part of the time), and
+ * skip a line longer than a path ember can open.
+ */
+#define MAPS_MAX_BYTES (16u << 20)
+#define MAPS_MAX_NS (2ull * 1000000000)
+#define MAPS_MAX_LINE (4096 + 256)
 
 struct sym_map {
 	uint64_t start, end, pgoff;
@@ -44,6 +53,12 @@ struct sym_map {
 struct sym_proc {
 	uint32_t pid, nspid;
 	bool exited, maps_read, jit_tried;
+	/*
+	 * Who may own the files it names besides root (safe_proc_owners()),
+	 * learnt while it lives; unknown: root only.
+	 */
+	uid_t owners[2];
+	bool owners_known;
 	/*
 	 * Maps read at an exec record may predate the dynamic loader mapping
 	 * the libraries: the next touch or miss reads them again.
@@ -128,7 +143,7 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 				 s->opt.dwarf_max_bytes;
 	s->ctx.strings = s->strings;
 	if (s->opt.use_debuginfod && getenv("DEBUGINFOD_URLS"))
-		s->ctx.debuginfod = sym_debuginfod_begin();
+		s->ctx.debuginfod = sym_debuginfod_begin(s->ctx.dwarf_max_bytes);
 	s->cache = sym_cache_new(s->opt.cache_bytes, &s->ctx);
 	if (!s->cache)
 		goto fail;
@@ -212,6 +227,7 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 		return NULL;
 	p->pid = pid;
 	p->nspid = pid;
+	p->owners[0] = p->owners[1] = SAFE_ANY_OWNER;
 	snprintf(name, sizeof(name), "/tmp/perf-%u.map", pid);
 	p->jit_name = sym_intern(s->strings, name);
 	p->next = s->procs[pid % PROC_BUCKETS];
@@ -223,50 +239,77 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 struct open_ctx {
 	struct symbolizer *s;
 	uint32_t pid;
+	const uid_t *owners;
 	const struct sym_map_line *m;
 	char path[4096];	/* m->path, NUL-terminated, without " (deleted)" */
 };
 
-static bool same_inode(int fd, uint64_t ino)
-{
-	struct stat st;
-
-	return fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ino;
-}
-
 /*
- * Open the exact file the process maps: map_files (root only) works even
- * for deleted files and memfds; the path under the process's root works in
- * containers. Either must be the same inode the maps line names.
+ * Open the exact file the process maps. /proc/PID/map_files/START-END is
+ * that file whatever its path (deleted, a memfd, another mount namespace)
+ * and is what we use where we may (it takes CAP_SYS_ADMIN). Without it (a
+ * unit that drops CAP_SYS_ADMIN, or the mapping went away meanwhile), the
+ * path under the process's root: resolved inside that root without
+ * following any symbolic link (maps shows a canonical path, so a link
+ * there means the tree changed since, and an absolute one would lead into
+ * our own tree: /proc/PID/root/a/b with a -> / is our /b), and kept only
+ * if it is still the inode the maps line names.
+ *
+ * Either way the file is examined before it is opened (safe_open_at()): a
+ * FIFO, a device (a mapped /dev/zero), a sparse file or one larger than
+ * SYM_ELF_MAX_BYTES is skipped with one warning, never retried. There is
+ * no owner check: the process mapped this very file, so it could read it,
+ * and libraries of a deploy user or of a container's own root are normal.
+ * Ownership matters for what is found by name: debug files
+ * (sym_debugfile.c) and JIT maps.
  */
 static void open_mapped_file(void *arg, struct sym_file *f)
 {
 	struct open_ctx *o = arg;
-	char p[4200], root[64];
+	struct safe_rules rules = {
+		.max_bytes = SYM_ELF_MAX_BYTES,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_ANYONE | SAFE_FOLLOW,
+	};
+	bool is_file = o->m->type == SYM_MAP_FILE;
+	struct sym_origin origin;
+	const char *why = NULL;
+	char p[96], root[64];
+	struct stat st;
 	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
 		 o->pid, o->m->start, o->m->end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && !same_inode(fd, o->m->ino)) {
+	fd = safe_open_at(NULL, p, &rules, &st, &why);
+	if (fd >= 0 && (uint64_t)st.st_ino != o->m->ino) {
 		close(fd);
 		fd = -1;
+		why = NULL;
 	}
 	snprintf(root, sizeof(root), "/proc/%u/root", o->pid);
-	if (fd < 0 && !o->m->deleted && o->m->type == SYM_MAP_FILE) {
-		snprintf(p, sizeof(p), "%s%s", root, o->path);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && !same_inode(fd, o->m->ino)) {
+	if (fd < 0 && !safe_refused(why) && !o->m->deleted && is_file) {
+		rules.flags = SAFE_ANYONE;
+		fd = safe_open_at(root, o->path, &rules, &st, &why);
+		if (fd >= 0 && (uint64_t)st.st_ino != o->m->ino) {
 			close(fd);
 			fd = -1;
+			why = NULL;
 		}
 	}
 	f->copy_in = o->m->type == SYM_MAP_MEMFD;
-	f->open_failed = fd < 0;
-	if (fd >= 0)
-		sym_file_open_fd(f, fd, root,
-				 o->m->type == SYM_MAP_FILE ? o->path : NULL,
-				 &o->s->ctx);
+	/* A refused file stays refused; a missing one may come back. */
+	f->open_failed = fd < 0 && !safe_refused(why);
+	if (fd < 0) {
+		/* memfds are anonymous memory: nothing to name */
+		if (is_file)
+			safe_warn("mapped file", NULL, o->path, why);
+		return;
+	}
+	origin.root = root;
+	origin.path = is_file ? o->path : NULL;
+	origin.owners[0] = o->owners[0];
+	origin.owners[1] = o->owners[1];
+	sym_file_open_fd(f, fd, &origin, &o->s->ctx);
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -312,15 +355,17 @@ static bool map_overlaps(const struct sym_map *maps, size_t n,
 
 static void read_nspid(struct sym_proc *p)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
+	char path[64], buf[1024], *line;
+	struct safe_lines lines;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	while (getline(&line, &cap, f) > 0) {
+	/* Groups: and the CPU lists can be long: skipped, never grown */
+	safe_lines_init(&lines, f, buf, sizeof(buf), 1u << 20, 0);
+	while ((line = safe_line(&lines, NULL))) {
 		if (strncmp(line, "NSpid:", 6) == 0) {
 			char *last = strrchr(line, '\t');
 			unsigned long v = strtoul(last ? last + 1 : line + 6, NULL, 10);
@@ -330,7 +375,6 @@ static void read_nspid(struct sym_proc *p)
 			break;
 		}
 	}
-	free(line);
 	fclose(f);
 }
 
@@ -360,6 +404,7 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
 	if (ml->type == SYM_MAP_FILE || ml->type == SYM_MAP_MEMFD) {
 		o.s = s;
 		o.pid = p->pid;
+		o.owners = p->owners;
 		o.m = ml;
 		snprintf(o.path, sizeof(o.path), "%.*s", (int)ml->path_len, ml->path);
 		m->file = sym_cache_get(s->cache, ml->dev, ml->ino, o.path,
@@ -381,10 +426,11 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
  */
 static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 {
+	char line_buf[MAPS_MAX_LINE];
 	struct sym_map *maps = NULL;
 	size_t n = 0, cap = 0, keep = 0;
-	char path[64], *line = NULL;
-	size_t lcap = 0;
+	struct safe_lines lines;
+	char path[64], *line;
 	FILE *f;
 
 	p->read_ns = now_ns();
@@ -395,7 +441,13 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 		return false;
 	}
 	read_nspid(p);
-	while (getline(&line, &lcap, f) > 0) {
+	if (!p->owners_known) {
+		safe_proc_owners(p->pid, p->owners);
+		p->owners_known = true;
+	}
+	safe_lines_init(&lines, f, line_buf, sizeof(line_buf), MAPS_MAX_BYTES,
+			MAPS_MAX_NS);
+	while ((line = safe_line(&lines, NULL))) {
 		struct sym_map_line ml;
 
 		/* Code is only ever executed from executable mappings. */
@@ -404,7 +456,6 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 		if (!add_map(s, p, &ml, &maps, &n, &cap))
 			break;
 	}
-	free(line);
 	fclose(f);
 	qsort(maps, n, sizeof(*maps), cmp_map);
 	for (size_t i = 0; i < p->nr_maps; i++) {
@@ -551,18 +602,27 @@ void sym_trim(struct symbolizer *s)
 
 /* ------------------------------------------------------------------ JIT */
 
+/*
+ * perf's rule: the map must be the process's own (or root's). Inside a
+ * container it is the container's /tmp, resolved inside the process's
+ * root (safe_open_at()): a /tmp that is a link to "/" must not lead to
+ * our own files.
+ */
 static struct sym_perfmap *open_perfmap(struct sym_proc *p)
 {
-	/* perf's rule: the map must be the process's own (or root's) */
-	uid_t owner = safe_proc_uid(p->pid);
 	struct sym_perfmap *m;
-	char path[96];
+	char root[48], path[64];
 
-	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->nspid);
-	m = sym_perfmap_load(path, owner);
+	if (!p->owners_known && !p->exited) {
+		safe_proc_owners(p->pid, p->owners);
+		p->owners_known = true;
+	}
+	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
+	m = sym_perfmap_load(root, path, p->owners);
 	if (!m) {
 		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-		m = sym_perfmap_load(path, owner);
+		m = sym_perfmap_load(NULL, path, p->owners);
 	}
 	return m;
 }
@@ -589,12 +649,13 @@ static const char *jit_lookup(struct symbolizer *s, struct sym_proc *p,
 	name = sym_perfmap_lookup(p->jit, addr);
 	if (!name && !p->exited) {
 		/* The JIT may have written more since: reload if it grew. */
+		char root[48], path[64];
 		struct stat st;
-		char path[96];
 
-		snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map",
-			 p->pid, p->nspid);
-		if (stat(path, &st) == 0 && st.st_size != sym_perfmap_file_size(p->jit)) {
+		snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
+		if (safe_stat_at(root, path, &st) == 0 &&
+		    st.st_size != sym_perfmap_file_size(p->jit)) {
 			proc_load_jit(s, p);
 			name = sym_perfmap_lookup(p->jit, addr);
 		}

@@ -7,7 +7,8 @@ OTLP_TEST_BINS := agent/gen/tests/otlp_fixture agent/gen/tests/otlp_send \
 ALL_TARGETS += $(OTLP_TEST_BINS)
 
 agent/gen/tests/otlp_fixture: selftests/otlp/otlp_fixture.c agent/output_otlp.o \
-		agent/otlp_intern.o agent/hash_index.o agent/container.o $(OTLP_PB_OBJS)
+		agent/otlp_intern.o agent/hash_index.o agent/container.o \
+		agent/safe_file.o $(OTLP_PB_OBJS)
 	@echo "  CC      $@"
 	$(Q)mkdir -p agent/gen/tests
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $^ $(AGENT_LDLIBS)

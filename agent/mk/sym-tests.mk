@@ -21,15 +21,22 @@ SYM_TCC := $(CC) -std=gnu11 -Wall -Wextra -Wl,--build-id -L$(SYM_T)
 # Targets find libsymtest.so next to themselves (also when copied away).
 SYM_RPATH := -Wl,-rpath,'$$$$ORIGIN'
 SYM_VARIANTS := target-g target-O2 target-nopie target-nog target-stripped \
-	target-dbglink target-buildid target-dinfod target-gz
-SYM_TEST_BINS := $(SYM_T)/sym_test $(SYM_T)/libsymtest.so $(SYM_T)/cxx \
-	$(addprefix $(SYM_T)/,$(SYM_VARIANTS))
+	target-dbglink target-buildid target-dinfod target-gz target-nobid \
+	target-badlink
+SYM_TEST_BINS := $(SYM_T)/sym_test $(SYM_T)/sym_hostile $(SYM_T)/libsymtest.so \
+	$(SYM_T)/cxx $(addprefix $(SYM_T)/,$(SYM_VARIANTS))
 
 CLEAN_FILES += $(SYM_T)
 .PHONY: sym-tests
 sym-tests: $(SYM_TEST_BINS)
 
 $(SYM_T)/sym_test: $(SYM_S)/sym_test.c $(SYM_OBJS) agent/sym_internal.h
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(SYM_T)
+	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
+
+# Hostile debug links and mapped files, symbolized as root (issue 14).
+$(SYM_T)/sym_hostile: $(SYM_S)/sym_hostile.c $(SYM_OBJS) agent/sym_internal.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
@@ -55,6 +62,10 @@ $(eval $(call sym_target,target-stripped.full,-O0 -g -fPIE -pie))
 $(eval $(call sym_target,target-dbglink.full,-O0 -g -fPIE -pie))
 $(eval $(call sym_target,target-buildid.full,-O0 -g -fPIE -pie))
 $(eval $(call sym_target,target-dinfod.full,-O0 -g -fPIE -pie))
+# No build-id: its debug file is found by .gnu_debuglink and CRC alone.
+SYM_NO_BUILD_ID := -Wl,--build-id=none
+$(eval $(call sym_target,target-nobid.full,-O0 -g -fPIE -pie $(SYM_NO_BUILD_ID)))
+$(eval $(call sym_target,target-badlink.full,-O0 -g -fPIE -pie))
 
 $(SYM_T)/target-stripped: $(SYM_T)/target-stripped.full
 	$(Q)strip --strip-all -o $@ $<
@@ -64,6 +75,18 @@ $(SYM_T)/target-dbglink: $(SYM_T)/target-dbglink.full
 	$(Q)cd $(SYM_T) && objcopy --only-keep-debug target-dbglink.full target-dbglink.debug && \
 		objcopy --strip-all --add-gnu-debuglink=target-dbglink.debug \
 			target-dbglink.full target-dbglink
+
+$(SYM_T)/target-nobid: $(SYM_T)/target-nobid.full
+	$(Q)cd $(SYM_T) && objcopy --only-keep-debug target-nobid.full target-nobid.debug && \
+		objcopy --strip-all --add-gnu-debuglink=target-nobid.debug \
+			target-nobid.full target-nobid
+
+# A .gnu_debuglink naming "../../etc/shadow" (objcopy would keep only a
+# base name): the section written by hand, name, NUL padding to 4, CRC.
+$(SYM_T)/target-badlink: $(SYM_T)/target-badlink.full
+	$(Q)printf '../../etc/shadow\0\0\0\0\1\2\3\4' >$(SYM_T)/badlink.section && \
+		objcopy --strip-all --add-section .gnu_debuglink=$(SYM_T)/badlink.section \
+			$< $@
 
 # Debug info only in debugroot/.build-id/xx/yyyy.debug (no debuglink).
 $(SYM_T)/target-buildid: $(SYM_T)/target-buildid.full

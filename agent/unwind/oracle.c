@@ -5,20 +5,38 @@
  * /proc/PID/maps once, attach a "thread state" whose memory is the copy
  * and whose initial registers are the sample's, and let
  * dwfl_getthread_frames walk .eh_frame/.debug_frame.
+ *
+ * The files are the process's, which may be anyone's (issue 14): libdwfl's
+ * own helpers would read /proc/PID/maps with unbounded lines and open each
+ * module by its path on our side (following links, blocking on a FIFO)
+ * and its .gnu_debuglink next to it. Here the maps are read in bounded
+ * lines and handed over from memory, each module is opened like the
+ * symbolizer opens it (the exact file through map_files, or its path
+ * inside the process's root, never a FIFO, device, link or sparse file:
+ * safe_open_at()), and separate debug files are found by build-id under
+ * /usr/lib/debug only (root's tree), as the table cache finds them.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <elfutils/libdwfl.h>
 
+#include "../safe_file.h"
 #include "oracle.h"
+#include "table_cache.h"
 
 #define ORACLE_MAX_PROCS	64
+
+#define ORACLE_MAPS_MAX_BYTES	(16u << 20)
+#define ORACLE_MAPS_MAX_LINE	(4096 + 256)
 
 struct oracle_proc {
 	uint32_t pid;
 	Dwfl *dwfl;
+	char *maps;			/* what was reported, bounded lines */
 	const struct oracle_stack *cur;	/* the sample being unwound */
 	bool thread_given;
 };
@@ -28,13 +46,111 @@ struct oracle {
 	unsigned int next_victim;
 };
 
-static char *debuginfo_path;
+/*
+ * The process libdwfl is working for: find_elf() is called from inside
+ * dwfl_getthread_frames() with no pointer of ours. The oracle is used
+ * from one thread.
+ */
+static const struct oracle_proc *oracle_cur;
+
+/* The maps line starting at base, else the first naming name. */
+static bool map_range(const char *maps, uint64_t base, const char *name,
+		      uint64_t *start, uint64_t *end)
+{
+	size_t len = strlen(name);
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (const char *l = maps, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+			size_t n;
+			const char *path;
+
+			nl = strchr(l, '\n');
+			n = nl ? (size_t)(nl - l) : strlen(l);
+			path = memchr(l, '/', n);
+			if (sscanf(l, "%" SCNx64 "-%" SCNx64, start, end) != 2)
+				continue;
+			if (pass == 0 ? *start == base :
+			    path && (size_t)(l + n - path) == len &&
+			    !memcmp(path, name, len))
+				return true;
+		}
+	}
+	return false;
+}
+
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+		    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	const struct oracle_proc *p = oracle_cur;
+	struct safe_rules rules = {
+		.max_bytes = TABLE_FILE_MAX_BYTES,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_FOLLOW | SAFE_ANYONE,
+	};
+	size_t len = strlen(modname);
+	char path[96], root[48];
+	const char *why = NULL;
+	uint64_t start, end;
+	int fd = -1;
+
+	/* [vdso]: libdwfl reads it from the process's memory */
+	if (!p || modname[0] != '/')
+		return dwfl_linux_proc_find_elf(mod, userdata, modname, base,
+						file_name, elfp);
+	if (map_range(p->maps, base, modname, &start, &end)) {
+		snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
+			 p->pid, start, end);
+		fd = safe_open_at(NULL, path, &rules, NULL, &why);
+	}
+	if (fd < 0 && !safe_refused(why) &&
+	    !(len > 10 && !strcmp(modname + len - 10, " (deleted)"))) {
+		snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+		rules.flags = SAFE_ANYONE;
+		fd = safe_open_at(root, modname, &rules, NULL, &why);
+	}
+	if (fd < 0) {
+		safe_warn("mapped file", NULL, modname, why);
+		return -1;
+	}
+	/* libdwfl makes the Elf from fd and closes it */
+	*elfp = NULL;
+	return fd;
+}
+
+/* Only root's tree: a process's own directories are no place to look. */
+static char *debuginfo_path = "/usr/lib/debug";
 
 static const Dwfl_Callbacks proc_callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_elf = find_elf,
+	.find_debuginfo = dwfl_build_id_find_debuginfo,
 	.debuginfo_path = &debuginfo_path,
 };
+
+/* /proc/PID/maps in bounded lines (a longer one is left out), or NULL. */
+static char *read_maps(uint32_t pid, size_t *len)
+{
+	char line_buf[ORACLE_MAPS_MAX_LINE];
+	struct safe_lines lines;
+	char path[64], *out = NULL, *l;
+	size_t n;
+	FILE *f, *m;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	m = open_memstream(&out, len);
+	safe_lines_init(&lines, f, line_buf, sizeof(line_buf),
+			ORACLE_MAPS_MAX_BYTES, 0);
+	while (m && (l = safe_line(&lines, &n)))
+		fprintf(m, "%s\n", l);
+	fclose(f);
+	if (!m || fclose(m)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
 
 static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 {
@@ -86,12 +202,16 @@ static void proc_drop(struct oracle_proc *p)
 {
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
+	free(p->maps);
 	memset(p, 0, sizeof(*p));
 }
 
 static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 {
 	struct oracle_proc *p = NULL;
+	char *maps;
+	size_t len;
+	FILE *f;
 
 	for (int i = 0; i < ORACLE_MAX_PROCS; i++)
 		if (o->procs[i].pid == pid && o->procs[i].dwfl)
@@ -106,13 +226,23 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 	p->dwfl = dwfl_begin(&proc_callbacks);
 	if (!p->dwfl)
 		return NULL;
-	if (dwfl_linux_proc_report(p->dwfl, (pid_t)pid) ||
+	maps = read_maps(pid, &len);
+	f = maps ? fmemopen(maps, len, "r") : NULL;
+	p->maps = maps;
+	p->pid = pid;
+	/* attaching opens the first module's file (for its machine) */
+	oracle_cur = p;
+	if (!f || dwfl_linux_proc_maps_report(p->dwfl, f) ||
 	    dwfl_report_end(p->dwfl, NULL, NULL) ||
 	    !dwfl_attach_state(p->dwfl, NULL, (pid_t)pid, &thread_callbacks, p)) {
+		oracle_cur = NULL;
+		if (f)
+			fclose(f);
 		proc_drop(p);
 		return NULL;
 	}
-	p->pid = pid;
+	oracle_cur = NULL;
+	fclose(f);
 	return p;
 }
 
@@ -156,7 +286,9 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 	}
 	p->cur = s;
 	p->thread_given = false;
+	oracle_cur = p;
 	r = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_cb, &w);
+	oracle_cur = NULL;
 	/* 0: walked to the end; -1 with frames: stopped (copy ended, or an
 	 * outermost frame libdwfl reports as an error) */
 	*complete = r == 0;

@@ -14,11 +14,9 @@
 #include <elfutils/libdwelf.h>
 
 #include "../../include/ember_unwind.h"
+#include "../safe_file.h"
 #include "cfi_compile.h"
 #include "table_cache.h"
-
-/* ELF files bigger than this are not read (libelf maps them; still cap). */
-#define TABLE_FILE_MAX_BYTES	(4ULL << 30)
 
 static uint64_t mono_ns(void)
 {
@@ -164,29 +162,38 @@ static void build_and_load(struct table_cache *c, Elf *elf,
 /*
  * A stripped file without CFI of its own: its separate debug file, found
  * by build-id under /usr/lib/debug, may hold .debug_frame (same
- * addresses). Opened without following a final symlink, regular files
- * only.
+ * addresses). The tree is root's, so its links are followed (Fedora's
+ * .build-id entries are links), but the file must be root's (or ours), a
+ * regular file within the cap and not sparse (safe_open_at()); it is
+ * examined before it is opened, so a device or FIFO there is never opened.
  */
 static Elf *open_debug_file(const struct table_file *f, int *fd)
 {
+	const struct safe_rules rules = {
+		.max_bytes = TABLE_FILE_MAX_BYTES,
+		.owners = { geteuid(), SAFE_ANY_OWNER },
+		.flags = SAFE_FOLLOW,
+	};
+	const char *why;
 	char path[128];
-	struct stat st;
+	Elf *elf;
 
 	*fd = -1;
 	if (strlen(f->build_id) < 3)
 		return NULL;
 	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug",
 		 f->build_id, f->build_id + 2);
-	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-	if (*fd < 0)
-		return NULL;
-	if (fstat(*fd, &st) || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > TABLE_FILE_MAX_BYTES) {
-		close(*fd);
-		*fd = -1;
+	*fd = safe_open_at(NULL, path, &rules, NULL, &why);
+	if (*fd < 0) {
+		safe_warn("debug file", NULL, path, why);
 		return NULL;
 	}
-	return elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!elf) {
+		close(*fd);
+		*fd = -1;
+	}
+	return elf;
 }
 
 static bool has_cfi_section(Elf *elf)

@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 #include "../source.h"
 
+/* ELF files bigger than this are not read (libelf maps them; still cap). */
+#define TABLE_FILE_MAX_BYTES	(4ULL << 30)
+
 #define TABLE_CACHE_MAX_FILES	4096
 #define TABLE_CACHE_MAX_SEGS	8
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../hash_index.h"
+#include "../safe_file.h"
 #include "../sym_internal.h"
 #include "table_cache.h"
 #include "unwind_service.h"
@@ -202,23 +203,30 @@ static char *read_maps(uint32_t pid)
 
 /*
  * The table entry for one file mapping, opened through map_files so that
- * a file in another mount namespace, or deleted, is the one mapped.
+ * a file in another mount namespace, or deleted, is the one mapped. It is
+ * examined before it is opened (safe_open_at()): a mapped device is never
+ * opened, and a sparse file or one over the cap costs one warning.
  */
 static struct table_file *file_entry(struct unwind_service *us, uint32_t pid,
 				     const struct sym_map_line *m)
 {
+	const struct safe_rules rules = {
+		.max_bytes = TABLE_FILE_MAX_BYTES,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_FOLLOW | SAFE_ANYONE,
+	};
 	struct table_file *f;
+	const char *why;
 	struct stat st;
 	char path[96];
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
+	fd = safe_open_at(NULL, path, &rules, &st, &why);
+	if (fd < 0) {
+		if (m->type == SYM_MAP_FILE)
+			safe_warn("mapped file", NULL, m->path, why);
 		return NULL;
 	}
 	f = table_cache_get(&us->cache, fd, &st, m->path);

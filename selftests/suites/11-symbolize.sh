@@ -5,7 +5,12 @@
 # stripped, .gnu_debuglink and build-id debug files, a shared library with
 # p_vaddr != p_offset, deleted files, JIT perf maps, C++/Rust demangling,
 # the vdso, kallsyms, truncated and fuzzed ELF input, cache sharing and its
-# memory bound. Then times a cold and warm symbolization of 5000 addresses.
+# memory bound. Then sym_hostile: targets run as nobody whose debug link or
+# mapped library is a FIFO, a symlink (to /dev/zero, to a root-only file), a
+# 4 GB sparse file, another user's file or "../../etc/shadow", symbolized as
+# root within a time bound and a peak-RSS bound, with one warning naming
+# the file (issue 14). Then times a cold and warm symbolization of 5000
+# addresses.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . selftests/lib.sh
@@ -24,6 +29,14 @@ if [ $rc -gt 1 ]; then
 	t_fail sym_test_exit "sym_test ended with status $rc (crash or timeout)"
 fi
 
+# Hostile files (as root: the targets run as nobody). Every case has its
+# own time limit; this one is for the whole run.
+timeout 300 "$T/sym_hostile" "$T"
+rc=$?
+if [ $rc -gt 1 ]; then
+	t_fail sym_hostile_exit "sym_hostile ended with status $rc (crash or timeout)"
+fi
+
 # debuginfod: a local server of dinfod/ (the only copy of target-dinfod's
 # debug info), the symbolizer fetching it only when use_debuginfod is set.
 if command -v debuginfod >/dev/null && command -v curl >/dev/null; then
@@ -36,10 +49,35 @@ if command -v debuginfod >/dev/null && command -v curl >/dev/null; then
 		curl -sf -o /dev/null "http://127.0.0.1:$port/buildid/$id/debuginfo" && break
 		sleep 0.2
 	done
+	# A debug file over the size cap is not downloaded: refused by the
+	# server (X-DEBUGINFOD-MAXSIZE), then by the client, from a plain HTTP
+	# server that ignores the header.
+	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$dtmp/cache0" \
+		timeout 60 "$T/sym_test" "$T" --debuginfod-capped debuginfod
 	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$dtmp/cache" \
 		timeout 60 "$T/sym_test" "$T" --debuginfod
 	kill "$dpid" 2>/dev/null
 	wait "$dpid" 2>/dev/null
+	if command -v python3 >/dev/null; then
+		# 256 MiB: a transfer is stopped between reads (a 12 KB file
+		# arrives whole in one and is refused only once it is there)
+		mkdir -p "$dtmp/http/buildid/$id"
+		cp "$T/dinfod/target-dinfod.debug" "$dtmp/http/buildid/$id/debuginfo"
+		truncate -s 256M "$dtmp/http/buildid/$id/debuginfo"
+		hport=$((port + 1))
+		python3 -m http.server -b 127.0.0.1 -d "$dtmp/http" "$hport" >"$dtmp/http.log" 2>&1 &
+		hpid=$!
+		for _ in $(seq 100); do
+			curl -sf -o /dev/null "http://127.0.0.1:$hport/buildid/$id/debuginfo" && break
+			sleep 0.2
+		done
+		DEBUGINFOD_URLS="http://127.0.0.1:$hport" DEBUGINFOD_CACHE_PATH="$dtmp/cache1" \
+			timeout 60 "$T/sym_test" "$T" --debuginfod-capped http
+		kill "$hpid" 2>/dev/null
+		wait "$hpid" 2>/dev/null
+	else
+		t_skip sym_debuginfod_capped_http "python3 not installed"
+	fi
 	# Nothing listens there now: lookups must not hang on it.
 	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$dtmp/cache2" \
 		timeout 60 "$T/sym_test" "$T" --debuginfod-down

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "safe_file.h"
 #include "symbolize.h"
 #include "sym_internal.h"
 
@@ -660,6 +661,8 @@ static void test_fuzz(const char *tmp)
 		}
 		close(fd);
 		for (int it = 0; it < per_input; it++, runs++) {
+			struct sym_origin origin = {
+				"", path, { geteuid(), SAFE_ANY_OWNER } };
 			struct sym_file file = { 0 };
 			struct sym_elf se = { 0 };
 			struct sym_frame fr[8];
@@ -686,7 +689,7 @@ static void test_fuzz(const char *tmp)
 			}
 			close(fd);
 			free(buf);
-			sym_file_open_fd(&file, open(path, O_RDONLY), "", path, &ctx);
+			sym_file_open_fd(&file, open(path, O_RDONLY), &origin, &ctx);
 			if (file.elf) {
 				sym_elf_load(&se, &file, &ctx);
 				for (uint64_t a = 0; a < 0x20000; a += 0x101)
@@ -838,6 +841,44 @@ static void test_debuginfod(void)
 	sym_free(on);
 }
 
+/*
+ * With a tiny DWARF cap the debug file (12 KB) is more than ember would
+ * use: it must not be downloaded, whether the server honours
+ * X-DEBUGINFOD-MAXSIZE (debuginfod: 406) or not (a plain HTTP server: the
+ * transfer is stopped). Nothing is kept in DEBUGINFOD_CACHE_PATH.
+ */
+static void test_debuginfod_capped(const char *server)
+{
+	char *argv[] = { path_of("target-dinfod"), NULL };
+	struct sym_options o = { .debug_dirs = "/nonexistent", .use_debuginfod = true,
+				 .dwarf_max_bytes = 1024 };
+	const char *cache = getenv("DEBUGINFOD_CACHE_PATH");
+	const struct addr_line *a;
+	struct symbolizer *s;
+	struct sym_frame f[4];
+	char t[128], path[4096];
+	struct stat st;
+	struct child c;
+	bool kept;
+	int n;
+
+	snprintf(t, sizeof(t), "debuginfod capped (%s): spawn", server);
+	if (!check(t, cache && spawn(&c, argv) && (a = find_addr(&c, "static_func")),
+		   "failed (DEBUGINFOD_CACHE_PATH set?)"))
+		return;
+	s = sym_new(&o);
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	n = sym_resolve_user(s, (uint32_t)c.pid, a->addr, false, f, 4);
+	snprintf(path, sizeof(path), "%s/%s/debuginfo", cache, n ? str(f[0].build_id) : "");
+	snprintf(t, sizeof(t), "debuginfod capped (%s): larger file not downloaded", server);
+	/* (an empty file there is libdebuginfod's mark of a failed query) */
+	kept = stat(path, &st) == 0 && st.st_size > 0;
+	check(t, n == 1 && f[0].build_id && !kept, "%s is there (%lld bytes)",
+	      path, kept ? (long long)st.st_size : 0);
+	sym_free(s);
+}
+
 /* DEBUGINFOD_URLS names a dead server: fail fast, then stop asking. */
 static void test_debuginfod_down(void)
 {
@@ -973,6 +1014,8 @@ static bool write_text(const char *path, const char *text)
 	return fclose(f) == 0;
 }
 
+static long rss_kb(const char *field);
+
 static void test_kernel(const char *tmp)
 {
 	struct symbolizer *s = new_sym(0);
@@ -1038,6 +1081,40 @@ static void test_kernel(const char *tmp)
 	      !strcmp(sym_frame_name(s, f), "0xffffffff80000000"), "got %s",
 	      sym_frame_name(s, f));
 	sym_free(s);
+
+	/*
+	 * A line without end (200 MB of NUL bytes, a hole) between two
+	 * symbols: skipped in bounded memory, what follows still read.
+	 */
+	{
+		static const char head[] = "ffffffff81000000 T _text\n";
+		static const char tail[] = "\nffffffff81000200 t after_hole\n"
+					   "ffffffff81000400 T _etext\n";
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), c;
+		long hwm;
+		bool ok = fd >= 0 &&
+			write(fd, head, sizeof(head) - 1) == sizeof(head) - 1 &&
+			lseek(fd, 200 << 20, SEEK_CUR) > 0 &&
+			write(fd, tail, sizeof(tail) - 1) == sizeof(tail) - 1;
+
+		if (fd >= 0)
+			close(fd);
+		/* "5": the peak RSS starts again from here */
+		c = open("/proc/self/clear_refs", O_WRONLY);
+		ok = ok && c >= 0 && write(c, "5", 1) == 1;
+		if (c >= 0)
+			close(c);
+		hwm = rss_kb("VmHWM:");
+		s = new_sym(0);
+		sym_set_kallsyms_path(s, path);
+		n = sym_resolve_kernel(s, 0xffffffff81000210ull, f, 2);
+		hwm = rss_kb("VmHWM:") - hwm;
+		check("kernel: a line without end is skipped in bounded memory",
+		      ok && n == 1 && !strcmp(str(f[0].function), "after_hole") &&
+		      hwm < 32 * 1024, "got %s, peak RSS +%ld KiB", str(f[0].function),
+		      hwm);
+		sym_free(s);
+	}
 
 	/* kptr_restrict: every address zero. */
 	write_text(path, "0000000000000000 T _text\n0000000000000000 T schedule\n");
@@ -1344,6 +1421,10 @@ int main(int argc, char **argv)
 		return bench_touch_all();
 	if (argc == 3 && !strcmp(argv[2], "--debuginfod-down")) {
 		test_debuginfod_down();
+		return failures ? 1 : 0;
+	}
+	if (argc == 4 && !strcmp(argv[2], "--debuginfod-capped")) {
+		test_debuginfod_capped(argv[3]);
 		return failures ? 1 : 0;
 	}
 	if (argc == 3 && !strcmp(argv[2], "--debuginfod")) {
