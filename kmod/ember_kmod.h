@@ -133,6 +133,9 @@ int ember_oncpu_start(struct ember_config *cfg,
 		      struct netlink_ext_ack *extack);
 void ember_oncpu_stop(void);
 bool ember_cycles_available(void);
+#ifdef EMBER_SELFTEST
+void ember_selftest_nmi_sample(struct pt_regs *regs);
+#endif
 
 /* offcpu.c and lifecycle.c */
 int ember_offcpu_check_params(void);

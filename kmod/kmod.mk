@@ -25,9 +25,9 @@ KMOD_COPY = mkdir -p $(1)/kmod $(1)/include/uapi && \
 KMOD_MAKE = $(MAKE) -C $(KDIR) EMBER_CONFIG_DIR=$(kmod_cfgdir)
 CHECKPATCH := $(TOP)/.cache/linux-source-6.1/scripts/checkpatch.pl
 
-.PHONY: module module-check kmod-default kmod-guest kmod-configure
+.PHONY: module module-check module-selftest kmod-default kmod-guest kmod-configure
 ALL_TARGETS += kmod-default
-CLEAN_FILES += ember.ko ember.mod ember.mod.c ember.mod.o ember.o \
+CLEAN_FILES += ember.ko ember-selftest.ko ember_nmi_test.ko ember.mod ember.mod.c ember.mod.o ember.o \
 	modules.order Module.symvers .ember*.cmd .modules.order.cmd \
 	.Module.symvers.cmd kmod/*.o kmod/.*.cmd kmod/*.o.d \
 	selftests/kmod/bin .cache/kmod
@@ -66,6 +66,20 @@ $(CHECKPATCH):
 		linux-source-6.1/scripts/spelling.txt \
 		linux-source-6.1/scripts/const_structs.checkpatch
 	$(Q)touch $@
+
+# Test build: ember.ko with the NMI test hook (never shipped) as
+# ember-selftest.ko, and selftests/kmod/nmi's ember_nmi_test.ko against it.
+module-selftest: kmod-configure
+	$(Q)$(call KMOD_COPY,$(kmod_cfgdir)/selftest)
+	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/selftest EMBER_SELFTEST=y modules
+	$(Q)mkdir -p $(kmod_cfgdir)/nmi && \
+		cp -p $(TOP)/selftests/kmod/nmi/Kbuild $(TOP)/selftests/kmod/nmi/*.c \
+		$(kmod_cfgdir)/nmi/
+	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/nmi \
+		KBUILD_EXTRA_SYMBOLS=$(kmod_cfgdir)/selftest/Module.symvers modules
+	$(Q)cp $(kmod_cfgdir)/selftest/ember.ko $(TOP)/ember-selftest.ko
+	$(Q)cp $(kmod_cfgdir)/nmi/ember_nmi_test.ko $(TOP)/ember_nmi_test.ko
+	$(Q)echo "kmod: built ember-selftest.ko and ember_nmi_test.ko"
 
 # Fails on any W=1 or sparse warning from kmod/ and on any checkpatch
 # warning or check.

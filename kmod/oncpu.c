@@ -9,6 +9,7 @@
 #include <linux/cpuhotplug.h>
 #include <linux/perf_event.h>
 #include <linux/percpu.h>
+#include <linux/rcupdate.h>
 #include <linux/timekeeping.h>
 
 #include "ember_kmod.h"
@@ -38,6 +39,36 @@ static void ember_oncpu_overflow(struct perf_event *event,
 	}
 	local64_add(ktime_get_mono_fast_ns() - t0, &st->handler_ns);
 }
+
+#ifdef EMBER_SELFTEST
+/*
+ * Test builds only. Without a PMU (qemu TCG) nothing samples from NMI
+ * context, the context hardware events run in; selftests/kmod/nmi's
+ * module calls this from an NMI handler for NMIs the host injects, so the
+ * same sampling path runs there. Stopping turns it off and waits for NMI
+ * handlers in flight (they are RCU readers), as releasing a perf event
+ * waits for its overflow handler.
+ */
+static bool ember_selftest_on;
+
+void ember_selftest_nmi_sample(struct pt_regs *regs)
+{
+	if (READ_ONCE(ember_selftest_on))
+		ember_oncpu_overflow(NULL, NULL, regs);
+}
+EXPORT_SYMBOL_GPL(ember_selftest_nmi_sample);
+
+static void ember_selftest_set(bool on)
+{
+	WRITE_ONCE(ember_selftest_on, on);
+	if (!on)
+		synchronize_rcu();
+}
+#else
+static void ember_selftest_set(bool on)
+{
+}
+#endif
 
 static void ember_attr_init(struct perf_event_attr *attr, u32 clock, u32 freq)
 {
@@ -140,6 +171,7 @@ int ember_oncpu_start(struct ember_config *cfg,
 			       "cannot create the sampling perf event (see dmesg)");
 		return ret;
 	}
+	ember_selftest_set(true);
 	return 0;
 }
 
@@ -147,6 +179,7 @@ void ember_oncpu_stop(void)
 {
 	if (ember_hp_state < 0)
 		return;
+	ember_selftest_set(false);
 	cpuhp_remove_state(ember_hp_state);
 	ember_hp_state = -1;
 }

@@ -112,5 +112,27 @@ for k in $KERNELS; do
 		t_kernel_log_excerpt "$logs/kmod-$k.log"
 	fi
 	echo "info: $T: guest up at $(vm_result "$work/$k/res" boot_s) s, whole run $(vm_result "$work/$k/res" total_s | cut -c1-5) s"
+
+	# NMI context: a test build of ember.ko and ember_nmi_test.ko, with
+	# NMIs injected by the host (no PMU under TCG).
+	if make -j2 --no-print-directory module-selftest KDIR="$kdir" >"$logs/kmod-selftest-$k.log" 2>&1; then
+		cp ember-selftest.ko "$work/$k/ember-selftest.ko"
+		cp ember_nmi_test.ko selftests/kmod/bin/ember_nmi_test.ko
+		"$RUNVM" --kernel "$k" --payload selftests/kmod --module "$work/$k/ember-selftest.ko" \
+			--cmd "sh /payload/kmod/guest-nmi.sh" --smp 2 --timeout 300 --nmi-every 20 \
+			--log "$logs/kmod-nmi-$k.log" --result "$work/$k/nmi-res" \
+			>"$work/$k/nmi.out" 2>"$work/$k/nmi-runvm.err"
+		sed -nE "s/^(PASS|FAIL|SKIP): /\1: $T: /p" "$work/$k/nmi.out"
+		grep -qE '^(PASS|FAIL): ' "$work/$k/nmi.out" ||
+			t_fail "$T: nmi run" "no test reported (log: $logs/kmod-nmi-$k.log): $(oneline "$work/$k/nmi-runvm.err" 3)"
+		if [ "$(vm_result "$work/$k/nmi-res" kernel_problems)" = 0 ]; then
+			t_pass "$T: no kernel warnings with NMI sampling"
+		else
+			t_fail "$T: no kernel warnings with NMI sampling" "(log: $logs/kmod-nmi-$k.log)"
+			t_kernel_log_excerpt "$logs/kmod-nmi-$k.log"
+		fi
+	else
+		t_fail "$T: test build (module-selftest)" "$(grep -m2 -E 'error|Error' "$logs/kmod-selftest-$k.log" | tr '\n' ' ' | cut -c1-300)"
+	fi
 done
 exit 0

@@ -6,7 +6,7 @@
 #       [--module FILE] [--host-file PATH ...] [--kmod NAME ...]
 #       [--cmd "sh /payload/x/guest.sh"] [--append "kernel args"]
 #       [--smp 2] [--mem 1G] [--timeout S] [--out HOSTDIR] [--log FILE]
-#       [--result FILE] [--quiet]
+#       [--result FILE] [--quiet] [--nmi-every MS]
 #
 # Guest: each payload DIR appears as /payload/<basename of DIR>, with the
 # shared-library closure (ldd) of every ELF in it; --module FILE appears as
@@ -14,6 +14,11 @@
 # same path in the guest (e.g. /usr/bin/bash, /usr/sbin/bpftool); --kmod NAME
 # loads that module of the booted image (and its dependencies) before the
 # command. See selftests/vm/README.md for the guest environment.
+#
+# --nmi-every MS: from when the guest's console shows "ember-nmi: ready"
+# until it shows "ember-nmi: done", inject an NMI into every vCPU each MS
+# milliseconds through the qemu monitor (TCG has no PMU, so this is how
+# the NMI sampling path is run: selftests/kmod/guest-nmi.sh).
 #
 # Output: the command's output on stdout (the console log with kernel
 # messages goes to --log, default a temporary file that is kept and named
@@ -35,6 +40,7 @@ TOP=$(cd "$HERE/../.." && pwd)
 FETCH=$TOP/scripts/fetch-kernels.sh
 
 # EMBER_VM_APPEND: kernel arguments for every guest (e.g. kfence.sample_interval=1)
+nmi_every=""
 series="" cmd="" append="${EMBER_VM_APPEND:+ $EMBER_VM_APPEND}" smp=2 mem=1G timeout_s=120 out_dir="" log="" result="" quiet=0
 module=""
 payloads=() host_files=() kmods=()
@@ -58,6 +64,7 @@ while [ $# -gt 0 ]; do
 	--log) log=$2; shift 2 ;;
 	--result) result=$2; shift 2 ;;
 	--quiet) quiet=1; shift ;;
+	--nmi-every) nmi_every=$2; shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "run-vm: unknown argument '$1'" >&2; usage 125 >&2 ;;
 	esac
@@ -256,11 +263,50 @@ if [ -n "$out_disk" ]; then
 		-device virtio-blk-pci,drive=out)
 fi
 
+nmi_pid=""
+if [ -n "$nmi_every" ]; then
+	qemu_args+=(-monitor "unix:$work/monitor.sock,server,nowait")
+	python3 - "$work/monitor.sock" "$console" "$nmi_every" >"$work/nmi.out" 2>&1 <<'PY' &
+import os, socket, sys, time
+sock, console, every = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 1000
+# wait for the guest's test module, then inject until the VM is gone
+while True:
+    try:
+        if b"ember-nmi: ready" in open(console, "rb").read():
+            break
+    except OSError:
+        pass
+    time.sleep(0.05)
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+s.settimeout(0.2)
+n = 0
+try:
+    while b"ember-nmi: done" not in open(console, "rb").read():
+        s.sendall(b"nmi\n")
+        n += 1
+        try:
+            while s.recv(4096):
+                break
+        except socket.timeout:
+            pass
+        time.sleep(every)
+except OSError:
+    pass
+print("nmi injected", n)
+PY
+	nmi_pid=$!
+fi
+
 start=$(date +%s.%N)
 set +e
 timeout -k 5 "$timeout_s" qemu-system-x86_64 "${qemu_args[@]}" </dev/null >"$work/qemu.out" 2>&1
 qrc=$?
 set -e
+if [ -n "$nmi_pid" ]; then
+	kill "$nmi_pid" 2>/dev/null || true
+	wait "$nmi_pid" 2>/dev/null || true
+fi
 end=$(date +%s.%N)
 total_s=$(echo "$end - $start" | bc)
 
