@@ -366,7 +366,9 @@ static __always_inline int uw_fp_step(struct uw_state *w)
 	w->sp = w->fp + 16;
 	w->pc = ra;
 	w->fp = next;
-	w->fp_ok = next > w->sp || next == 0;
+	/* the caller's rbp may be this frame's CFA itself: a caller
+	 * that calls right after its own push rbp; mov rbp,rsp */
+	w->fp_ok = next >= w->sp || next == 0;
 	w->exact = 0;
 	return EMBER_STEP_NEXT;
 }

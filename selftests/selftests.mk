@@ -21,7 +21,14 @@ kmod-vm:
 UNWIND_WORK_DIRS := agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang
 UNWIND_NOFP_FLAGS := -O2 -g -fomit-frame-pointer
 .PHONY: unwind-work
-unwind-work: $(addsuffix /nofp-work,$(UNWIND_WORK_DIRS))
+unwind-work: $(addsuffix /nofp-work,$(UNWIND_WORK_DIRS)) agent/gen/tests/jit-work
+
+# JIT code (an anonymous mapping named by a perf map) called from C
+# without frame pointers.
+agent/gen/tests/jit-work: selftests/unwind/jit_work.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)gcc $(UNWIND_NOFP_FLAGS) -o $@ $<
 
 agent/gen/tests/unwind-%/nofp-work: selftests/unwind/nofp_work.c \
 		selftests/unwind/nofp_liba.c selftests/unwind/nofp_libb.c

@@ -10,6 +10,8 @@
 #  - Debian's python3.11, xz and openssl reach their outer function in
 #    >= 95% of samples, with perf --call-graph dwarf's figure from the same
 #    run printed beside it (selftests/unwind/check-real.sh);
+#  - JIT code named by a perf map, called from no-frame-pointer C: whole
+#    chains through it, no invented frame (selftests/unwind/check-jit.sh);
 #  - garbage written into the eBPF table maps only cuts stacks.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,6 +48,8 @@ for cc in gcc clang; do
 		--work "agent/gen/tests/unwind-$cc" --label "host_$cc" --out "$art"
 done
 selftests/unwind/check-real.sh --ember agent/ember --out "$art"
+selftests/unwind/check-jit.sh --ember agent/ember --work agent/gen/tests/jit-work \
+	--label host --out "$art"
 
 # Garbage in the eBPF maps, past the agent's validation (a bug there):
 # random table data, then huge counts in the descriptors too. The

@@ -25,7 +25,8 @@ mkdir -p "$work/agent"
 cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh \
 	selftests/agent/e2e/guest.sh selftests/unwind/check-nofp.sh \
 	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
-	selftests/unwind/check-cost.sh "$work/agent/"
+	selftests/unwind/check-cost.sh selftests/unwind/check-jit.sh \
+	agent/gen/tests/jit-work "$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc and
 # clang builds)
 cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"
