@@ -26,6 +26,7 @@ cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh \
 	selftests/agent/e2e/guest.sh selftests/unwind/check-nofp.sh \
 	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
 	selftests/unwind/check-cost.sh selftests/unwind/check-jit.sh \
+	selftests/unwind/check-backends.sh \
 	agent/gen/tests/jit-work "$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc and
 # clang builds)

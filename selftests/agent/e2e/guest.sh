@@ -49,6 +49,9 @@ if [ -x ./unwind-gcc/nofp-work ]; then
 		--out /tmp/real
 	# what the tables cost the module per sample, next to the FP walk
 	sh ./check-cost.sh ./ember ./unwind-gcc
+	# the eBPF program unwinds the same stacks as the module
+	sh ./check-backends.sh --ember ./ember --work ./unwind-gcc --label vm \
+		--out $out/nofp
 	# JIT code named by a perf map, called from no-FP C
 	sh ./check-jit.sh --ember ./ember --work ./jit-work --label kmod_vm \
 		--backend kmod --warmup 3 --out /tmp
