@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "session.h"
 #include "source_kmod.h"
+#include "status_bpf.h"
 
 struct cpu_totals {
 	uint64_t samples, records, lost, filtered, handler_ns;
@@ -130,8 +131,10 @@ int cmd_status(int argc, char **argv)
 		print_module();
 
 	br = backend_bpf_check(bwhy, sizeof(bwhy));
-	printf("eBPF backend:   %s%s%s\n", br ? "unavailable: " : "available",
-	       br ? bwhy : "", br ? "" : " (per-CPU statistics and lost records are reported by ember record)");
+	printf("eBPF backend:   %s%s\n", br ? "unavailable: " : "available",
+	       br ? bwhy : "");
+	if (br == 0)
+		status_bpf_running();
 
 	if (kr == 0 || kr == 1)
 		printf("ember record will use: the module backend\n");

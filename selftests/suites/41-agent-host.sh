@@ -36,6 +36,25 @@ if [ "$backend" = bpf ] && [ ! -e /proc/modules ]; then
 		t_fail agent_host_auto_falls_back_to_bpf "first stderr line: $line"
 	fi
 fi
+# ember status sees a running eBPF session from outside: its process, its
+# programs, the kernel memory of its maps and the processes it bound
+if [ "$backend" = bpf ]; then
+	agent/ember record -d 6 -o /dev/null --format folded -- \
+		bash -c 'end=$((SECONDS + 5)); while [ $SECONDS -lt $end ]; do :; done' \
+		>/dev/null 2>&1 &
+	rp=$!
+	sleep 3
+	st=$(agent/ember status)
+	wait $rp
+	if grep -q "^  ember process $rp has loaded:" <<<"$st" &&
+		grep -q '^    program ember_oncpu ' <<<"$st" &&
+		grep -qE '^    maps: [0-9]+, [0-9.]+ MiB of kernel memory' <<<"$st" &&
+		grep -qE '^    processes bound for unwinding: [1-9][0-9]* of ' <<<"$st"; then
+		t_pass agent_host_status_shows_running_bpf
+	else
+		t_fail agent_host_status_shows_running_bpf "$(tr '\n' '|' <<<"$st" | cut -c1-400)"
+	fi
+fi
 art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-host
 rm -rf "$art"
 # A real CPU: compare with the threads' raw CPU time (see --truth in e2e.sh).
