@@ -88,7 +88,8 @@ for k in $KERNELS; do
 	fi
 
 	"$RUNVM" --kernel "$k" --payload selftests/kmod --module "$work/$k/ember.ko" \
-		--cmd "sh /payload/kmod/guest.sh" --smp 2 --timeout "$TIMEOUT" \
+		--cmd "EMBER_STRESS=${EMBER_STRESS:-1} sh /payload/kmod/guest.sh" --smp 2 \
+		--timeout $((TIMEOUT + (${EMBER_STRESS:-1} - 1) * 120)) \
 		--out "$logs/kmod-$k-out" --log "$logs/kmod-$k.log" --result "$work/$k/res" \
 		>"$work/$k/guest.out" 2>"$work/$k/runvm.err"
 	rc=$?
