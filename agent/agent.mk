@@ -91,18 +91,26 @@ endif
 # End-to-end workload (selftests/agent/e2e/): frame pointers everywhere,
 # clang when present since gcc drops the frame of leaf functions.
 AGENT_PHASES := agent/gen/tests/ember-phases
+AGENT_FAULTWORK := agent/gen/tests/faultwork
 AGENT_PHASES_CC := $(if $(shell command -v $(CLANG) 2>/dev/null),$(CLANG),$(CC))
 
 .PHONY: agent agent-tests agent-e2e
 agent: $(AGENT_BIN)
 agent-tests: $(AGENT_TEST_BINS) $(AGENT_BIN)
-agent-e2e: $(AGENT_BIN) $(AGENT_PHASES)
+agent-e2e: $(AGENT_BIN) $(AGENT_PHASES) $(AGENT_FAULTWORK)
 
 $(AGENT_PHASES): selftests/agent/e2e/phases.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p agent/gen/tests
 	$(Q)$(AGENT_PHASES_CC) -O1 -g -fno-omit-frame-pointer \
 		-mno-omit-leaf-frame-pointer -pthread -Wall -o $@ $<
+
+# page-fault ground truth (selftests/faults/): -O2, frame pointers, leaf too
+$(AGENT_FAULTWORK): selftests/faults/faultwork.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p agent/gen/tests
+	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		-Wall -o $@ $<
 
 agent/gen/tests/test_%: selftests/agent/test_%.c $(AGENT_LIB_OBJS)
 	@echo "  CC      $@"

@@ -37,7 +37,7 @@
 #define RECORD_TIMESTAMPS_PER_STACK 1024
 
 static const char usage_text[] =
-"usage: ember record [-F HZ] [-e cpu|offcpu|cpu,offcpu] [-p PID,...]\n"
+"usage: ember record [-F HZ] [-e cpu,offcpu,faults] [-p PID,...]\n"
 "                    [--cgroup PATH] [-a] [-d SECONDS] [-o FILE]\n"
 "                    [--format folded|svg|pprof|otlp] [--backend auto|kmod|bpf]\n"
 "                    [-- COMMAND [ARGS...]]\n"
@@ -45,7 +45,9 @@ static const char usage_text[] =
 "Record stack samples and write a profile.\n"
 "\n"
 "  -F, --freq HZ          on-CPU sampling frequency (default 99, 1..10000)\n"
-"  -e, --event EVENTS     cpu (default), offcpu, or cpu,offcpu\n"
+"  -e, --event EVENTS     cpu (default), offcpu, faults, or a list: cpu,offcpu\n"
+"                         faults: where memory is first touched (sampled page\n"
+"                         faults, in bytes)\n"
 "  -p, --pid PID,...      only these processes (all their threads)\n"
 "      --cgroup PATH      only this cgroup v2: relative to " CGROUP_ROOT " (as\n"
 "                         /proc/PID/cgroup shows it) or an absolute path under it\n"
@@ -58,6 +60,8 @@ static const char usage_text[] =
 "                         else eBPF), kmod or bpf\n"
 "      --max-stacks N     unique stacks kept in memory (default 65536)\n"
 "      --offcpu-min USEC  off-CPU intervals shorter than USEC are not recorded\n"
+"      --fault-period N   -e faults: one sample per N page faults (default 64,\n"
+"                         1..1000000)\n"
 "                         (default 0: all; in the kernel, so shorter ones cost\n"
 "                         no stack walk)\n"
 "      --idle             include samples of idle CPUs\n"
@@ -78,7 +82,7 @@ static const char usage_text[] =
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
        OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI,
-       OPT_CHECK_UNWIND, OPT_OFFCPU_MIN };
+       OPT_CHECK_UNWIND, OPT_OFFCPU_MIN, OPT_FAULT_PERIOD };
 
 static const struct option long_opts[] = {
 	{ "freq", required_argument, NULL, 'F' },
@@ -92,6 +96,7 @@ static const struct option long_opts[] = {
 	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
+	{ "fault-period", required_argument, NULL, OPT_FAULT_PERIOD },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
@@ -162,6 +167,8 @@ static int parse_events(const char *s, uint32_t *ev)
 			*ev |= EMBER_EV_ONCPU;
 		else if (!strcmp(tok, "offcpu"))
 			*ev |= EMBER_EV_OFFCPU;
+		else if (!strcmp(tok, "faults"))
+			*ev |= EMBER_EV_FAULTS;
 		else
 			return -1;
 	}
@@ -247,7 +254,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 			break;
 		case 'e':
 			if (parse_events(optarg, &o->events))
-				FAIL("-e wants cpu, offcpu or cpu,offcpu, not '%s'", optarg);
+				FAIL("-e wants cpu, offcpu, faults or a list like cpu,faults, not '%s'",
+				     optarg);
 			break;
 		case 'p':
 			if (parse_pids(optarg, o))
@@ -306,6 +314,12 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 				FAIL("--max-stacks wants a number from 1 to %u, not '%s'",
 				     1u << 24, optarg);
 			o->max_stacks = v;
+			break;
+		case OPT_FAULT_PERIOD:
+			if (!parse_u64(optarg, EMBER_MIN_FAULT_PERIOD, EMBER_MAX_FAULT_PERIOD, &v))
+				FAIL("--fault-period wants page faults per sample from %d to %d, not '%s'",
+				     EMBER_MIN_FAULT_PERIOD, EMBER_MAX_FAULT_PERIOD, optarg);
+			o->fault_period = v;
 			break;
 		case OPT_OFFCPU_MIN:
 			if (!parse_u64(optarg, 0, 60000000, &v))
@@ -667,10 +681,27 @@ static void print_summary(const struct profile *p, const struct record_opts *o,
 {
 	const struct prof_meta *m = &p->meta;
 
-	fprintf(stderr, "ember: %llu samples", (unsigned long long)m->samples[PROF_EV_CPU]);
-	if (o->events & EMBER_EV_OFFCPU)
-		fprintf(stderr, ", %llu off-CPU intervals",
+	const char *sep = "";
+
+	fputs("ember: ", stderr);
+	if (o->events & EMBER_EV_ONCPU || !(o->events & (EMBER_EV_OFFCPU | EMBER_EV_FAULTS))) {
+		fprintf(stderr, "%llu samples", (unsigned long long)m->samples[PROF_EV_CPU]);
+		sep = ", ";
+	}
+	if (o->events & EMBER_EV_OFFCPU) {
+		fprintf(stderr, "%s%llu off-CPU intervals", sep,
 			(unsigned long long)m->samples[PROF_EV_OFFCPU]);
+		sep = ", ";
+	}
+	if (o->events & EMBER_EV_FAULTS) {
+		uint64_t bytes = 0;
+
+		for (size_t i = 0; i < p->nr_samples; i++)
+			if (p->samples[i].event == PROF_EV_FAULTS)
+				bytes += p->samples[i].weight_ns;
+		fprintf(stderr, "%s%llu page-fault samples (%.1f MiB first touched)", sep,
+			(unsigned long long)m->samples[PROF_EV_FAULTS], bytes / 1048576.0);
+	}
 	fprintf(stderr, ", %zu processes, %llu lost", p->nr_processes,
 		(unsigned long long)m->lost);
 	if (m->bad_records)
@@ -691,7 +722,8 @@ static void print_summary(const struct profile *p, const struct record_opts *o,
 			"unwind tables or frame pointers\n",
 			(unsigned long long)m->cut_user_stacks,
 			(unsigned long long)(m->samples[PROF_EV_CPU] +
-					     m->samples[PROF_EV_OFFCPU]));
+					     m->samples[PROF_EV_OFFCPU] +
+					     m->samples[PROF_EV_FAULTS]));
 	if (m->lost)
 		fprintf(stderr, "ember: the profile misses %llu lost records: lower -F or raise ring sizes\n",
 			(unsigned long long)m->lost);
@@ -736,6 +768,7 @@ int cmd_record(int argc, char **argv)
 	so.src.freq_hz = o.freq_hz;
 	so.src.include_idle = o.include_idle;
 	so.src.offcpu_min_ns = o.offcpu_min_ns;
+	so.src.fault_period = o.fault_period;
 	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
 	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
 	so.src.pids = o.pids;

@@ -106,6 +106,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		"# TYPE ember_samples_total counter\n"
 		"ember_samples_total{event=\"cpu\"} %" PRIu64 "\n"
 		"ember_samples_total{event=\"offcpu\"} %" PRIu64 "\n"
+		"ember_samples_total{event=\"faults\"} %" PRIu64 "\n"
 		"# HELP ember_lost_total Records the kernel side dropped (rings full).\n"
 		"# TYPE ember_lost_total counter\n"
 		"ember_lost_total %" PRIu64 "\n"
@@ -155,7 +156,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		"# TYPE ember_info gauge\n"
 		"ember_info{backend=\"%s\"} 1\n",
 		snap.samples[PROF_EV_CPU], snap.samples[PROF_EV_OFFCPU],
-		snap.lost, snap.bad_records, snap.dropped_stacks, snap.cut_user_stacks,
+		snap.samples[PROF_EV_FAULTS], snap.lost, snap.bad_records, snap.dropped_stacks, snap.cut_user_stacks,
 		snap.intervals,
 		snap.empty_intervals, snap.encode_failures, st.exported, st.failed,
 		st.dropped_queue_full, st.dropped_queue_full - st.dropped_queue_bytes,
@@ -271,10 +272,11 @@ static void reload(struct run_config *rc, int argc, char **argv,
 		return;
 	}
 	if (nc.freq_hz != rc->freq_hz || nc.off_cpu != rc->off_cpu ||
+	    nc.faults != rc->faults || nc.fault_period != rc->fault_period ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
 	    (nc.metrics_addr ? !rc->metrics_addr || strcmp(nc.metrics_addr, rc->metrics_addr)
 			     : rc->metrics_addr != NULL))
-		fprintf(stderr, "ember run: reloaded; frequency, off-CPU, backend, "
+		fprintf(stderr, "ember run: reloaded; frequency, off-CPU, faults, backend, "
 			"pid and metrics-addr changes take effect on restart\n");
 	else if (!nc.quiet)
 		fprintf(stderr, "ember run: configuration reloaded (endpoint %s, "
@@ -282,6 +284,8 @@ static void reload(struct run_config *rc, int argc, char **argv,
 	/* Keep the session-bound settings as they run. */
 	nc.freq_hz = rc->freq_hz;
 	nc.off_cpu = rc->off_cpu;
+	nc.faults = rc->faults;
+	nc.fault_period = rc->fault_period;
 	run_config_free(rc);
 	*rc = nc;
 }
@@ -339,7 +343,9 @@ int cmd_run(int argc, char **argv)
 
 	so.backend = strcmp(rc.backend, "auto") ? rc.backend : NULL;
 	so.src.events = EMBER_EV_ONCPU | EMBER_EV_LIFECYCLE |
-			(rc.off_cpu ? EMBER_EV_OFFCPU : 0);
+			(rc.off_cpu ? EMBER_EV_OFFCPU : 0) |
+			(rc.faults ? EMBER_EV_FAULTS : 0);
+	so.src.fault_period = rc.fault_period;
 	so.src.freq_hz = rc.freq_hz;
 	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
 	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
@@ -377,9 +383,10 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr, "ember run: metrics disabled: %s\n", err);
 	}
 	if (!rc.quiet)
-		fprintf(stderr, "ember run: %s backend, %u Hz%s, exporting every %u s "
+		fprintf(stderr, "ember run: %s backend, %u Hz%s%s, exporting every %u s "
 			"to %s\n", s.ops->name, rc.freq_hz,
-			rc.off_cpu ? " + off-CPU" : "", rc.interval_s, rc.endpoint);
+			rc.off_cpu ? " + off-CPU" : "",
+			rc.faults ? " + page faults" : "", rc.interval_s, rc.endpoint);
 	if (ms && !rc.quiet)
 		fprintf(stderr, "ember run: metrics at GET /metrics on %s (port %d)\n",
 			rc.metrics_addr, metrics_port(ms));

@@ -55,6 +55,7 @@ static void print_caps(uint64_t caps)
 		{ EMBER_CAP_USER_STACKS, "user-stacks" },
 		{ EMBER_CAP_KERNEL_STACKS, "kernel-stacks" },
 		{ EMBER_CAP_UNWIND_CFI, "cfi-unwind" },
+		{ EMBER_CAP_FAULTS, "faults" },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "../include/uapi/ember.h"
 #include "metrics.h"
 #include "otlp_export.h"
 #include "symbolize.h"
@@ -340,6 +341,11 @@ static int apply(struct run_config *c, const char *key, const char *v,
 		c->freq_hz = (unsigned int)n;
 	} else if (!strcmp(key, "off_cpu")) {
 		ret = parse_bool(v, &c->off_cpu);
+	} else if (!strcmp(key, "faults")) {
+		ret = parse_bool(v, &c->faults);
+	} else if (!strcmp(key, "fault_period")) {
+		ret = parse_uint(v, EMBER_MIN_FAULT_PERIOD, EMBER_MAX_FAULT_PERIOD, &n);
+		c->fault_period = (unsigned int)n;
 	} else if (!strcmp(key, "backend")) {
 		if (strcmp(v, "auto") && strcmp(v, "kmod") && strcmp(v, "bpf"))
 			ret = -EINVAL;
@@ -509,6 +515,9 @@ void run_config_usage(FILE *f)
 	      "  -i, --interval SECONDS   export period (default 10)\n"
 	      "  -F, --freq HZ            on-CPU sampling frequency (default 19)\n"
 	      "      --off-cpu            also record off-CPU time\n"
+	      "      --faults             also record page faults (bytes of memory\n"
+	      "                           first touched)\n"
+	      "      --fault-period N     page faults per sample (default 64)\n"
 	      "  -b, --backend auto|kmod|bpf\n"
 	      "  -p, --pid PID            profile only this process (repeatable)\n"
 	      "      --metrics-addr [HOST]:PORT  Prometheus text endpoint\n"
@@ -540,7 +549,7 @@ void run_config_usage(FILE *f)
 }
 
 enum {
-	OPT_TIMEOUT = 256, OPT_COMPRESSION, OPT_CA, OPT_CERT, OPT_KEY, OPT_OFFCPU,
+	OPT_TIMEOUT = 256, OPT_COMPRESSION, OPT_CA, OPT_CERT, OPT_KEY, OPT_OFFCPU, OPT_FAULTS, OPT_FAULT_PERIOD,
 	OPT_METRICS, OPT_QUEUE, OPT_SHUTDOWN, OPT_R_INIT, OPT_R_MAX, OPT_R_ELAPSED,
 	OPT_R_AFTER_MAX, OPT_QUEUE_BYTES,
 	OPT_QUIET, OPT_DEBUG_DIR, OPT_DEBUGINFOD,
@@ -560,6 +569,8 @@ static const struct option long_opts[] = {
 	{ "interval", required_argument, NULL, 'i' },
 	{ "freq", required_argument, NULL, 'F' },
 	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
+	{ "faults", no_argument, NULL, OPT_FAULTS },
+	{ "fault-period", required_argument, NULL, OPT_FAULT_PERIOD },
 	{ "backend", required_argument, NULL, 'b' },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "metrics-addr", required_argument, NULL, OPT_METRICS },
@@ -603,6 +614,7 @@ static const char *opt_key(int c)
 	case OPT_R_ELAPSED: return "retry_max_elapsed_ms";
 	case OPT_R_AFTER_MAX: return "retry_after_max_ms";
 	case OPT_DEBUG_DIR: return "debug_dir";
+	case OPT_FAULT_PERIOD: return "fault_period";
 	default: return NULL;
 	}
 }
@@ -636,6 +648,7 @@ int run_config_load(struct run_config *c, int argc, char **argv,
 	c->gzip = true;
 	c->interval_s = EMBER_RUN_DEFAULT_INTERVAL;
 	c->freq_hz = EMBER_RUN_DEFAULT_HZ;
+	c->fault_period = EMBER_DEFAULT_FAULT_PERIOD;
 	c->queue_max = OTLP_QUEUE_MAX;
 	c->queue_max_bytes = OTLP_QUEUE_MAX_BYTES;
 	c->shutdown_timeout_s = 5;
@@ -673,6 +686,8 @@ int run_config_load(struct run_config *c, int argc, char **argv,
 			continue;
 		if (opt == OPT_OFFCPU) {
 			c->off_cpu = true;
+		} else if (opt == OPT_FAULTS) {
+			c->faults = true;
 		} else if (opt == OPT_QUIET) {
 			c->quiet = true;
 		} else if (opt == OPT_DEBUGINFOD) {

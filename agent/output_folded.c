@@ -6,7 +6,10 @@
  * VALUE is a sample count when only on-CPU samples were recorded, and
  * microseconds as soon as off-CPU time is included (on-CPU samples then
  * weigh their sampling period) so both kinds add up on one scale. With both
- * events the frame after comm is "[cpu]" or "[offcpu]". Kernel frames end
+ * events the frame after comm is "[cpu]" or "[offcpu]". Page faults
+ * (-e faults) weigh the bytes they stand for (faults x page size) and get
+ * a "[faults]" frame after comm when another event is in the profile too.
+ * Kernel frames end
  * in "_[k]", as in stackcollapse-perf.pl. Lines are sorted and identical
  * ones merged (different threads of a process fold into one line).
  */
@@ -72,14 +75,28 @@ static bool profile_has_offcpu(const struct profile *p)
 	return false;
 }
 
+/* More than one event kind: each line says which after comm. */
 static bool profile_has_both(const struct profile *p)
 {
-	uint32_t both = (1u << PROF_EV_CPU) | (1u << PROF_EV_OFFCPU);
-	uint32_t seen = p->meta.events & both;
+	uint32_t all = (1u << PROF_EV__COUNT) - 1;
+	uint32_t seen = p->meta.events & all;
 
 	for (size_t i = 0; i < p->nr_samples; i++)
 		seen |= 1u << p->samples[i].event;
-	return (seen & both) == both;
+	seen &= all;
+	return seen & (seen - 1);
+}
+
+static const char *event_frame(enum prof_event ev)
+{
+	switch (ev) {
+	case PROF_EV_OFFCPU:
+		return ";[offcpu]";
+	case PROF_EV_FAULTS:
+		return ";[faults]";
+	default:
+		return ";[cpu]";
+	}
 }
 
 static int build_line(const struct profile *p, const struct prof_sample *s,
@@ -92,7 +109,7 @@ static int build_line(const struct profile *p, const struct prof_sample *s,
 	b->len = 0;
 	err = sb_put_name(b, comm && comm[0] ? comm : "[unknown]");
 	if (!err && both)
-		err = sb_puts(b, s->event == PROF_EV_OFFCPU ? ";[offcpu]" : ";[cpu]");
+		err = sb_puts(b, event_frame(s->event));
 	/* frames[] is leaf first: walk it backwards for root first */
 	for (uint32_t i = s->nr_frames; !err && i-- > 0;) {
 		const struct sym_frame *f = s->frames[i];
@@ -128,7 +145,11 @@ int output_folded(const struct profile *p, FILE *out)
 		err = build_line(p, s, both, &b);
 		if (err)
 			break;
-		lines[n].value = micro ? (s->weight_ns + 500) / 1000 : s->count;
+		if (s->event == PROF_EV_FAULTS)
+			lines[n].value = s->weight_ns;	/* bytes */
+		else
+			lines[n].value = micro ? (s->weight_ns + 500) / 1000 :
+						 s->count;
 		lines[n].text = strdup(b.s ? b.s : "");
 		if (!lines[n++].text)
 			err = -ENOMEM;

@@ -540,7 +540,8 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 							 "thread.name"),
 					     false, 0, s->thread_name);
 
-	if (s->event == PROF_EV_OFFCPU) {
+	if (s->event == PROF_EV_OFFCPU || s->event == PROF_EV_FAULTS) {
+		/* nanoseconds off CPU, or bytes faulted in */
 		ps = new_sample(e, stack, attrs, nr_attrs);
 		if (!ps || !(ps->values = enc_alloc(e, sizeof(int64_t))))
 			return;
@@ -617,6 +618,11 @@ static PProfile *new_profile(struct enc *e, const struct profile *p,
 		prof->sample_type = value_type(e, "samples", "count");
 		prof->period_type = value_type(e, "cpu", "nanoseconds");
 		prof->period = (int64_t)period;
+	} else if (ev == PROF_EV_FAULTS) {
+		/* bytes the sampled faults stand for: faults x page size */
+		prof->sample_type = value_type(e, "page_faults", "bytes");
+		prof->period_type = value_type(e, "page_faults", "count");
+		prof->period = p->meta.fault_period;
 	} else {
 		prof->sample_type = value_type(e, "off_cpu", "nanoseconds");
 	}

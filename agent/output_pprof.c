@@ -8,8 +8,11 @@
  * - sample_type: on-CPU adds samples/count and cpu/nanoseconds, off-CPU adds
  *   off_cpu/nanoseconds; every sample carries all of them (0 for the other
  *   event). default_sample_type is cpu when on-CPU was recorded.
+ *   Page faults (-e faults) add page_faults/bytes: the bytes the sampled
+ *   faults stand for (faults x page size), as Go names heap space.
  * - period_type cpu/nanoseconds with the sampling period (off_cpu/nanoseconds
- *   and 1 for an off-CPU-only profile).
+ *   and 1 for an off-CPU-only profile, page_faults/count and the fault
+ *   period for a faults-only one).
  * - Location: one per run of frames that share an address, i.e. an inlined
  *   chain plus the function it sits in; its lines list the innermost inlined
  *   function first, as the format wants.
@@ -322,7 +325,7 @@ static int64_t location_id(struct builder *b, const struct sym_frame *const *fra
 /* Sample value slots, in sample_type order. */
 struct value_layout {
 	int nr;
-	int cpu_count, cpu_ns, off_ns;	/* -1 when absent */
+	int cpu_count, cpu_ns, off_ns, fault_bytes;	/* -1 when absent */
 };
 
 static void layout_values(const struct profile *p, struct value_layout *v)
@@ -334,13 +337,15 @@ static void layout_values(const struct profile *p, struct value_layout *v)
 		if (p->samples[i].event < PROF_EV__COUNT)
 			events |= 1u << p->samples[i].event;
 	v->nr = 0;
-	v->cpu_count = v->cpu_ns = v->off_ns = -1;
+	v->cpu_count = v->cpu_ns = v->off_ns = v->fault_bytes = -1;
 	if (events & (1u << PROF_EV_CPU)) {
 		v->cpu_count = v->nr++;
 		v->cpu_ns = v->nr++;
 	}
 	if (events & (1u << PROF_EV_OFFCPU))
 		v->off_ns = v->nr++;
+	if (events & (1u << PROF_EV_FAULTS))
+		v->fault_bytes = v->nr++;
 	if (!v->nr) {	/* no event at all: still a valid, empty CPU profile */
 		v->cpu_count = v->nr++;
 		v->cpu_ns = v->nr++;
@@ -396,6 +401,8 @@ static int build_sample(struct builder *b, const struct prof_sample *s,
 		values[vl->cpu_ns] = s->weight_ns;
 	} else if (s->event == PROF_EV_OFFCPU && vl->off_ns >= 0) {
 		values[vl->off_ns] = s->weight_ns;
+	} else if (s->event == PROF_EV_FAULTS && vl->fault_bytes >= 0) {
+		values[vl->fault_bytes] = s->weight_ns;	/* bytes */
 	}
 	out->n_value = vl->nr;
 	out->value = values;
@@ -499,7 +506,7 @@ static int add_comment(struct builder *b, int64_t *comments, size_t *n,
 #define MAX_COMMENTS 8
 
 static int build_header(struct builder *b, const struct value_layout *vl,
-			PbValueType types[3], PbValueType *types_ptr[3],
+			PbValueType types[4], PbValueType *types_ptr[4],
 			PbValueType *period_type, int64_t comments[MAX_COMMENTS],
 			PbProfile *pb)
 {
@@ -521,6 +528,10 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		types[vl->off_ns].type = intern(b, "off_cpu");
 		types[vl->off_ns].unit = intern(b, "nanoseconds");
 	}
+	if (vl->fault_bytes >= 0) {
+		types[vl->fault_bytes].type = intern(b, "page_faults");
+		types[vl->fault_bytes].unit = intern(b, "bytes");
+	}
 	pb->n_sample_type = vl->nr;
 	pb->sample_type = types_ptr;
 
@@ -529,10 +540,15 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		*period_type = types[vl->cpu_ns];
 		pb->period = m->period_ns;
 		pb->default_sample_type = types[vl->cpu_ns].type;
-	} else {
+	} else if (vl->off_ns >= 0) {
 		*period_type = types[vl->off_ns];
 		pb->period = 1;
 		pb->default_sample_type = types[vl->off_ns].type;
+	} else {
+		period_type->type = types[vl->fault_bytes].type;
+		period_type->unit = intern(b, "count");
+		pb->period = m->fault_period ? m->fault_period : 1;
+		pb->default_sample_type = types[vl->fault_bytes].type;
 	}
 	pb->period_type = period_type;
 	pb->time_nanos = m->start_ns;
@@ -544,6 +560,10 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 	if (m->freq_hz)
 		err |= add_comment(b, comments, &nc, "on-CPU sampling at %" PRIu32 " Hz",
 				   m->freq_hz);
+	if (vl->fault_bytes >= 0 && m->fault_period)
+		err |= add_comment(b, comments, &nc,
+				   "page faults: one sample per %" PRIu32 " faults, weighed as bytes (a huge-page fault counts as one base page)",
+				   m->fault_period);
 	if (m->lost)
 		err |= add_comment(b, comments, &nc,
 				   "WARNING: this profile lost %" PRIu64 " records", m->lost);
@@ -697,7 +717,7 @@ static void builder_free(struct builder *b)
 int output_pprof(const struct profile *p, FILE *out)
 {
 	PbProfile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
-	PbValueType types[3], *types_ptr[3], period_type;
+	PbValueType types[4], *types_ptr[4], period_type;
 	int64_t comments[MAX_COMMENTS];
 	struct value_layout vl;
 	struct builder b = { .prof = p };

@@ -6,7 +6,8 @@
  * still a complete static picture.
  *
  * The graph is the prefix tree of all stacks, root at the bottom:
- *   all -> comm -> [cpu]/[offcpu] (only when both were recorded) -> root
+ *   all -> comm -> [cpu]/[offcpu]/[faults] (only when several were
+ *   recorded) -> root
  *   frame ... -> leaf frame
  * Identical frame names along the same path merge into one box whose width
  * is its value. Siblings are ordered by name, as flamegraph.pl does, so two
@@ -15,6 +16,8 @@
  * Values follow the folded writer's rule: sample counts when only on-CPU
  * was recorded; microseconds as soon as off-CPU is included (on-CPU samples
  * then weigh their sampling period, off-CPU intervals their blocked time).
+ * Page faults (-e faults) weigh bytes of memory first touched (faults x
+ * page size), under a "[faults]" box when another event is there too.
  *
  * Boxes narrower than 1/PRUNE_DIVISOR (0.1%) of the total are not drawn:
  * their time stays in their parent's width. This bounds the file for huge
@@ -81,6 +84,8 @@ struct tree {
 	const struct profile *prof;
 	uint32_t events;	/* recorded (meta) or seen in samples */
 	bool microseconds;	/* values in ns shown as us; else counts */
+	bool bytes;		/* page faults only: values are bytes */
+	bool several;		/* more than one event: a box per event */
 
 	char **names;
 	size_t nr_names, cap_names;
@@ -176,12 +181,26 @@ static int64_t child(struct tree *t, uint32_t parent, const char *label, enum no
 
 static uint64_t sample_value(const struct tree *t, const struct prof_sample *s)
 {
+	if (s->event == PROF_EV_FAULTS)
+		return s->weight_ns;	/* bytes */
 	return t->microseconds ? s->weight_ns : s->count;
+}
+
+static const char *event_box(enum prof_event ev)
+{
+	switch (ev) {
+	case PROF_EV_OFFCPU:
+		return "[offcpu]";
+	case PROF_EV_FAULTS:
+		return "[faults]";
+	default:
+		return "[cpu]";
+	}
 }
 
 static int add_sample(struct tree *t, const struct prof_sample *s)
 {
-	bool both = (t->events & (1u << PROF_EV_CPU)) && (t->events & (1u << PROF_EV_OFFCPU));
+	bool both = t->several;
 	uint64_t v = sample_value(t, s);
 	const char *comm = s->process && s->process->comm ? s->process->comm : "[unknown]";
 	int64_t at;
@@ -191,8 +210,7 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 	if (at >= 0)
 		t->nodes[at].value += v;
 	if (at >= 0 && both) {
-		at = child(t, at, s->event == PROF_EV_OFFCPU ? "[offcpu]" : "[cpu]", NODE_META,
-			   false);
+		at = child(t, at, event_box(s->event), NODE_META, false);
 		if (at >= 0)
 			t->nodes[at].value += v;
 	}
@@ -231,6 +249,9 @@ static int build_tree(struct tree *t, const struct profile *p)
 		if (p->samples[i].event < PROF_EV__COUNT)
 			t->events |= 1u << p->samples[i].event;
 	t->microseconds = (t->events & (1u << PROF_EV_OFFCPU)) != 0;
+	t->events &= (1u << PROF_EV__COUNT) - 1;
+	t->bytes = t->events == 1u << PROF_EV_FAULTS;
+	t->several = (t->events & (t->events - 1)) != 0;
 	if (array_grow(&t->nodes, &t->cap_nodes, 1, sizeof(*t->nodes)) || intern(t, "all") < 0)
 		return -ENOMEM;
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
@@ -379,7 +400,10 @@ static const char *value_text(const struct tree *t, uint64_t v, char buf[48])
 {
 	char num[32];
 
-	if (t->microseconds)
+	if (t->bytes)
+		snprintf(buf, 48, "%s bytes (%.1f MiB)", thousands(v, num),
+			 v / 1048576.0);
+	else if (t->microseconds)
 		snprintf(buf, 48, "%s us", thousands((v + 500) / 1000, num));
 	else
 		snprintf(buf, 48, "%s sample%s", thousands(v, num), v == 1 ? "" : "s");
@@ -548,12 +572,17 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 	const struct prof_meta *m = &t->prof->meta;
 	uint64_t counts[PROF_EV__COUNT] = { 0 };
 	bool cpu = t->events & (1u << PROF_EV_CPU), off = t->events & (1u << PROF_EV_OFFCPU);
+	bool faults = t->events & (1u << PROF_EV_FAULTS);
+	uint64_t fault_bytes = 0;
 	char num[32];
 	int y = 24;
 
 	for (size_t i = 0; i < t->prof->nr_samples; i++)
 		if (t->prof->samples[i].event < PROF_EV__COUNT)
 			counts[t->prof->samples[i].event] += t->prof->samples[i].count;
+	for (size_t i = 0; i < t->prof->nr_samples; i++)
+		if (t->prof->samples[i].event == PROF_EV_FAULTS)
+			fault_bytes += t->prof->samples[i].weight_ns;
 
 	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"%d\">ember: ", IMAGE_WIDTH / 2, y);
 	put_xml(out, m->host_name ? m->host_name : "unknown host", 0);
@@ -562,8 +591,11 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 		fputs("on-CPU and off-CPU", out);
 	else if (off)
 		fputs("off-CPU", out);
-	else
+	else if (cpu || !faults)
 		fputs("on-CPU", out);
+	if (faults)
+		fputs(cpu || off ? ", and bytes of memory first touched (page faults)" :
+				   "bytes of memory first touched (page faults)", out);
 	fputs("</text>\n", out);
 
 	y += 18;
@@ -582,6 +614,13 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 	}
 	if (off)
 		fprintf(out, "offcpu: %s intervals", thousands(counts[PROF_EV_OFFCPU], num));
+	if (faults) {
+		fputs(cpu || off ? ", " : "", out);
+		fprintf(out, "faults: %s samples", thousands(counts[PROF_EV_FAULTS], num));
+		if (m->fault_period)
+			fprintf(out, ", one per %" PRIu32 " page faults", m->fault_period);
+		fprintf(out, ", %.1f MiB of memory first touched", fault_bytes / 1048576.0);
+	}
 	if (m->backend) {
 		fputs(" \xc2\xb7 backend ", out);
 		put_xml(out, m->backend, 0);
@@ -591,9 +630,15 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 	/* How to read the widths: a line of its own, it is long */
 	y += 16;
 	fprintf(out, "<text id=\"note\" x=\"%d\" y=\"%d\">widths: ", IMAGE_WIDTH / 2, y);
-	fputs(t->microseconds ? "microseconds (on-CPU samples weighted by their period, "
-				"off-CPU intervals by their blocked time)"
-			      : "sample counts", out);
+	if (t->bytes)
+		fputs("bytes of memory first touched (sampled page faults x page size; "
+		      "a huge-page fault counts as one page)", out);
+	else
+		fputs(t->microseconds ? "microseconds (on-CPU samples weighted by their period, "
+					"off-CPU intervals by their blocked time)"
+				      : "sample counts", out);
+	if (faults && !t->bytes)
+		fputs("; under [faults]: bytes of memory first touched", out);
 	if (pruned)
 		fprintf(out, " \xc2\xb7 %s boxes under 0.1%% not drawn", thousands(pruned, num));
 	put_stack_quality(out, t->prof);
@@ -644,7 +689,7 @@ static void put_document(FILE *out, const struct tree *t, const struct layout *l
 		"width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
 		"data-total=\"%" PRIu64 "\" data-unit=\"%s\" data-xpad=\"%d\">\n",
 		IMAGE_WIDTH, lo->height, IMAGE_WIDTH, lo->height, t->nodes[0].value,
-		t->microseconds ? "us" : "samples", X_PAD);
+		t->bytes ? "bytes" : t->microseconds ? "us" : "samples", X_PAD);
 	fprintf(out, "<style type=\"text/css\"><![CDATA[\n%s]]></style>\n", ember_flamegraph_css);
 	fprintf(out, "<rect id=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\"/>\n",
 		IMAGE_WIDTH, lo->height);

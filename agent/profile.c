@@ -502,6 +502,9 @@ void pb_add_record(struct profile_builder *pb,
 	case EMBER_REC_OFFCPU:
 		add_sample(pb, (const void *)rec, PROF_EV_OFFCPU);
 		break;
+	case EMBER_REC_FAULT:
+		add_sample(pb, (const void *)rec, PROF_EV_FAULTS);
+		break;
 	case EMBER_REC_EXEC: {
 		const struct ember_exec *x = (const void *)rec;
 		struct proc_entry *p;

@@ -21,6 +21,7 @@
 enum prof_event {
 	PROF_EV_CPU,		/* on-CPU samples */
 	PROF_EV_OFFCPU,		/* off-CPU intervals */
+	PROF_EV_FAULTS,		/* sampled page faults: weight in bytes */
 	PROF_EV__COUNT,
 };
 
@@ -47,8 +48,9 @@ struct prof_sample {
 	enum prof_event event;
 	uint32_t nr_frames;
 	const struct sym_frame *const *frames;
-	uint64_t count;		/* samples or off-CPU intervals */
-	uint64_t weight_ns;	/* sum of periods, or of off-CPU time */
+	uint64_t count;		/* samples, off-CPU intervals or fault samples */
+	uint64_t weight_ns;	/* sum of periods, of off-CPU time, or bytes
+				 * faulted in (PROF_EV_FAULTS) */
 	/* Up to nr_timestamps CLOCK_REALTIME sample times (bounded, may be 0). */
 	uint32_t nr_timestamps;
 	const uint64_t *timestamps_ns;
@@ -60,6 +62,7 @@ struct prof_meta {
 	uint32_t events;		/* bit (1 << enum prof_event) per event recorded */
 	uint32_t freq_hz;		/* on-CPU sampling frequency */
 	uint64_t period_ns;		/* 1e9 / freq_hz */
+	uint32_t fault_period;		/* page faults per PROF_EV_FAULTS sample */
 	uint64_t start_ns, end_ns;	/* CLOCK_REALTIME */
 	uint64_t samples[PROF_EV__COUNT];	/* records aggregated per event */
 	uint64_t lost;			/* records the producers dropped */

@@ -29,6 +29,7 @@ struct record_opts {
 	size_t max_stacks;
 	bool include_idle;
 	uint64_t offcpu_min_ns;	/* --offcpu-min, 0: every interval */
+	uint32_t fault_period;		/* --fault-period, 0: the default */
 	char *debug_dirs;		/* --debug-dir, ':'-joined, malloc'd; NULL = default */
 	bool debuginfod;		/* --debuginfod */
 	bool no_cfi;			/* --no-cfi: frame pointers only */

@@ -43,6 +43,8 @@ int session_open(struct session *s, const struct session_options *opt,
 	s->want_unwind = !opt->no_unwind_tables;
 	s->verbose_unwind = opt->verbose_unwind;
 	s->freq_hz = opt->src.freq_hz ? opt->src.freq_hz : EMBER_DEFAULT_FREQ;
+	s->fault_period = opt->src.fault_period ? opt->src.fault_period :
+			  EMBER_DEFAULT_FAULT_PERIOD;
 	s->sym = sym_new(&opt->sym);
 	if (!s->sym) {
 		snprintf(err, err_len, "cannot create the symbolizer: out of memory");
@@ -223,8 +225,12 @@ struct profile *session_snapshot(struct session *s)
 		meta.events |= 1u << PROF_EV_CPU;
 	if (s->events & EMBER_EV_OFFCPU)
 		meta.events |= 1u << PROF_EV_OFFCPU;
+	if (s->events & EMBER_EV_FAULTS)
+		meta.events |= 1u << PROF_EV_FAULTS;
 	meta.freq_hz = s->freq_hz;
 	meta.period_ns = 1000000000ull / s->freq_hz;
+	if (s->events & EMBER_EV_FAULTS)
+		meta.fault_period = s->fault_period;
 	meta.start_ns = s->start_real_ns;
 	meta.end_ns = now_ns(CLOCK_REALTIME);
 	meta.lost = lost >= s->lost_base ? lost - s->lost_base : lost;

@@ -40,6 +40,7 @@ struct session {
 	char backend_why[256];		/* the reason the backend was chosen */
 	uint32_t events;		/* EMBER_EV_* asked */
 	uint32_t freq_hz;
+	uint32_t fault_period;
 	uint64_t start_real_ns;		/* CLOCK_REALTIME of start/last reset */
 	uint64_t lost_base;		/* source lost count at start/last reset */
 	uint64_t corrupt_base;

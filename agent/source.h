@@ -25,6 +25,7 @@ struct ember_source_config {
 	uint64_t cgroup_id;		/* cgroup v2 id filter, 0 = all */
 	uint64_t offcpu_min_ns;
 	uint32_t offcpu_sample_ppm;	/* 0 = keep all */
+	uint32_t fault_period;		/* page faults per sample, 0 = default */
 	uint32_t ring_bytes;		/* per CPU, 0 = backend default */
 	/*
 	 * Test mode: follow each sample with EMBER_REC_USER_STACK (the user

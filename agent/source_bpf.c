@@ -92,7 +92,7 @@ struct ember_source {
 	struct ember_bpf *skel;
 	struct ring_buffer *rb;
 	struct perf_buffer *pb;
-	struct bpf_link **links;	/* perf_event links, one per online CPU */
+	struct bpf_link **links;	/* perf_event links: per online CPU, per event */
 	int nr_links;
 	struct bpf_link *tp_links[3];
 	struct bpf_link *back_link;	/* deferred off-CPU hook, open..close */
@@ -183,6 +183,19 @@ static int perf_open_clock(int cpu, uint32_t freq, bool cycles)
 				   PERF_COUNT_SW_CPU_CLOCK,
 		.freq = 1,
 		.sample_freq = freq,
+	};
+
+	return syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Every period-th page fault on cpu (any task), for ember_faults. */
+static int perf_open_faults(int cpu, uint32_t period)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_PAGE_FAULTS,
+		.sample_period = period,
 	};
 
 	return syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -472,6 +485,7 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	/* cpu-clock periods are ns; a cycles period is not */
 	skel->rodata->fixed_weight_ns =
 		s->clock_event == EMBER_CLOCK_CYCLES ? 1000000000ull / cfg->freq_hz : 0;
+	skel->rodata->fault_page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	skel->rodata->offcpu_min_ns = cfg->offcpu_min_ns;
 	skel->rodata->offcpu_ppm = cfg->offcpu_sample_ppm;
 	skel->rodata->inflight_value_size = vsize;
@@ -514,6 +528,7 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		bpf_unwind_size(&um, !cfg->no_unwind_tables, cfg->nr_pids > 0);
 	}
 	bpf_program__set_autoload(skel->progs.ember_oncpu, cfg->events & EMBER_EV_ONCPU);
+	bpf_program__set_autoload(skel->progs.ember_faults, cfg->events & EMBER_EV_FAULTS);
 	bpf_program__set_autoload(skel->progs.ember_switch_btf, off && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_switch_raw, off && s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_exec_btf, life && !s->raw_tp);
@@ -874,12 +889,14 @@ static int bpf_start(struct ember_source *s)
 		if (ret)
 			goto fail;
 	}
-	if (cfg->events & EMBER_EV_ONCPU) {
-		s->links = calloc(s->nr_online, sizeof(*s->links));
+	if (cfg->events & (EMBER_EV_ONCPU | EMBER_EV_FAULTS)) {
+		s->links = calloc(2 * (size_t)s->nr_online, sizeof(*s->links));
 		if (!s->links) {
 			ret = -ENOMEM;
 			goto fail;
 		}
+	}
+	if (cfg->events & EMBER_EV_ONCPU) {
 		for (int i = 0; i < s->nr_online; i++) {
 			fd = perf_open_clock(s->online[i], cfg->freq_hz,
 					     s->clock_event == EMBER_CLOCK_CYCLES);
@@ -889,8 +906,31 @@ static int bpf_start(struct ember_source *s)
 					s->online[i], strerror(-ret));
 				goto fail;
 			}
-			s->links[i] = bpf_program__attach_perf_event(k->progs.ember_oncpu, fd);
-			if (!s->links[i]) {
+			s->links[s->nr_links] =
+				bpf_program__attach_perf_event(k->progs.ember_oncpu, fd);
+			if (!s->links[s->nr_links]) {
+				ret = -errno;
+				close(fd);
+				goto fail;
+			}
+			s->nr_links++;
+		}
+	}
+	if (cfg->events & EMBER_EV_FAULTS) {
+		uint32_t period = cfg->fault_period ? cfg->fault_period :
+				  EMBER_DEFAULT_FAULT_PERIOD;
+
+		for (int i = 0; i < s->nr_online; i++) {
+			fd = perf_open_faults(s->online[i], period);
+			if (fd < 0) {
+				ret = -errno;
+				fprintf(stderr, "ember: perf_event_open(page-faults) on CPU %d: %s\n",
+					s->online[i], strerror(-ret));
+				goto fail;
+			}
+			s->links[s->nr_links] =
+				bpf_program__attach_perf_event(k->progs.ember_faults, fd);
+			if (!s->links[s->nr_links]) {
 				ret = -errno;
 				close(fd);
 				goto fail;

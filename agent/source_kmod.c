@@ -473,6 +473,12 @@ static int kmod_open(struct ember_source **out,
 			 "this ember module cannot record off-CPU time: use -e cpu, or --backend bpf");
 		r = -EOPNOTSUPP;
 	}
+	if (!r && (cfg->events & EMBER_EV_FAULTS) &&
+	    !(src->info.caps & EMBER_CAP_FAULTS)) {
+		snprintf(err, err_len,
+			 "this ember module cannot record page faults (older than -e faults, or no perf events): load a newer ember.ko, or use --backend bpf");
+		r = -EOPNOTSUPP;
+	}
 	if (r) {
 		if (!err[0])
 			snprintf(err, err_len, "the ember module does not answer GET_INFO: %s",
@@ -564,7 +570,10 @@ static int kmod_start(struct ember_source *src)
 	    (c->ring_bytes && nla_put_u32(msg, EMBER_A_RING_SIZE, c->ring_bytes)) ||
 	    (c->offcpu_min_ns && nla_put_u64(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns)) ||
 	    (c->offcpu_sample_ppm &&
-	     nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_sample_ppm)))
+	     nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_sample_ppm)) ||
+	    ((c->events & EMBER_EV_FAULTS) &&
+	     nla_put_u32(msg, EMBER_A_FAULT_PERIOD,
+			 c->fault_period ? c->fault_period : EMBER_DEFAULT_FAULT_PERIOD)))
 		r = -EMSGSIZE;
 	if (!r)
 		r = put_filter(msg, c->pids, c->nr_pids, c->cgroup_id);

@@ -6,6 +6,8 @@
  *
  * Programs:
  *   ember_oncpu            perf_event on each CPU's cpu-clock (or cycles) event
+ *   ember_faults           perf_event on each CPU's page-fault software event
+ *                          (every fault_period-th fault): EMBER_REC_FAULT
  *   ember_switch_btf/_raw  sched_switch: note when and how a thread leaves
  *   ember_back_fentry/_kprobe  finish_task_switch, in the returning thread:
  *                          emit its interval with its stacks (deferred mode)
@@ -53,6 +55,7 @@ const volatile __u32 offcpu_ppm;	/* 0: keep every interval */
 const volatile __u32 inflight_value_size;
 const volatile bool offcpu_deferred;
 const volatile bool stack_copy;		/* test mode: EMBER_REC_USER_STACK */
+const volatile __u64 fault_page_size = 4096;	/* bytes per faulted page */
 
 /* Filters, changed at run time through the mmap'ed .bss. */
 __u32 filter_pids_on;
@@ -622,8 +625,14 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	bpf_ringbuf_submit(r, 0);
 }
 
-SEC("perf_event")
-int ember_oncpu(struct bpf_perf_event_data *ctx)
+/*
+ * A perf_event sample: on-CPU (cpu-clock/cycles) or a sampled page fault.
+ * Both share EMBER_SLOT_ONCPU: the kernel never nests one perf_event
+ * program inside another on a CPU (bpf_prog_active), so they cannot use
+ * the slot at once.
+ */
+static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
+				       __u16 type)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 id = bpf_get_current_pid_tgid();
@@ -638,9 +647,10 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 
 	if (!st)
 		return 0;
-	st->samples++;
+	if (type == EMBER_REC_SAMPLE)
+		st->samples++;
 	if (tid == 0) {
-		if (!include_idle) {
+		if (!include_idle || type != EMBER_REC_SAMPLE) {
 			st->filtered++;
 			return 0;
 		}
@@ -662,8 +672,17 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 	if (kthread)
 		flags |= EMBER_SF_KTHREAD;
 
-	fill_common(s, EMBER_REC_SAMPLE, bpf_ktime_get_ns(), tgid, tid);
-	s->weight_ns = fixed_weight_ns ? fixed_weight_ns : ctx->sample_period;
+	fill_common(s, type, bpf_ktime_get_ns(), tgid, tid);
+	if (type == EMBER_REC_FAULT)
+		/*
+		 * Bytes: faults this sample stands for x the base page size.
+		 * The software event does not tell the size of the page a
+		 * fault mapped: a huge-page fault counts as one base page.
+		 */
+		s->weight_ns = ctx->sample_period * fault_page_size;
+	else
+		s->weight_ns = fixed_weight_ns ? fixed_weight_ns :
+						 ctx->sample_period;
 	if (!in_kernel) {
 		const struct uapi_x86_regs *r = (const void *)ctx;
 
@@ -679,9 +698,22 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 	if (size > sizeof(*sc))
 		return 0;
 	emit(ctx, s, size, st);
-	if (stack_copy && !kthread && s->nr_user)
+	if (stack_copy && type == EMBER_REC_SAMPLE && !kthread && s->nr_user)
 		copy_user_stack(s, in_kernel ? NULL : ctx);
 	return 0;
+}
+
+SEC("perf_event")
+int ember_oncpu(struct bpf_perf_event_data *ctx)
+{
+	return perf_sample(ctx, EMBER_REC_SAMPLE);
+}
+
+/* Every fault_period-th page fault on a CPU (PERF_COUNT_SW_PAGE_FAULTS). */
+SEC("perf_event")
+int ember_faults(struct bpf_perf_event_data *ctx)
+{
+	return perf_sample(ctx, EMBER_REC_FAULT);
 }
 
 static __always_inline __u8 offcpu_state(bool preempt, long state)

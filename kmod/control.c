@@ -17,6 +17,15 @@
 #include "ember_kmod.h"
 #include "ring.h"
 
+/*
+ * Above what NLA_POLICY_RANGE's s16 bounds hold. Not const: before 6.2
+ * the policy points at a mutable one.
+ */
+static struct netlink_range_validation ember_fault_period_range = {
+	.min = EMBER_MIN_FAULT_PERIOD,
+	.max = EMBER_MAX_FAULT_PERIOD,
+};
+
 static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_PAD]			= { .type = NLA_REJECT },
 	/* replies only */
@@ -60,7 +69,8 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_UNWIND_MAPPINGS]	= { .type = NLA_BINARY,
 					    .len = EMBER_UNWIND_MAX_MAPPINGS *
 						   sizeof(struct ember_unwind_mapping) },
-	[EMBER_A_FAULT_PERIOD]		= { .type = NLA_REJECT },
+	[EMBER_A_FAULT_PERIOD]		= NLA_POLICY_FULL_RANGE(NLA_U32,
+								&ember_fault_period_range),
 	[EMBER_A_RING_MEM_USED]		= { .type = NLA_REJECT },
 	[EMBER_A_RING_MEM_CAP]		= { .type = NLA_REJECT },
 };
@@ -225,6 +235,8 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 	c->offcpu_ppm = ember_get_u32(tb, EMBER_A_OFFCPU_SAMPLE_PPM, 0);
 	if (tb[EMBER_A_OFFCPU_MIN_NS])
 		c->offcpu_min_ns = nla_get_u64(tb[EMBER_A_OFFCPU_MIN_NS]);
+	c->fault_period = ember_get_u32(tb, EMBER_A_FAULT_PERIOD,
+					EMBER_DEFAULT_FAULT_PERIOD);
 
 	if (ember_caps & EMBER_CAP_ONCPU)
 		ev_caps |= EMBER_EV_ONCPU;
@@ -232,6 +244,8 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 		ev_caps |= EMBER_EV_OFFCPU;
 	if (ember_caps & EMBER_CAP_LIFECYCLE)
 		ev_caps |= EMBER_EV_LIFECYCLE;
+	if (ember_caps & EMBER_CAP_FAULTS)
+		ev_caps |= EMBER_EV_FAULTS;
 	if (!c->events || (c->events & ~ev_caps)) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_EVENTS],
 				    "EVENTS must be a non-empty set of supported EMBER_EV_* bits");

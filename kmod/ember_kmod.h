@@ -32,6 +32,7 @@ struct ember_config {
 	u32 watermark;
 	u64 offcpu_min_ns;
 	u32 offcpu_ppm;
+	u32 fault_period;	/* page faults per EMBER_REC_FAULT */
 };
 
 /* Per-CPU counters; local64_t so nested writers on one CPU never lose one. */
@@ -136,6 +137,12 @@ bool ember_cycles_available(void);
 #ifdef EMBER_SELFTEST
 void ember_selftest_nmi_sample(struct pt_regs *regs);
 #endif
+
+/* faults.c */
+int ember_faults_start(const struct ember_config *cfg,
+		       struct netlink_ext_ack *extack);
+void ember_faults_stop(void);
+bool ember_faults_available(void);
 
 /* offcpu.c and lifecycle.c */
 int ember_offcpu_check_params(void);

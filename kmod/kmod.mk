@@ -86,7 +86,7 @@ module-selftest: kmod-configure
 module-check: kmod-configure $(CHECKPATCH)
 	$(Q)rm -rf $(kmod_cfgdir)/check
 	$(Q)$(call KMOD_COPY,$(kmod_cfgdir)/check)
-	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/check W=1 C=2 modules \
+	$(Q)+$(KMOD_MAKE) M=$(kmod_cfgdir)/check W=1 C=2 modules \
 		>$(kmod_cfgdir)/check.log 2>&1; rc=$$?; cat $(kmod_cfgdir)/check.log; \
 		[ $$rc -eq 0 ] || { echo "kmod: W=1/sparse build failed" >&2; exit 1; }
 	@# every warning counts: one raised by a macro of ours is reported at

@@ -68,6 +68,8 @@ static int __init ember_init(void)
 		ember_caps |= EMBER_CAP_LIFECYCLE;
 	if (ember_cycles_available())
 		ember_caps |= EMBER_CAP_CYCLES;
+	if (ember_faults_available())
+		ember_caps |= EMBER_CAP_FAULTS;
 
 	ret = ember_session_init();
 	if (ret)

@@ -97,6 +97,11 @@ int ember_session_start(const struct ember_config *req, u32 portid,
 		if (ret)
 			goto fail;
 	}
+	if (cfg.events & EMBER_EV_FAULTS) {
+		ret = ember_faults_start(&cfg, extack);
+		if (ret)
+			goto fail;
+	}
 	ember_cfg = cfg;
 	ember_gen++;
 	WRITE_ONCE(ember_owner_net, net);
@@ -118,6 +123,7 @@ void ember_session_stop(void)
 	if (!ember_running)
 		return;
 	/* after these return no writer runs any more */
+	ember_faults_stop();
 	ember_oncpu_stop();
 	ember_offcpu_stop();
 	ember_lifecycle_stop();

@@ -381,6 +381,8 @@ enum ember_cmd {
 #define EMBER_EV_ALLOC		(1U << 4)	/* EMBER_REC_ALLOC/FREE from probes */
 
 #define EMBER_DEFAULT_FAULT_PERIOD	64	/* page faults per sample */
+#define EMBER_MIN_FAULT_PERIOD		1
+#define EMBER_MAX_FAULT_PERIOD		1000000
 
 /* EMBER_A_CLOCK_EVENT */
 enum ember_clock_event {
@@ -402,6 +404,7 @@ enum ember_clock_event {
 #define EMBER_CAP_USER_STACKS	(1ULL << 5)
 #define EMBER_CAP_KERNEL_STACKS	(1ULL << 6)
 #define EMBER_CAP_UNWIND_CFI	(1ULL << 7)	/* EMBER_CMD_UNWIND_* tables */
+#define EMBER_CAP_FAULTS	(1ULL << 8)	/* EMBER_EV_FAULTS */
 
 enum ember_attr {
 	EMBER_A_UNSPEC,

@@ -52,6 +52,9 @@ int main(void)
 		  .nr_frames = 1, .frames = s4, .count = 2, .weight_ns = 2000000 },
 		{ .process = &proc, .tid = 7, .thread_name = "prog", .event = PROF_EV_OFFCPU,
 		  .nr_frames = 5, .frames = s1, .count = 4, .weight_ns = 2500400 },
+		/* page faults: weight_ns holds bytes (2 samples x 64 x 4096) */
+		{ .process = &proc, .tid = 7, .thread_name = "prog", .event = PROF_EV_FAULTS,
+		  .nr_frames = 3, .frames = s2, .count = 2, .weight_ns = 524288 },
 	};
 	struct profile p = { .samples = samples, .nr_samples = 5,
 			     .processes = &proc, .nr_processes = 1 };
@@ -85,6 +88,26 @@ int main(void)
 		strstr(out, "prog;[cpu];main;fa;burn 15000\n") &&
 		strstr(out, "prog;[offcpu];main;fa;burn;do_syscall_64_[k];schedule_[k] 2500\n") &&
 		strstr(out, "prog;[cpu];main;fa;burn;do_syscall_64_[k];schedule_[k] 3000\n"),
+		"got:\n%s", out ? out : "(null)");
+	free(out);
+
+	/* faults only: bytes, no meta frame */
+	p.samples = &samples[6];
+	p.nr_samples = 1;
+	p.meta.events = 1u << PROF_EV_FAULTS;
+	out = fold(&p);
+	T_CHECK("folded_faults_bytes", out && !strcmp(out, "prog;main;fa;burn 524288\n"),
+		"got:\n%s", out ? out : "(null)");
+	free(out);
+
+	/* cpu and faults: [cpu] counts, [faults] bytes */
+	p.samples = samples;
+	p.nr_samples = 7;
+	p.meta.events = (1u << PROF_EV_CPU) | (1u << PROF_EV_FAULTS);
+	out = fold(&p);
+	T_CHECK("folded_cpu_and_faults", out &&
+		strstr(out, "prog;[faults];main;fa;burn 524288\n") &&
+		strstr(out, "prog;[cpu];main;fa;burn 15000\n"),
 		"got:\n%s", out ? out : "(null)");
 	free(out);
 

@@ -82,6 +82,24 @@ int main(void)
 	refused("run_config_queue_max_bytes_junk", NULL,
 		ARGS("--queue-max-bytes", "12Q"), "queue_max_bytes");
 
+	/* Page faults: off by default, from the file or flags, period bounded. */
+	r = load(&c, NULL, NULL);
+	T_CHECK("run_config_faults_default_off", !r && !c.faults && c.fault_period == 64,
+		"r=%d %s faults=%d period=%u", r, err, c.faults, c.fault_period);
+	run_config_free(&c);
+	r = load(&c, "faults = true\nfault_period = 16\n", NULL);
+	T_CHECK("run_config_faults_file", !r && c.faults && c.fault_period == 16,
+		"r=%d %s faults=%d period=%u", r, err, c.faults, c.fault_period);
+	run_config_free(&c);
+	r = load(&c, NULL, ARGS("--faults", "--fault-period", "1000"));
+	T_CHECK("run_config_faults_flags", !r && c.faults && c.fault_period == 1000,
+		"r=%d %s faults=%d period=%u", r, err, c.faults, c.fault_period);
+	run_config_free(&c);
+	refused("run_config_fault_period_zero", NULL, ARGS("--fault-period", "0"),
+		"fault_period");
+	refused("run_config_fault_period_high", "fault_period = 1000001\n", NULL,
+		"fault_period");
+
 	/* The longest Retry-After honoured. */
 	r = load(&c, "retry_after_max_ms = 1000\n", NULL);
 	T_CHECK("run_config_retry_after_max_file", !r && c.retry_after_max_ms == 1000,

@@ -74,6 +74,13 @@ if [ -x /payload/agent/ember ]; then
 	bash ./e2e.sh --backend bpf --ember ./ember --phases ./ember-phases \
 		--freq 999 --scale 2 --out /tmp/e2e --shares per-thread 2>&1 |
 		sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p'
+	# -e faults: ember_faults loads and attaches on this kernel, bytes
+	# per chain and in total against faultwork's truth
+	if [ -x ./faultwork ]; then
+		sh ./check-faults.sh --ember ./ember --work ./faultwork --backend bpf \
+			--label bpf_vm --rounds 8 --out /tmp/faults 2>&1 |
+			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+	fi
 	# user stacks without frame pointers, through the CFI tables
 	if [ -x ./unwind-gcc/nofp-work ]; then
 		sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc \

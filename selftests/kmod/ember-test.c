@@ -958,6 +958,12 @@ static int cmd_badreq(const char *name)
 		nla_put(m, EMBER_A_FILTER_PIDS, sizeof(p), p);
 	} else if (!strcmp(name, "watermark-zero")) {
 		nla_put_u32(m, EMBER_A_WATERMARK, 0);
+	} else if (!strcmp(name, "fault-period0")) {
+		nla_put_u32(m, EMBER_A_EVENTS, EMBER_EV_FAULTS);
+		nla_put_u32(m, EMBER_A_FAULT_PERIOD, 0);
+	} else if (!strcmp(name, "fault-period-high")) {
+		nla_put_u32(m, EMBER_A_EVENTS, EMBER_EV_FAULTS);
+		nla_put_u32(m, EMBER_A_FAULT_PERIOD, 1000001);
 	} else if (!strcmp(name, "ppm-high")) {
 		nla_put_u32(m, EMBER_A_OFFCPU_SAMPLE_PPM, 1000001);
 	} else if (!strcmp(name, "truncated-attr")) {

@@ -332,13 +332,14 @@ t_badreq() {
 	for r in freq0 freq-high freq-short freq-long unknown-attr readonly-attr \
 		ring-not-pow2 ring-huge kstack-high events-zero events-unknown \
 		flags-unknown clock-unknown pids-odd pids-too-many watermark-zero \
-		ppm-high truncated-attr garbage filter-unknown; do
+		ppm-high fault-period0 fault-period-high truncated-attr garbage \
+		filter-unknown; do
 		out=$($ET badreq $r 2>&1) || bad="$bad $r($out)"
 		n=$((n + 1))
 	done
 	running=$($ET info | sed -n 's/.*running=\([0-9]\).*/\1/p')
 	if [ -z "$bad" ] && [ "$running" = 0 ]; then
-		pass "badreq: all $n malformed requests refused, nothing started (e.g. $($ET badreq freq-high))"
+		pass "badreq: all $n malformed requests refused, nothing started (e.g. $($ET badreq freq-high); $($ET badreq fault-period0))"
 	else
 		fail badreq "accepted:$bad running=$running"
 	fi

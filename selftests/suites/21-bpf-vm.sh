@@ -8,8 +8,9 @@
 # records, exact losses. Then, with kernel.modules_disabled=1, `ember
 # record` with --backend auto must say it uses eBPF, and the agent's
 # end-to-end checks (selftests/agent/e2e/e2e.sh: shares, call chains,
-# kernel frames, off-CPU...) must pass with --backend bpf, as they do with
-# the module in suite 40. Any kernel WARNING/BUG in the guest fails the run.
+# kernel frames, off-CPU...) and -e faults against selftests/faults's
+# ground truth must pass with --backend bpf, as they do with the module in
+# suite 40. Any kernel WARNING/BUG in the guest fails the run.
 #
 # EMBER_VM_KERNELS="6.1" limits the kernels.
 set -uo pipefail
@@ -44,6 +45,8 @@ if make -s agent-e2e unwind-work >"$work/agent-build.log" 2>&1; then
 	# no-frame-pointer ground truth (CFI unwinding), gcc build
 	cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"
 	cp selftests/unwind/check-nofp.sh selftests/unwind/check-oracle.sh "$work/agent/"
+	# -e faults ground truth: ember_faults through this kernel's verifier
+	cp agent/gen/tests/faultwork selftests/faults/check-faults.sh "$work/agent/"
 	# the rate test's reference timer (the module's VM test uses it too)
 	${CC:-cc} -O2 -Wall -o "$work/agent/ticker" selftests/kmod/ticker.c ||
 		t_fail "bpf-vm: ticker build" "selftests/kmod/ticker.c did not build"

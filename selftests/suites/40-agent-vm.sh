@@ -22,7 +22,8 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/agent"
-cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh \
+cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
+	selftests/faults/check-faults.sh selftests/agent/e2e/e2e.sh \
 	selftests/agent/e2e/guest.sh selftests/unwind/check-nofp.sh \
 	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
 	selftests/unwind/check-cost.sh selftests/unwind/check-jit.sh \

@@ -3,7 +3,8 @@
 # picks here (eBPF on a kernel without module support): the phases workload
 # (CPU shares within 3 points, symbolized chains, kernel frames under the
 # syscall phase), a 200 ms process, stdio/exit status pass-through, Ctrl-C,
-# off-CPU and SVG (which must open in headless Chromium; screenshot in
+# off-CPU, -e faults against selftests/faults/faultwork's ground truth,
+# and SVG (which must open in headless Chromium; screenshot in
 # selftests/artifacts/record-host.png). See selftests/agent/e2e/e2e.sh.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,6 +61,9 @@ rm -rf "$art"
 # A real CPU: compare with the threads' raw CPU time (see --truth in e2e.sh).
 selftests/agent/e2e/e2e.sh --backend "$backend" --ember agent/ember \
 	--phases agent/gen/tests/ember-phases --out "$art" --truth cpu
+# -e faults: bytes per call chain and in total against faultwork's truth
+selftests/faults/check-faults.sh --ember agent/ember --backend "$backend" \
+	--work agent/gen/tests/faultwork --label "host_$backend" --out "$art/faults"
 
 # The SVG of that real recording opens in headless Chromium: its script runs
 # to the end (data-ember-ready) with no error in the DOM or the console, and

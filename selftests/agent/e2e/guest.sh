@@ -33,6 +33,12 @@ bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
 	--freq "${EMBER_E2E_FREQ:-999}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e \
 	--shares per-thread
 
+# -e faults through the module: bytes per call chain within 5 points and
+# in total within 20% of faultwork's truth (fewer rounds: page faults are
+# slow under emulation)
+sh ./check-faults.sh --ember ./ember --work ./faultwork --backend kmod \
+	--label kmod_vm --rounds "${EMBER_FAULTS_ROUNDS:-8}" --out $out/faults
+
 # User stacks without frame pointers through the module's CFI unwinder:
 # shares, complete chains (PLT, dlopen, qsort, signal frame), off-CPU.
 # The warm-up leaves the agent time to build tables under emulation.
