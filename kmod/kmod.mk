@@ -51,7 +51,7 @@ kmod-configure:
 
 module: kmod-configure
 	$(Q)$(call KMOD_COPY,$(kmod_cfgdir)/build)
-	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/build modules
+	$(Q)+$(KMOD_MAKE) M=$(kmod_cfgdir)/build modules
 	@# atomic: a concurrent build for another kernel never leaves half a file
 	$(Q)cp $(kmod_cfgdir)/build/ember.ko $(TOP)/.ember.ko.$$$$ && \
 		mv -f $(TOP)/.ember.ko.$$$$ $(TOP)/ember.ko
@@ -71,11 +71,11 @@ $(CHECKPATCH):
 # ember-selftest.ko, and selftests/kmod/nmi's ember_nmi_test.ko against it.
 module-selftest: kmod-configure
 	$(Q)$(call KMOD_COPY,$(kmod_cfgdir)/selftest)
-	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/selftest EMBER_SELFTEST=y modules
+	$(Q)+$(KMOD_MAKE) M=$(kmod_cfgdir)/selftest EMBER_SELFTEST=y modules
 	$(Q)mkdir -p $(kmod_cfgdir)/nmi && \
 		cp -p $(TOP)/selftests/kmod/nmi/Kbuild $(TOP)/selftests/kmod/nmi/*.c \
 		$(kmod_cfgdir)/nmi/
-	$(Q)$(KMOD_MAKE) M=$(kmod_cfgdir)/nmi \
+	$(Q)+$(KMOD_MAKE) M=$(kmod_cfgdir)/nmi \
 		KBUILD_EXTRA_SYMBOLS=$(kmod_cfgdir)/selftest/Module.symvers modules
 	$(Q)cp $(kmod_cfgdir)/selftest/ember.ko $(TOP)/ember-selftest.ko
 	$(Q)cp $(kmod_cfgdir)/nmi/ember_nmi_test.ko $(TOP)/ember_nmi_test.ko

@@ -199,8 +199,10 @@ static int ember_fp_step(struct ember_uregs *r)
 	r->sp = r->fp + 16;
 	r->pc = ra;
 	r->fp = next;
-	/* the caller's rbp may be this frame's CFA itself: a caller
-	 * that calls right after its own push rbp; mov rbp,rsp */
+	/*
+	 * The caller's rbp may be this frame's CFA itself: a caller
+	 * that calls right after its own push rbp; mov rbp,rsp.
+	 */
 	r->fp_ok = next >= r->sp || !next;
 	r->exact = 0;
 	return EMBER_STEP_NEXT;
