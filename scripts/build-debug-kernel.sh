@@ -149,6 +149,10 @@ build() {
 		die "kernel build failed (log: $dir/build.log)"
 	fi
 	t2=$(date +%s)
+	# CPU seconds of everything this script ran (children's user + sys):
+	# wall time depends on what else the machine runs, this does not
+	local cpu_s
+	cpu_s=$(times | tail -n 1 | awk '{ split($1, u, /[ms]/); split($2, y, /[ms]/); printf "%d", u[1] * 60 + u[2] + y[1] * 60 + y[2] }')
 	[ -f "$dir/linux/Module.symvers" ] || die "no Module.symvers after the build"
 	readelf -n "$dir/linux/vmlinux" 2>/dev/null | grep -q 'Xen.*0x00000012' ||
 		die "vmlinux has no PVH entry note (CONFIG_PVH?)"
@@ -165,6 +169,8 @@ build() {
 		echo "EXTRACT_CONFIG_S=$((t1 - t0))"
 		echo "COMPILE_S=$((t2 - t1))"
 		echo "BUILD_S=$((t2 - t0))"
+		echo "CPU_S=$cpu_s"
+		echo "LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "BUILT_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 		echo "CHECKERS=$(checkers_of "$dir/linux/.config")"
 		echo "STATUS=ready"
@@ -178,7 +184,7 @@ build() {
 		[ "$old" = "$dir" ] || [ ! -d "$old/linux" ] || rm -rf "$old"
 	done
 	find "$BASE/debs" -name "${SRCPKG}_*_all.deb" ! -name "$(basename "$deb")" -delete
-	log "ready: $rel in $((t2 - t0)) s (extract+config $((t1 - t0)) s, compile $((t2 - t1)) s)"
+	log "ready: $rel in $((t2 - t0)) s (extract+config $((t1 - t0)) s, compile $((t2 - t1)) s; $cpu_s CPU s)"
 }
 
 # The checkers a .config has, as one word list.
