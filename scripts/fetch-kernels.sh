@@ -393,4 +393,8 @@ main() {
 	return $rc
 }
 
-main "$@"
+# Sourced (scripts/build-debug-kernel.sh reuses the private apt setup):
+# define the functions only.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	main "$@"
+fi

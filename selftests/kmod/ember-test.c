@@ -1304,8 +1304,10 @@ int main(int argc, char **argv)
 		report("info", ret);
 		if (ret)
 			return 1;
-		printf("version=%u caps=0x%" PRIx64 " running=%u nr_rings=%u ring_size=%u\n",
-		       in.version, in.caps, in.running, in.nr_rings, in.ring_size);
+		printf("version=%u caps=0x%" PRIx64 " running=%u nr_rings=%u ring_size=%u"
+		       " uw_tables=%u uw_bound=%u uw_used=%" PRIu64 "\n",
+		       in.version, in.caps, in.running, in.nr_rings, in.ring_size,
+		       in.uw_tables, in.uw_bound, in.uw_used);
 		return 0;
 	}
 	if (!strcmp(argv[1], "stop"))

@@ -8,6 +8,9 @@
 #       [--smp 2] [--mem 1G] [--timeout S] [--out HOSTDIR] [--log FILE]
 #       [--result FILE] [--quiet] [--nmi-every MS]
 #
+# SERIES: 5.10, 6.1 or 6.12 (Debian's, scripts/fetch-kernels.sh), or debug
+# (scripts/build-debug-kernel.sh's KASAN/lockdep kernel, built beforehand).
+#
 # Guest: each payload DIR appears as /payload/<basename of DIR>, with the
 # shared-library closure (ldd) of every ELF in it; --module FILE appears as
 # /payload/ember.ko; --host-file PATH copies a host file (plus closure) to the
@@ -69,7 +72,10 @@ while [ $# -gt 0 ]; do
 	*) echo "run-vm: unknown argument '$1'" >&2; usage 125 >&2 ;;
 	esac
 done
-[ -n "$series" ] || die "--kernel SERIES is required (5.10, 6.1 or 6.12)"
+[ -n "$series" ] || die "--kernel SERIES is required (5.10, 6.1, 6.12 or debug)"
+# "debug": the KASAN/lockdep/kmemleak/UBSAN 6.12 that
+# scripts/build-debug-kernel.sh built (same query options; never built here)
+[ "$series" != debug ] || FETCH=$TOP/scripts/build-debug-kernel.sh
 [ ${#payloads[@]} -gt 0 ] || [ -n "$cmd" ] || die "--payload DIR or --cmd is required"
 for p in "${payloads[@]}"; do [ -d "$p" ] || die "payload $p is not a directory"; done
 [ -z "$module" ] || [ -f "$module" ] || die "module $module not found"
