@@ -33,7 +33,7 @@ TIMEOUT=${EMBER_DEBUG_VM_TIMEOUT:-1800}
 # measures the emulator) and "offcpu-min" (it needs 10 ms sleeps to stay
 # under a 15 ms threshold: the debug kernel stretches them). 30-kmod-vm runs
 # both on Debian's kernels.
-TESTS=${EMBER_DEBUG_TESTS:-ustack kstack compat32 filter-pid filter-change filter-cgroup ring-full poll bogus-consumer owner badreq unwind nonroot cycles hotplug limits unload offcpu-blocks lifecycle exit-once pingpong}
+TESTS=${EMBER_DEBUG_TESTS:-ustack kstack compat32 filter-pid filter-change filter-cgroup ring-full poll bogus-consumer owner badreq unwind nonroot cycles hotplug limits unload offcpu-blocks lifecycle exit-once pingpong nlfuzz}
 logs=${EMBER_TEST_LOGS:-selftests/logs}/vm
 mkdir -p "$logs"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-35.XXXXXX")
@@ -136,7 +136,7 @@ fi
 echo "info: $T: module, guest programs and agent built in $((SECONDS - t0)) s"
 
 # tests this checkout's guest.sh knows; the others are named, not lost
-have=$(sed -n 's/^want \([a-z0-9-]*\) .*/\1/p' selftests/kmod/guest.sh selftests/kmod/guest-offcpu.sh)
+have=$(sed -n 's/^want \([a-z0-9-]*\) .*/\1/p' selftests/kmod/guest.sh selftests/kmod/guest-offcpu.sh selftests/kmod/guest-stress.sh)
 run_tests=""
 for t in $TESTS; do
 	if grep -qx -- "$t" <<<"$have"; then
@@ -200,6 +200,34 @@ if [ "$total" -eq 0 ] && [ -n "$exit_code" ] && [ "$exit_code" != none ]; then
 else
 	t_fail "$T: checker reports" "$(counts) (log: $logs/kmod-debug.log)"
 	t_kernel_log_excerpt "$logs/kmod-debug.log"
+fi
+
+# ---------------------------------------------- NMI context, checked
+# The sampling path in NMI context (NMIs injected through qemu's monitor,
+# a test build of ember.ko: selftests/kmod/guest-nmi.sh) under the same
+# checkers: what a hardware PMU would do, which TCG does not have.
+if "${NICE[@]}" make -j2 --no-print-directory module-selftest KDIR="$kdir" >"$work/selftest-build.log" 2>&1; then
+	cp ember-selftest.ko "$work/ember-selftest.ko"
+	cp ember_nmi_test.ko selftests/kmod/bin/ember_nmi_test.ko
+	"${NICE[@]}" "$RUNVM" --kernel debug --payload selftests/kmod \
+		--module "$work/ember-selftest.ko" --cmd "sh /payload/kmod/guest-nmi.sh" \
+		--append kasan_multi_shot --smp 2 --mem 1G --timeout 600 --nmi-every 20 \
+		--log "$logs/kmod-debug-nmi.log" --result "$work/nmi-res" \
+		>"$work/nmi.out" 2>"$work/nmi-runvm.err"
+	sed -nE "s/^(PASS|FAIL|SKIP): /\1: $T: /p" "$work/nmi.out"
+	count_reports "$logs/kmod-debug-nmi.log" /dev/null
+	nmi_total=$((n_kasan + n_lockdep + n_sleep + n_ubsan + n_list + n_warn + n_bug))
+	if grep -q '^PASS: nmi:' "$work/nmi.out" && [ "$nmi_total" -eq 0 ] &&
+		[ "$(vm_result "$work/nmi-res" kernel_problems)" = 0 ]; then
+		t_pass "$T: no checker report with NMI-context sampling"
+	else
+		t_fail "$T: NMI-context sampling under the checkers" "$(counts) (log: $logs/kmod-debug-nmi.log)"
+		t_kernel_log_excerpt "$logs/kmod-debug-nmi.log"
+	fi
+	# the report below is about the main run
+	count_reports "$logs/kmod-debug.log" "$work/guest.out"
+else
+	t_fail "$T: test build (module-selftest)" "$(oneline "$work/selftest-build.log" 2)"
 fi
 
 steps=$(sed -n 's/^debug: step=\([a-z0-9-]*\) seconds=\([0-9]*\)$/\1 \2s,/p' "$work/guest.out" | tr '\n' ' ' | sed 's/, *$//')
