@@ -22,7 +22,11 @@ KMOD_COPY = mkdir -p $(1)/kmod $(1)/include/uapi && \
 	cp -p $(TOP)/kmod/*.c $(TOP)/kmod/*.h $(1)/kmod/ && \
 	cp -p $(TOP)/include/uapi/ember.h $(1)/include/uapi/ && \
 	cp -p $(TOP)/include/ember_unwind.h $(1)/include/
-KMOD_MAKE = $(MAKE) -C $(KDIR) EMBER_CONFIG_DIR=$(kmod_cfgdir)
+# EMBER_MODVERSION: the module's MODULE_VERSION (modinfo, /sys/module/ember/
+# version) is the release in ./VERSION, so an operator sees which release
+# is built and which is loaded.
+KMOD_MAKE = $(MAKE) -C $(KDIR) EMBER_CONFIG_DIR=$(kmod_cfgdir) \
+	EMBER_MODVERSION=$(shell cat $(TOP)/VERSION 2>/dev/null)
 CHECKPATCH := $(TOP)/.cache/linux-source-6.1/scripts/checkpatch.pl
 
 .PHONY: module module-check module-selftest kmod-default kmod-guest kmod-configure

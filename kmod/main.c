@@ -111,4 +111,8 @@ module_exit(ember_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("ember authors");
 MODULE_DESCRIPTION("ember: on-CPU and off-CPU stack sampling profiler");
-MODULE_VERSION("0.1");
+/* the release (./VERSION), passed by kmod/kmod.mk */
+#ifndef EMBER_MODVERSION
+#define EMBER_MODVERSION "0.0.0"
+#endif
+MODULE_VERSION(EMBER_MODVERSION);

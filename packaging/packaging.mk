@@ -9,14 +9,19 @@
 #                                 build/deb/ember-dkms_<v>_all.deb
 #                                 (dpkg-buildpackage, in a staged copy)
 #   make rpm                      build/rpm/RPMS/*/ember{,-dkms}-<v>-1.*.rpm
+#   make deb PKG_VERSION=0.1.1 DEB_OUT=build/deb-0.1.1
+#                                 packages of another version (the staged
+#                                 sources get that VERSION): an upgrade to
+#                                 test, as selftests/fleet/run.sh does
 #
 # Where each file goes is decided in one place, packaging/install.sh, and
 # documented in docs/packaging.md.
 
-PKG_VERSION := $(shell cat $(TOP)/VERSION 2>/dev/null)
+# <v>: ./VERSION, unless PKG_VERSION is set (environment or command line).
+PKG_VERSION ?= $(shell cat $(TOP)/VERSION 2>/dev/null)
 PKG_OUT := build
-DEB_OUT := $(PKG_OUT)/deb
-RPM_OUT := $(PKG_OUT)/rpm
+DEB_OUT ?= $(PKG_OUT)/deb
+RPM_OUT ?= $(PKG_OUT)/rpm
 
 # Install layout (see docs/packaging.md). /etc, the unit and udev
 # directories do not follow PREFIX: systemd, udev and modprobe only look
@@ -59,10 +64,12 @@ uninstall-agent:
 uninstall-dkms:
 	$(Q)$(PKG_INSTALL_ENV) packaging/install.sh uninstall dkms
 
-# pkg_stage DIR: a clean copy of the sources (no build output) in DIR.
+# pkg_stage DIR: a clean copy of the sources (no build output) in DIR, whose
+# VERSION is PKG_VERSION (the agent, the module and the packages read it).
 define pkg_stage
 	$(Q)rm -rf $(1) && mkdir -p $(1)
 	$(Q)packaging/list-sources.sh | tar -cf - -T - | tar -xf - -C $(1)
+	$(Q)echo "$(PKG_VERSION)" >$(1)/VERSION
 endef
 
 # The Debian changelog is generated from VERSION, the one place the
