@@ -160,6 +160,8 @@ if ! nice -n 19 unshare --mount --propagation private -- bash -euo pipefail -c '
 	(cd "$R/var/cache/fleet-debs" && in_root sh -c "cd /var/cache/fleet-debs && apt-get -q download \$(cat /tmp/bpo.list)")
 	ls "$R/var/cache/fleet-debs"
 	rm -f "$R/etc/apt/sources.list.d/backports.list" "$R/tmp/bpo.list"
+	# the downloaded packages stay in the cache, not in the image
+	umount "$R/var/cache/apt/archives"
 	in_root apt-get clean
 	# The VM has no network: an apt that knows a mirror tries it first for
 	# every local .deb of the same version (and fails). Local files only.
