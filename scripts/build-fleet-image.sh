@@ -31,11 +31,12 @@
 # either builds a new image; a cached one is reused as is (idempotent).
 # Older images are removed after a successful build.
 #
-# The host is only read: debootstrap and apt run in a chroot inside a
-# private mount namespace (proc, sys, devpts and the package cache bind
-# mounts vanish with it); packages are cached in $EMBER_CACHE/fleet/debs
-# (debootstrap) and $EMBER_CACHE/fleet/archives (apt in the chroot) so a
-# rebuild downloads nothing new. The host's /etc/apt is never touched.
+# Apart from installing debootstrap, the host is only read: debootstrap
+# and apt run in a chroot inside a private mount namespace (proc, sys,
+# devpts and the package cache bind mounts vanish with it); packages are
+# cached in $EMBER_CACHE/fleet/debs (debootstrap) and
+# $EMBER_CACHE/fleet/archives (apt in the chroot) so a rebuild downloads
+# nothing new. The host's /etc/apt is never touched.
 # Needs root (debootstrap, chroot) and debootstrap (installed with apt-get
 # when missing) and e2fsprogs (mkfs.ext4 -d).
 #
@@ -159,6 +160,8 @@ if ! nice -n 19 unshare --mount --propagation private -- bash -euo pipefail -c '
 	(cd "$R/var/cache/fleet-debs" && in_root sh -c "cd /var/cache/fleet-debs && apt-get -q download \$(cat /tmp/bpo.list)")
 	ls "$R/var/cache/fleet-debs"
 	rm -f "$R/etc/apt/sources.list.d/backports.list" "$R/tmp/bpo.list"
+	# the downloaded packages stay in the cache, not in the image
+	umount "$R/var/cache/apt/archives"
 	in_root apt-get clean
 	# The VM has no network: an apt that knows a mirror tries it first for
 	# every local .deb of the same version (and fails). Local files only.

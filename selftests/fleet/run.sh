@@ -30,11 +30,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
 
-keep=0 out=$TOP/selftests/artifacts/fleet boot_timeout=3600 max_boots=6
+keep=0 out=$TOP/selftests/artifacts/fleet out_given=0 boot_timeout=3600 max_boots=6
 while [ $# -gt 0 ]; do
 	case $1 in
 	--keep) keep=1; shift ;;
-	--out) out=$(realpath -m "$2"); shift 2 ;;
+	--out) out=$(realpath -m "$2"); out_given=1; shift 2 ;;
 	--boot-timeout) boot_timeout=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
@@ -63,8 +63,14 @@ mkdir -p "$CACHE/fleet"
 exec {lock_fd}>"$CACHE/fleet/.run.lock"
 flock -n "$lock_fd" || { info "another fleet run holds $CACHE/fleet/.run.lock: waiting"; flock "$lock_fd"; }
 
+# --out DIR is emptied: only a new directory or one a previous run made
+if [ "$out_given" = 1 ] && [ ! -e "$out/.fleet-run" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+	fail fleet-out "--out $out exists and was not made by this script: not emptying it"
+	summary
+fi
 rm -rf "$out"
 mkdir -p "$out"
+: >"$out/.fleet-run"
 W=$out/work
 mkdir -p "$W"
 

@@ -270,8 +270,11 @@ stage2() {
 	else
 		pass kernel-install
 		echo "$k612" >"$STATE/k612"
-		check dkms-autoinstall-6.12 "the kernel's install did not run DKMS for ember: $(grep -i -m2 'ember\|dkms' "$OUT/apt-kernel.log" | one_line)" \
-			grep -q "ember" "$OUT/apt-kernel.log"
+		# DKMS's kernel hooks did it, during apt's run (this script never
+		# calls dkms itself)
+		check dkms-autoinstall-6.12 "apt's log: $(grep -i -m3 'autoinstall\|Installing to' "$OUT/apt-kernel.log" | one_line)" \
+			sh -c "grep -q 'autoinstall for kernel: $k612' '$OUT/apt-kernel.log' &&
+				grep -q 'Installing to /lib/modules/$k612/updates/dkms' '$OUT/apt-kernel.log'"
 		check_dkms_module "$k612" "$V1" 6.12
 	fi
 	finish next
