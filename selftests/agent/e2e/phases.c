@@ -24,10 +24,21 @@
  * virtual CPU runs again), and the few big stalls hit one phase or another
  * at random: raw CPU time put the reference up to 7 points off. So the
  * work is done in fixed units (a spin chunk, a read), and a unit that took
- * more than STALL_FACTOR times the thread's longest median unit counts as
- * a median one of its phase. One threshold per thread, since a stall is as
- * long whichever unit it hits (a read is a quarter of a spin chunk). On
- * real hardware no unit comes near it.
+ * more than STALL_FACTOR times the thread's longest median unit, and at
+ * least STALL_MIN_NS, counts as a median one of its phase. One threshold
+ * per thread, since a stall is as long whichever unit it hits (a read is
+ * a quarter of a spin chunk). On real hardware no unit comes near it.
+ *
+ * The floor matters: shorter long units are the guest's own time, which
+ * the sampler sees like any other, and discarding them biased the
+ * reference by 3-4 points against phase_syscall (CI, 5.10/6.1/6.12, both
+ * backends, while the profile matched raw CPU time within 0.3 points).
+ * Two causes, measured in a 6.1 guest: the sampling interrupt itself
+ * (about 0.6 ms per sample under TCG) lands inside a unit, which took a
+ * 0.11 ms spin chunk over the 0.9 ms threshold but left a 0.06 ms read
+ * under it; and with the TSC marked unstable, sched_clock is clamped to
+ * the tick, so a thread's CPU time arrives in lumps of up to a tick (4 ms
+ * units, and 0 ms ones, without any profiler).
  *
  * usage: ember-phases [SCALE]     (SCALE multiplies every duration)
  *        ember-phases --short     (burn ~200 ms in short_lived_burn, exit)
@@ -46,6 +57,7 @@
 
 #define ROUNDS 40
 #define STALL_FACTOR 8
+#define STALL_MIN_NS 20000000ull	/* 20 ms: 2 ticks at HZ=100 */
 #define UNIT_BUCKETS 256	/* 4 per power of two: 19% wide */
 
 static volatile unsigned long sink;
@@ -133,7 +145,7 @@ static unsigned long long stall_free_ns(const struct timed *t,
 	return kept;
 }
 
-/* STALL_FACTOR x the longest median unit of a thread's phases */
+/* STALL_FACTOR x the longest median unit of a thread's phases, or more */
 static unsigned long long stall_cap(const struct timed *t, int n)
 {
 	unsigned long long med = 0;
@@ -141,7 +153,8 @@ static unsigned long long stall_cap(const struct timed *t, int n)
 	for (int i = 0; i < n; i++)
 		if (median_unit_ns(&t[i]) > med)
 			med = median_unit_ns(&t[i]);
-	return STALL_FACTOR * med;
+	return STALL_FACTOR * med > STALL_MIN_NS ? STALL_FACTOR * med :
+						   STALL_MIN_NS;
 }
 
 /* Spin in the caller's frame: the caller is what the profile must show. */
