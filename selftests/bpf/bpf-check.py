@@ -369,14 +369,14 @@ def cmd_lifecycle(dump, pid, path):
 
 def cmd_switch(dump, pid1, pid2):
     recs, _, _ = parse(dump)
-    sw = [int(r['time']) for r in recs if r['kind'] == 'FILTER']
+    sw = [r for r in recs if r['kind'] == 'FILTER']
     if not sw:
         ok(False, 'no FILTER line: the filter was never switched')
-    t = sw[0]
+    begin, end = int(sw[0]['begin']), int(sw[0]['time'])
     smp = [r for r in recs if r['kind'] == 'SAMPLE']
-    before = [r['pid'] for r in smp if int(r['time']) < t]
     # records taken while set_filter ran may carry either pid
-    after = [r['pid'] for r in smp if int(r['time']) > t]
+    before = [r['pid'] for r in smp if int(r['time']) < begin]
+    after = [r['pid'] for r in smp if int(r['time']) > end]
     bad_b = sorted(set(before) - {pid1})
     bad_a = sorted(set(after) - {pid2})
     ok(before and after and not bad_b and not bad_a,

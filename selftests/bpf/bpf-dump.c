@@ -10,7 +10,8 @@
  *            [-- command args...]
  *
  * -P switches the pid filter to these pids (set_filter) half-way through,
- * printing "FILTER time=<CLOCK_MONOTONIC ns>" when it did.
+ * printing "FILTER begin=<ns> time=<ns>" (CLOCK_MONOTONIC, before and
+ * after the call: records stamped in between may carry either pid).
  *
  * With a command, bpf-dump forks it, filters on its pid, starts the
  * backend, then lets it exec, and stops after it exits (and -d seconds at
@@ -266,10 +267,13 @@ int main(int argc, char **argv)
 	half = now_s() + secs / 2;
 	while (!stop && now_s() < end) {
 		if (new_pids && now_s() >= half) {
+			double begin = now_s();
+
 			ret = ops->set_filter(src, new_pids, nr_new, 0);
 			if (ret)
 				fprintf(stderr, "bpf-dump: set_filter: %s\n", strerror(-ret));
-			printf("FILTER time=%.0f\n", now_s() * 1e9);
+			printf("FILTER begin=%.0f time=%.0f\n", begin * 1e9,
+			       now_s() * 1e9);
 			free(new_pids);
 			new_pids = NULL;
 		}
