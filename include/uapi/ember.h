@@ -369,6 +369,15 @@ enum ember_cmd {
 	/* UNWIND_PID and UNWIND_MAPPINGS (array of ember_unwind_mapping,
 	 * sorted, not overlapping); no UNWIND_MAPPINGS unbinds the process */
 	EMBER_CMD_UNWIND_BIND,
+	/*
+	 * Allocation probes, while an EMBER_EV_ALLOC session runs (removed
+	 * when it stops): ALLOC_PATH (an absolute path, a regular file) and
+	 * ALLOC_PROBES (struct ember_alloc_probe[]); every probe is checked
+	 * before any is placed, and all or none are. ALLOC_DETACH removes
+	 * them all.
+	 */
+	EMBER_CMD_ALLOC_ATTACH,
+	EMBER_CMD_ALLOC_DETACH,
 	__EMBER_CMD_MAX,
 };
 #define EMBER_CMD_MAX (__EMBER_CMD_MAX - 1)
@@ -405,6 +414,29 @@ enum ember_clock_event {
 #define EMBER_CAP_KERNEL_STACKS	(1ULL << 6)
 #define EMBER_CAP_UNWIND_CFI	(1ULL << 7)	/* EMBER_CMD_UNWIND_* tables */
 #define EMBER_CAP_FAULTS	(1ULL << 8)	/* EMBER_EV_FAULTS */
+#define EMBER_CAP_ALLOC		(1ULL << 9)	/* EMBER_EV_ALLOC, EMBER_CMD_ALLOC_* */
+
+/*
+ * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.
+ * The probed instruction is the first of a function whose arguments
+ * follow the x86_64 ABI (rdi, rsi, rdx).
+ */
+enum ember_alloc_probe_kind {
+	/* preload/ember_alloc.c's ember_alloc_probe(ptr, size, weight):
+	 * an EMBER_REC_ALLOC with weight bytes, the address and the size */
+	EMBER_PROBE_SAMPLED_ALLOC	= 1,
+	/* ember_free_probe(ptr): an EMBER_REC_FREE */
+	EMBER_PROBE_SAMPLED_FREE	= 2,
+};
+
+struct ember_alloc_probe {
+	__u64 offset;		/* file offset of the probed instruction */
+	__u64 ref_ctr_offset;	/* file offset of a __u16 semaphore the
+				 * kernel raises while attached; 0 = none */
+	__u32 kind;		/* enum ember_alloc_probe_kind */
+	__u32 __reserved;	/* 0 */
+};
+#define EMBER_MAX_ALLOC_PROBES	8
 
 enum ember_attr {
 	EMBER_A_UNSPEC,
@@ -440,6 +472,8 @@ enum ember_attr {
 	EMBER_A_FAULT_PERIOD,		/* u32: page faults per EMBER_REC_FAULT */
 	EMBER_A_RING_MEM_USED,		/* u64: bytes of the current rings */
 	EMBER_A_RING_MEM_CAP,		/* u64: the ring_mem_max parameter */
+	EMBER_A_ALLOC_PATH,		/* string: file to probe (< PATH_MAX) */
+	EMBER_A_ALLOC_PROBES,		/* binary: struct ember_alloc_probe[] */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)
@@ -462,6 +496,7 @@ enum ember_stat_attr {
 	EMBER_STAT_USTACK_CUT,		/* u64: ... cut short (EMBER_SF_USER_CUT) */
 	EMBER_STAT_UNWIND_MISS,		/* u64: miss records emitted */
 	EMBER_STAT_UNWIND_MISS_LIMITED,	/* u64: misses not reported (rate limit) */
+	EMBER_STAT_ALLOC_HITS,		/* u64: allocation probe hits recorded */
 	__EMBER_STAT_MAX,
 };
 #define EMBER_STAT_MAX (__EMBER_STAT_MAX - 1)
