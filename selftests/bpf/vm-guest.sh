@@ -72,7 +72,7 @@ if [ -x /payload/agent/ember ]; then
 	grep -q "main;fp_level1;fp_level2;fp_leaf" /tmp/auto.folded &&
 		echo "AUTO-PROFILE fp chain"
 	bash ./e2e.sh --backend bpf --ember ./ember --phases ./ember-phases \
-		--freq 999 --scale 2 --out /tmp/e2e 2>&1 |
+		--freq 999 --scale 2 --out /tmp/e2e --shares per-thread 2>&1 |
 		sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p'
 	# -e faults: ember_faults loads and attaches on this kernel, bytes
 	# per chain and in total against faultwork's truth

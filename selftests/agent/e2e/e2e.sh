@@ -6,9 +6,15 @@
 #
 # usage: e2e.sh --backend kmod|bpf --ember PATH --phases PATH [--freq HZ]
 #               [--scale S] [--out DIR] [--truth work|cpu]
+#               [--shares overall|per-thread]
 #
-# The shares are checked over both threads (the worker's phase against the
-# main thread's three); the shares within the main thread are printed too.
+# --shares per-thread compares the main thread's phases among themselves
+# (the worker thread is alone in its thread): for emulated VMs, where the
+# host stalls each virtual CPU unevenly when it is busy, and a stall of a
+# few milliseconds costs its thread samples that no reference can tell
+# from sampled time (both threads' shares moved 4.5 points while the host
+# built code beside a 5.10 guest; the main thread's phases stayed within
+# 0.5). The overall shares are printed either way.
 #
 # --truth work|cpu: what the shares are compared with. work (default) is
 # the workload's stall-corrected time (PHASE field 3: units of work, a unit
@@ -19,7 +25,7 @@
 set -uo pipefail
 
 backend=bpf ember=ember phases=ember-phases freq=999 scale=1 out=${TMPDIR:-/tmp}/ember-e2e
-truth_field=3
+share_mode=overall truth_field=3
 while [ $# -gt 0 ]; do
 	case $1 in
 	--backend) backend=$2; shift ;;
@@ -28,6 +34,7 @@ while [ $# -gt 0 ]; do
 	--freq) freq=$2; shift ;;
 	--scale) scale=$2; shift ;;
 	--out) out=$2; shift ;;
+	--shares) share_mode=$2; shift ;;
 	--truth)
 		case $2 in
 		work) truth_field=3 ;;
@@ -93,7 +100,7 @@ overall=$(shares all)
 main_only=$(shares main)
 echo "# shares overall: $overall"
 echo "# shares within the main thread: $main_only"
-checked=$overall
+[ "$share_mode" = per-thread ] && checked=$main_only || checked=$overall
 worst=${checked##*worst=}
 if [ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w <= 3.0) }' &&
 	! grep -q 'samples=0 ' <<<"$checked"; then

@@ -25,11 +25,13 @@ else
 	ko status_module_stats "$(tr '\n' '|' <$out/status.txt)"
 fi
 
-# scale 2: more samples keep the noise well inside 3 points (measured
-# 0.2-0.4 on 5.10 and 6.1 once the reference stopped discarding sampled
-# time, see phases.c)
+# scale 2: more samples keep the noise well inside 3 points (0.2-0.4
+# measured on 5.10 and 6.1 once the reference stopped discarding sampled
+# time, see phases.c); per-thread: the host stalls the two virtual CPUs
+# unevenly (e2e.sh prints the overall shares too)
 bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
-	--freq "${EMBER_E2E_FREQ:-999}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e
+	--freq "${EMBER_E2E_FREQ:-999}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e \
+	--shares per-thread
 
 # -e faults through the module: bytes per call chain within 5 points and
 # in total within 20% of faultwork's truth (fewer rounds: page faults are
