@@ -49,7 +49,7 @@ FUZZ_DIR := agent/gen/fuzz
 FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-std=gnu11 -D_GNU_SOURCE -Iagent -Iagent/gen -Iinclude -Ibpf $(AGENT_PKG_CFLAGS)
 FUZZ_INSTR_SRCS := agent/record.c agent/profile.c agent/unwind/unwind_check.c \
-	agent/unwind/cfi_compile.c agent/cmd_decode.c
+	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cmd_decode.c
 FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))
 FUZZ_REST_OBJS := $(filter-out $(FUZZ_INSTR_SRCS:.c=.o),$(AGENT_LIB_OBJS))
 FUZZERS := $(FUZZ_DIR)/fuzz_cfi $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/fuzz_decode
@@ -60,7 +60,8 @@ $(FUZZ_DIR)/%.o: agent/%.c | $(AGENT_GEN_H)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
-$(FUZZ_DIR)/fuzz_cfi: selftests/fuzz/fuzz_cfi.c $(FUZZ_DIR)/unwind/cfi_compile.o
+$(FUZZ_DIR)/fuzz_cfi: selftests/fuzz/fuzz_cfi.c $(FUZZ_DIR)/unwind/cfi_compile.o \
+		$(FUZZ_DIR)/unwind/cfa_program.o
 	@echo "  FUZZ    $@"
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw
 

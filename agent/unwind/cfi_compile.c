@@ -2,14 +2,14 @@
 /*
  * .eh_frame / .debug_frame -> ember unwind table.
  *
- * libdw interprets the CFI programs (dwarf_cfi_addrframe gives the row in
- * force at an address and the range it holds for); what libdw does not
- * expose is the list of FDEs, so this file walks the section with
- * dwarf_next_cfi and decodes each FDE's initial location itself (the
- * pointer encoding of its CIE's 'R' augmentation). Each row is then
- * translated to an ember rule: CFA = rsp/rbp + offset, the lazy-PLT and
- * stack-realignment expressions, signal frames and the outermost frame;
- * anything else becomes EMBER_CFA_NONE (the unwinder cuts there).
+ * libdw frames the section (dwarf_next_cfi gives each CIE and FDE); this
+ * file decodes each FDE's initial location (the pointer encoding of its
+ * CIE's 'R' augmentation) and cfa_program.c runs the call-frame
+ * instructions to rows (not libdw's dwarf_cfi_addrframe: cfa_program.h
+ * says why). Each row is then translated to an ember rule: CFA = rsp/rbp +
+ * offset, the lazy-PLT and stack-realignment expressions, signal frames
+ * and the outermost frame; anything else becomes EMBER_CFA_NONE (the
+ * unwinder cuts there).
  */
 #include <errno.h>
 #include <gelf.h>
@@ -21,6 +21,7 @@
 #include <elfutils/libdw.h>
 
 #include "../../include/ember_unwind.h"
+#include "cfa_program.h"
 #include "cfi_compile.h"
 
 /*
@@ -30,9 +31,9 @@
  */
 #define CFI_MAX_SPANS	(1U << 22)
 
-#define REG_RBP		6
-#define REG_RSP		7
-#define REG_RA		16
+#define REG_RBP		CFA_REG_RBP
+#define REG_RSP		CFA_REG_RSP
+#define REG_RA		CFA_REG_RA
 
 /*
  * One address range of CFI with the rule it compiles to. 16 bytes: a big
@@ -77,7 +78,78 @@ static int rule_index(struct builder *b, const struct ember_unwind_rule *r)
 	return (int)b->nr_rules++;
 }
 
-static bool is_breg(const Dwarf_Op *op, unsigned int reg, int64_t *off)
+/* One operation of a DWARF expression (what libdw calls Dwarf_Op). */
+struct xop {
+	uint8_t atom;
+	uint64_t number, number2;
+};
+
+#define MAX_XOPS	9	/* the PLT expression, the longest ember knows */
+
+/*
+ * Decode the operations of e that ember's patterns use; -1 for anything
+ * else (an unknown operation, or more than MAX_XOPS): no pattern matches.
+ */
+static int decode_expr(const struct cfa_expr *e, struct xop *ops)
+{
+	const uint8_t *p = e->p, *end = e->p + e->len;
+	int n = 0;
+
+	while (p < end) {
+		struct xop *o;
+		int64_t s;
+
+		if (n == MAX_XOPS)
+			return -1;
+		o = &ops[n++];
+		memset(o, 0, sizeof(*o));
+		o->atom = *p++;
+		if (o->atom >= DW_OP_lit0 && o->atom <= DW_OP_lit31)
+			continue;
+		if (o->atom >= DW_OP_breg0 && o->atom <= DW_OP_breg31) {
+			if (!cfa_sleb(&p, end, &s))
+				return -1;
+			o->number = (uint64_t)s;
+			continue;
+		}
+		switch (o->atom) {
+		case DW_OP_deref:
+		case DW_OP_and:
+		case DW_OP_ge:
+		case DW_OP_shl:
+		case DW_OP_plus:
+		case DW_OP_call_frame_cfa:
+		case DW_OP_stack_value:
+			break;
+		case DW_OP_const1u:
+			if (p >= end)
+				return -1;
+			o->number = *p++;
+			break;
+		case DW_OP_constu:
+		case DW_OP_plus_uconst:
+			if (!cfa_uleb(&p, end, &o->number))
+				return -1;
+			break;
+		case DW_OP_consts:
+			if (!cfa_sleb(&p, end, &s))
+				return -1;
+			o->number = (uint64_t)s;
+			break;
+		case DW_OP_bregx:
+			if (!cfa_uleb(&p, end, &o->number) ||
+			    !cfa_sleb(&p, end, &s))
+				return -1;
+			o->number2 = (uint64_t)s;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return n;
+}
+
+static bool is_breg(const struct xop *op, unsigned int reg, int64_t *off)
 {
 	if (op->atom == DW_OP_breg0 + reg) {
 		*off = (int64_t)op->number;
@@ -90,7 +162,7 @@ static bool is_breg(const Dwarf_Op *op, unsigned int reg, int64_t *off)
 	return false;
 }
 
-static bool is_lit(const Dwarf_Op *op, unsigned int v)
+static bool is_lit(const struct xop *op, unsigned int v)
 {
 	return op->atom == DW_OP_lit0 + v ||
 	       ((op->atom == DW_OP_const1u || op->atom == DW_OP_constu) &&
@@ -101,14 +173,21 @@ static bool is_lit(const Dwarf_Op *op, unsigned int v)
  * The CFA rule. The PLT expression is what binutils emits for .plt:
  *   rsp + 8 + ((rip & 15) >= 11 ? 8 : 0)   (10 for the IBT .plt.sec form)
  */
-static bool cfa_rule(Dwarf_Frame *f, struct ember_unwind_rule *r)
+static bool cfa_rule(const struct cfa_state *st, struct ember_unwind_rule *r)
 {
-	Dwarf_Op *ops;
-	size_t n;
+	struct xop ops[MAX_XOPS];
 	int64_t off = 0, rip_off;
+	int n;
 
-	if (dwarf_frame_cfa(f, &ops, &n) || n == 0)
+	if (!st->cfa_set)
 		return false;
+	if (st->cfa_is_expr) {
+		n = decode_expr(&st->cfa_expr, ops);
+	} else {
+		ops[0] = (struct xop){ DW_OP_bregx, st->cfa_reg,
+				       (uint64_t)st->cfa_off };
+		n = 1;
+	}
 	if (n == 1 && is_breg(&ops[0], REG_RSP, &off)) {
 		r->cfa_type = EMBER_CFA_SP;
 	} else if (n == 1 && is_breg(&ops[0], REG_RBP, &off)) {
@@ -140,22 +219,31 @@ static bool cfa_rule(Dwarf_Frame *f, struct ember_unwind_rule *r)
 enum reg_loc { REG_UNDEF, REG_SAME, REG_AT_CFA, REG_AT_RBP, REG_OTHER };
 
 /*
- * Where a register of the caller is. libdw gives "offset(N)" rules as
- * DW_OP_call_frame_cfa followed by an addition; DW_CFA_expression rules as
- * their own ops (evaluated with the CFA pushed first, which a leading
- * DW_OP_bregN ignores).
+ * Where a register of the caller is. A DW_CFA_expression rule is
+ * evaluated with the CFA pushed first, which a leading DW_OP_bregN
+ * ignores: [breg6 N] is "at rbp + N".
  */
-static enum reg_loc reg_rule(Dwarf_Frame *f, int regno, int64_t *off)
+static enum reg_loc reg_rule(const struct cfa_reg_rule *rr, int64_t *off)
 {
-	Dwarf_Op mem[3], *ops;
-	size_t n;
+	struct xop ops[MAX_XOPS];
+	int n;
 
-	if (dwarf_frame_register(f, regno, mem, &ops, &n) != 0)
+	switch (rr->how) {
+	case CFA_RULE_UNDEF:
+		return REG_UNDEF;
+	case CFA_RULE_SAME:
+		return REG_SAME;
+	case CFA_RULE_OFFSET:
+		*off = rr->off;
+		return REG_AT_CFA;
+	case CFA_RULE_EXPR:
+		break;
+	default:
+		return REG_OTHER;	/* a value or another register */
+	}
+	n = decode_expr(&rr->expr, ops);
+	if (n <= 0 || ops[n - 1].atom == DW_OP_stack_value)
 		return REG_OTHER;
-	if (n == 0)
-		return ops ? REG_UNDEF : REG_SAME;
-	if (ops[n - 1].atom == DW_OP_stack_value)
-		return REG_OTHER;	/* a value, not a save slot */
 	if (ops[0].atom == DW_OP_call_frame_cfa) {
 		if (n == 1) {
 			*off = 0;
@@ -178,7 +266,7 @@ static enum reg_loc reg_rule(Dwarf_Frame *f, int regno, int64_t *off)
 }
 
 /* The ember rule of one CFI row. */
-static void row_rule(Dwarf_Frame *f, bool signal,
+static void row_rule(const struct cfa_state *st, bool signal,
 		     struct ember_unwind_rule *r, bool *supported)
 {
 	int64_t ra_off = 0, fp_off = 0;
@@ -190,17 +278,17 @@ static void row_rule(Dwarf_Frame *f, bool signal,
 		r->cfa_type = EMBER_CFA_SIGNAL;
 		return;
 	}
-	ra = reg_rule(f, REG_RA, &ra_off);
+	ra = reg_rule(&st->ra, &ra_off);
 	if (ra == REG_UNDEF) {
 		r->cfa_type = EMBER_CFA_END;
 		return;
 	}
-	if (ra != REG_AT_CFA || ra_off != -8 || !cfa_rule(f, r)) {
+	if (ra != REG_AT_CFA || ra_off != -8 || !cfa_rule(st, r)) {
 		memset(r, 0, sizeof(*r));	/* EMBER_CFA_NONE */
 		*supported = false;
 		return;
 	}
-	fp = reg_rule(f, REG_RBP, &fp_off);
+	fp = reg_rule(&st->fp, &fp_off);
 	if ((fp == REG_AT_CFA || fp == REG_AT_RBP) &&
 	    (fp_off % 8 || fp_off < INT16_MIN || fp_off > INT16_MAX - 7))
 		fp = REG_OTHER;
@@ -255,44 +343,28 @@ static int add_span(struct builder *b, uint64_t lo, uint64_t hi,
 	return 0;
 }
 
-/* Every row of the FDE covering [lo, hi). */
-static int compile_fde(struct builder *b, Dwarf_CFI *cfi, uint64_t lo,
-		       uint64_t hi)
+/* What a row of an FDE needs, for cfa_run_fde()'s callback. */
+struct fde_run {
+	struct builder *b;
+	bool signal;
+};
+
+static int add_row(void *ctx, uint64_t lo, uint64_t hi,
+		   const struct cfa_state *st)
 {
-	uint64_t addr = lo;
-	/* a row per instruction at most; a corrupt FDE cannot keep us */
-	unsigned int guard = 0;
+	struct fde_run *f = ctx;
+	struct ember_unwind_rule r;
+	bool ok;
+	int idx;
 
-	while (addr < hi && guard++ < (1U << 20)) {
-		struct ember_unwind_rule r;
-		Dwarf_Frame *f = NULL;
-		Dwarf_Addr start, end;
-		bool signal, ok;
-		int idx, e;
-
-		if (dwarf_cfi_addrframe(cfi, addr, &f) != 0)
-			return -EINVAL;
-		if (dwarf_frame_info(f, &start, &end, &signal) < 0 ||
-		    end <= addr) {
-			free(f);
-			return -EINVAL;
-		}
-		if (end > hi)
-			end = hi;
-		row_rule(f, signal, &r, &ok);
-		free(f);
-		b->st->rows_in++;
-		if (!ok)
-			b->st->rows_unsupported++;
-		idx = rule_index(b, &r);
-		if (idx < 0)
-			return idx;
-		e = add_span(b, addr, end, (uint16_t)idx);
-		if (e)
-			return e;
-		addr = end;
-	}
-	return 0;
+	row_rule(st, f->signal, &r, &ok);
+	f->b->st->rows_in++;
+	if (!ok)
+		f->b->st->rows_unsupported++;
+	idx = rule_index(f->b, &r);
+	if (idx < 0)
+		return idx;
+	return add_span(f->b, lo, hi, (uint16_t)idx);
 }
 
 /* ---- FDE enumeration ---- */
@@ -382,12 +454,21 @@ static uint8_t cie_fde_encoding(const Dwarf_CIE *cie)
 	return DW_EH_PE_absptr;
 }
 
-struct cie_enc {
+/*
+ * CIEs a section may have: real files have one to a few hundred; this
+ * bounds the builder's memory (about 120 bytes each) for hostile ones.
+ */
+#define CFI_MAX_CIES	65536
+
+/* A CIE, by its section offset, run to its initial rules. */
+struct cie_info {
 	Dwarf_Off off;
-	uint8_t enc;
+	bool ok;		/* usable: encoding and instructions understood */
+	struct cfa_cie cie;
 };
 
-static uint8_t find_cie_enc(const struct cie_enc *c, size_t n, Dwarf_Off off)
+static const struct cie_info *find_cie(const struct cie_info *c, size_t n,
+				       Dwarf_Off off)
 {
 	size_t lo = 0, hi = n;
 
@@ -395,23 +476,83 @@ static uint8_t find_cie_enc(const struct cie_enc *c, size_t n, Dwarf_Off off)
 		size_t mid = (lo + hi) / 2;
 
 		if (c[mid].off == off)
-			return c[mid].enc;
+			return &c[mid];
 		if (c[mid].off < off)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return DW_EH_PE_omit;
+	return NULL;
 }
 
-/* Walk one CFI section: collect CIE encodings, then compile every FDE. */
+/* Record the CIE at off, run its initial instructions. */
+static int add_cie(struct cie_info **cies, size_t *nr, size_t *cap,
+		   Dwarf_Off off, const Dwarf_CIE *c, bool eh_frame)
+{
+	struct cie_info *ci;
+	const char *aug = c->augmentation ? c->augmentation : "";
+
+	if (*nr == *cap) {
+		size_t n = *cap ? *cap * 2 : 16;
+		void *p;
+
+		if (*cap >= CFI_MAX_CIES)
+			return -E2BIG;
+		p = realloc(*cies, n * sizeof(**cies));
+		if (!p)
+			return -ENOMEM;
+		*cies = p;
+		*cap = n;
+	}
+	ci = &(*cies)[(*nr)++];
+	memset(ci, 0, sizeof(*ci));
+	ci->off = off;
+	ci->cie.code_align = c->code_alignment_factor;
+	ci->cie.data_align = c->data_alignment_factor;
+	ci->cie.signal = strchr(aug, 'S') != NULL;
+	ci->cie.aug_z = aug[0] == 'z';
+	ci->cie.ptr_enc = eh_frame ? cie_fde_encoding(c) : DW_EH_PE_absptr;
+	ci->ok = ci->cie.ptr_enc != DW_EH_PE_omit &&
+		 c->initial_instructions <= c->initial_instructions_end &&
+		 cfa_run_cie(&ci->cie, c->initial_instructions,
+			     c->initial_instructions_end) == 0;
+	return 0;
+}
+
+/*
+ * Compile one FDE: its range (in its CIE's pointer encoding), its
+ * augmentation data skipped, its instructions run to rows. -EINVAL: the
+ * FDE is unusable (the caller counts it and goes on).
+ */
+static int add_fde(struct builder *b, const struct cie_info *ci,
+		   const Dwarf_FDE *fde, uint64_t field_addr)
+{
+	const uint8_t *p = fde->start, *end = fde->end;
+	struct fde_run run = { .b = b };
+	uint64_t lo, range, aug;
+
+	if (!ci || !ci->ok || p > end ||
+	    !read_encoded(&p, end, ci->cie.ptr_enc, field_addr, true, &lo) ||
+	    !read_encoded(&p, end, ci->cie.ptr_enc & 0x0f, 0, false, &range) ||
+	    range == 0 || lo + range < lo)
+		return -EINVAL;
+	if (ci->cie.aug_z) {
+		if (!cfa_uleb(&p, end, &aug) || aug > (uint64_t)(end - p))
+			return -EINVAL;
+		p += aug;
+	}
+	run.signal = ci->cie.signal;
+	return cfa_run_fde(&ci->cie, p, end, lo, lo + range, add_row, &run);
+}
+
+/* Walk one CFI section: collect its CIEs, then compile every FDE. */
 static int walk_section(struct builder *b, Elf *elf, Elf_Scn *scn,
-			bool eh_frame, Dwarf_CFI *cfi)
+			bool eh_frame)
 {
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
 	GElf_Shdr sh;
 	Elf_Data *data = elf_getdata(scn, NULL);
-	struct cie_enc *cies = NULL;
+	struct cie_info *cies = NULL;
 	size_t nr_cies = 0, cap_cies = 0;
 	int pass, err = 0;
 
@@ -433,50 +574,25 @@ static int walk_section(struct builder *b, Elf *elf, Elf_Scn *scn,
 				continue;
 			}
 			if (dwarf_cfi_cie_p(&ent)) {
-				if (pass == 0) {
-					if (nr_cies == cap_cies) {
-						size_t c = cap_cies ? cap_cies * 2 : 16;
-						void *p = realloc(cies, c * sizeof(*cies));
-
-						if (!p) {
-							err = -ENOMEM;
-							break;
-						}
-						cies = p;
-						cap_cies = c;
-					}
-					cies[nr_cies++] = (struct cie_enc){
-						off, eh_frame ?
-						cie_fde_encoding(&ent.cie) :
-						DW_EH_PE_absptr };
-				}
+				if (pass == 0)
+					err = add_cie(&cies, &nr_cies,
+						      &cap_cies, off, &ent.cie,
+						      eh_frame);
 			} else if (pass == 1) {
-				uint8_t enc = find_cie_enc(cies, nr_cies,
-							   ent.fde.CIE_pointer);
-				const uint8_t *p = ent.fde.start;
-				uint64_t lo, range;
 				uint64_t field = sh.sh_addr +
-					(uint64_t)(p - (const uint8_t *)data->d_buf);
+					(uint64_t)(ent.fde.start -
+						   (const uint8_t *)data->d_buf);
 
 				b->st->fdes++;
-				if (enc == DW_EH_PE_omit ||
-				    !read_encoded(&p, ent.fde.end, enc, field,
-						  true, &lo) ||
-				    !read_encoded(&p, ent.fde.end, enc & 0x0f, 0,
-						  false, &range) ||
-				    range == 0 || lo + range < lo) {
+				err = add_fde(b, find_cie(cies, nr_cies,
+							  ent.fde.CIE_pointer),
+					      &ent.fde, field);
+				if (err == -EINVAL) {
 					b->st->fdes_bad++;
-				} else {
-					err = compile_fde(b, cfi, lo, lo + range);
-					if (err == -EINVAL) {
-						b->st->fdes_bad++;
-						err = 0;
-					}
-					if (err)
-						break;
+					err = 0;
 				}
 			}
-			if (next <= off)
+			if (err || next <= off)
 				break;
 			off = next;
 		}
@@ -704,8 +820,6 @@ int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
 {
 	struct ember_unwind_rule none = { 0 };
 	struct builder b = { .st = st };
-	Dwarf_CFI *cfi = NULL;
-	Dwarf *dw = NULL;
 	Elf_Scn *scn;
 	bool eh = true;
 	const char *why;
@@ -715,26 +829,18 @@ int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
 	*out = NULL;
 	*len = 0;
 	scn = find_section(elf, ".eh_frame");
-	if (scn)
-		cfi = dwarf_getcfi_elf(elf);
-	if (!cfi) {
+	if (!scn) {
 		scn = find_section(elf, ".debug_frame");
 		eh = false;
-		if (scn) {
-			dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-			cfi = dw ? dwarf_getcfi(dw) : NULL;
-		}
 	}
-	if (!cfi) {
+	if (!scn) {
 		snprintf(err, err_len, "no .eh_frame or .debug_frame");
-		if (dw)
-			dwarf_end(dw);
 		return -ENOENT;
 	}
 	st->source = eh ? ".eh_frame" : ".debug_frame";
 	r = rule_index(&b, &none);	/* rule 0: no CFI here */
 	if (r >= 0)
-		r = walk_section(&b, elf, scn, eh, cfi);
+		r = walk_section(&b, elf, scn, eh);
 	if (!r && !b.nr)
 		r = -ENOENT;
 	if (!r)
@@ -763,9 +869,5 @@ int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
 	}
 	free(b.spans);
 	free(b.rules);
-	if (dw)
-		dwarf_end(dw);
-	else if (eh && cfi)
-		dwarf_cfi_end(cfi);
 	return r;
 }
