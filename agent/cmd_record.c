@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <linux/magic.h>
 #include "commands.h"
+#include "alloc_lib.h"
 #include "record_opts.h"
 #include "session.h"
 
@@ -37,7 +38,7 @@
 #define RECORD_TIMESTAMPS_PER_STACK 1024
 
 static const char usage_text[] =
-"usage: ember record [-F HZ] [-e cpu,offcpu,faults] [-p PID,...]\n"
+"usage: ember record [-F HZ] [-e cpu,offcpu,faults,alloc] [-p PID,...]\n"
 "                    [--cgroup PATH] [-a] [-d SECONDS] [-o FILE]\n"
 "                    [--format folded|svg|pprof|otlp] [--backend auto|kmod|bpf]\n"
 "                    [-- COMMAND [ARGS...]]\n"
@@ -48,6 +49,10 @@ static const char usage_text[] =
 "  -e, --event EVENTS     cpu (default), offcpu, faults, or a list: cpu,offcpu\n"
 "                         faults: where memory is first touched (sampled page\n"
 "                         faults, in bytes)\n"
+"                         alloc: sampled allocations in bytes, and the bytes\n"
+"                         still in use at the end (with -- COMMAND, which ember\n"
+"                         starts with its sampler preloaded; or processes\n"
+"                         started with LD_PRELOAD=" EMBER_ALLOC_LIB_DIR "/" EMBER_ALLOC_LIB_NAME ")\n"
 "  -p, --pid PID,...      only these processes (all their threads)\n"
 "      --cgroup PATH      only this cgroup v2: relative to " CGROUP_ROOT " (as\n"
 "                         /proc/PID/cgroup shows it) or an absolute path under it\n"
@@ -62,6 +67,10 @@ static const char usage_text[] =
 "      --offcpu-min USEC  off-CPU intervals shorter than USEC are not recorded\n"
 "      --fault-period N   -e faults: one sample per N page faults (default 64,\n"
 "                         1..1000000)\n"
+"      --alloc-rate BYTES -e alloc: one sample per BYTES allocated on average\n"
+"                         (default 524288, 1..2^40)\n"
+"      --alloc-lib PATH   -e alloc: the sampler library (default: found next to\n"
+"                         ember, or in " EMBER_ALLOC_LIB_DIR ")\n"
 "                         (default 0: all; in the kernel, so shorter ones cost\n"
 "                         no stack walk)\n"
 "      --idle             include samples of idle CPUs\n"
@@ -82,7 +91,8 @@ static const char usage_text[] =
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
        OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI,
-       OPT_CHECK_UNWIND, OPT_OFFCPU_MIN, OPT_FAULT_PERIOD };
+       OPT_CHECK_UNWIND, OPT_OFFCPU_MIN, OPT_FAULT_PERIOD, OPT_ALLOC_RATE,
+       OPT_ALLOC_LIB };
 
 static const struct option long_opts[] = {
 	{ "freq", required_argument, NULL, 'F' },
@@ -97,6 +107,8 @@ static const struct option long_opts[] = {
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
 	{ "fault-period", required_argument, NULL, OPT_FAULT_PERIOD },
+	{ "alloc-rate", required_argument, NULL, OPT_ALLOC_RATE },
+	{ "alloc-lib", required_argument, NULL, OPT_ALLOC_LIB },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
@@ -169,6 +181,8 @@ static int parse_events(const char *s, uint32_t *ev)
 			*ev |= EMBER_EV_OFFCPU;
 		else if (!strcmp(tok, "faults"))
 			*ev |= EMBER_EV_FAULTS;
+		else if (!strcmp(tok, "alloc"))
+			*ev |= EMBER_EV_ALLOC;
 		else
 			return -1;
 	}
@@ -254,7 +268,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 			break;
 		case 'e':
 			if (parse_events(optarg, &o->events))
-				FAIL("-e wants cpu, offcpu, faults or a list like cpu,faults, not '%s'",
+				FAIL("-e wants cpu, offcpu, faults, alloc or a list like cpu,faults, not '%s'",
 				     optarg);
 			break;
 		case 'p':
@@ -320,6 +334,15 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 				FAIL("--fault-period wants page faults per sample from %d to %d, not '%s'",
 				     EMBER_MIN_FAULT_PERIOD, EMBER_MAX_FAULT_PERIOD, optarg);
 			o->fault_period = v;
+			break;
+		case OPT_ALLOC_RATE:
+			if (!parse_u64(optarg, 1, 1ULL << 40, &v))
+				FAIL("--alloc-rate wants bytes between samples from 1 to %llu, not '%s'",
+				     1ULL << 40, optarg);
+			o->alloc_rate = v;
+			break;
+		case OPT_ALLOC_LIB:
+			o->alloc_lib = optarg;
 			break;
 		case OPT_OFFCPU_MIN:
 			if (!parse_u64(optarg, 0, 60000000, &v))
@@ -529,7 +552,36 @@ struct child {
 	int err_fd;		/* read end: errno if exec failed, EOF if it ran */
 };
 
-static int child_spawn(char **command, struct child *ch)
+/*
+ * -e alloc: the command runs with ember's sampler preloaded (before any
+ * library it preloads itself) and the sampling rate in its environment.
+ * Done in the child, before exec: ember's own environment stays as is.
+ */
+struct child_env {
+	const char *preload;	/* absolute path, or NULL */
+	uint64_t alloc_rate;
+};
+
+static void child_set_env(const struct child_env *env)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char rate[32], *v;
+
+	if (!env || !env->preload)
+		return;
+	if (old && *old && asprintf(&v, "%s %s", env->preload, old) > 0)
+		setenv("LD_PRELOAD", v, 1);
+	else
+		setenv("LD_PRELOAD", env->preload, 1);
+	if (env->alloc_rate) {
+		snprintf(rate, sizeof(rate), "%llu",
+			 (unsigned long long)env->alloc_rate);
+		setenv("EMBER_ALLOC_RATE", rate, 1);
+	}
+}
+
+static int child_spawn(char **command, const struct child_env *env,
+		       struct child *ch)
 {
 	int go[2], ep[2];
 
@@ -557,6 +609,7 @@ static int child_spawn(char **command, struct child *ch)
 			_exit(127);	/* ember gave up before starting it */
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		child_set_env(env);
 		execvp(command[0], command);
 		e = errno;
 		if (write(ep[1], &e, sizeof(e)) < 0)
@@ -684,7 +737,8 @@ static void print_summary(const struct profile *p, const struct record_opts *o,
 	const char *sep = "";
 
 	fputs("ember: ", stderr);
-	if (o->events & EMBER_EV_ONCPU || !(o->events & (EMBER_EV_OFFCPU | EMBER_EV_FAULTS))) {
+	if (o->events & EMBER_EV_ONCPU ||
+	    !(o->events & (EMBER_EV_OFFCPU | EMBER_EV_FAULTS | EMBER_EV_ALLOC))) {
 		fprintf(stderr, "%llu samples", (unsigned long long)m->samples[PROF_EV_CPU]);
 		sep = ", ";
 	}
@@ -701,6 +755,20 @@ static void print_summary(const struct profile *p, const struct record_opts *o,
 				bytes += p->samples[i].weight_ns;
 		fprintf(stderr, "%s%llu page-fault samples (%.1f MiB first touched)", sep,
 			(unsigned long long)m->samples[PROF_EV_FAULTS], bytes / 1048576.0);
+		sep = ", ";
+	}
+	if (o->events & EMBER_EV_ALLOC) {
+		uint64_t alloc = 0, inuse = 0;
+
+		for (size_t i = 0; i < p->nr_samples; i++) {
+			if (p->samples[i].event == PROF_EV_ALLOC)
+				alloc += p->samples[i].weight_ns;
+			else if (p->samples[i].event == PROF_EV_INUSE)
+				inuse += p->samples[i].weight_ns;
+		}
+		fprintf(stderr, "%s%llu allocation samples (%.1f MiB allocated, %.1f MiB still in use)",
+			sep, (unsigned long long)m->samples[PROF_EV_ALLOC],
+			alloc / 1048576.0, inuse / 1048576.0);
 	}
 	fprintf(stderr, ", %zu processes, %llu lost", p->nr_processes,
 		(unsigned long long)m->lost);
@@ -723,10 +791,59 @@ static void print_summary(const struct profile *p, const struct record_opts *o,
 			(unsigned long long)m->cut_user_stacks,
 			(unsigned long long)(m->samples[PROF_EV_CPU] +
 					     m->samples[PROF_EV_OFFCPU] +
-					     m->samples[PROF_EV_FAULTS]));
+					     m->samples[PROF_EV_FAULTS] +
+					     m->samples[PROF_EV_ALLOC]));
+	if (m->inuse_untracked)
+		fprintf(stderr, "ember: %llu sampled blocks were not followed to their free (table full): in use is understated\n",
+			(unsigned long long)m->inuse_untracked);
 	if (m->lost)
 		fprintf(stderr, "ember: the profile misses %llu lost records: lower -F or raise ring sizes\n",
 			(unsigned long long)m->lost);
+}
+
+/* ---- -e alloc ----------------------------------------------------------- */
+
+/* Does process pid map the file path? */
+static bool maps_file(uint32_t pid, const char *path)
+{
+	char maps[64], line[PATH_MAX + 128];
+	size_t n = strlen(path);
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		size_t len = strcspn(line, "\n");
+
+		found = len >= n && !memcmp(line + len - n, path, n);
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Probes on the sampler library: the command ember starts preloads it;
+ * running processes (-p) must have been started with it, which is said
+ * per process rather than silently giving an empty profile.
+ */
+static int record_alloc_start(struct session *s, const struct record_opts *o,
+			      const char *lib, char *err, size_t err_len)
+{
+	int r = session_alloc_attach(s, lib, err, err_len);
+
+	if (r)
+		return r;
+	for (size_t i = 0; i < o->nr_pids; i++)
+		if (!maps_file(o->pids[i], lib))
+			fprintf(stderr, "ember: -e alloc: process %u was not started with LD_PRELOAD=%s: its allocations are not sampled (uprobes on a running allocator are not supported yet)\n",
+				o->pids[i], lib);
+	if (!o->command && !o->nr_pids)
+		fprintf(stderr, "ember: -e alloc: sampling the allocations of processes started with LD_PRELOAD=%s\n",
+			lib);
+	return 0;
 }
 
 /* ---- the command ------------------------------------------------------- */
@@ -746,6 +863,8 @@ int cmd_record(int argc, char **argv)
 	struct record_opts o;
 	struct child_cgroup cg = { .id = 0 };
 	struct child ch = { .pid = -1, .go_fd = -1, .err_fd = -1 };
+	struct child_env env = { 0 };
+	char alloc_lib[PATH_MAX];
 	struct session s;
 	struct profile *p;
 	char err[1024];
@@ -796,6 +915,17 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 
+	if ((o.events & EMBER_EV_ALLOC) &&
+	    alloc_lib_find(o.alloc_lib, alloc_lib, sizeof(alloc_lib), err,
+			   sizeof(err))) {
+		fprintf(stderr, "ember record: -e alloc: %s\n", err);
+		record_opts_free(&o);
+		return 2;
+	}
+	if (o.events & EMBER_EV_ALLOC) {
+		env.preload = alloc_lib;
+		env.alloc_rate = o.alloc_rate;
+	}
 	out = open_output(&o);
 	if (!out) {
 		record_opts_free(&o);
@@ -813,7 +943,7 @@ int cmd_record(int argc, char **argv)
 
 		if (!child_cgroup_create(&cg))
 			in_cgroup = true;
-		r = child_spawn(o.command, &ch);
+		r = child_spawn(o.command, &env, &ch);
 		if (r) {
 			fprintf(stderr, "ember record: cannot start %s: %s\n",
 				o.command[0], strerror(-r));
@@ -837,7 +967,12 @@ int cmd_record(int argc, char **argv)
 		/* like perf: -p ends when the processes are gone */
 		s.watch_pids = o.pids;
 		s.nr_watch_pids = o.nr_pids;
+		s.alloc_rate = o.alloc_rate ? o.alloc_rate :
+					      EMBER_ALLOC_DEFAULT_RATE;
 		r = session_start(&s, err, sizeof(err));
+		if (!r && (o.events & EMBER_EV_ALLOC))
+			r = record_alloc_start(&s, &o, alloc_lib, err,
+					       sizeof(err));
 		if (r)
 			session_close(&s);
 	}

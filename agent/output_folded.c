@@ -9,6 +9,8 @@
  * events the frame after comm is "[cpu]" or "[offcpu]". Page faults
  * (-e faults) weigh the bytes they stand for (faults x page size) and get
  * a "[faults]" frame after comm when another event is in the profile too.
+ * Allocations (-e alloc) weigh bytes too, under "[alloc]" (allocated) and
+ * "[inuse]" (not freed when the profile was taken).
  * Kernel frames end
  * in "_[k]", as in stackcollapse-perf.pl. Lines are sorted and identical
  * ones merged (different threads of a process fold into one line).
@@ -94,6 +96,10 @@ static const char *event_frame(enum prof_event ev)
 		return ";[offcpu]";
 	case PROF_EV_FAULTS:
 		return ";[faults]";
+	case PROF_EV_ALLOC:
+		return ";[alloc]";
+	case PROF_EV_INUSE:
+		return ";[inuse]";
 	default:
 		return ";[cpu]";
 	}
@@ -145,7 +151,8 @@ int output_folded(const struct profile *p, FILE *out)
 		err = build_line(p, s, both, &b);
 		if (err)
 			break;
-		if (s->event == PROF_EV_FAULTS)
+		if (s->event == PROF_EV_FAULTS || s->event == PROF_EV_ALLOC ||
+		    s->event == PROF_EV_INUSE)
 			lines[n].value = s->weight_ns;	/* bytes */
 		else
 			lines[n].value = micro ? (s->weight_ns + 500) / 1000 :

@@ -540,8 +540,9 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 							 "thread.name"),
 					     false, 0, s->thread_name);
 
-	if (s->event == PROF_EV_OFFCPU || s->event == PROF_EV_FAULTS) {
-		/* nanoseconds off CPU, or bytes faulted in */
+	if (s->event == PROF_EV_OFFCPU || s->event == PROF_EV_FAULTS ||
+	    s->event == PROF_EV_ALLOC || s->event == PROF_EV_INUSE) {
+		/* nanoseconds off CPU, or bytes faulted in, allocated, in use */
 		ps = new_sample(e, stack, attrs, nr_attrs);
 		if (!ps || !(ps->values = enc_alloc(e, sizeof(int64_t))))
 			return;
@@ -623,6 +624,13 @@ static PProfile *new_profile(struct enc *e, const struct profile *p,
 		prof->sample_type = value_type(e, "page_faults", "bytes");
 		prof->period_type = value_type(e, "page_faults", "count");
 		prof->period = p->meta.fault_period;
+	} else if (ev == PROF_EV_ALLOC || ev == PROF_EV_INUSE) {
+		/* as Go's heap profiles: bytes, one sample per period bytes */
+		prof->sample_type = ev == PROF_EV_ALLOC ?
+				    value_type(e, "alloc_space", "bytes") :
+				    value_type(e, "inuse_space", "bytes");
+		prof->period_type = value_type(e, "space", "bytes");
+		prof->period = (int64_t)p->meta.alloc_rate;
 	} else {
 		prof->sample_type = value_type(e, "off_cpu", "nanoseconds");
 	}

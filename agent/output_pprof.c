@@ -326,6 +326,9 @@ static int64_t location_id(struct builder *b, const struct sym_frame *const *fra
 struct value_layout {
 	int nr;
 	int cpu_count, cpu_ns, off_ns, fault_bytes;	/* -1 when absent */
+	/* -e alloc, as Go names heap profiles: objects and bytes, allocated
+	 * and in use (the four together, or -1) */
+	int alloc_objects, alloc_space, inuse_objects, inuse_space;
 };
 
 static void layout_values(const struct profile *p, struct value_layout *v)
@@ -338,6 +341,8 @@ static void layout_values(const struct profile *p, struct value_layout *v)
 			events |= 1u << p->samples[i].event;
 	v->nr = 0;
 	v->cpu_count = v->cpu_ns = v->off_ns = v->fault_bytes = -1;
+	v->alloc_objects = v->alloc_space = -1;
+	v->inuse_objects = v->inuse_space = -1;
 	if (events & (1u << PROF_EV_CPU)) {
 		v->cpu_count = v->nr++;
 		v->cpu_ns = v->nr++;
@@ -346,6 +351,12 @@ static void layout_values(const struct profile *p, struct value_layout *v)
 		v->off_ns = v->nr++;
 	if (events & (1u << PROF_EV_FAULTS))
 		v->fault_bytes = v->nr++;
+	if (events & (1u << PROF_EV_ALLOC | 1u << PROF_EV_INUSE)) {
+		v->alloc_objects = v->nr++;
+		v->alloc_space = v->nr++;
+		v->inuse_objects = v->nr++;
+		v->inuse_space = v->nr++;
+	}
 	if (!v->nr) {	/* no event at all: still a valid, empty CPU profile */
 		v->cpu_count = v->nr++;
 		v->cpu_ns = v->nr++;
@@ -403,6 +414,12 @@ static int build_sample(struct builder *b, const struct prof_sample *s,
 		values[vl->off_ns] = s->weight_ns;
 	} else if (s->event == PROF_EV_FAULTS && vl->fault_bytes >= 0) {
 		values[vl->fault_bytes] = s->weight_ns;	/* bytes */
+	} else if (s->event == PROF_EV_ALLOC && vl->alloc_space >= 0) {
+		values[vl->alloc_objects] = s->count;
+		values[vl->alloc_space] = s->weight_ns;	/* bytes */
+	} else if (s->event == PROF_EV_INUSE && vl->inuse_space >= 0) {
+		values[vl->inuse_objects] = s->count;
+		values[vl->inuse_space] = s->weight_ns;
 	}
 	out->n_value = vl->nr;
 	out->value = values;
@@ -483,6 +500,8 @@ static int build_samples(struct builder *b, const struct value_layout *vl,
 	return 0;
 }
 
+#define MAX_COMMENTS 12
+
 static int add_comment(struct builder *b, int64_t *comments, size_t *n,
 		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -496,6 +515,8 @@ static int add_comment(struct builder *b, int64_t *comments, size_t *n,
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	if (*n >= MAX_COMMENTS)
+		return 0;	/* a comment is never worth a failed profile */
 	k = intern(b, buf);
 	if (k < 0)
 		return k;
@@ -503,10 +524,9 @@ static int add_comment(struct builder *b, int64_t *comments, size_t *n,
 	return 0;
 }
 
-#define MAX_COMMENTS 8
 
 static int build_header(struct builder *b, const struct value_layout *vl,
-			PbValueType types[4], PbValueType *types_ptr[4],
+			PbValueType types[8], PbValueType *types_ptr[8],
 			PbValueType *period_type, int64_t comments[MAX_COMMENTS],
 			PbProfile *pb)
 {
@@ -532,6 +552,16 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		types[vl->fault_bytes].type = intern(b, "page_faults");
 		types[vl->fault_bytes].unit = intern(b, "bytes");
 	}
+	if (vl->alloc_space >= 0) {
+		types[vl->alloc_objects].type = intern(b, "alloc_objects");
+		types[vl->alloc_objects].unit = intern(b, "count");
+		types[vl->alloc_space].type = intern(b, "alloc_space");
+		types[vl->alloc_space].unit = intern(b, "bytes");
+		types[vl->inuse_objects].type = intern(b, "inuse_objects");
+		types[vl->inuse_objects].unit = intern(b, "count");
+		types[vl->inuse_space].type = intern(b, "inuse_space");
+		types[vl->inuse_space].unit = intern(b, "bytes");
+	}
 	pb->n_sample_type = vl->nr;
 	pb->sample_type = types_ptr;
 
@@ -544,11 +574,16 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		*period_type = types[vl->off_ns];
 		pb->period = 1;
 		pb->default_sample_type = types[vl->off_ns].type;
-	} else {
+	} else if (vl->fault_bytes >= 0) {
 		period_type->type = types[vl->fault_bytes].type;
 		period_type->unit = intern(b, "count");
 		pb->period = m->fault_period ? m->fault_period : 1;
 		pb->default_sample_type = types[vl->fault_bytes].type;
+	} else {
+		/* Go's heap profiles: period = bytes between samples */
+		*period_type = types[vl->alloc_space];
+		pb->period = (int64_t)m->alloc_rate;
+		pb->default_sample_type = types[vl->alloc_space].type;
 	}
 	pb->period_type = period_type;
 	pb->time_nanos = m->start_ns;
@@ -564,6 +599,14 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		err |= add_comment(b, comments, &nc,
 				   "page faults: one sample per %" PRIu32 " faults, weighed as bytes (a huge-page fault counts as one base page)",
 				   m->fault_period);
+	if (vl->alloc_space >= 0 && m->alloc_rate)
+		err |= add_comment(b, comments, &nc,
+				   "allocations: one sample per %" PRIu64 " bytes on average (Poisson), weighed as the bytes and objects each stands for; in use = sampled blocks not freed when the profile was taken",
+				   m->alloc_rate);
+	if (m->inuse_untracked)
+		err |= add_comment(b, comments, &nc,
+				   "WARNING: %" PRIu64 " sampled blocks were not followed to their free (table full): in use is understated",
+				   m->inuse_untracked);
 	if (m->lost)
 		err |= add_comment(b, comments, &nc,
 				   "WARNING: this profile lost %" PRIu64 " records", m->lost);
@@ -717,7 +760,7 @@ static void builder_free(struct builder *b)
 int output_pprof(const struct profile *p, FILE *out)
 {
 	PbProfile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
-	PbValueType types[4], *types_ptr[4], period_type;
+	PbValueType types[8], *types_ptr[8], period_type;
 	int64_t comments[MAX_COMMENTS];
 	struct value_layout vl;
 	struct builder b = { .prof = p };

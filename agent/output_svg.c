@@ -181,7 +181,8 @@ static int64_t child(struct tree *t, uint32_t parent, const char *label, enum no
 
 static uint64_t sample_value(const struct tree *t, const struct prof_sample *s)
 {
-	if (s->event == PROF_EV_FAULTS)
+	if (s->event == PROF_EV_FAULTS || s->event == PROF_EV_ALLOC ||
+	    s->event == PROF_EV_INUSE)
 		return s->weight_ns;	/* bytes */
 	return t->microseconds ? s->weight_ns : s->count;
 }
@@ -193,6 +194,10 @@ static const char *event_box(enum prof_event ev)
 		return "[offcpu]";
 	case PROF_EV_FAULTS:
 		return "[faults]";
+	case PROF_EV_ALLOC:
+		return "[alloc]";
+	case PROF_EV_INUSE:
+		return "[inuse]";
 	default:
 		return "[cpu]";
 	}
@@ -250,7 +255,10 @@ static int build_tree(struct tree *t, const struct profile *p)
 			t->events |= 1u << p->samples[i].event;
 	t->microseconds = (t->events & (1u << PROF_EV_OFFCPU)) != 0;
 	t->events &= (1u << PROF_EV__COUNT) - 1;
-	t->bytes = t->events == 1u << PROF_EV_FAULTS;
+	/* only byte-weighed events: the widths are bytes */
+	t->bytes = t->events && !(t->events & ~(1u << PROF_EV_FAULTS |
+						 1u << PROF_EV_ALLOC |
+						 1u << PROF_EV_INUSE));
 	t->several = (t->events & (t->events - 1)) != 0;
 	if (array_grow(&t->nodes, &t->cap_nodes, 1, sizeof(*t->nodes)) || intern(t, "all") < 0)
 		return -ENOMEM;
@@ -573,16 +581,24 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 	uint64_t counts[PROF_EV__COUNT] = { 0 };
 	bool cpu = t->events & (1u << PROF_EV_CPU), off = t->events & (1u << PROF_EV_OFFCPU);
 	bool faults = t->events & (1u << PROF_EV_FAULTS);
-	uint64_t fault_bytes = 0;
+	bool alloc = t->events & (1u << PROF_EV_ALLOC | 1u << PROF_EV_INUSE);
+	uint64_t fault_bytes = 0, alloc_bytes = 0, inuse_bytes = 0;
 	char num[32];
 	int y = 24;
 
 	for (size_t i = 0; i < t->prof->nr_samples; i++)
 		if (t->prof->samples[i].event < PROF_EV__COUNT)
 			counts[t->prof->samples[i].event] += t->prof->samples[i].count;
-	for (size_t i = 0; i < t->prof->nr_samples; i++)
-		if (t->prof->samples[i].event == PROF_EV_FAULTS)
-			fault_bytes += t->prof->samples[i].weight_ns;
+	for (size_t i = 0; i < t->prof->nr_samples; i++) {
+		const struct prof_sample *s = &t->prof->samples[i];
+
+		if (s->event == PROF_EV_FAULTS)
+			fault_bytes += s->weight_ns;
+		else if (s->event == PROF_EV_ALLOC)
+			alloc_bytes += s->weight_ns;
+		else if (s->event == PROF_EV_INUSE)
+			inuse_bytes += s->weight_ns;
+	}
 
 	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"%d\">ember: ", IMAGE_WIDTH / 2, y);
 	put_xml(out, m->host_name ? m->host_name : "unknown host", 0);
@@ -591,11 +607,15 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 		fputs("on-CPU and off-CPU", out);
 	else if (off)
 		fputs("off-CPU", out);
-	else if (cpu || !faults)
+	else if (cpu || !(faults || alloc))
 		fputs("on-CPU", out);
 	if (faults)
 		fputs(cpu || off ? ", and bytes of memory first touched (page faults)" :
 				   "bytes of memory first touched (page faults)", out);
+	if (alloc)
+		fputs(cpu || off || faults ?
+		      ", and bytes allocated and still in use (sampled allocations)" :
+		      "bytes allocated and still in use (sampled allocations)", out);
 	fputs("</text>\n", out);
 
 	y += 18;
@@ -621,6 +641,14 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 			fprintf(out, ", one per %" PRIu32 " page faults", m->fault_period);
 		fprintf(out, ", %.1f MiB of memory first touched", fault_bytes / 1048576.0);
 	}
+	if (alloc) {
+		fputs(cpu || off || faults ? ", " : "", out);
+		fprintf(out, "alloc: %s samples", thousands(m->samples[PROF_EV_ALLOC], num));
+		if (m->alloc_rate)
+			fprintf(out, ", one per %.0f KiB", m->alloc_rate / 1024.0);
+		fprintf(out, ", %.1f MiB allocated, %.1f MiB still in use",
+			alloc_bytes / 1048576.0, inuse_bytes / 1048576.0);
+	}
 	if (m->backend) {
 		fputs(" \xc2\xb7 backend ", out);
 		put_xml(out, m->backend, 0);
@@ -630,9 +658,13 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 	/* How to read the widths: a line of its own, it is long */
 	y += 16;
 	fprintf(out, "<text id=\"note\" x=\"%d\" y=\"%d\">widths: ", IMAGE_WIDTH / 2, y);
-	if (t->bytes)
+	if (t->bytes && !alloc)
 		fputs("bytes of memory first touched (sampled page faults x page size; "
 		      "a huge-page fault counts as one page)", out);
+	else if (t->bytes)
+		fputs("bytes: under [alloc] allocated, under [inuse] not freed when "
+		      "the profile was taken (each sample weighs the bytes it stands for)",
+		      out);
 	else
 		fputs(t->microseconds ? "microseconds (on-CPU samples weighted by their period, "
 					"off-CPU intervals by their blocked time)"

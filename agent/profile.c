@@ -18,13 +18,16 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "alloc_lib.h"
 #include "container.h"
+#include "live_blocks.h"
 #include "profile_builder.h"
 #include "source.h"
 
 #define PB_DEFAULT_MAX_STACKS	65536
 #define PB_DEFAULT_MAX_BYTES	(32u << 20)
 #define PB_MAX_INLINE		16	/* frames per address incl. inlines */
+#define PB_DEFAULT_MAX_LIVE	65536	/* sampled blocks followed to free */
 
 /* One unique (pid, tid, comm, event, stack) and what it accumulated. */
 struct agg_entry {
@@ -38,6 +41,7 @@ struct agg_entry {
 	uint16_t nr_kernel, nr_user;
 	uint8_t event;
 	bool user_cut;			/* root frame is the [cut] marker */
+	uint32_t nr_live;		/* PROF_EV_INUSE: blocks not freed */
 	char comm[EMBER_COMM_LEN];
 	uint64_t ips[];			/* kernel leaf..root, user leaf..root */
 };
@@ -66,6 +70,8 @@ struct profile_builder {
 
 	struct proc_entry **proc_buckets;	/* fixed size */
 	size_t nr_procs;
+
+	struct live_blocks live;	/* -e alloc: sampled blocks not freed */
 
 	struct pb_counters c;
 };
@@ -227,6 +233,16 @@ static void proc_free_all(struct profile_builder *pb, bool exited_only)
 	}
 }
 
+/* A followed block is gone: its in-use entry no longer holds it. */
+static void in_use_drop(const struct live_block *b)
+{
+	struct agg_entry *e = b->owner;
+
+	e->count -= b->objects;
+	e->weight_ns -= b->bytes;
+	e->nr_live--;
+}
+
 /* ---- builder ---------------------------------------------------------- */
 
 struct profile_builder *pb_new(const struct pb_options *opt,
@@ -242,6 +258,8 @@ struct profile_builder *pb_new(const struct pb_options *opt,
 		pb->opt.max_stacks = PB_DEFAULT_MAX_STACKS;
 	if (!pb->opt.max_bytes)
 		pb->opt.max_bytes = PB_DEFAULT_MAX_BYTES;
+	if (!pb->opt.max_live_blocks)
+		pb->opt.max_live_blocks = PB_DEFAULT_MAX_LIVE;
 	pb->sym = sym;
 	pb->nr_buckets = 1024;
 	pb->buckets = calloc(pb->nr_buckets, sizeof(*pb->buckets));
@@ -273,29 +291,80 @@ int pb_set_pids(struct profile_builder *pb, const uint32_t *pids,
 	return 0;
 }
 
-static void table_clear(struct profile_builder *pb)
+/*
+ * Empty the stack table. With keep_live, in-use entries that still hold
+ * blocks stay: in-use memory is a state that outlives an interval (ember
+ * run reports it again until the blocks are freed).
+ */
+static void table_clear(struct profile_builder *pb, bool keep_live)
 {
+	struct agg_entry *kept = NULL;
+
 	for (size_t i = 0; i < pb->nr_buckets; i++) {
 		struct agg_entry *e = pb->buckets[i], *next;
 
 		for (; e; e = next) {
 			next = e->next;
+			if (keep_live && e->nr_live) {
+				e->next = kept;
+				kept = e;
+				continue;
+			}
 			free(e->timestamps);
 			free(e);
 		}
 		pb->buckets[i] = NULL;
 	}
 	pb->nr_entries = 0;
+	while (kept) {
+		struct agg_entry *e = kept;
+
+		kept = e->next;
+		e->next = pb->buckets[e->hash & (pb->nr_buckets - 1)];
+		pb->buckets[e->hash & (pb->nr_buckets - 1)] = e;
+		pb->nr_entries++;
+	}
+}
+
+/* A process that exited took its blocks with it: no longer in use. */
+static bool drop_exited(const struct live_block *b, void *ctx)
+{
+	struct proc_entry *p = proc_find(ctx, b->pid);
+
+	if (!p || !p->exited)
+		return false;
+	in_use_drop(b);
+	return true;
+}
+
+/* The processes of in-use entries kept across a reset stay in profiles. */
+static void keep_live_processes(struct profile_builder *pb)
+{
+	for (size_t i = 0; i < pb->nr_buckets; i++)
+		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next) {
+			struct proc_entry *p = proc_get(pb, e->pid, NULL);
+
+			if (p)
+				p->has_samples = true;
+		}
 }
 
 void pb_reset(struct profile_builder *pb)
 {
-	table_clear(pb);
+	if (pb->live.used)
+		live_prune(&pb->live, drop_exited, pb);
+	table_clear(pb, true);
 	proc_free_all(pb, true);
+	if (pb->nr_entries)
+		keep_live_processes(pb);
 	/* the profile that needed exited processes' mappings is gone */
 	if (pb->sym)
 		sym_sweep(pb->sym);
 	memset(&pb->c, 0, sizeof(pb->c));
+	for (size_t i = 0; i < pb->nr_buckets; i++)
+		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next)
+			pb->c.bytes += sizeof(*e) +
+				       ((size_t)e->nr_kernel + e->nr_user) * 8;
 }
 
 void pb_free(struct profile_builder *pb)
@@ -303,12 +372,13 @@ void pb_free(struct profile_builder *pb)
 	if (!pb)
 		return;
 	if (pb->buckets)
-		table_clear(pb);
+		table_clear(pb, false);
 	if (pb->proc_buckets)
 		proc_free_all(pb, false);
 	free(pb->buckets);
 	free(pb->proc_buckets);
 	free(pb->pids);
+	live_release(&pb->live);
 	free(pb);
 }
 
@@ -381,8 +451,14 @@ uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user)
 	return nr_user;
 }
 
-static void add_sample(struct profile_builder *pb,
-		       const struct ember_sample *s, enum prof_event ev)
+/*
+ * Aggregate s as event ev, weighing count and weight; returns its entry,
+ * or NULL when it was filtered or not kept.
+ */
+static struct agg_entry *add_sample_as(struct profile_builder *pb,
+				       const struct ember_sample *s,
+				       enum prof_event ev, uint64_t count,
+				       uint64_t weight)
 {
 	uint16_t nr_user = pb_user_frames_valid(s->ips + s->nr_kernel, s->nr_user);
 	size_t nips = (size_t)s->nr_kernel + nr_user, sz;
@@ -393,11 +469,11 @@ static void add_sample(struct profile_builder *pb,
 
 	if ((s->flags & EMBER_SF_IDLE) && !pb->opt.include_idle) {
 		pb->c.filtered++;
-		return;
+		return NULL;
 	}
 	if (!pb_keeps(pb, s->pid, s->cgroup_id)) {
 		pb->c.filtered++;
-		return;
+		return NULL;
 	}
 
 	/*
@@ -407,7 +483,7 @@ static void add_sample(struct profile_builder *pb,
 	 */
 	cut = nr_user != s->nr_user || (s->flags & EMBER_SF_USER_CUT);
 	h = mix64(h, ((uint64_t)s->pid << 32) | s->tid);
-	if (cut)
+	if (cut && ev != PROF_EV_INUSE)	/* counted once, as allocated */
 		pb->c.cut_user_stacks++;
 	h = mix64(h, ((uint64_t)cut << 40) | ((uint64_t)ev << 32) |
 		  ((uint64_t)s->nr_kernel << 16) | nr_user);
@@ -434,7 +510,7 @@ static void add_sample(struct profile_builder *pb,
 		    pb->c.bytes + sz > pb->opt.max_bytes ||
 		    !(e = calloc(1, sz))) {
 			pb->c.dropped_stacks++;
-			return;
+			return NULL;
 		}
 		e->hash = h;
 		e->pid = s->pid;
@@ -459,8 +535,11 @@ static void add_sample(struct profile_builder *pb,
 		if (pb->nr_entries > pb->nr_buckets)
 			table_grow(pb);
 	}
-	e->count++;
-	e->weight_ns += s->weight_ns;
+	e->count += count;
+	e->weight_ns += weight;
+	/* in-use is a state, not an event: no times, not counted */
+	if (ev == PROF_EV_INUSE)
+		return e;
 	if (pb->opt.max_timestamps)
 		entry_add_time(pb, e, s->time_ns);
 	pb->c.samples[ev]++;
@@ -485,6 +564,64 @@ static void add_sample(struct profile_builder *pb,
 		else if (!p->comm[0])
 			set_comm(p->comm, s->comm);
 	}
+	return e;
+}
+
+static void add_sample(struct profile_builder *pb,
+		       const struct ember_sample *s, enum prof_event ev)
+{
+	add_sample_as(pb, s, ev, 1, s->weight_ns);
+}
+
+/*
+ * A sampled allocation: allocated bytes and objects (the objects the
+ * sample stands for: its bytes over the size asked), and the same as in
+ * use until its block is freed.
+ */
+static void add_alloc(struct profile_builder *pb, const struct ember_sample *s)
+{
+	uint64_t addr = EMBER_ALLOC_ADDR(s), size = EMBER_ALLOC_SIZE(s);
+	uint64_t objects = size ? (s->weight_ns + size / 2) / size : 1;
+	struct live_block b;
+	struct agg_entry *e;
+
+	if (!objects)
+		objects = 1;
+	if (objects > UINT32_MAX)
+		objects = UINT32_MAX;
+	if (!add_sample_as(pb, s, PROF_EV_ALLOC, objects, s->weight_ns))
+		return;
+	if (!pb->live.cap && live_init(&pb->live, pb->opt.max_live_blocks)) {
+		pb->c.inuse_untracked++;
+		return;
+	}
+	e = add_sample_as(pb, s, PROF_EV_INUSE, objects, s->weight_ns);
+	if (!e)
+		return;
+	b = (struct live_block){ .addr = addr, .pid = s->pid,
+				 .objects = (uint32_t)objects,
+				 .bytes = s->weight_ns, .owner = e };
+	if (live_add(&pb->live, &b)) {
+		e->nr_live++;
+	} else {
+		/* a block never followed would stay in use forever */
+		e->count -= objects;
+		e->weight_ns -= s->weight_ns;
+		pb->c.inuse_untracked++;
+	}
+}
+
+static void add_free(struct profile_builder *pb, const struct ember_free *f)
+{
+	struct live_block b;
+
+	/* a free record has no cgroup: only the pid filter applies */
+	if (!pb_keeps(pb, f->pid, pb->opt.cgroup_id))
+		return;
+	if (live_take(&pb->live, f->pid, f->addr, &b))
+		in_use_drop(&b);
+	else
+		pb->c.frees_unknown++;
 }
 
 void pb_add_record(struct profile_builder *pb,
@@ -504,6 +641,12 @@ void pb_add_record(struct profile_builder *pb,
 		break;
 	case EMBER_REC_FAULT:
 		add_sample(pb, (const void *)rec, PROF_EV_FAULTS);
+		break;
+	case EMBER_REC_ALLOC:
+		add_alloc(pb, (const void *)rec);
+		break;
+	case EMBER_REC_FREE:
+		add_free(pb, (const void *)rec);
 		break;
 	case EMBER_REC_EXEC: {
 		const struct ember_exec *x = (const void *)rec;
@@ -537,6 +680,9 @@ void pb_add_record(struct profile_builder *pb,
 		 */
 		if (pb->sym && pb_keeps(pb, x->pid, pb->opt.cgroup_id))
 			sym_process_exit(pb->sym, x->pid);
+		/* its blocks are dropped from in-use at the next reset */
+		if (!p && pb->live.used && pb_keeps(pb, x->pid, pb->opt.cgroup_id))
+			p = proc_get_info(pb, x->pid, x->comm, false);
 		if (p)
 			p->exited = true;
 		break;
@@ -761,6 +907,26 @@ const struct sym_frame prof_cut_frame = {
 	.function = PROF_CUT_FRAME,
 };
 
+/*
+ * Frames of the allocation sampler itself (preload/ember_alloc.c) at the
+ * leaf of an allocation stack: all but the outermost, the malloc-family
+ * function the program called, which stays as the leaf.
+ */
+static size_t sampler_frames(const struct sym_frame **frames, size_t nr)
+{
+	size_t n = 0;
+
+	while (n < nr && frames[n]->module) {
+		const char *base = strrchr(frames[n]->module, '/');
+
+		if (strcmp(base ? base + 1 : frames[n]->module,
+			   EMBER_ALLOC_LIB_NAME))
+			break;
+		n++;
+	}
+	return n > 1 ? n - 1 : 0;
+}
+
 /* Fill one prof_sample from an aggregated entry. */
 static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 			struct addr_cache *ac, const struct agg_entry *e,
@@ -792,6 +958,12 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 			frames[nr++] = ae[i]->frames[j];
 	if (e->user_cut)
 		frames[nr++] = &prof_cut_frame;
+	if (e->event == PROF_EV_ALLOC || e->event == PROF_EV_INUSE) {
+		size_t skip = sampler_frames(frames, nr);
+
+		frames += skip;
+		nr -= skip;
+	}
 
 	memset(ps, 0, sizeof(*ps));
 	ps->process = find_process(procs, nr_procs, e->pid);
@@ -872,10 +1044,15 @@ struct profile *pb_finish(struct profile_builder *pb,
 
 	mono_to_real = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < pb->nr_buckets; i++)
-		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next)
+		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next) {
+			/* every block of it was freed: nothing in use */
+			if (e->event == PROF_EV_INUSE && !e->nr_live)
+				continue;
 			if (freeze_entry(pb, pi, &ac, e, &samples[n++], procs,
 					 pi->pub.nr_processes, mono_to_real))
 				goto fail;
+		}
+	pi->pub.meta.inuse_untracked += pb->c.inuse_untracked;
 	pi->pub.samples = samples;
 	pi->pub.nr_samples = n;
 	exe_build_ids(samples, n);

@@ -22,6 +22,8 @@ enum prof_event {
 	PROF_EV_CPU,		/* on-CPU samples */
 	PROF_EV_OFFCPU,		/* off-CPU intervals */
 	PROF_EV_FAULTS,		/* sampled page faults: weight in bytes */
+	PROF_EV_ALLOC,		/* sampled allocations: bytes, count objects */
+	PROF_EV_INUSE,		/* of those, not freed yet: bytes, objects */
 	PROF_EV__COUNT,
 };
 
@@ -48,9 +50,11 @@ struct prof_sample {
 	enum prof_event event;
 	uint32_t nr_frames;
 	const struct sym_frame *const *frames;
-	uint64_t count;		/* samples, off-CPU intervals or fault samples */
+	uint64_t count;		/* samples, off-CPU intervals or fault samples;
+				 * objects allocated (PROF_EV_ALLOC, _INUSE) */
 	uint64_t weight_ns;	/* sum of periods, of off-CPU time, or bytes
-				 * faulted in (PROF_EV_FAULTS) */
+				 * faulted in (PROF_EV_FAULTS), allocated or
+				 * in use (PROF_EV_ALLOC, _INUSE) */
 	/* Up to nr_timestamps CLOCK_REALTIME sample times (bounded, may be 0). */
 	uint32_t nr_timestamps;
 	const uint64_t *timestamps_ns;
@@ -63,6 +67,9 @@ struct prof_meta {
 	uint32_t freq_hz;		/* on-CPU sampling frequency */
 	uint64_t period_ns;		/* 1e9 / freq_hz */
 	uint32_t fault_period;		/* page faults per PROF_EV_FAULTS sample */
+	uint64_t alloc_rate;		/* bytes between PROF_EV_ALLOC samples */
+	/* sampled blocks whose free could not be followed (table full) */
+	uint64_t inuse_untracked;
 	uint64_t start_ns, end_ns;	/* CLOCK_REALTIME */
 	uint64_t samples[PROF_EV__COUNT];	/* records aggregated per event */
 	uint64_t lost;			/* records the producers dropped */

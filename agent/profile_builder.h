@@ -39,6 +39,8 @@ struct pb_options {
 	const uint32_t *pids;
 	size_t nr_pids;
 	uint64_t cgroup_id;	/* exact match: descendants are not kept */
+	/* sampled allocations followed until freed, 0 = default (65536) */
+	size_t max_live_blocks;
 };
 
 struct pb_counters {
@@ -52,6 +54,8 @@ struct pb_counters {
 	size_t unique_stacks;
 	size_t bytes;		/* memory held by the stack table */
 	uint32_t processes;	/* distinct pids with samples */
+	uint64_t inuse_untracked;	/* sampled blocks not followed: full */
+	uint64_t frees_unknown;	/* frees of blocks not followed */
 };
 
 struct profile_builder;

@@ -30,6 +30,8 @@ struct record_opts {
 	bool include_idle;
 	uint64_t offcpu_min_ns;	/* --offcpu-min, 0: every interval */
 	uint32_t fault_period;		/* --fault-period, 0: the default */
+	uint64_t alloc_rate;		/* --alloc-rate bytes, 0: the default */
+	const char *alloc_lib;		/* --alloc-lib, NULL: found */
 	char *debug_dirs;		/* --debug-dir, ':'-joined, malloc'd; NULL = default */
 	bool debuginfod;		/* --debuginfod */
 	bool no_cfi;			/* --no-cfi: frame pointers only */

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "alloc_lib.h"
 #include "session.h"
 
 #define SESSION_POLL_MS		100
@@ -117,6 +118,24 @@ int session_start(struct session *s, char *err, size_t err_len)
 	s->start_real_ns = now_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
 	return 0;
+}
+
+int session_alloc_attach(struct session *s, const char *lib, char *err,
+			 size_t err_len)
+{
+	struct ember_alloc_probe probes[2];
+	int n;
+
+	if (!s->ops->alloc_attach) {
+		snprintf(err, err_len, "the %s backend has no allocation probes",
+			 s->ops->name);
+		return -EOPNOTSUPP;
+	}
+	n = alloc_lib_probes(lib, probes, err, err_len);
+	if (n < 0)
+		return n;
+	return s->ops->alloc_attach(s->src, lib, probes, (size_t)n, err,
+				    err_len);
 }
 
 /*
@@ -227,6 +246,9 @@ struct profile *session_snapshot(struct session *s)
 		meta.events |= 1u << PROF_EV_OFFCPU;
 	if (s->events & EMBER_EV_FAULTS)
 		meta.events |= 1u << PROF_EV_FAULTS;
+	if (s->events & EMBER_EV_ALLOC)
+		meta.events |= 1u << PROF_EV_ALLOC | 1u << PROF_EV_INUSE;
+	meta.alloc_rate = s->alloc_rate;
 	meta.freq_hz = s->freq_hz;
 	meta.period_ns = 1000000000ull / s->freq_hz;
 	if (s->events & EMBER_EV_FAULTS)

@@ -41,6 +41,7 @@ struct session {
 	uint32_t events;		/* EMBER_EV_* asked */
 	uint32_t freq_hz;
 	uint32_t fault_period;
+	uint64_t alloc_rate;		/* -e alloc: bytes between samples */
 	uint64_t start_real_ns;		/* CLOCK_REALTIME of start/last reset */
 	uint64_t lost_base;		/* source lost count at start/last reset */
 	uint64_t corrupt_base;
@@ -65,6 +66,13 @@ int session_open(struct session *s, const struct session_options *opt,
 int session_start(struct session *s, char *err, size_t err_len);
 /* Wait up to timeout_ms and drain every ring into the builder. */
 int session_poll(struct session *s, int timeout_ms);
+/*
+ * -e alloc: uprobes on the probe points of the sampler library lib (an
+ * absolute path, alloc_lib.h) in every process that maps it, until the
+ * session stops. 0, or a negative errno with a sentence in err.
+ */
+int session_alloc_attach(struct session *s, const char *lib, char *err,
+			 size_t err_len);
 /* Ask for unwind tables of a process now (a command ember started). */
 void session_unwind_request(struct session *s, uint32_t pid);
 /* Drain until the rings are empty (after the workload stopped). */

@@ -109,6 +109,15 @@ struct ember_source_ops {
 	int (*unwind_bind)(struct ember_source *src, uint32_t pid,
 			   const struct ember_unwind_mapping *maps, size_t nr,
 			   char *err, size_t err_len);
+	/*
+	 * Allocation probes (EMBER_EV_ALLOC, NULL when the backend has
+	 * none): uprobes on the file path at the probes' file offsets, for
+	 * every process mapping it (the filters apply), until stop(). All or
+	 * none; 0 or a negative errno with a sentence in err.
+	 */
+	int (*alloc_attach)(struct ember_source *src, const char *path,
+			    const struct ember_alloc_probe *probes, size_t nr,
+			    char *err, size_t err_len);
 };
 
 extern const struct ember_source_ops ember_source_kmod;

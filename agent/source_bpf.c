@@ -95,6 +95,9 @@ struct ember_source {
 	struct bpf_link **links;	/* perf_event links: per online CPU, per event */
 	int nr_links;
 	struct bpf_link *tp_links[3];
+	/* allocation probes (EMBER_EV_ALLOC), attach..stop */
+	struct bpf_link *alloc_links[EMBER_MAX_ALLOC_PROBES];
+	int nr_alloc_links;
 	struct bpf_link *back_link;	/* deferred off-CPU hook, open..close */
 	bool running;
 	bool use_perfbuf;
@@ -529,6 +532,8 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	}
 	bpf_program__set_autoload(skel->progs.ember_oncpu, cfg->events & EMBER_EV_ONCPU);
 	bpf_program__set_autoload(skel->progs.ember_faults, cfg->events & EMBER_EV_FAULTS);
+	bpf_program__set_autoload(skel->progs.ember_alloc, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_free, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_switch_btf, off && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_switch_raw, off && s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_exec_btf, life && !s->raw_tp);
@@ -845,8 +850,70 @@ fail:
 	return ret;
 }
 
+static void alloc_detach(struct ember_source *s)
+{
+	for (int i = 0; i < s->nr_alloc_links; i++)
+		bpf_link__destroy(s->alloc_links[i]);
+	s->nr_alloc_links = 0;
+}
+
+/*
+ * Uprobes on the probe points of path (struct ember_alloc_probe, file
+ * offsets), for every process that maps it: the filters apply in the
+ * programs. The kernel raises each probe's semaphore in those processes
+ * while it is attached. All or none.
+ */
+static int bpf_alloc_attach(struct ember_source *s, const char *path,
+			    const struct ember_alloc_probe *probes, size_t nr,
+			    char *err, size_t err_len)
+{
+	if (!(s->cfg.events & EMBER_EV_ALLOC) || !s->running) {
+		say(err, err_len, "allocation probes need a running session with -e alloc");
+		return -EINVAL;
+	}
+	if (!nr || nr > EMBER_MAX_ALLOC_PROBES - (size_t)s->nr_alloc_links) {
+		say(err, err_len, "%zu allocation probes: at most %d in all", nr,
+		    EMBER_MAX_ALLOC_PROBES);
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o,
+			    .ref_ctr_offset = probes[i].ref_ctr_offset);
+		struct bpf_program *prog;
+		struct bpf_link *l;
+
+		switch (probes[i].kind) {
+		case EMBER_PROBE_SAMPLED_ALLOC:
+			prog = s->skel->progs.ember_alloc;
+			break;
+		case EMBER_PROBE_SAMPLED_FREE:
+			prog = s->skel->progs.ember_free;
+			break;
+		default:
+			say(err, err_len, "unknown allocation probe kind %u",
+			    probes[i].kind);
+			alloc_detach(s);
+			return -EINVAL;
+		}
+		l = bpf_program__attach_uprobe_opts(prog, -1, path,
+						    probes[i].offset, &o);
+		if (!l) {
+			int e = -errno;
+
+			say(err, err_len, "cannot put a uprobe on %s+0x%llx: %s",
+			    path, (unsigned long long)probes[i].offset,
+			    strerror(-e));
+			alloc_detach(s);
+			return e;
+		}
+		s->alloc_links[s->nr_alloc_links++] = l;
+	}
+	return 0;
+}
+
 static int bpf_stop(struct ember_source *s)
 {
+	alloc_detach(s);
 	for (int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
@@ -1152,6 +1219,7 @@ const struct ember_source_ops ember_source_bpf = {
 	.start = bpf_start,
 	.poll = bpf_poll,
 	.set_filter = bpf_set_filter,
+	.alloc_attach = bpf_alloc_attach,
 	.stats = bpf_stats,
 	.stop = bpf_stop,
 	.close = bpf_close,

@@ -479,6 +479,12 @@ static int kmod_open(struct ember_source **out,
 			 "this ember module cannot record page faults (older than -e faults, or no perf events): load a newer ember.ko, or use --backend bpf");
 		r = -EOPNOTSUPP;
 	}
+	if (!r && (cfg->events & EMBER_EV_ALLOC) &&
+	    !(src->info.caps & EMBER_CAP_ALLOC)) {
+		snprintf(err, err_len,
+			 "this ember module cannot put allocation probes (older than -e alloc): load a newer ember.ko, or use --backend bpf");
+		r = -EOPNOTSUPP;
+	}
 	if (r) {
 		if (!err[0])
 			snprintf(err, err_len, "the ember module does not answer GET_INFO: %s",
@@ -839,6 +845,28 @@ static int kmod_unwind_bind(struct ember_source *src, uint32_t pid,
 	return r;
 }
 
+/* EMBER_CMD_ALLOC_ATTACH: the module places (or refuses) them all. */
+static int kmod_alloc_attach(struct ember_source *src, const char *path,
+			     const struct ember_alloc_probe *probes, size_t nr,
+			     char *err, size_t err_len)
+{
+	struct nl_msg *msg;
+
+	if (!nr || nr > EMBER_MAX_ALLOC_PROBES) {
+		snprintf(err, err_len, "%zu allocation probes: 1 to %d", nr,
+			 EMBER_MAX_ALLOC_PROBES);
+		return -E2BIG;
+	}
+	msg = genl_msg(src->family, EMBER_CMD_ALLOC_ATTACH, false);
+	if (!msg || nla_put_string(msg, EMBER_A_ALLOC_PATH, path) ||
+	    nla_put(msg, EMBER_A_ALLOC_PROBES, (int)(nr * sizeof(*probes)),
+		    probes)) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	return genl_request_err(src->sk, msg, false, NULL, NULL, err, err_len);
+}
+
 static void kmod_close(struct ember_source *src)
 {
 	if (!src)
@@ -873,4 +901,5 @@ const struct ember_source_ops ember_source_kmod = {
 	.unwind_load = kmod_unwind_load,
 	.unwind_drop = kmod_unwind_drop,
 	.unwind_bind = kmod_unwind_bind,
+	.alloc_attach = kmod_alloc_attach,
 };

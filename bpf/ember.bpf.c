@@ -716,6 +716,83 @@ int ember_faults(struct bpf_perf_event_data *ctx)
 	return perf_sample(ctx, EMBER_REC_FAULT);
 }
 
+/*
+ * Allocation probes (EMBER_EV_ALLOC): uprobes the agent puts on
+ * preload/ember_alloc.c's ember_alloc_probe(ptr, size, weight) and
+ * ember_free_probe(ptr), which only sampled calls reach (the sampling
+ * decision is made in the process, before any trap). The user stack is
+ * the probe's caller chain; the agent trims the sampler's own frames.
+ */
+SEC("uprobe")
+int ember_alloc(struct pt_regs *ctx)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct ember_bpf_stats *st = get_stats();
+	struct uw_regs ur;
+	struct scratch *sc;
+	struct ember_sample *s;
+	__u32 at;
+	__u64 size;
+
+	if (!st)
+		return 0;
+	if (!pass_filters(task, tgid)) {
+		st->filtered++;
+		return 0;
+	}
+	st->alloc_hits++;
+	sc = get_scratch(EMBER_SLOT_ALLOC);
+	if (!sc)
+		return 0;
+	s = (void *)sc;
+	fill_common(s, EMBER_REC_ALLOC, bpf_ktime_get_ns(), tgid, tid);
+	s->weight_ns = PT_REGS_PARM3(ctx);	/* bytes it stands for */
+	ur.pc = PT_REGS_IP(ctx);
+	ur.sp = PT_REGS_SP(ctx);
+	ur.fp = ctx->bp;
+	s->flags = fill_stacks(ctx, s, false, true, EMBER_SLOT_ALLOC, &ur);
+	/* the block's address and size follow the frames */
+	at = s->nr_kernel + s->nr_user;
+	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
+		return 0;
+	sc->raw[SCRATCH_IPS + at] = PT_REGS_PARM1(ctx);
+	sc->raw[SCRATCH_IPS + at + 1] = PT_REGS_PARM2(ctx);
+	s->hdr.size += 2 * sizeof(__u64);
+	size = s->hdr.size;
+	if (size > sizeof(*sc))
+		return 0;
+	emit(ctx, s, size, st);
+	return 0;
+}
+
+SEC("uprobe")
+int ember_free(struct pt_regs *ctx)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct ember_bpf_stats *st = get_stats();
+	struct ember_free f = {
+		.hdr = { .type = EMBER_REC_FREE, .size = sizeof(f) },
+		.pid = tgid,
+		.tid = (__u32)id,
+	};
+
+	if (!st)
+		return 0;
+	if (!pass_filters(task, tgid)) {
+		st->filtered++;
+		return 0;
+	}
+	st->alloc_hits++;
+	f.time_ns = bpf_ktime_get_ns();
+	f.addr = PT_REGS_PARM1(ctx);
+	emit(ctx, &f, sizeof(f), st);
+	return 0;
+}
+
 static __always_inline __u8 offcpu_state(bool preempt, long state)
 {
 	if (preempt || state == 0)

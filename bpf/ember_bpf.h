@@ -23,6 +23,7 @@ struct ember_bpf_stats {
 	__u64 ustack_cut;	/* ... cut short */
 	__u64 unwind_miss;	/* miss records emitted */
 	__u64 unwind_miss_limited;	/* misses not reported (rate limit) */
+	__u64 alloc_hits;	/* allocation probe runs (EMBER_EV_ALLOC) */
 };
 
 /*
@@ -35,6 +36,7 @@ enum ember_bpf_slot {
 	EMBER_SLOT_ONCPU,
 	EMBER_SLOT_OFFCPU,
 	EMBER_SLOT_LIFECYCLE,
+	EMBER_SLOT_ALLOC,	/* uprobes: task context, preemptible */
 	EMBER_NR_SLOTS,
 };
 

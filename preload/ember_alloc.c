@@ -62,8 +62,14 @@ EXPORT __attribute__((noinline, used)) void ember_free_probe(void *ptr)
 	__asm__ volatile("" : : "r"(ptr) : "memory");
 }
 
-/* Set by the kernel while a uprobe with this reference counter is on. */
-EXPORT volatile unsigned short ember_alloc_semaphore;
+/*
+ * Raised by the kernel while a uprobe with this reference counter is on.
+ * In a section of its own (like sys/sdt.h's semaphores), not .bss: the
+ * kernel finds the counter through the file mapping at its file offset,
+ * and .bss has none.
+ */
+EXPORT volatile unsigned short ember_alloc_semaphore
+	__attribute__((section(".probes")));
 EXPORT unsigned long ember_alloc_table_full;	/* frees we cannot follow */
 
 static uintptr_t sampled[TABLE_SLOTS];

@@ -5,7 +5,8 @@ PRELOAD_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra \
 	-fno-builtin-malloc -fno-builtin-free $(EXTRA_CFLAGS)
 
 ALL_TARGETS += $(PRELOAD_LIB)
-CLEAN_FILES += $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test
+CLEAN_FILES += $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test \
+	agent/gen/tests/allocwork agent/gen/tests/semwatch
 
 $(PRELOAD_LIB): preload/ember_alloc.c
 	@echo "  CC      $@"
@@ -20,3 +21,18 @@ agent/gen/tests/alloc-sampler-test: selftests/alloc/alloc_sampler_test.c
 
 .PHONY: alloc-sampler
 alloc-sampler: $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test
+
+# -e alloc's ground truth (selftests/alloc/check-alloc.sh): built the way
+# distributions build, without frame pointers.
+agent/gen/tests/allocwork: selftests/alloc/allocwork.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -o $@ $<
+
+agent/gen/tests/semwatch: selftests/alloc/semwatch.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -o $@ $< -ldl
+
+.PHONY: alloc-work
+alloc-work: $(PRELOAD_LIB) agent/gen/tests/allocwork agent/gen/tests/semwatch

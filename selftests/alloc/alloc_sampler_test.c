@@ -31,6 +31,16 @@ static void *mid_sampled[1 << 16];
 static double mid_weight[1 << 16];
 static int nr_mid_sampled;
 
+static void lock_probe(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void unlock_probe(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
 void ember_alloc_probe(void *p, size_t size, size_t weight)
 {
 	pthread_mutex_lock(&lock);
@@ -141,7 +151,9 @@ int main(void)
 	for (int i = 1; i < 2000; i += 2)
 		free(mid[i]);
 
-	/* threads and fork */
+	/* threads and fork: this stand-in probe's lock is held across fork
+	 * (the library has no lock; the kernel's probe has none either) */
+	pthread_atfork(lock_probe, unlock_probe, unlock_probe);
 	before = probes;
 	for (int i = 0; i < 4; i++)
 		pthread_create(&th[i], NULL, thread_work, NULL);

@@ -1,0 +1,98 @@
+#!/bin/sh
+# -e alloc against allocwork's own accounting (selftests/alloc/allocwork.c):
+# bytes allocated per call chain within 3 points, bytes still in use per
+# chain within 5, complete chains (main -> run_rounds -> chain -> the
+# malloc-family function as the leaf, the sampler's own frames trimmed),
+# and the total within 10% of what was allocated. Runs on the host (eBPF)
+# and in the VMs (module); POSIX sh, for the guests' busybox.
+#
+# usage: check-alloc.sh --ember PATH --work PATH --backend kmod|bpf
+#                       [--label L] [--rate BYTES] [--warmup S]
+#                       [--scale S] [--out DIR]
+E=ember W=allocwork B=bpf L=host RATE=32768 WARMUP=1 SCALE=1 OUT=/tmp/alloc
+while [ $# -gt 0 ]; do
+	case $1 in
+	--ember) E=$2; shift ;;
+	--work) W=$2; shift ;;
+	--backend) B=$2; shift ;;
+	--label) L=$2; shift ;;
+	--rate) RATE=$2; shift ;;
+	--warmup) WARMUP=$2; shift ;;
+	--scale) SCALE=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	*) echo "check-alloc.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+mkdir -p "$OUT"
+T=alloc_${L}
+pass() { echo "PASS: ${T}_$1"; }
+fail() { echo "FAIL: ${T}_$1: $2"; }
+
+"$E" record --backend "$B" -e alloc --alloc-rate "$RATE" \
+	-o "$OUT/alloc.folded" -- "$W" "$WARMUP" "$SCALE" \
+	>"$OUT/alloc.stdout" 2>"$OUT/alloc.stderr"
+rc=$?
+if [ $rc -ne 0 ] || ! grep -q '^CHAIN chain_big' "$OUT/alloc.stdout" ||
+	! grep -q 'allocation samples' "$OUT/alloc.stderr"; then
+	fail record "rc=$rc: $(tail -n 3 "$OUT/alloc.stderr" | tr '\n' ' ')"
+	exit 0
+fi
+pass record
+
+# KIND: alloc or inuse; prints "chain=truth%/profile% ... worst=N"
+shares() {
+	awk -v kind="$1" '
+	FNR == NR && /^CHAIN / {
+		t[$2] = kind == "alloc" ? $3 : $4; tsum += t[$2]; next
+	}
+	FNR != NR && index($0, ";[" kind "];") {
+		for (c in t)
+			if (index($0, ";" c ";")) { g[c] += $NF; gsum += $NF; break }
+	}
+	END {
+		worst = 0
+		for (c in t) {
+			tp = tsum ? 100 * t[c] / tsum : 0
+			gp = gsum ? 100 * g[c] / gsum : 0
+			d = tp > gp ? tp - gp : gp - tp
+			if (d > worst) worst = d
+			printf "%s=%.1f%%/%.1f%% ", c, tp, gp
+		}
+		printf "bytes=%d worst=%.2f\n", gsum, worst
+	}' "$OUT/alloc.stdout" "$OUT/alloc.folded"
+}
+a=$(shares alloc)
+u=$(shares inuse)
+echo "# ${T}: allocated (truth/profile): $a"
+echo "# ${T}: in use (truth/profile): $u"
+within() { awk -v w="${1##*worst=}" -v lim="$2" 'BEGIN { exit !(w <= lim) }'; }
+case $a in *"bytes=0 "*) fail alloc_shares_3pp "no allocation of the chains: $a" ;;
+*) within "$a" 3 && pass alloc_shares_3pp || fail alloc_shares_3pp "$a" ;; esac
+case $u in *"bytes=0 "*) fail inuse_shares_5pp "nothing in use: $u" ;;
+*) within "$u" 5 && pass inuse_shares_5pp || fail inuse_shares_5pp "$u" ;; esac
+
+# complete chains with the allocator's entry as the leaf
+awk '
+/^allocwork;\[alloc\];/ {
+	all += $NF
+	if ($0 ~ /;main;run_rounds;chain_(small|page|big);(malloc|calloc) [0-9]+$/)
+		ok += $NF
+}
+END { printf "%d %d\n", ok, all }' "$OUT/alloc.folded" >"$OUT/complete"
+read -r ok all <"$OUT/complete"
+if [ "${all:-0}" -gt 0 ] && [ $((ok * 100)) -ge $((all * 95)) ]; then
+	pass complete_chains_95
+else
+	fail complete_chains_95 "$ok of $all allocated bytes under main;run_rounds;chain_*;malloc|calloc; top lines: $(grep '^allocwork;\[alloc\]' "$OUT/alloc.folded" | sort -t' ' -k2 -nr | head -n 3 | tr '\n' '|' | cut -c1-400)"
+fi
+
+# the total stands for what was allocated (Poisson sampling is unbiased)
+tot=$(awk '/^CHAIN / { s += $3 } END { print s + 0 }' "$OUT/alloc.stdout")
+got=$(awk '/^allocwork;\[alloc\];/ { s += $NF } END { print s + 0 }' "$OUT/alloc.folded")
+if awk -v t="$tot" -v g="$got" 'BEGIN { exit !(t > 0 && g >= 0.9 * t && g <= 1.1 * t) }'; then
+	pass total_bytes_10pct
+else
+	fail total_bytes_10pct "allocated $tot bytes, the profile says $got"
+fi
+exit 0
