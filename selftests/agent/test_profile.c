@@ -44,6 +44,110 @@ static const struct prof_sample *find(const struct profile *p, uint32_t tid,
 	return NULL;
 }
 
+/* An EMBER_REC_ALLOC: a user stack at base, the block's address and size. */
+static const struct ember_rec_header *alloc_rec(uint32_t pid, uint64_t base,
+						uint64_t addr, uint64_t size,
+						uint64_t weight)
+{
+	struct ember_sample *s = (void *)sample(EMBER_REC_ALLOC, pid, pid,
+						"allocs", 0, 3, base, weight);
+
+	EMBER_ALLOC_ADDR(s) = addr;
+	EMBER_ALLOC_SIZE(s) = size;
+	s->hdr.size += 16;
+	return &s->hdr;
+}
+
+static const struct ember_rec_header *free_rec(uint32_t pid, uint64_t addr)
+{
+	static struct ember_free f;
+
+	memset(&f, 0, sizeof(f));
+	f.hdr.type = EMBER_REC_FREE;
+	f.hdr.size = sizeof(f);
+	f.pid = pid;
+	f.tid = pid;
+	f.addr = addr;
+	return &f.hdr;
+}
+
+static void sum_event(const struct profile *p, enum prof_event ev,
+		      uint64_t *bytes, uint64_t *objects)
+{
+	*bytes = *objects = 0;
+	for (size_t i = 0; p && i < p->nr_samples; i++)
+		if (p->samples[i].event == ev) {
+			*bytes += p->samples[i].weight_ns;
+			*objects += p->samples[i].count;
+		}
+}
+
+/*
+ * -e alloc: allocated bytes and objects per stack, in use until freed,
+ * carried across intervals, dropped when the process has exited.
+ */
+static void test_alloc(void)
+{
+	const uint32_t A = 4000000011u;
+	struct profile_builder *pb = pb_new(NULL, NULL);
+	struct ember_exit x = { .hdr = { .type = EMBER_REC_EXIT,
+					 .size = sizeof(x) }, .pid = A };
+	uint64_t b, o;
+	struct profile *p;
+
+	/* 3 samples of 64-byte blocks, each standing for 6400 bytes */
+	for (int i = 0; i < 3; i++)
+		pb_add_record(pb, alloc_rec(A, 0x500, 0x1000 + 16 * i, 64, 6400));
+	pb_add_record(pb, alloc_rec(A, 0x600, 0x9000, 1 << 20, 1 << 20));
+	pb_add_record(pb, free_rec(A, 0x1000));
+	pb_add_record(pb, free_rec(A, 0xdead0));	/* never sampled */
+	p = pb_finish(pb, NULL);
+	sum_event(p, PROF_EV_ALLOC, &b, &o);
+	T_CHECK("alloc_bytes_and_objects", b == 3 * 6400 + (1 << 20) &&
+		o == 3 * 100 + 1, "%llu bytes %llu objects",
+		(unsigned long long)b, (unsigned long long)o);
+	sum_event(p, PROF_EV_INUSE, &b, &o);
+	T_CHECK("alloc_inuse_after_free", b == 2 * 6400 + (1 << 20) &&
+		o == 2 * 100 + 1, "%llu bytes %llu objects",
+		(unsigned long long)b, (unsigned long long)o);
+	T_CHECK("alloc_samples_counted_once", p &&
+		p->meta.samples[PROF_EV_ALLOC] == 4 &&
+		p->meta.samples[PROF_EV_INUSE] == 0, "alloc %llu inuse %llu",
+		p ? (unsigned long long)p->meta.samples[PROF_EV_ALLOC] : 0ull,
+		p ? (unsigned long long)p->meta.samples[PROF_EV_INUSE] : 0ull);
+	profile_free(p);
+
+	/* the next interval: nothing allocated, the blocks still in use */
+	pb_reset(pb);
+	pb_add_record(pb, free_rec(A, 0x1010));
+	p = pb_finish(pb, NULL);
+	sum_event(p, PROF_EV_ALLOC, &b, &o);
+	T_CHECK("alloc_interval_resets_allocated", b == 0, "%llu bytes",
+		(unsigned long long)b);
+	sum_event(p, PROF_EV_INUSE, &b, &o);
+	T_CHECK("alloc_inuse_carried_over", b == 6400 + (1 << 20) && o == 101,
+		"%llu bytes %llu objects", (unsigned long long)b,
+		(unsigned long long)o);
+	profile_free(p);
+
+	/* the process exits: in use at its exit, then gone */
+	pb_reset(pb);
+	pb_add_record(pb, &x.hdr);
+	p = pb_finish(pb, NULL);
+	sum_event(p, PROF_EV_INUSE, &b, &o);
+	T_CHECK("alloc_inuse_at_exit", b == 6400 + (1 << 20), "%llu bytes",
+		(unsigned long long)b);
+	profile_free(p);
+	pb_reset(pb);
+	p = pb_finish(pb, NULL);
+	sum_event(p, PROF_EV_INUSE, &b, &o);
+	T_CHECK("alloc_inuse_gone_after_exit", b == 0 && p && p->nr_samples == 0,
+		"%llu bytes, %zu samples", (unsigned long long)b,
+		p ? p->nr_samples : 0);
+	profile_free(p);
+	pb_free(pb);
+}
+
 int main(void)
 {
 	/* pids far above pid_max: /proc lookups find nothing, as in tests */
@@ -234,5 +338,6 @@ int main(void)
 		profile_free(p);
 		pb_free(pb);
 	}
+	test_alloc();
 	T_EXIT();
 }
