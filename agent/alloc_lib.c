@@ -52,7 +52,8 @@ int alloc_lib_find(const char *given, char *out, size_t out_len, char *err,
 			 EMBER_ALLOC_LIB_NAME);
 		if (!try_path(cand, out, out_len))
 			return 0;
-		snprintf(cand, sizeof(cand), "%s/%s", self,
+		/* installed: PREFIX/bin/ember, PREFIX/lib/ember/ */
+		snprintf(cand, sizeof(cand), "%s/../lib/ember/%s", self,
 			 EMBER_ALLOC_LIB_NAME);
 		if (!try_path(cand, out, out_len))
 			return 0;

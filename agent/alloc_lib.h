@@ -17,8 +17,8 @@
 
 /*
  * The library's absolute, canonical path into out: given (--alloc-lib),
- * else $EMBER_ALLOC_LIB, else next to the ember binary (../preload/ in a
- * build tree, the same directory), else EMBER_ALLOC_LIB_DIR. 0, or -ENOENT
+ * else $EMBER_ALLOC_LIB, else beside the ember binary (../preload/ in a
+ * build tree, ../lib/ember/ installed), else EMBER_ALLOC_LIB_DIR. 0, or -ENOENT
  * with a sentence in err.
  */
 int alloc_lib_find(const char *given, char *out, size_t out_len, char *err,

@@ -13,6 +13,7 @@
 #
 # Environment (packaging/packaging.mk exports them with these defaults):
 #   DESTDIR (staging root, empty for a real install), BINDIR=/usr/bin,
+#   LIBDIR=/usr/lib (the allocation sampler goes to LIBDIR/ember/),
 #   MANDIR=/usr/share/man, SYSCONFDIR=/etc, UNITDIR=/lib/systemd/system,
 #   UDEVRULESDIR=/lib/udev/rules.d, DKMSSRCDIR=/usr/src,
 #   DOCDIR=/usr/share/doc/ember, DKMS_DOCDIR=$DOCDIR, VERSION (from ./VERSION)
@@ -31,6 +32,7 @@ action=${1:-}
 part=${2:-all}
 DESTDIR=${DESTDIR:-}
 BINDIR=${BINDIR:-/usr/bin}
+LIBDIR=${LIBDIR:-/usr/lib}
 MANDIR=${MANDIR:-/usr/share/man}
 SYSCONFDIR=${SYSCONFDIR:-/etc}
 UNITDIR=${UNITDIR:-/lib/systemd/system}
@@ -56,6 +58,7 @@ entries() {
 	if [ "$p" = agent ] || [ "$p" = all ]; then
 		cat <<-EOF
 			0755 agent/ember $BINDIR/ember
+			0644 preload/libember-alloc.so $LIBDIR/ember/libember-alloc.so
 			0644 doc/ember.1 $MANDIR/man1/ember.1
 			0644 packaging/ember.service $UNITDIR/ember.service
 			0640 packaging/ember.conf $SYSCONFDIR/ember/ember.conf
@@ -103,7 +106,7 @@ do_install() {
 		[ -e "$src" ] || missing+=("$src")
 	done < <(entries "$part")
 	if [ ${#missing[@]} -gt 0 ]; then
-		die "missing inputs: ${missing[*]} (run \`make\` first; agent/ember and doc/ember.1 come from the agent build)"
+		die "missing inputs: ${missing[*]} (run \`make\` first; agent/ember, preload/libember-alloc.so and doc/ember.1 come from the agent build)"
 	fi
 	while read -r mode src dest; do
 		local target=$DESTDIR$dest

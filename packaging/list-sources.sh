@@ -27,6 +27,7 @@ else
 		\( -type f -o -type l \) \
 		! -name '*.o' ! -name '*.ko' ! -name '*.mod' ! -name '*.mod.c' \
 		! -name '*.cmd' ! -name '*.a' ! -name modules.order \
-		! -name Module.symvers ! -path ./agent/ember -print |
+		! -name Module.symvers ! -path ./agent/ember \
+		! -path ./preload/libember-alloc.so -print |
 		sed 's|^\./||' | sort -u
 fi

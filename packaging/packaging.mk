@@ -27,6 +27,7 @@ RPM_OUT ?= $(PKG_OUT)/rpm
 # directories do not follow PREFIX: systemd, udev and modprobe only look
 # there.
 BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/ember
 SYSCONFDIR ?= /etc
@@ -34,7 +35,8 @@ UNITDIR ?= /lib/systemd/system
 UDEVRULESDIR ?= /lib/udev/rules.d
 DKMSSRCDIR ?= /usr/src
 
-PKG_INSTALL_ENV = DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" MANDIR="$(MANDIR)" \
+PKG_INSTALL_ENV = DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" LIBDIR="$(LIBDIR)" \
+	MANDIR="$(MANDIR)" \
 	DOCDIR="$(DOCDIR)" SYSCONFDIR="$(SYSCONFDIR)" UNITDIR="$(UNITDIR)" \
 	UDEVRULESDIR="$(UDEVRULESDIR)" DKMSSRCDIR="$(DKMSSRCDIR)" \
 	VERSION="$(PKG_VERSION)"

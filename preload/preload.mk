@@ -5,6 +5,8 @@ PRELOAD_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra \
 	-fno-builtin-malloc -fno-builtin-free $(EXTRA_CFLAGS)
 
 ALL_TARGETS += $(PRELOAD_LIB)
+# the packages ship it with the agent (packaging/install.sh)
+agent: $(PRELOAD_LIB)
 CLEAN_FILES += $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test \
 	agent/gen/tests/allocwork agent/gen/tests/semwatch
 

@@ -58,6 +58,7 @@ fi
 missing=()
 make -s agent >"$LOG" 2>&1 || missing+=("agent/ember (make agent failed: $(why "$LOG" 2))")
 [ -x agent/ember ] || missing+=("agent/ember")
+[ -f preload/libember-alloc.so ] || missing+=("preload/libember-alloc.so")
 [ -f doc/ember.1 ] || missing+=("doc/ember.1 (the man page)")
 [ -f Kbuild ] || missing+=("Kbuild")
 [ -f kmod/kmod.mk ] || missing+=("kmod/kmod.mk")
@@ -141,6 +142,7 @@ fi
 source_install_paths() {
 	cat <<-EOF
 		/usr/bin/ember
+		/usr/lib/ember/libember-alloc.so
 		/usr/share/man/man1/ember.1
 		/lib/systemd/system/ember.service
 		/etc/ember/ember.conf
