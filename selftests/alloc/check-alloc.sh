@@ -8,8 +8,9 @@
 #
 # usage: check-alloc.sh --ember PATH --work PATH --backend kmod|bpf
 #                       [--label L] [--rate BYTES] [--warmup S]
-#                       [--scale S] [--out DIR]
+#                       [--scale S] [--out DIR] [--lib PATH]
 E=ember W=allocwork B=bpf L=host RATE=32768 WARMUP=1 SCALE=1 OUT=/tmp/alloc
+LIB=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) E=$2; shift ;;
@@ -20,6 +21,7 @@ while [ $# -gt 0 ]; do
 	--warmup) WARMUP=$2; shift ;;
 	--scale) SCALE=$2; shift ;;
 	--out) OUT=$2; shift ;;
+	--lib) LIB=$2; shift ;;
 	*) echo "check-alloc.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -30,7 +32,7 @@ pass() { echo "PASS: ${T}_$1"; }
 fail() { echo "FAIL: ${T}_$1: $2"; }
 
 "$E" record --backend "$B" -e alloc --alloc-rate "$RATE" \
-	-o "$OUT/alloc.folded" -- "$W" "$WARMUP" "$SCALE" \
+	${LIB:+--alloc-lib "$LIB"} -o "$OUT/alloc.folded" -- "$W" "$WARMUP" "$SCALE" \
 	>"$OUT/alloc.stdout" 2>"$OUT/alloc.stderr"
 rc=$?
 if [ $rc -ne 0 ] || ! grep -q '^CHAIN chain_big' "$OUT/alloc.stdout" ||

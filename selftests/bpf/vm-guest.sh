@@ -81,6 +81,13 @@ if [ -x /payload/agent/ember ]; then
 			--label bpf_vm --rounds 8 --out /tmp/faults 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 	fi
+	# -e alloc: the sampler preloaded, uprobes on its probe points
+	if [ -x ./allocwork ]; then
+		sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend bpf \
+			--label bpf_vm --lib /payload/agent/libember-alloc.so \
+			--warmup 3 --scale 0.5 --out /tmp/alloc 2>&1 |
+			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+	fi
 	# user stacks without frame pointers, through the CFI tables
 	if [ -x ./unwind-gcc/nofp-work ]; then
 		sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc \

@@ -39,7 +39,7 @@ fi
 
 # the agent and its end-to-end test, when they build
 agent_payload=()
-if make -s agent-e2e unwind-work >"$work/agent-build.log" 2>&1; then
+if make -s agent-e2e unwind-work alloc-work >"$work/agent-build.log" 2>&1; then
 	mkdir -p "$work/agent"
 	cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh "$work/agent/"
 	# no-frame-pointer ground truth (CFI unwinding), gcc build
@@ -47,6 +47,9 @@ if make -s agent-e2e unwind-work >"$work/agent-build.log" 2>&1; then
 	cp selftests/unwind/check-nofp.sh selftests/unwind/check-oracle.sh "$work/agent/"
 	# -e faults ground truth: ember_faults through this kernel's verifier
 	cp agent/gen/tests/faultwork selftests/faults/check-faults.sh "$work/agent/"
+	# -e alloc ground truth: the uprobe programs through this verifier
+	cp agent/gen/tests/allocwork preload/libember-alloc.so \
+		selftests/alloc/check-alloc.sh "$work/agent/"
 	# the rate test's reference timer (the module's VM test uses it too)
 	${CC:-cc} -O2 -Wall -o "$work/agent/ticker" selftests/kmod/ticker.c ||
 		t_fail "bpf-vm: ticker build" "selftests/kmod/ticker.c did not build"
