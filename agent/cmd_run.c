@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "commands.h"
+#include "alloc_lib.h"
 #include "config.h"
 #include "metrics.h"
 #include "otlp_export.h"
@@ -273,10 +275,11 @@ static void reload(struct run_config *rc, int argc, char **argv,
 	}
 	if (nc.freq_hz != rc->freq_hz || nc.off_cpu != rc->off_cpu ||
 	    nc.faults != rc->faults || nc.fault_period != rc->fault_period ||
+	    nc.alloc != rc->alloc ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
 	    (nc.metrics_addr ? !rc->metrics_addr || strcmp(nc.metrics_addr, rc->metrics_addr)
 			     : rc->metrics_addr != NULL))
-		fprintf(stderr, "ember run: reloaded; frequency, off-CPU, faults, backend, "
+		fprintf(stderr, "ember run: reloaded; frequency, off-CPU, faults, alloc, backend, "
 			"pid and metrics-addr changes take effect on restart\n");
 	else if (!nc.quiet)
 		fprintf(stderr, "ember run: configuration reloaded (endpoint %s, "
@@ -286,6 +289,7 @@ static void reload(struct run_config *rc, int argc, char **argv,
 	nc.off_cpu = rc->off_cpu;
 	nc.faults = rc->faults;
 	nc.fault_period = rc->fault_period;
+	nc.alloc = rc->alloc;
 	run_config_free(rc);
 	*rc = nc;
 }
@@ -344,7 +348,8 @@ int cmd_run(int argc, char **argv)
 	so.backend = strcmp(rc.backend, "auto") ? rc.backend : NULL;
 	so.src.events = EMBER_EV_ONCPU | EMBER_EV_LIFECYCLE |
 			(rc.off_cpu ? EMBER_EV_OFFCPU : 0) |
-			(rc.faults ? EMBER_EV_FAULTS : 0);
+			(rc.faults ? EMBER_EV_FAULTS : 0) |
+			(rc.alloc ? EMBER_EV_ALLOC : 0);
 	so.src.fault_period = rc.fault_period;
 	so.src.freq_hz = rc.freq_hz;
 	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
@@ -363,7 +368,18 @@ int cmd_run(int argc, char **argv)
 	if (!r) {
 		/* every profile has kernel frames: read kallsyms once, up front */
 		sym_preload_kernel(s.sym);
+		/* the rate services run the sampler with: its default */
+		s.alloc_rate = EMBER_ALLOC_DEFAULT_RATE;
 		r = session_start(&s, err, sizeof(err));
+		if (!r && rc.alloc) {
+			char lib[PATH_MAX];
+
+			r = alloc_lib_find(NULL, lib, sizeof(lib), err,
+					   sizeof(err));
+			if (!r)
+				r = session_alloc_attach(&s, lib, err,
+							 sizeof(err));
+		}
 		if (r)
 			session_close(&s);
 	}
@@ -383,10 +399,11 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr, "ember run: metrics disabled: %s\n", err);
 	}
 	if (!rc.quiet)
-		fprintf(stderr, "ember run: %s backend, %u Hz%s%s, exporting every %u s "
+		fprintf(stderr, "ember run: %s backend, %u Hz%s%s%s, exporting every %u s "
 			"to %s\n", s.ops->name, rc.freq_hz,
 			rc.off_cpu ? " + off-CPU" : "",
-			rc.faults ? " + page faults" : "", rc.interval_s, rc.endpoint);
+			rc.faults ? " + page faults" : "",
+			rc.alloc ? " + allocations" : "", rc.interval_s, rc.endpoint);
 	if (ms && !rc.quiet)
 		fprintf(stderr, "ember run: metrics at GET /metrics on %s (port %d)\n",
 			rc.metrics_addr, metrics_port(ms));

@@ -343,6 +343,8 @@ static int apply(struct run_config *c, const char *key, const char *v,
 		ret = parse_bool(v, &c->off_cpu);
 	} else if (!strcmp(key, "faults")) {
 		ret = parse_bool(v, &c->faults);
+	} else if (!strcmp(key, "alloc")) {
+		ret = parse_bool(v, &c->alloc);
 	} else if (!strcmp(key, "fault_period")) {
 		ret = parse_uint(v, EMBER_MIN_FAULT_PERIOD, EMBER_MAX_FAULT_PERIOD, &n);
 		c->fault_period = (unsigned int)n;
@@ -518,6 +520,9 @@ void run_config_usage(FILE *f)
 	      "      --faults             also record page faults (bytes of memory\n"
 	      "                           first touched)\n"
 	      "      --fault-period N     page faults per sample (default 64)\n"
+	      "      --alloc              also record sampled allocations of processes\n"
+	      "                           started with LD_PRELOAD=/usr/lib/ember/\n"
+	      "                           libember-alloc.so (bytes allocated, in use)\n"
 	      "  -b, --backend auto|kmod|bpf\n"
 	      "  -p, --pid PID            profile only this process (repeatable)\n"
 	      "      --metrics-addr [HOST]:PORT  Prometheus text endpoint\n"
@@ -549,7 +554,7 @@ void run_config_usage(FILE *f)
 }
 
 enum {
-	OPT_TIMEOUT = 256, OPT_COMPRESSION, OPT_CA, OPT_CERT, OPT_KEY, OPT_OFFCPU, OPT_FAULTS, OPT_FAULT_PERIOD,
+	OPT_TIMEOUT = 256, OPT_COMPRESSION, OPT_CA, OPT_CERT, OPT_KEY, OPT_OFFCPU, OPT_FAULTS, OPT_FAULT_PERIOD, OPT_ALLOC,
 	OPT_METRICS, OPT_QUEUE, OPT_SHUTDOWN, OPT_R_INIT, OPT_R_MAX, OPT_R_ELAPSED,
 	OPT_R_AFTER_MAX, OPT_QUEUE_BYTES,
 	OPT_QUIET, OPT_DEBUG_DIR, OPT_DEBUGINFOD,
@@ -571,6 +576,7 @@ static const struct option long_opts[] = {
 	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
 	{ "faults", no_argument, NULL, OPT_FAULTS },
 	{ "fault-period", required_argument, NULL, OPT_FAULT_PERIOD },
+	{ "alloc", no_argument, NULL, OPT_ALLOC },
 	{ "backend", required_argument, NULL, 'b' },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "metrics-addr", required_argument, NULL, OPT_METRICS },
@@ -688,6 +694,8 @@ int run_config_load(struct run_config *c, int argc, char **argv,
 			c->off_cpu = true;
 		} else if (opt == OPT_FAULTS) {
 			c->faults = true;
+		} else if (opt == OPT_ALLOC) {
+			c->alloc = true;
 		} else if (opt == OPT_QUIET) {
 			c->quiet = true;
 		} else if (opt == OPT_DEBUGINFOD) {

@@ -11,7 +11,8 @@
  * profiles_endpoint (full URL), header (Name=value, repeatable), timeout_ms,
  * compression (gzip|none), ca_file, client_cert, client_key, service_name,
  * resource_attributes (k=v,k2=v2), interval (s), frequency (Hz), off_cpu
- * (true|false), faults (true|false), fault_period (page faults per sample), backend (auto|kmod|bpf), metrics_addr, queue_size,
+ * (true|false), faults (true|false), fault_period (page faults per sample),
+ * alloc (true|false: allocations of processes started with the sampler), backend (auto|kmod|bpf), metrics_addr, queue_size,
  * queue_max_bytes (bytes, suffix K/M/G), shutdown_timeout (s), pid (repeatable), retry_initial_ms, retry_max_ms,
  * retry_max_elapsed_ms, retry_after_max_ms.
  */
@@ -45,6 +46,8 @@ struct run_config {
 	bool off_cpu;
 	bool faults;			/* sampled page faults (bytes) */
 	unsigned int fault_period;	/* page faults per sample */
+	bool alloc;			/* sampled allocations of processes
+					 * started with the sampler preloaded */
 	char *backend;			/* "auto", "kmod", "bpf" */
 	char *metrics_addr;		/* NULL = no metrics endpoint */
 	size_t queue_max;		/* waiting profiles */

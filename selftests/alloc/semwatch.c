@@ -2,7 +2,7 @@
 /*
  * semwatch: run with libember-alloc.so preloaded; prints the sampler's
  * uprobe semaphore ("SEM n") each time it changes, and allocates a little
- * meanwhile, for the tests that probes come and go with ember
+ * meanwhile (4 KiB blocks, one in 8 kept), for the tests that probes come and go with ember
  * (selftests/suites/16-alloc-sampler.sh). Exits after SECONDS.
  *
  * usage: LD_PRELOAD=.../libember-alloc.so semwatch SECONDS
@@ -18,7 +18,8 @@ int main(int argc, char **argv)
 	volatile unsigned short *sem = dlsym(RTLD_DEFAULT, "ember_alloc_semaphore");
 	double secs = argc > 1 ? atof(argv[1]) : 10;
 	struct timespec t0, t;
-	int last = -1;
+	static void *kept[256];
+	int last = -1, n = 0;
 
 	if (!sem) {
 		printf("NOSEM\n");
@@ -26,7 +27,16 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
-		free(malloc(4096));
+		char *volatile p = malloc(4096);	/* not elided */
+
+		if (p)
+			p[0] = 1;
+		/* every 8th block stays: something is in use */
+		if (n % 8 == 0 && n / 8 < 256)
+			kept[n / 8] = p;
+		else
+			free(p);
+		n++;
 		if (*sem != last) {
 			last = *sem;
 			printf("SEM %d\n", last);

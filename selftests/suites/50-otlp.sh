@@ -669,6 +669,32 @@ else
 	t_fail otlp-run-metrics-queue-bytes "$(grep -E 'queue|dropped' <<<"$metrics" | tr '\n' ' ')"
 fi
 
+# --alloc: a process started with the allocation sampler preloaded is
+# profiled by bytes, exported as alloc_space and inuse_space profiles.
+if make -s alloc-work >"$T/alloc-build.log" 2>&1; then
+	start_receiver alloc
+	LD_PRELOAD=$PWD/preload/libember-alloc.so EMBER_ALLOC_RATE=4096 \
+		agent/gen/tests/semwatch 12 >"$T/alloc.sem" &
+	aw=$!
+	PIDS+=("$aw")
+	run_daemon alloc 3.5 --endpoint "http://127.0.0.1:$PORT_alloc" --interval 1 \
+		--alloc --config /dev/null
+	kill "$aw" 2>/dev/null
+	types=$(for f in "$T"/alloc/*.bin; do "$EMBER" decode "$f" 2>/dev/null; done |
+		sed -n 's/^  profile [0-9]*: \([a-z_]*\/bytes\).*/\1/p' | sort -u | tr '\n' ' ')
+	frames=$(for f in "$T"/alloc/*.bin; do "$EMBER" decode "$f" 2>/dev/null; done |
+		grep -c ' main .*semwatch')
+	if [ "$RUN_RC" = 0 ] && grep -q "+ allocations" "$T/alloc.run" &&
+		[ "$types" = "alloc_space/bytes inuse_space/bytes " ] && [ "$frames" -gt 0 ]; then
+		t_pass otlp-run-alloc-profiles
+	else
+		t_fail otlp-run-alloc-profiles "rc=$RUN_RC types '$types', $frames samples under semwatch's main: $(tail -n 2 "$T/alloc.run" | tr '\n' ' ')"
+	fi
+	stop_receiver alloc
+else
+	t_fail otlp-run-alloc-profiles "make alloc-work: $(tail -n 2 "$T/alloc-build.log" | tr '\n' ' ')"
+fi
+
 # Bad configuration: a clear message and exit status 2, nothing started.
 "$EMBER" run --config /dev/null --endpoint ftp://x >"$T/bad1.out" 2>&1
 rc1=$?
