@@ -12,7 +12,7 @@
 # the dry mode and checks the report's sections.
 
 BENCH_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread
-BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong
+BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong .cache/bench/mallocs
 
 .cache/bench/%: bench/workloads/%.c
 	@mkdir -p $(@D)
@@ -21,7 +21,7 @@ BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong
 .PHONY: bench bench-workloads
 bench-workloads: $(BENCH_WORKLOADS)
 
-bench: agent $(BENCH_WORKLOADS)
+bench: agent $(PRELOAD_LIB) $(BENCH_WORKLOADS)
 	$(Q)python3 bench/bench.py \
 		$(if $(filter-out 0,$(BENCH_QUICK)),--quick) \
 		$(if $(filter-out 0,$(BENCH_DRY)),--dry) \

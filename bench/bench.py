@@ -32,6 +32,9 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMBER = os.path.join(TOP, "agent", "ember")
 SPIN = os.path.join(TOP, ".cache", "bench", "spin")
 PINGPONG = os.path.join(TOP, ".cache", "bench", "pingpong")
+MALLOCS = os.path.join(TOP, ".cache", "bench", "mallocs")
+ALLOC_LIB = os.path.join(TOP, "preload", "libember-alloc.so")
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 RECEIVER = os.path.join(TOP, "selftests", "otlp", "receiver.py")
 
 # Durations in seconds. W: time a profiler gets to attach before the
@@ -41,17 +44,19 @@ MODES = {
                  loss_freqs=[999, 1999, 4999, 9999], loss_D=4,
                  off_D=8, off_reps=7, agent_D=25, agent_reps=2,
                  run_interval=10, sym_D=5, sym_reps=3, cost_D=4,
-                 vm_D=4, vm_reps=3, agent_freqs=[19, 99]),
+                 vm_D=4, vm_reps=3, agent_freqs=[19, 99],
+                 alloc_D=4, alloc_reps=5, trace_D=1),
     "quick": dict(D=2, W=1.5, reps=3, freqs=[19, 99, 999],
                   loss_freqs=[999, 4999], loss_D=3,
                   off_D=3, off_reps=4, agent_D=8, agent_reps=1,
                   run_interval=5, sym_D=3, sym_reps=1, cost_D=2,
-                  vm_D=2, vm_reps=1, agent_freqs=[19, 99]),
+                  vm_D=2, vm_reps=1, agent_freqs=[19, 99],
+                  alloc_D=2, alloc_reps=3, trace_D=0.5),
     "dry": dict(D=0.3, W=1.0, reps=1, freqs=[99],
                 loss_freqs=[999], loss_D=0.5, agent_freqs=[19],
                 off_D=0.3, off_reps=1, agent_D=2, agent_reps=1,
                 run_interval=1, sym_D=0.5, sym_reps=1, cost_D=0.5,
-                vm_D=0.3, vm_reps=1),
+                vm_D=0.3, vm_reps=1, alloc_D=0.3, alloc_reps=1, trace_D=0.2),
 }
 
 
@@ -278,6 +283,63 @@ class Bench:
                 if k in s:
                     self.res.add(sec, cfg, rep, k, s[k])
             self.res.add(sec, cfg, rep, "stop_s", stop_s, "s")
+
+    # ---- allocation profiling cost (-e alloc) ----------------------------
+    def alloc(self):
+        """mallocs (~10M allocations/s) alone, with the sampler preloaded
+        but nobody attached, under `ember record -e alloc` at the default
+        rate, and under a full tracer (perf's uprobes on libc's malloc and
+        free, every call trapping, as bcc's memleak does)."""
+        p = self.p
+        configs = ["none", "preload", "ember"]
+        probes = False
+        if self.have["perf"]:
+            r = run(["perf", "probe", "-q", "-x", LIBC, "-a", "malloc", "-a", "free"])
+            probes = r.returncode == 0
+            if probes:
+                configs.append("fulltrace")
+            else:
+                self.note(f"perf probe on {LIBC} failed: full-tracer comparison skipped: "
+                          f"{r.stderr.strip()[-200:]}")
+        log(f"allocation cost: {len(configs)} configurations x {p['alloc_reps']} "
+            f"repetitions of {p['alloc_D']} s")
+        try:
+            for rep in range(p["alloc_reps"]):
+                for cfg in rotate(configs, rep):
+                    self.alloc_one(cfg, rep)
+        finally:
+            if probes:
+                run(["perf", "probe", "-q", "-d", "probe_libc:malloc", "-d", "probe_libc:free"])
+
+    def alloc_one(self, cfg, rep):
+        p = self.p
+        d = p["trace_D"] if cfg == "fulltrace" else p["alloc_D"]
+        wl = [MALLOCS, "-d", str(d), "-w", "0.5"]
+        env = dict(os.environ)
+        err = ""
+        if cfg == "preload":
+            env["LD_PRELOAD"] = ALLOC_LIB
+        if cfg == "ember":
+            out = os.path.join(self.tmp, "alloc.folded")
+            r = run([EMBER, "record", "-e", "alloc", "-o", out, "--"] + wl, env=env)
+            err = r.stderr
+        elif cfg == "fulltrace":
+            r = run(["perf", "stat", "-x,", "-o", os.path.join(self.tmp, "stat"),
+                     "-e", "probe_libc:malloc", "-e", "probe_libc:free", "--"] + wl, env=env)
+        else:
+            r = run(wl, env=env)
+        w = kv(r.stdout)
+        if "ops" not in w or not w.get("cpu_s"):
+            self.note(f"alloc {cfg}: mallocs failed: {(r.stderr or '').strip()[-200:]}")
+            return
+        sec = "alloc"
+        self.res.add(sec, cfg, rep, "ops_per_s", w["ops"] / w["secs"], "ops/s")
+        self.res.add(sec, cfg, rep, "ops_per_workload_cpu_s", w["ops"] / w["cpu_s"], "ops/s")
+        self.res.add(sec, cfg, rep, "ns_per_op", 1e9 * w["cpu_s"] / w["ops"], "ns")
+        if cfg == "ember":
+            m = re.search(r"(\d+) allocation samples", err)
+            if m:
+                self.res.add(sec, cfg, rep, "samples_per_s", int(m.group(1)) / w["secs"])
 
     # ---- per-sample kernel cost (eBPF run time) --------------------------
     def bpf_progs(self, ids):
@@ -863,7 +925,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--vm-kernels", default=os.environ.get("BENCH_VM_KERNELS"))
     ap.add_argument("--sections", default=os.environ.get("BENCH_SECTIONS",
-                    "oncpu bpfcost offcpu loss agent symbolize vm"))
+                    "oncpu bpfcost offcpu loss agent symbolize alloc vm"))
     args = ap.parse_args()
     if args.vm_kernels is None:
         # the dry run proves the scripts, it does not boot kernels
@@ -875,7 +937,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     if os.geteuid() != 0:
         sys.exit("bench: run as root (ember, perf -a and offcputime need CAP_BPF/CAP_PERFMON)")
-    for b in (EMBER, SPIN, PINGPONG):
+    for b in (EMBER, SPIN, PINGPONG, MALLOCS):
         if not os.access(b, os.X_OK):
             sys.exit(f"bench: {b} missing: run `make bench` (it builds them)")
     bench = Bench(args)

@@ -444,6 +444,43 @@ class Report:
                    f"| {num(self.m('symbolize', 'ember99', 'unique_stacks'))} |")
         self.w()
 
+    def alloc_section(self):
+        self.w("## 8. Allocation profiling cost (`-e alloc`, this host, eBPF backend)")
+        self.w()
+        self.w("Workload: `mallocs` (bench/workloads/mallocs.c), one thread allocating "
+               "16-256 byte blocks, filling and hashing each (~100 ns of work per "
+               "allocation, about 10M allocations/s), freeing them in a ring of 64. "
+               "Configurations: alone; with ember's sampler preloaded and nobody "
+               "attached (what a service that opts in pays between recordings); under "
+               "`ember record -e alloc -- mallocs` at the default rate (one sample per "
+               "512 KiB); under a full tracer, perf's uprobes on libc's malloc and free "
+               "(every call traps, as bcc's memleak does). **Slowdown** = 1 - allocations "
+               "per CPU-second of the workload / the same alone (its exact CPU time holds "
+               "the probes' traps and eBPF programs), paired per repetition.")
+        self.w()
+        self.w("| config | slowdown | ns per allocation (malloc + free + work) | "
+               "allocations/s | samples/s |")
+        self.w("|---|---|---|---|---|")
+        for cfg in ("none", "preload", "ember", "fulltrace"):
+            if not self.vals("alloc", cfg, "ns_per_op"):
+                continue
+            o = None if cfg == "none" else self.overhead("alloc", cfg, "ops_per_workload_cpu_s")
+            sps = self.m("alloc", cfg, "samples_per_s")
+            self.w(f"| {cfg} | {'' if cfg == 'none' else self.fo(o)} "
+                   f"| {num(self.m('alloc', cfg, 'ns_per_op'), '{:.1f}')} "
+                   f"| {num(self.m('alloc', cfg, 'ops_per_s'))} "
+                   f"| {'' if sps is None else num(sps)} |")
+        self.w()
+        o = self.overhead("alloc", "ember", "ops_per_workload_cpu_s")
+        if o is not None:
+            met = o[0] < 0.05
+            self.verdicts.append((
+                "-e alloc: preloaded sampler under 5% slowdown at the default rate "
+                "(~10M allocations/s)", "MET" if met else "MISSED",
+                f"ember {self.fo(o)}; detached (preload only) "
+                f"{self.fo(self.overhead('alloc', 'preload', 'ops_per_workload_cpu_s'))}; "
+                f"full tracer {self.fo(self.overhead('alloc', 'fulltrace', 'ops_per_workload_cpu_s'))}"))
+
     def vm_section(self):
         vms = [s for s in sorted({k[0] for k in self.rows})
                if s.startswith("vm") and not s.endswith("off")]
@@ -556,6 +593,7 @@ class Report:
         self.agent_section()
         self.sym_section()
         self.vm_section()
+        self.alloc_section()
         body = self.out[body_start:]
         self.out = []
         self.w(f"# ember benchmark report: {m['host']}, {m['when']}")

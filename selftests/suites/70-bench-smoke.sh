@@ -40,7 +40,8 @@ missing=
 for s in "## Headline" "## Targets" "## Machine and run" \
 	"## 1. On-CPU overhead" "## 2. Per-sample kernel cost" "## 3. Off-CPU overhead" \
 	"## 4. Loss" "## 5. Agent CPU and memory" "## 6. Time to symbolize" \
-	"## 7. Module backend in test-kernel VMs" "## How to read this report"; do
+	"## 7. Module backend in test-kernel VMs" "## 8. Allocation profiling cost" \
+	"## How to read this report"; do
 	grep -qF "$s" "$work/r/report.md" || missing="$missing '$s'"
 done
 if [ -z "$missing" ]; then
@@ -52,11 +53,12 @@ fi
 # every section measured something (rows in the CSV), tools that are
 # installed by scripts/install-deps.sh included
 missing=
-for sec in oncpu bpfcost offcpu loss agent symbolize; do
+for sec in oncpu bpfcost offcpu loss agent symbolize alloc; do
 	grep -q "^$sec," "$work/r/results.csv" || missing="$missing $sec"
 done
 grep -q "^oncpu,perf" "$work/r/results.csv" || missing="$missing oncpu/perf"
 grep -q "^offcpu,offcputime," "$work/r/results.csv" || missing="$missing offcpu/offcputime"
+grep -q "^alloc,fulltrace," "$work/r/results.csv" || missing="$missing alloc/fulltrace"
 if [ -z "$missing" ]; then
 	t_pass bench_smoke_every_section_measured
 else
