@@ -65,7 +65,7 @@ static const char usage_text[] =
 "                         else eBPF), kmod or bpf\n"
 "      --max-stacks N     unique stacks kept in memory (default 65536)\n"
 "      --offcpu-min USEC  off-CPU intervals shorter than USEC are not recorded\n"
-"      --fault-period N   -e faults: one sample per N page faults (default 64,\n"
+"      --fault-period N   -e faults: one sample per N page faults (default 512,\n"
 "                         1..1000000)\n"
 "      --alloc-rate BYTES -e alloc: one sample per BYTES allocated on average\n"
 "                         (default 524288, 1..2^40)\n"

@@ -519,7 +519,7 @@ void run_config_usage(FILE *f)
 	      "      --off-cpu            also record off-CPU time\n"
 	      "      --faults             also record page faults (bytes of memory\n"
 	      "                           first touched)\n"
-	      "      --fault-period N     page faults per sample (default 64)\n"
+	      "      --fault-period N     page faults per sample (default 512)\n"
 	      "      --alloc              also record sampled allocations of processes\n"
 	      "                           started with LD_PRELOAD=/usr/lib/ember/\n"
 	      "                           libember-alloc.so (bytes allocated, in use)\n"

@@ -12,7 +12,8 @@
 # the dry mode and checks the report's sections.
 
 BENCH_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread
-BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong .cache/bench/mallocs
+BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong .cache/bench/mallocs \
+	.cache/bench/touch
 
 .cache/bench/%: bench/workloads/%.c
 	@mkdir -p $(@D)

@@ -33,8 +33,21 @@ EMBER = os.path.join(TOP, "agent", "ember")
 SPIN = os.path.join(TOP, ".cache", "bench", "spin")
 PINGPONG = os.path.join(TOP, ".cache", "bench", "pingpong")
 MALLOCS = os.path.join(TOP, ".cache", "bench", "mallocs")
+TOUCH = os.path.join(TOP, ".cache", "bench", "touch")
 ALLOC_LIB = os.path.join(TOP, "preload", "libember-alloc.so")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+def uapi_define(name, default):
+    """A #define of include/uapi/ember.h (one source for the defaults)."""
+    try:
+        with open(os.path.join(TOP, "include", "uapi", "ember.h")) as f:
+            m = re.search(rf"#define\s+{name}\s+(\d+)", f.read())
+        return int(m.group(1)) if m else default
+    except OSError:
+        return default
+
+
+DEFAULT_FAULT_PERIOD = uapi_define("EMBER_DEFAULT_FAULT_PERIOD", 64)
 RECEIVER = os.path.join(TOP, "selftests", "otlp", "receiver.py")
 
 # Durations in seconds. W: time a profiler gets to attach before the
@@ -316,30 +329,55 @@ class Bench:
         d = p["trace_D"] if cfg == "fulltrace" else p["alloc_D"]
         wl = [MALLOCS, "-d", str(d), "-w", "0.5"]
         env = dict(os.environ)
-        err = ""
         if cfg == "preload":
             env["LD_PRELOAD"] = ALLOC_LIB
         if cfg == "ember":
-            out = os.path.join(self.tmp, "alloc.folded")
-            r = run([EMBER, "record", "-e", "alloc", "-o", out, "--"] + wl, env=env)
-            err = r.stderr
+            cmd = [EMBER, "record", "-e", "alloc",
+                   "-o", os.path.join(self.tmp, "alloc.folded"), "--"] + wl
         elif cfg == "fulltrace":
-            r = run(["perf", "stat", "-x,", "-o", os.path.join(self.tmp, "stat"),
-                     "-e", "probe_libc:malloc", "-e", "probe_libc:free", "--"] + wl, env=env)
+            cmd = ["perf", "stat", "-x,", "-o", os.path.join(self.tmp, "stat"),
+                   "-e", "probe_libc:malloc", "-e", "probe_libc:free", "--"] + wl
         else:
-            r = run(wl, env=env)
+            cmd = wl
+        self.workload_cost("alloc", cfg, rep, cmd, env, r"(\d+) allocation samples")
+
+    def workload_cost(self, sec, cfg, rep, cmd, env, samples_re):
+        """Run cmd (a workload printing ops, secs, cpu_s, perhaps under a
+        profiler that starts it) and record its throughput per CPU-second."""
+        r = run(cmd, env=env)
         w = kv(r.stdout)
         if "ops" not in w or not w.get("cpu_s"):
-            self.note(f"alloc {cfg}: mallocs failed: {(r.stderr or '').strip()[-200:]}")
+            self.note(f"{sec} {cfg}: workload failed: {(r.stderr or '').strip()[-200:]}")
             return
-        sec = "alloc"
         self.res.add(sec, cfg, rep, "ops_per_s", w["ops"] / w["secs"], "ops/s")
         self.res.add(sec, cfg, rep, "ops_per_workload_cpu_s", w["ops"] / w["cpu_s"], "ops/s")
         self.res.add(sec, cfg, rep, "ns_per_op", 1e9 * w["cpu_s"] / w["ops"], "ns")
-        if cfg == "ember":
-            m = re.search(r"(\d+) allocation samples", err)
-            if m:
-                self.res.add(sec, cfg, rep, "samples_per_s", int(m.group(1)) / w["secs"])
+        m = re.search(samples_re, r.stderr or "")
+        if m:
+            self.res.add(sec, cfg, rep, "samples_per_s", int(m.group(1)) / w["secs"])
+
+    # ---- page-fault profiling cost (-e faults) ---------------------------
+    def faults(self):
+        """touch (a minor page fault per page, mapped and unmapped in a
+        loop) alone, under `ember record -e faults` at the default period,
+        and under perf record -e page-faults at the same period with
+        frame-pointer call chains."""
+        p = self.p
+        configs = ["none", "ember"] + (["perf"] if self.have["perf"] else [])
+        log(f"page-fault cost: {len(configs)} configurations x {p['alloc_reps']} "
+            f"repetitions of {p['alloc_D']} s")
+        for rep in range(p["alloc_reps"]):
+            for cfg in rotate(configs, rep):
+                wl = [TOUCH, "-d", str(p["alloc_D"]), "-w", "0.5"]
+                if cfg == "ember":
+                    wl = [EMBER, "record", "-e", "faults",
+                          "-o", os.path.join(self.tmp, "faults.folded"), "--"] + wl
+                elif cfg == "perf":
+                    wl = ["perf", "record", "-q", "-e", "page-faults",
+                          "-c", str(DEFAULT_FAULT_PERIOD), "-g",
+                          "-o", os.path.join(self.tmp, "faults.data"), "--"] + wl
+                self.workload_cost("faults", cfg, rep, wl, dict(os.environ),
+                                   r"(\d+) page-fault samples")
 
     # ---- per-sample kernel cost (eBPF run time) --------------------------
     def bpf_progs(self, ids):
@@ -925,7 +963,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--vm-kernels", default=os.environ.get("BENCH_VM_KERNELS"))
     ap.add_argument("--sections", default=os.environ.get("BENCH_SECTIONS",
-                    "oncpu bpfcost offcpu loss agent symbolize alloc vm"))
+                    "oncpu bpfcost offcpu loss agent symbolize alloc faults vm"))
     args = ap.parse_args()
     if args.vm_kernels is None:
         # the dry run proves the scripts, it does not boot kernels
@@ -937,7 +975,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     if os.geteuid() != 0:
         sys.exit("bench: run as root (ember, perf -a and offcputime need CAP_BPF/CAP_PERFMON)")
-    for b in (EMBER, SPIN, PINGPONG, MALLOCS):
+    for b in (EMBER, SPIN, PINGPONG, MALLOCS, TOUCH):
         if not os.access(b, os.X_OK):
             sys.exit(f"bench: {b} missing: run `make bench` (it builds them)")
     bench = Bench(args)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "config.h"
+#include "../include/uapi/ember.h"
 #include "otlp_export.h"
 #include "test_util.h"
 
@@ -84,7 +85,7 @@ int main(void)
 
 	/* Page faults: off by default, from the file or flags, period bounded. */
 	r = load(&c, NULL, NULL);
-	T_CHECK("run_config_faults_default_off", !r && !c.faults && c.fault_period == 64,
+	T_CHECK("run_config_faults_default_off", !r && !c.faults && c.fault_period == EMBER_DEFAULT_FAULT_PERIOD,
 		"r=%d %s faults=%d period=%u", r, err, c.faults, c.fault_period);
 	run_config_free(&c);
 	r = load(&c, "faults = true\nfault_period = 16\n", NULL);
