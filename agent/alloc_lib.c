@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "alloc_lib.h"
+#include "safe_file.h"
 
 static int try_path(const char *path, char *out, size_t out_len)
 {
@@ -70,7 +71,7 @@ int alloc_lib_find(const char *given, char *out, size_t out_len, char *err,
 }
 
 /* The file offset of vaddr: inside the section that holds it. */
-static int file_offset(Elf *elf, GElf_Addr vaddr, uint64_t *off)
+int alloc_elf_file_offset(Elf *elf, GElf_Addr vaddr, uint64_t *off)
 {
 	Elf_Scn *scn = NULL;
 
@@ -88,29 +89,35 @@ static int file_offset(Elf *elf, GElf_Addr vaddr, uint64_t *off)
 	return -ENOENT;
 }
 
-static int find_symbols(Elf *elf, GElf_Addr addr[3])
+int alloc_elf_symbols(Elf *elf, bool symtab, const char *const *names,
+		      size_t n, GElf_Addr *addr)
 {
-	static const char *const names[3] = {
-		"ember_alloc_probe", "ember_free_probe", "ember_alloc_semaphore",
-	};
 	Elf_Scn *scn = NULL;
 	int found = 0;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
+		size_t nsyms;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
+		    (sh.sh_type != SHT_DYNSYM &&
+		     !(symtab && sh.sh_type == SHT_SYMTAB)) ||
+		    !(d = elf_getdata(scn, NULL)))
 			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+		/* the section's own size, not a header's claim, bounds it */
+		nsyms = d->d_size / sh.sh_entsize;
+		if (nsyms > ALLOC_MAX_SYMBOLS)
+			nsyms = ALLOC_MAX_SYMBOLS;
+		for (size_t i = 0; i < nsyms; i++) {
 			GElf_Sym sym;
 			const char *name;
 
-			if (!gelf_getsym(d, (int)i, &sym) || !sym.st_value)
+			if (!gelf_getsym(d, (int)i, &sym) || !sym.st_value ||
+			    sym.st_shndx == SHN_UNDEF)
 				continue;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			for (int k = 0; name && k < 3; k++)
+			for (size_t k = 0; name && k < n; k++)
 				if (!addr[k] && !strcmp(name, names[k])) {
 					addr[k] = sym.st_value;
 					found++;
@@ -118,6 +125,15 @@ static int find_symbols(Elf *elf, GElf_Addr addr[3])
 		}
 	}
 	return found;
+}
+
+static int find_symbols(Elf *elf, GElf_Addr addr[3])
+{
+	static const char *const names[3] = {
+		"ember_alloc_probe", "ember_free_probe", "ember_alloc_semaphore",
+	};
+
+	return alloc_elf_symbols(elf, false, names, 3, addr);
 }
 
 int alloc_lib_probes(const char *path, struct ember_alloc_probe probes[2],
@@ -147,7 +163,7 @@ int alloc_lib_probes(const char *path, struct ember_alloc_probe probes[2],
 		goto out;
 	}
 	for (int k = 0; k < 3; k++) {
-		if (file_offset(elf, addr[k], &off[k])) {
+		if (alloc_elf_file_offset(elf, addr[k], &off[k])) {
 			snprintf(err, err_len, "%s: symbol at 0x%llx is not in "
 				 "the file (a semaphore in .bss cannot be a "
 				 "uprobe counter)", path,
@@ -170,4 +186,134 @@ out:
 		elf_end(elf);
 	close(fd);
 	return r;
+}
+
+/* ---- a running process's own allocator --------------------------------- */
+
+#define MAPS_MAX_LINES	65536	/* /proc/PID/maps lines read at most */
+#define ALLOC_FILE_MAX	(2ull << 30)	/* ELF files examined, at most */
+
+static const struct {
+	const char *name;
+	uint32_t kind;
+} entry_points[] = {
+	{ "malloc", EMBER_PROBE_ENTRY_SIZE_RDI },
+	{ "calloc", EMBER_PROBE_ENTRY_NMEMB_SIZE },
+	{ "realloc", EMBER_PROBE_ENTRY_SIZE_RSI },
+	{ "memalign", EMBER_PROBE_ENTRY_SIZE_RSI },
+	{ "aligned_alloc", EMBER_PROBE_ENTRY_SIZE_RSI },
+	{ "posix_memalign", EMBER_PROBE_ENTRY_SIZE_RDX },
+	{ "valloc", EMBER_PROBE_ENTRY_SIZE_RDI },
+	{ "pvalloc", EMBER_PROBE_ENTRY_SIZE_RDI },
+};
+#define NR_ENTRY_POINTS (sizeof(entry_points) / sizeof(entry_points[0]))
+
+/* How much a mapped file is preferred as the allocator (0: not one). */
+static int allocator_rank(const char *path, const char *exe)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "libjemalloc", 11) || !strncmp(base, "libtcmalloc", 11) ||
+	    !strncmp(base, "libmimalloc", 11))
+		return 3;
+	if (exe && !strcmp(path, exe))
+		return 2;
+	if (!strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5))
+		return 1;
+	return 0;
+}
+
+/* The malloc-family entry points of the ELF file at path (map_files). */
+static int entry_points_of(const char *path, bool symtab,
+			   struct ember_alloc_probe *probes, size_t max)
+{
+	const struct safe_rules rules = {
+		.max_bytes = ALLOC_FILE_MAX,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		/* the exact file the process mapped: no owner to check */
+		.flags = SAFE_FOLLOW | SAFE_ANYONE,
+	};
+	const char *names[NR_ENTRY_POINTS], *why;
+	GElf_Addr addr[NR_ENTRY_POINTS] = { 0 };
+	size_t n = 0;
+	Elf *elf;
+	int fd;
+
+	fd = safe_open_at(NULL, path, &rules, NULL, &why);
+	if (fd < 0)
+		return -EACCES;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF) {
+		for (size_t k = 0; k < NR_ENTRY_POINTS; k++)
+			names[k] = entry_points[k].name;
+		alloc_elf_symbols(elf, symtab, names, NR_ENTRY_POINTS, addr);
+		/* malloc itself or nothing: a file with calloc alone is not
+		 * an allocator */
+		for (size_t k = 0; addr[0] && k < NR_ENTRY_POINTS && n < max; k++) {
+			uint64_t off;
+
+			if (addr[k] && !alloc_elf_file_offset(elf, addr[k], &off))
+				probes[n++] = (struct ember_alloc_probe){
+					.offset = off,
+					.kind = entry_points[k].kind,
+				};
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return (int)n;
+}
+
+int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
+		       char *what, size_t what_len,
+		       struct ember_alloc_probe *probes, size_t max,
+		       char *err, size_t err_len)
+{
+	/* the first mapping of each rank: [1] libc, [2] the executable,
+	 * [3] a malloc library */
+	char range[4][64] = { "" }, file[4][PATH_MAX] = { "" };
+	char maps[64], exe[PATH_MAX], line[PATH_MAX + 256];
+	int lines = 0, n = 0;
+	ssize_t len;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/exe", pid);
+	len = readlink(maps, exe, sizeof(exe) - 1);
+	exe[len > 0 ? len : 0] = '\0';
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	if (!f) {
+		snprintf(err, err_len, "process %u: %s", pid, strerror(errno));
+		return -errno;
+	}
+	/* kernel-made text, but a name can be long: bounded lines and count */
+	while (lines++ < MAPS_MAX_LINES && fgets(line, sizeof(line), f)) {
+		char r[64], perms[8], name[PATH_MAX];
+		int rank;
+
+		if (sscanf(line, "%63s %7s %*s %*s %*s %4095[^\n]", r, perms,
+			   name) != 3 || perms[2] != 'x' || name[0] != '/')
+			continue;
+		rank = allocator_rank(name, exe);
+		if (rank && !range[rank][0]) {
+			snprintf(range[rank], sizeof(range[rank]), "%s", r);
+			snprintf(file[rank], sizeof(file[rank]), "%s", name);
+		}
+	}
+	fclose(f);
+	for (int rank = 3; rank > 0 && n <= 0; rank--) {
+		if (!range[rank][0])
+			continue;
+		snprintf(path, path_len, "/proc/%u/map_files/%s", pid, range[rank]);
+		snprintf(what, what_len, "%s", file[rank]);
+		n = entry_points_of(path, rank == 2, probes, max);
+	}
+	if (n <= 0) {
+		snprintf(err, err_len, "process %u maps no allocator that exports malloc (looked for jemalloc, tcmalloc, mimalloc, its executable, libc)",
+			 pid);
+		return -ENOENT;
+	}
+	return n;
 }

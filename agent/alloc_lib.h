@@ -6,8 +6,13 @@
 #ifndef EMBER_ALLOC_LIB_H
 #define EMBER_ALLOC_LIB_H
 
+#include <gelf.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include "../include/uapi/ember.h"
+
+/* symbols read from one table at most: a hostile file cannot keep us */
+#define ALLOC_MAX_SYMBOLS	(1u << 20)
 
 #ifndef EMBER_ALLOC_LIB_DIR
 #define EMBER_ALLOC_LIB_DIR "/usr/lib/ember"	/* packaging/install.sh */
@@ -32,5 +37,28 @@ int alloc_lib_find(const char *given, char *out, size_t out_len, char *err,
  */
 int alloc_lib_probes(const char *path, struct ember_alloc_probe probes[2],
 		     char *err, size_t err_len);
+
+/*
+ * Addresses of the defined symbols names[0..n) in elf's .dynsym (and
+ * .symtab with symtab), 0 for those absent; returns how many were found.
+ */
+int alloc_elf_symbols(Elf *elf, bool symtab, const char *const *names,
+		      size_t n, GElf_Addr *addr);
+/* The file offset of vaddr (in a section with file contents). */
+int alloc_elf_file_offset(Elf *elf, GElf_Addr vaddr, uint64_t *off);
+
+/*
+ * The allocator process pid uses, when it runs without the sampler: the
+ * first of its mapped files exporting malloc, by preference a malloc
+ * library (jemalloc, tcmalloc, mimalloc), then the executable (static,
+ * or with its own allocator), then libc. path gets a /proc/PID/map_files/
+ * link to the exact file, what its name; probes the malloc family's entry
+ * points (EMBER_PROBE_ENTRY_*). Returns how many, or a negative errno
+ * with a sentence in err.
+ */
+int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
+		       char *what, size_t what_len,
+		       struct ember_alloc_probe *probes, size_t max,
+		       char *err, size_t err_len);
 
 #endif /* EMBER_ALLOC_LIB_H */

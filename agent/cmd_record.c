@@ -836,10 +836,22 @@ static int record_alloc_start(struct session *s, const struct record_opts *o,
 
 	if (r)
 		return r;
-	for (size_t i = 0; i < o->nr_pids; i++)
-		if (!maps_file(o->pids[i], lib))
-			fprintf(stderr, "ember: -e alloc: process %u was not started with LD_PRELOAD=%s: its allocations are not sampled (uprobes on a running allocator are not supported yet)\n",
-				o->pids[i], lib);
+	for (size_t i = 0; i < o->nr_pids; i++) {
+		char what[PATH_MAX];
+
+		if (maps_file(o->pids[i], lib))
+			continue;
+		r = session_alloc_attach_entry(s, o->pids[i], what,
+					       sizeof(what), err, err_len);
+		if (r) {
+			fprintf(stderr, "ember: -e alloc: process %u was not started with LD_PRELOAD=%s and its allocator cannot be probed: %s\n",
+				o->pids[i], lib, err);
+			continue;
+		}
+		fprintf(stderr, "ember: -e alloc: process %u runs without ember's sampler: uprobes on %s's malloc family trap on every call (about 1-10 us each: an allocation-heavy program can run many times slower; in-use bytes are not followed); start it with LD_PRELOAD=%s to sample in the process instead\n",
+			o->pids[i], what, lib);
+	}
+	err[0] = '\0';
 	if (!o->command && !o->nr_pids)
 		fprintf(stderr, "ember: -e alloc: sampling the allocations of processes started with LD_PRELOAD=%s\n",
 			lib);
@@ -888,6 +900,8 @@ int cmd_record(int argc, char **argv)
 	so.src.include_idle = o.include_idle;
 	so.src.offcpu_min_ns = o.offcpu_min_ns;
 	so.src.fault_period = o.fault_period;
+	so.src.alloc_rate = o.alloc_rate ? o.alloc_rate : EMBER_ALLOC_DEFAULT_RATE;
+	so.pb.alloc_rate = so.src.alloc_rate;
 	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
 	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
 	so.src.pids = o.pids;

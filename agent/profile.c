@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -578,10 +579,25 @@ static void add_sample(struct profile_builder *pb,
  * sample stands for: its bytes over the size asked), and the same as in
  * use until its block is freed.
  */
+/*
+ * The bytes an allocation sample of size bytes stands for when it was
+ * drawn every rate bytes (Poisson): it held a sample point with
+ * probability 1 - exp(-size/rate), so it weighs size over that.
+ */
+static uint64_t alloc_weight(uint64_t size, uint64_t rate)
+{
+	double p = -expm1(-(double)size / (double)(rate ? rate : 1));
+
+	return p > 0 ? (uint64_t)((double)size / p) : rate;
+}
+
 static void add_alloc(struct profile_builder *pb, const struct ember_sample *s)
 {
 	uint64_t addr = EMBER_ALLOC_ADDR(s), size = EMBER_ALLOC_SIZE(s);
-	uint64_t objects = size ? (s->weight_ns + size / 2) / size : 1;
+	/* weight 0: drawn in the kernel, scaled here by the session's rate */
+	uint64_t weight = s->weight_ns ? s->weight_ns :
+			  alloc_weight(size, pb->opt.alloc_rate);
+	uint64_t objects = size ? (weight + size / 2) / size : 1;
 	struct live_block b;
 	struct agg_entry *e;
 
@@ -589,24 +605,26 @@ static void add_alloc(struct profile_builder *pb, const struct ember_sample *s)
 		objects = 1;
 	if (objects > UINT32_MAX)
 		objects = UINT32_MAX;
-	if (!add_sample_as(pb, s, PROF_EV_ALLOC, objects, s->weight_ns))
+	if (!add_sample_as(pb, s, PROF_EV_ALLOC, objects, weight))
 		return;
+	if (!addr)
+		return;	/* not followed to its free: no in-use */
 	if (!pb->live.cap && live_init(&pb->live, pb->opt.max_live_blocks)) {
 		pb->c.inuse_untracked++;
 		return;
 	}
-	e = add_sample_as(pb, s, PROF_EV_INUSE, objects, s->weight_ns);
+	e = add_sample_as(pb, s, PROF_EV_INUSE, objects, weight);
 	if (!e)
 		return;
 	b = (struct live_block){ .addr = addr, .pid = s->pid,
 				 .objects = (uint32_t)objects,
-				 .bytes = s->weight_ns, .owner = e };
+				 .bytes = weight, .owner = e };
 	if (live_add(&pb->live, &b)) {
 		e->nr_live++;
 	} else {
 		/* a block never followed would stay in use forever */
 		e->count -= objects;
-		e->weight_ns -= s->weight_ns;
+		e->weight_ns -= weight;
 		pb->c.inuse_untracked++;
 	}
 }

@@ -41,6 +41,8 @@ struct pb_options {
 	uint64_t cgroup_id;	/* exact match: descendants are not kept */
 	/* sampled allocations followed until freed, 0 = default (65536) */
 	size_t max_live_blocks;
+	/* bytes between allocation samples: scales records of weight 0 */
+	uint64_t alloc_rate;
 };
 
 struct pb_counters {

@@ -134,7 +134,27 @@ int session_alloc_attach(struct session *s, const char *lib, char *err,
 	n = alloc_lib_probes(lib, probes, err, err_len);
 	if (n < 0)
 		return n;
-	return s->ops->alloc_attach(s->src, lib, probes, (size_t)n, err,
+	return s->ops->alloc_attach(s->src, 0, lib, probes, (size_t)n, err,
+				    err_len);
+}
+
+int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
+			       size_t what_len, char *err, size_t err_len)
+{
+	struct ember_alloc_probe probes[EMBER_MAX_ALLOC_PROBES];
+	char path[128];
+	int n;
+
+	if (!s->ops->alloc_attach) {
+		snprintf(err, err_len, "the %s backend has no allocation probes",
+			 s->ops->name);
+		return -EOPNOTSUPP;
+	}
+	n = alloc_entry_probes(pid, path, sizeof(path), what, what_len, probes,
+			       EMBER_MAX_ALLOC_PROBES, err, err_len);
+	if (n < 0)
+		return n;
+	return s->ops->alloc_attach(s->src, pid, path, probes, (size_t)n, err,
 				    err_len);
 }
 

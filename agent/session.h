@@ -73,6 +73,13 @@ int session_poll(struct session *s, int timeout_ms);
  */
 int session_alloc_attach(struct session *s, const char *lib, char *err,
 			 size_t err_len);
+/*
+ * -e alloc for a process running without the sampler: uprobes on its
+ * allocator's entry points (alloc_entry_probes()), every call trapping;
+ * what gets the allocator's file name.
+ */
+int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
+			       size_t what_len, char *err, size_t err_len);
 /* Ask for unwind tables of a process now (a command ember started). */
 void session_unwind_request(struct session *s, uint32_t pid);
 /* Drain until the rings are empty (after the workload stopped). */

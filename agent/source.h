@@ -26,6 +26,7 @@ struct ember_source_config {
 	uint64_t offcpu_min_ns;
 	uint32_t offcpu_sample_ppm;	/* 0 = keep all */
 	uint32_t fault_period;		/* page faults per sample, 0 = default */
+	uint64_t alloc_rate;		/* bytes per allocation sample, 0 = default */
 	uint32_t ring_bytes;		/* per CPU, 0 = backend default */
 	/*
 	 * Test mode: follow each sample with EMBER_REC_USER_STACK (the user
@@ -112,10 +113,12 @@ struct ember_source_ops {
 	/*
 	 * Allocation probes (EMBER_EV_ALLOC, NULL when the backend has
 	 * none): uprobes on the file path at the probes' file offsets, for
-	 * every process mapping it (the filters apply), until stop(). All or
-	 * none; 0 or a negative errno with a sentence in err.
+	 * process pid only, or every process mapping it when pid is 0 (the
+	 * filters apply), until stop(). All or none; 0 or a negative errno
+	 * with a sentence in err.
 	 */
-	int (*alloc_attach)(struct ember_source *src, const char *path,
+	int (*alloc_attach)(struct ember_source *src, uint32_t pid,
+			    const char *path,
 			    const struct ember_alloc_probe *probes, size_t nr,
 			    char *err, size_t err_len);
 };

@@ -96,8 +96,8 @@ struct ember_source {
 	int nr_links;
 	struct bpf_link *tp_links[3];
 	/* allocation probes (EMBER_EV_ALLOC), attach..stop */
-	struct bpf_link *alloc_links[EMBER_MAX_ALLOC_PROBES];
-	int nr_alloc_links;
+	struct bpf_link **alloc_links;
+	int nr_alloc_links, cap_alloc_links;
 	struct bpf_link *back_link;	/* deferred off-CPU hook, open..close */
 	bool running;
 	bool use_perfbuf;
@@ -534,6 +534,12 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	bpf_program__set_autoload(skel->progs.ember_faults, cfg->events & EMBER_EV_FAULTS);
 	bpf_program__set_autoload(skel->progs.ember_alloc, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_free, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_entry_rdi, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_entry_rsi, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_entry_nmemb, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_entry_rdx, cfg->events & EMBER_EV_ALLOC);
+	if (cfg->alloc_rate)
+		skel->data->alloc_rate = cfg->alloc_rate;
 	bpf_program__set_autoload(skel->progs.ember_switch_btf, off && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_switch_raw, off && s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_exec_btf, life && !s->raw_tp);
@@ -850,63 +856,101 @@ fail:
 	return ret;
 }
 
+/* uprobes for every process of a file plus per-process ones: bounded */
+#define MAX_ALLOC_LINKS	512
+
 static void alloc_detach(struct ember_source *s)
 {
 	for (int i = 0; i < s->nr_alloc_links; i++)
 		bpf_link__destroy(s->alloc_links[i]);
-	s->nr_alloc_links = 0;
+	free(s->alloc_links);
+	s->alloc_links = NULL;
+	s->nr_alloc_links = s->cap_alloc_links = 0;
+}
+
+static struct bpf_program *alloc_prog(struct ember_source *s, uint32_t kind)
+{
+	switch (kind) {
+	case EMBER_PROBE_SAMPLED_ALLOC:
+		return s->skel->progs.ember_alloc;
+	case EMBER_PROBE_SAMPLED_FREE:
+		return s->skel->progs.ember_free;
+	case EMBER_PROBE_ENTRY_SIZE_RDI:
+		return s->skel->progs.ember_entry_rdi;
+	case EMBER_PROBE_ENTRY_SIZE_RSI:
+		return s->skel->progs.ember_entry_rsi;
+	case EMBER_PROBE_ENTRY_NMEMB_SIZE:
+		return s->skel->progs.ember_entry_nmemb;
+	case EMBER_PROBE_ENTRY_SIZE_RDX:
+		return s->skel->progs.ember_entry_rdx;
+	default:
+		return NULL;
+	}
 }
 
 /*
  * Uprobes on the probe points of path (struct ember_alloc_probe, file
- * offsets), for every process that maps it: the filters apply in the
- * programs. The kernel raises each probe's semaphore in those processes
- * while it is attached. All or none.
+ * offsets), for process pid or every process that maps it (0): the
+ * filters apply in the programs. The kernel raises each probe's semaphore
+ * in those processes while it is attached. All or none.
  */
-static int bpf_alloc_attach(struct ember_source *s, const char *path,
+static int bpf_alloc_attach(struct ember_source *s, uint32_t pid,
+			    const char *path,
 			    const struct ember_alloc_probe *probes, size_t nr,
 			    char *err, size_t err_len)
 {
+	int first = s->nr_alloc_links;
+
 	if (!(s->cfg.events & EMBER_EV_ALLOC) || !s->running) {
 		say(err, err_len, "allocation probes need a running session with -e alloc");
 		return -EINVAL;
 	}
-	if (!nr || nr > EMBER_MAX_ALLOC_PROBES - (size_t)s->nr_alloc_links) {
-		say(err, err_len, "%zu allocation probes: at most %d in all", nr,
-		    EMBER_MAX_ALLOC_PROBES);
+	if (!nr || nr > EMBER_MAX_ALLOC_PROBES ||
+	    s->nr_alloc_links + nr > MAX_ALLOC_LINKS) {
+		say(err, err_len, "%zu more allocation probes: at most %d at once, %d in all",
+		    nr, EMBER_MAX_ALLOC_PROBES, MAX_ALLOC_LINKS);
 		return -E2BIG;
+	}
+	if (s->nr_alloc_links + (int)nr > s->cap_alloc_links) {
+		int cap = s->cap_alloc_links ? 2 * s->cap_alloc_links : 16;
+		void *p;
+
+		while (cap < s->nr_alloc_links + (int)nr)
+			cap *= 2;
+		p = realloc(s->alloc_links, cap * sizeof(*s->alloc_links));
+		if (!p)
+			return -ENOMEM;
+		s->alloc_links = p;
+		s->cap_alloc_links = cap;
 	}
 	for (size_t i = 0; i < nr; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, o,
 			    .ref_ctr_offset = probes[i].ref_ctr_offset);
-		struct bpf_program *prog;
+		struct bpf_program *prog = alloc_prog(s, probes[i].kind);
 		struct bpf_link *l;
+		int e;
 
-		switch (probes[i].kind) {
-		case EMBER_PROBE_SAMPLED_ALLOC:
-			prog = s->skel->progs.ember_alloc;
-			break;
-		case EMBER_PROBE_SAMPLED_FREE:
-			prog = s->skel->progs.ember_free;
-			break;
-		default:
+		if (!prog) {
 			say(err, err_len, "unknown allocation probe kind %u",
 			    probes[i].kind);
-			alloc_detach(s);
-			return -EINVAL;
+			e = -EINVAL;
+			goto undo;
 		}
-		l = bpf_program__attach_uprobe_opts(prog, -1, path,
-						    probes[i].offset, &o);
+		l = bpf_program__attach_uprobe_opts(prog, pid ? (int)pid : -1,
+						    path, probes[i].offset, &o);
 		if (!l) {
-			int e = -errno;
-
+			e = -errno;
 			say(err, err_len, "cannot put a uprobe on %s+0x%llx: %s",
 			    path, (unsigned long long)probes[i].offset,
 			    strerror(-e));
-			alloc_detach(s);
-			return e;
+			goto undo;
 		}
 		s->alloc_links[s->nr_alloc_links++] = l;
+		continue;
+undo:
+		while (s->nr_alloc_links > first)
+			bpf_link__destroy(s->alloc_links[--s->nr_alloc_links]);
+		return e;
 	}
 	return 0;
 }

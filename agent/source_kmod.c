@@ -846,12 +846,19 @@ static int kmod_unwind_bind(struct ember_source *src, uint32_t pid,
 }
 
 /* EMBER_CMD_ALLOC_ATTACH: the module places (or refuses) them all. */
-static int kmod_alloc_attach(struct ember_source *src, const char *path,
+static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
+			     const char *path,
 			     const struct ember_alloc_probe *probes, size_t nr,
 			     char *err, size_t err_len)
 {
 	struct nl_msg *msg;
 
+	if (pid) {
+		/* the module's probes are per file; its filters pick processes */
+		snprintf(err, err_len,
+			 "the ember module cannot probe a running process's allocator yet: use --backend bpf");
+		return -EOPNOTSUPP;
+	}
 	if (!nr || nr > EMBER_MAX_ALLOC_PROBES) {
 		snprintf(err, err_len, "%zu allocation probes: 1 to %d", nr,
 			 EMBER_MAX_ALLOC_PROBES);

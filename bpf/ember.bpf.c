@@ -723,8 +723,11 @@ int ember_faults(struct bpf_perf_event_data *ctx)
  * decision is made in the process, before any trap). The user stack is
  * the probe's caller chain; the agent trims the sampler's own frames.
  */
+/* A uprobe's context: the user registers, x86_64's struct pt_regs. */
+#define R(ctx)	((const struct uapi_x86_regs *)(ctx))
+
 SEC("uprobe")
-int ember_alloc(struct pt_regs *ctx)
+int ember_alloc(void *ctx)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 id = bpf_get_current_pid_tgid();
@@ -748,17 +751,17 @@ int ember_alloc(struct pt_regs *ctx)
 		return 0;
 	s = (void *)sc;
 	fill_common(s, EMBER_REC_ALLOC, bpf_ktime_get_ns(), tgid, tid);
-	s->weight_ns = PT_REGS_PARM3(ctx);	/* bytes it stands for */
-	ur.pc = PT_REGS_IP(ctx);
-	ur.sp = PT_REGS_SP(ctx);
-	ur.fp = ctx->bp;
+	s->weight_ns = R(ctx)->dx;	/* bytes it stands for */
+	ur.pc = R(ctx)->ip;
+	ur.sp = R(ctx)->sp;
+	ur.fp = R(ctx)->bp;
 	s->flags = fill_stacks(ctx, s, false, true, EMBER_SLOT_ALLOC, &ur);
 	/* the block's address and size follow the frames */
 	at = s->nr_kernel + s->nr_user;
 	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
 		return 0;
-	sc->raw[SCRATCH_IPS + at] = PT_REGS_PARM1(ctx);
-	sc->raw[SCRATCH_IPS + at + 1] = PT_REGS_PARM2(ctx);
+	sc->raw[SCRATCH_IPS + at] = R(ctx)->di;
+	sc->raw[SCRATCH_IPS + at + 1] = R(ctx)->si;
 	s->hdr.size += 2 * sizeof(__u64);
 	size = s->hdr.size;
 	if (size > sizeof(*sc))
@@ -767,8 +770,137 @@ int ember_alloc(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * An allocator's entry point in a process without the sampler
+ * (EMBER_PROBE_ENTRY_*): every call lands here, so the sampling decision
+ * is a per-thread byte countdown with exponentially distributed gaps of
+ * alloc_rate bytes on average, as the preloaded sampler draws them.
+ */
+__u64 alloc_rate = 512 * 1024;		/* set by the loader (.data) */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);			/* tid */
+	__type(value, __s64);			/* bytes to the next sample */
+} alloc_countdown SEC(".maps");
+
+/* -ln(U) x 1024 for U uniform in (0, 1], from a random 32-bit value */
+static __always_inline __u64 neg_ln_1024(__u32 r)
+{
+	/*
+	 * log2(1 + (i + 0.5)/16) x 1024: bin midpoints, so the mean gap is
+	 * the rate (0.9998 of it over 200k draws, in integer arithmetic).
+	 * On the stack: as a global (static const, in .rodata with the
+	 * loader's settings) it made the 6.18 verifier give up on every
+	 * program ("sequence of 8193 jumps is too complex" in the unwinder).
+	 */
+	const __u16 log2_frac[16] = {
+		45, 132, 214, 292, 366, 436, 504, 568,
+		629, 689, 745, 800, 853, 904, 953, 1001,
+	};
+	__u32 msb = 0, x = r | 1;
+
+	if (x >> 16) { x >>= 16; msb += 16; }
+	if (x >> 8) { x >>= 8; msb += 8; }
+	if (x >> 4) { x >>= 4; msb += 4; }
+	if (x >> 2) { x >>= 2; msb += 2; }
+	if (x >> 1) msb += 1;
+	/* -log2(r / 2^32) = 32 - msb - log2(1 + fraction); x ln 2 */
+	x = msb >= 4 ? (r >> (msb - 4)) & 15 : (r << (4 - msb)) & 15;
+	return ((32 * 1024 - msb * 1024 - log2_frac[x & 15]) * 710) >> 10;
+}
+
+static __always_inline __s64 next_distance(void)
+{
+	return (__s64)(alloc_rate * neg_ln_1024(bpf_get_prandom_u32()) >> 10) + 1;
+}
+
+static __always_inline int alloc_entry(void *ctx, __u64 size)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct ember_bpf_stats *st = get_stats();
+	struct uw_regs ur;
+	struct scratch *sc;
+	struct ember_sample *s;
+	__s64 *left, first;
+	__u32 at;
+
+	if (!st || !size)
+		return 0;
+	left = bpf_map_lookup_elem(&alloc_countdown, &tid);
+	if (!left) {
+		first = next_distance();
+		bpf_map_update_elem(&alloc_countdown, &tid, &first, BPF_ANY);
+		left = bpf_map_lookup_elem(&alloc_countdown, &tid);
+		if (!left)
+			return 0;
+	}
+	*left -= (__s64)size;
+	if (*left > 0)
+		return 0;
+	*left = next_distance();
+	if (!pass_filters(task, tgid)) {
+		st->filtered++;
+		return 0;
+	}
+	st->alloc_hits++;
+	sc = get_scratch(EMBER_SLOT_ALLOC);
+	if (!sc)
+		return 0;
+	s = (void *)sc;
+	fill_common(s, EMBER_REC_ALLOC, bpf_ktime_get_ns(), tgid, tid);
+	s->weight_ns = 0;	/* the reader scales it: size and the rate */
+	ur.pc = R(ctx)->ip;
+	ur.sp = R(ctx)->sp;
+	ur.fp = R(ctx)->bp;
+	s->flags = fill_stacks(ctx, s, false, true, EMBER_SLOT_ALLOC, &ur);
+	at = s->nr_kernel + s->nr_user;
+	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
+		return 0;
+	sc->raw[SCRATCH_IPS + at] = 0;		/* not followed to its free */
+	sc->raw[SCRATCH_IPS + at + 1] = size;
+	s->hdr.size += 2 * sizeof(__u64);
+	if (s->hdr.size > sizeof(*sc))
+		return 0;
+	emit(ctx, s, s->hdr.size, st);
+	return 0;
+}
+
 SEC("uprobe")
-int ember_free(struct pt_regs *ctx)
+int ember_entry_rdi(void *ctx)
+{
+	return alloc_entry(ctx, R(ctx)->di);
+}
+
+SEC("uprobe")
+int ember_entry_rsi(void *ctx)
+{
+	return alloc_entry(ctx, R(ctx)->si);
+}
+
+SEC("uprobe")
+int ember_entry_nmemb(void *ctx)
+{
+	__u64 n = R(ctx)->di, size = R(ctx)->si;
+
+	/* operands under 2^32 cannot overflow; bigger ones (a calloc of
+	 * 4G elements or 4 GiB each) are not sampled */
+	if ((n | size) >> 32)
+		return 0;
+	return alloc_entry(ctx, n * size);
+}
+
+SEC("uprobe")
+int ember_entry_rdx(void *ctx)
+{
+	return alloc_entry(ctx, R(ctx)->dx);
+}
+
+SEC("uprobe")
+int ember_free(void *ctx)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 id = bpf_get_current_pid_tgid();
@@ -788,7 +920,7 @@ int ember_free(struct pt_regs *ctx)
 	}
 	st->alloc_hits++;
 	f.time_ns = bpf_ktime_get_ns();
-	f.addr = PT_REGS_PARM1(ctx);
+	f.addr = R(ctx)->di;
 	emit(ctx, &f, sizeof(f), st);
 	return 0;
 }

@@ -433,6 +433,19 @@ enum ember_alloc_probe_kind {
 	EMBER_PROBE_SAMPLED_ALLOC	= 1,
 	/* ember_free_probe(ptr): an EMBER_REC_FREE */
 	EMBER_PROBE_SAMPLED_FREE	= 2,
+	/*
+	 * An allocator's own entry point in a process that runs without the
+	 * sampler: every call traps, and the kernel side samples by bytes
+	 * (a per-thread countdown, EMBER_A_ALLOC_RATE on average). The size
+	 * is in rdi (malloc, valloc), rsi (realloc, memalign,
+	 * aligned_alloc), rdi x rsi (calloc) or rdx (posix_memalign). The
+	 * EMBER_REC_ALLOC has weight 0 (the reader scales it by the rate)
+	 * and address 0 (not followed to its free).
+	 */
+	EMBER_PROBE_ENTRY_SIZE_RDI	= 3,
+	EMBER_PROBE_ENTRY_SIZE_RSI	= 4,
+	EMBER_PROBE_ENTRY_NMEMB_SIZE	= 5,
+	EMBER_PROBE_ENTRY_SIZE_RDX	= 6,
 };
 
 struct ember_alloc_probe {

@@ -67,16 +67,39 @@ else
 	t_fail alloc_probes_removed_on_stop_and_kill "semaphore went: $seq (want 0, raised, 0, raised, 0)"
 fi
 
-# a running process without the sampler: said, not a silent empty profile
-sleep 3 &
-sl=$!
-agent/ember record --backend bpf -e alloc -p $sl -d 0.3 -o "$art/nopre.folded" 2>"$art/nopre.err"
-kill $sl 2>/dev/null
-wait $sl 2>/dev/null
-if grep -q "process $sl was not started with LD_PRELOAD=.*libember-alloc.so" "$art/nopre.err"; then
-	t_pass alloc_unpreloaded_process_said
+# A running process without the sampler (-p): uprobes on its allocator's
+# entry points, sampled by bytes in the kernel, the cost said up front.
+# allocwork waits 1.5 s before allocating, so the probes are on by then.
+agent/gen/tests/allocwork 1.5 0.5 >"$art/pmode.stdout" &
+aw=$!
+sleep 0.2
+agent/ember record --backend bpf -e alloc --alloc-rate 8192 -p $aw \
+	-o "$art/pmode.folded" 2>"$art/pmode.err"
+wait $aw 2>/dev/null
+shares=$(awk '
+FNR == NR && /^CHAIN / { t[$2] = $3; ts += $3; next }
+FNR != NR && index($0, ";[alloc];") {
+	for (c in t) if (index($0, ";" c ";")) { g[c] += $NF; gs += $NF }
+}
+END {
+	w = 0
+	for (c in t) {
+		d = 100 * t[c] / ts - (gs ? 100 * g[c] / gs : 0)
+		if (d < 0) d = -d
+		if (d > w) w = d
+		printf "%s=%.1f%%/%.1f%% ", c, 100 * t[c] / ts, gs ? 100 * g[c] / gs : 0
+	}
+	printf "total=%.0f/%.0f worst=%.2f\n", ts, gs, w
+}' "$art/pmode.stdout" "$art/pmode.folded")
+echo "# alloc -p (allocator uprobes): $shares"
+if grep -q "process $aw runs without ember's sampler: uprobes on .*libc.so.6's malloc family trap on every call" "$art/pmode.err" &&
+	awk -v s="$shares" 'BEGIN {
+		split(s, f, "worst="); n = split(s, g, "total="); split(g[2], tt, "[/ ]")
+		exit !(f[2] + 0 <= 3 && tt[2] >= 0.9 * tt[1] && tt[2] <= 1.1 * tt[1])
+	}'; then
+	t_pass alloc_running_process_uprobes
 else
-	t_fail alloc_unpreloaded_process_said "$(tr '\n' '|' <"$art/nopre.err")"
+	t_fail alloc_running_process_uprobes "$shares; $(tr '\n' '|' <"$art/pmode.err" | cut -c1-300)"
 fi
 # no sampler library where ember looks: a clear message, exit 2
 EMBER_ALLOC_LIB=/nonexistent/libember-alloc.so agent/ember record -e alloc \
