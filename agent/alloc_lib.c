@@ -298,7 +298,12 @@ int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
 			continue;
 		rank = allocator_rank(name, exe);
 		if (rank && !range[rank][0]) {
-			snprintf(range[rank], sizeof(range[rank]), "%s", r);
+			unsigned long lo, hi;
+
+			/* map_files/ names have no leading zeros; maps does */
+			if (sscanf(r, "%lx-%lx", &lo, &hi) != 2)
+				continue;
+			snprintf(range[rank], sizeof(range[rank]), "%lx-%lx", lo, hi);
 			snprintf(file[rank], sizeof(file[rank]), "%s", name);
 		}
 	}

@@ -8,7 +8,8 @@ ALL_TARGETS += $(PRELOAD_LIB)
 # the packages ship it with the agent (packaging/install.sh)
 agent: $(PRELOAD_LIB)
 CLEAN_FILES += $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test \
-	agent/gen/tests/allocwork agent/gen/tests/semwatch
+	agent/gen/tests/allocwork agent/gen/tests/semwatch \
+	agent/gen/tests/allocwork-static
 
 $(PRELOAD_LIB): preload/ember_alloc.c
 	@echo "  CC      $@"
@@ -31,10 +32,17 @@ agent/gen/tests/allocwork: selftests/alloc/allocwork.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -fomit-frame-pointer -o $@ $<
 
+# the same, static: no libc to probe, the executable is the allocator
+agent/gen/tests/allocwork-static: selftests/alloc/allocwork.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -static -o $@ $<
+
 agent/gen/tests/semwatch: selftests/alloc/semwatch.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -o $@ $< -ldl
 
 .PHONY: alloc-work
-alloc-work: $(PRELOAD_LIB) agent/gen/tests/allocwork agent/gen/tests/semwatch
+alloc-work: $(PRELOAD_LIB) agent/gen/tests/allocwork agent/gen/tests/semwatch \
+	agent/gen/tests/allocwork-static
