@@ -65,6 +65,10 @@ static const char usage_text[] =
 "                         else eBPF), kmod or bpf\n"
 "      --max-stacks N     unique stacks kept in memory (default 65536)\n"
 "      --offcpu-min USEC  off-CPU intervals shorter than USEC are not recorded\n"
+"      --off-cpu-state    end off-CPU stacks (folded, SVG) with how the thread\n"
+"                         waited: [sleeping], [disk] (uninterruptible, mostly\n"
+"                         I/O), [preempted] or [other] (pprof and OTLP always\n"
+"                         carry it as a label)\n"
 "      --fault-period N   -e faults: one sample per N page faults (default 512,\n"
 "                         1..1000000)\n"
 "      --alloc-rate BYTES -e alloc: one sample per BYTES allocated on average\n"
@@ -92,7 +96,7 @@ static const char usage_text[] =
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
        OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI,
        OPT_CHECK_UNWIND, OPT_OFFCPU_MIN, OPT_FAULT_PERIOD, OPT_ALLOC_RATE,
-       OPT_ALLOC_LIB };
+       OPT_ALLOC_LIB, OPT_OFFCPU_STATE };
 
 static const struct option long_opts[] = {
 	{ "freq", required_argument, NULL, 'F' },
@@ -109,6 +113,7 @@ static const struct option long_opts[] = {
 	{ "fault-period", required_argument, NULL, OPT_FAULT_PERIOD },
 	{ "alloc-rate", required_argument, NULL, OPT_ALLOC_RATE },
 	{ "alloc-lib", required_argument, NULL, OPT_ALLOC_LIB },
+	{ "off-cpu-state", no_argument, NULL, OPT_OFFCPU_STATE },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
@@ -343,6 +348,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 			break;
 		case OPT_ALLOC_LIB:
 			o->alloc_lib = optarg;
+			break;
+		case OPT_OFFCPU_STATE:
+			o->offcpu_state = true;
 			break;
 		case OPT_OFFCPU_MIN:
 			if (!parse_u64(optarg, 0, 60000000, &v))
@@ -1018,6 +1026,8 @@ int cmd_record(int argc, char **argv)
 		s.ops->stop(s.src);
 	session_drain(&s);
 	p = session_snapshot(&s);
+	if (p)
+		p->meta.offcpu_state_frames = o.offcpu_state;
 	if (!p) {
 		fprintf(stderr, "ember: out of memory building the profile\n");
 		rc = 1;

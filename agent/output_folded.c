@@ -10,7 +10,9 @@
  * (-e faults) weigh the bytes they stand for (faults x page size) and get
  * a "[faults]" frame after comm when another event is in the profile too.
  * Allocations (-e alloc) weigh bytes too, under "[alloc]" (allocated) and
- * "[inuse]" (not freed when the profile was taken).
+ * "[inuse]" (not freed when the profile was taken). With --off-cpu-state an
+ * off-CPU stack ends in the way its thread waited: "[sleeping]", "[disk]"
+ * (uninterruptible, mostly I/O), "[preempted]" or "[other]".
  * Kernel frames end
  * in "_[k]", as in stackcollapse-perf.pl. Lines are sorted and identical
  * ones merged (different threads of a process fold into one line).
@@ -125,6 +127,15 @@ static int build_line(const struct profile *p, const struct prof_sample *s,
 			err = sb_put_name(b, prof_frame_label(p, f));
 		if (!err && f->kind == SYM_FRAME_KERNEL)
 			err = sb_puts(b, "_[k]");
+	}
+	/* --off-cpu-state: how the thread waited, as the leaf */
+	if (!err && s->event == PROF_EV_OFFCPU && p->meta.offcpu_state_frames &&
+	    prof_offcpu_state_name(s->offcpu_state)) {
+		err = sb_puts(b, ";[");
+		if (!err)
+			err = sb_puts(b, prof_offcpu_state_name(s->offcpu_state));
+		if (!err)
+			err = sb_putc(b, ']');
 	}
 	return err;
 }

@@ -49,7 +49,7 @@ struct enc {
 	struct otlp_arena a;
 	struct otlp_intern i_str, i_fn, i_map, i_loc, i_stack, i_attr;
 	struct table t_str, t_fn, t_map, t_loc, t_stack, t_attr;
-	int32_t s_thread_id, s_thread_name, s_frame_type, s_build_id;
+	int32_t s_thread_id, s_thread_name, s_frame_type, s_build_id, s_state;
 	int32_t a_frame_kernel, a_frame_native;
 	uint64_t start_ns, end_ns;	/* covers meta and every timestamp */
 	int err;
@@ -526,7 +526,7 @@ static PSample *new_sample(struct enc *e, int32_t stack, int32_t *attrs,
 static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample *s)
 {
 	int32_t stack = stack_idx(e, s);
-	int32_t *attrs = enc_alloc(e, 2 * sizeof(int32_t));
+	int32_t *attrs = enc_alloc(e, 3 * sizeof(int32_t));
 	size_t nr_attrs = 0;
 	uint64_t nr_ts = s->timestamps_ns ? s->nr_timestamps : 0;
 	PSample *ps;
@@ -539,6 +539,12 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 		attrs[nr_attrs++] = attr_idx(e, lazy_str(e, &e->s_thread_name,
 							 "thread.name"),
 					     false, 0, s->thread_name);
+	/* how an off-CPU thread waited: sleeping, disk, preempted, other */
+	if (s->event == PROF_EV_OFFCPU && prof_offcpu_state_name(s->offcpu_state))
+		attrs[nr_attrs++] = attr_idx(e, lazy_str(e, &e->s_state,
+							 "thread.state"),
+					     false, 0,
+					     prof_offcpu_state_name(s->offcpu_state));
 
 	if (s->event == PROF_EV_OFFCPU || s->event == PROF_EV_FAULTS ||
 	    s->event == PROF_EV_ALLOC || s->event == PROF_EV_INUSE) {
@@ -910,6 +916,7 @@ int otlp_encode_request(const struct profile *p,
 	*len = 0;
 	memset(&e, 0, sizeof(e));
 	e.s_thread_id = e.s_thread_name = e.s_frame_type = e.s_build_id = -1;
+	e.s_state = -1;
 	e.a_frame_kernel = e.a_frame_native = -1;
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(&req);
 	counts = calloc(nr_slots * PROF_EV__COUNT, sizeof(*counts));

@@ -373,7 +373,7 @@ struct sample_store {
 	PbLabel **label_ptrs;
 };
 
-#define LABELS_PER_SAMPLE 5
+#define LABELS_PER_SAMPLE 6
 
 static int build_sample(struct builder *b, const struct prof_sample *s,
 			const struct value_layout *vl, PbSample *out,
@@ -449,6 +449,15 @@ static int build_sample(struct builder *b, const struct prof_sample *s,
 			return k;
 		labels[nl].key = k;
 		if ((k = intern(b, comm)) < 0)
+			return k;
+		labels[nl++].str = k;
+	}
+	if (s->event == PROF_EV_OFFCPU && prof_offcpu_state_name(s->offcpu_state)) {
+		/* how the thread waited: sleeping, disk, preempted, other */
+		if ((k = intern(b, "state")) < 0)
+			return k;
+		labels[nl].key = k;
+		if ((k = intern(b, prof_offcpu_state_name(s->offcpu_state))) < 0)
 			return k;
 		labels[nl++].str = k;
 	}

@@ -231,6 +231,18 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 		if (at >= 0)
 			t->nodes[at].value += v;
 	}
+	/* --off-cpu-state: how the thread waited, as the leaf */
+	if (at >= 0 && s->event == PROF_EV_OFFCPU &&
+	    t->prof->meta.offcpu_state_frames &&
+	    prof_offcpu_state_name(s->offcpu_state)) {
+		char box[32];
+
+		snprintf(box, sizeof(box), "[%s]",
+			 prof_offcpu_state_name(s->offcpu_state));
+		at = child(t, at, box, NODE_META, false);
+		if (at >= 0)
+			t->nodes[at].value += v;
+	}
 	return at < 0 ? -ENOMEM : 0;
 }
 

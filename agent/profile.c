@@ -43,6 +43,7 @@ struct agg_entry {
 	uint8_t event;
 	bool user_cut;			/* root frame is the [cut] marker */
 	uint32_t nr_live;		/* PROF_EV_INUSE: blocks not freed */
+	uint8_t state;			/* PROF_EV_OFFCPU: enum ember_offcpu_state */
 	char comm[EMBER_COMM_LEN];
 	uint64_t ips[];			/* kernel leaf..root, user leaf..root */
 };
@@ -466,6 +467,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	uint64_t h = 0;
 	struct agg_entry *e;
 	struct proc_entry *p;
+	uint8_t state;
 	bool cut;
 
 	if ((s->flags & EMBER_SF_IDLE) && !pb->opt.include_idle) {
@@ -486,8 +488,10 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	h = mix64(h, ((uint64_t)s->pid << 32) | s->tid);
 	if (cut && ev != PROF_EV_INUSE)	/* counted once, as allocated */
 		pb->c.cut_user_stacks++;
-	h = mix64(h, ((uint64_t)cut << 40) | ((uint64_t)ev << 32) |
-		  ((uint64_t)s->nr_kernel << 16) | nr_user);
+	/* off-CPU intervals of one stack differ by how the thread left */
+	state = ev == PROF_EV_OFFCPU ? s->state : 0;
+	h = mix64(h, ((uint64_t)state << 48) | ((uint64_t)cut << 40) |
+		  ((uint64_t)ev << 32) | ((uint64_t)s->nr_kernel << 16) | nr_user);
 	for (size_t i = 0; i < EMBER_COMM_LEN; i += 8) {
 		uint64_t w;
 
@@ -501,6 +505,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		if (e->hash == h && e->pid == s->pid && e->tid == s->tid &&
 		    e->event == ev && e->nr_kernel == s->nr_kernel &&
 		    e->nr_user == nr_user && e->user_cut == cut &&
+		    e->state == state &&
 		    !memcmp(e->comm, s->comm, EMBER_COMM_LEN) &&
 		    !memcmp(e->ips, s->ips, nips * 8))
 			break;
@@ -520,6 +525,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		e->nr_kernel = s->nr_kernel;
 		e->nr_user = nr_user;
 		e->user_cut = cut;
+		e->state = state;
 		e->cgroup_id = s->cgroup_id;
 		memcpy(e->comm, s->comm, EMBER_COMM_LEN);
 		e->comm[EMBER_COMM_LEN - 1] = '\0';
@@ -988,6 +994,7 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 	ps->tid = e->tid;
 	ps->thread_name = arena_strdup(pi, e->comm);
 	ps->event = e->event;
+	ps->offcpu_state = e->state;
 	ps->nr_frames = nr;
 	ps->frames = (const struct sym_frame *const *)frames;
 	ps->count = e->count;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <stdio.h>
 #include "symbolize.h"
+#include "../include/uapi/ember.h"
 
 enum prof_event {
 	PROF_EV_CPU,		/* on-CPU samples */
@@ -55,6 +56,9 @@ struct prof_sample {
 	uint64_t weight_ns;	/* sum of periods, of off-CPU time, or bytes
 				 * faulted in (PROF_EV_FAULTS), allocated or
 				 * in use (PROF_EV_ALLOC, _INUSE) */
+	/* PROF_EV_OFFCPU: how the thread left the CPU (enum
+	 * ember_offcpu_state; EMBER_STATE_NONE when the backend did not say) */
+	uint8_t offcpu_state;
 	/* Up to nr_timestamps CLOCK_REALTIME sample times (bounded, may be 0). */
 	uint32_t nr_timestamps;
 	const uint64_t *timestamps_ns;
@@ -82,6 +86,11 @@ struct prof_meta {
 	 * root frame is prof_cut_frame.
 	 */
 	uint64_t cut_user_stacks;
+	/*
+	 * Folded and SVG output end off-CPU stacks with a frame naming the
+	 * wait state ([sleeping], [disk], [preempted]: --off-cpu-state).
+	 */
+	bool offcpu_state_frames;
 };
 
 struct profile {
@@ -105,6 +114,28 @@ static inline bool prof_frame_is_cut(const struct sym_frame *f)
 {
 	return f && f->kind == SYM_FRAME_UNKNOWN && f->function &&
 	       !strcmp(f->function, PROF_CUT_FRAME);
+}
+
+/*
+ * An off-CPU state as outputs name it: "preempted" (runnable), "sleeping"
+ * (interruptible wait), "disk" (uninterruptible, D: mostly I/O), "other"
+ * (stopped, traced); NULL for EMBER_STATE_NONE. Inline, so writers built
+ * without the builder have it too.
+ */
+static inline const char *prof_offcpu_state_name(uint8_t state)
+{
+	switch (state) {
+	case EMBER_STATE_RUNNABLE:
+		return "preempted";
+	case EMBER_STATE_SLEEPING:
+		return "sleeping";
+	case EMBER_STATE_UNINTERRUPTIBLE:
+		return "disk";
+	case EMBER_STATE_OTHER:
+		return "other";
+	default:
+		return NULL;
+	}
 }
 
 /* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */

@@ -32,6 +32,7 @@ struct record_opts {
 	uint32_t fault_period;		/* --fault-period, 0: the default */
 	uint64_t alloc_rate;		/* --alloc-rate bytes, 0: the default */
 	const char *alloc_lib;		/* --alloc-lib, NULL: found */
+	bool offcpu_state;		/* --off-cpu-state */
 	char *debug_dirs;		/* --debug-dir, ':'-joined, malloc'd; NULL = default */
 	bool debuginfod;		/* --debuginfod */
 	bool no_cfi;			/* --no-cfi: frame pointers only */

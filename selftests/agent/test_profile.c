@@ -148,6 +148,40 @@ static void test_alloc(void)
 	pb_free(pb);
 }
 
+/* Off-CPU intervals of one stack stay apart by how the thread waited. */
+static void test_offcpu_state(void)
+{
+	const uint32_t S = 4000000021u;
+	struct profile_builder *pb = pb_new(NULL, NULL);
+	struct ember_sample *s;
+	struct profile *p;
+	int sleeping = 0, disk = 0;
+
+	s = (void *)sample(EMBER_REC_OFFCPU, S, S, "waiter", 1, 2, 0x700, 1000);
+	s->state = EMBER_STATE_SLEEPING;
+	pb_add_record(pb, &s->hdr);
+	pb_add_record(pb, &s->hdr);
+	s->state = EMBER_STATE_UNINTERRUPTIBLE;
+	pb_add_record(pb, &s->hdr);
+	p = pb_finish(pb, NULL);
+	for (size_t i = 0; p && i < p->nr_samples; i++) {
+		const char *n = prof_offcpu_state_name(p->samples[i].offcpu_state);
+
+		if (n && !strcmp(n, "sleeping"))
+			sleeping += (int)p->samples[i].count;
+		else if (n && !strcmp(n, "disk"))
+			disk += (int)p->samples[i].count;
+	}
+	T_CHECK("offcpu_state_kept_apart", p && p->nr_samples == 2 &&
+		sleeping == 2 && disk == 1, "%zu samples, %d sleeping, %d disk",
+		p ? p->nr_samples : 0, sleeping, disk);
+	T_CHECK("offcpu_state_names", !prof_offcpu_state_name(EMBER_STATE_NONE) &&
+		!strcmp(prof_offcpu_state_name(EMBER_STATE_RUNNABLE), "preempted"),
+		"state names changed");
+	profile_free(p);
+	pb_free(pb);
+}
+
 int main(void)
 {
 	/* pids far above pid_max: /proc lookups find nothing, as in tests */
@@ -339,5 +373,6 @@ int main(void)
 		pb_free(pb);
 	}
 	test_alloc();
+	test_offcpu_state();
 	T_EXIT();
 }

@@ -193,6 +193,17 @@ else
 	fail offcpu_microseconds "sleep 0.4 shows ${us:-no} us off-CPU: $(tail -n 1 "$out/off.stderr")"
 fi
 
+# 8b. --off-cpu-state: a sleeping thread's stacks end in [sleeping]
+rec -e offcpu --off-cpu-state -o "$out/state.folded" -- sh -c 'sleep 0.4' \
+	2>"$out/state.stderr"
+us=$(awk '/^sleep;/ && / *;\[sleeping\] [0-9]+$/ { s += $NF } END { print s + 0 }' \
+	"$out/state.folded" 2>/dev/null)
+if [ "${us:-0}" -ge 300000 ] && [ "$us" -le 2000000 ]; then
+	pass offcpu_state_sleeping
+else
+	fail offcpu_state_sleeping "sleep 0.4 shows ${us:-no} us under [sleeping]: $(grep '^sleep;' "$out/state.folded" | head -n 2 | cut -c1-200)"
+fi
+
 # 9. SVG from the same run shape
 rec -F "$freq" -o "$out/phases.svg" -- "$phases" 0.3 >/dev/null 2>"$out/svg.stderr"
 if grep -q '<svg' "$out/phases.svg" 2>/dev/null && grep -q phase_alpha "$out/phases.svg"; then
