@@ -65,6 +65,9 @@ static const char usage_text[] =
 "                         else eBPF), kmod or bpf\n"
 "      --max-stacks N     unique stacks kept in memory (default 65536)\n"
 "      --offcpu-min USEC  off-CPU intervals shorter than USEC are not recorded\n"
+"      --group-by G       root frames of folded and SVG output: process (comm,\n"
+"                         the default), container (the container id or cgroup,\n"
+"                         then comm) or none (every process merged)\n"
 "      --off-cpu-state    end off-CPU stacks (folded, SVG) with how the thread\n"
 "                         waited: [sleeping], [disk] (uninterruptible, mostly\n"
 "                         I/O), [preempted] or [other] (pprof and OTLP always\n"
@@ -96,7 +99,7 @@ static const char usage_text[] =
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
        OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI,
        OPT_CHECK_UNWIND, OPT_OFFCPU_MIN, OPT_FAULT_PERIOD, OPT_ALLOC_RATE,
-       OPT_ALLOC_LIB, OPT_OFFCPU_STATE };
+       OPT_ALLOC_LIB, OPT_OFFCPU_STATE, OPT_GROUP_BY };
 
 static const struct option long_opts[] = {
 	{ "freq", required_argument, NULL, 'F' },
@@ -114,6 +117,7 @@ static const struct option long_opts[] = {
 	{ "alloc-rate", required_argument, NULL, OPT_ALLOC_RATE },
 	{ "alloc-lib", required_argument, NULL, OPT_ALLOC_LIB },
 	{ "off-cpu-state", no_argument, NULL, OPT_OFFCPU_STATE },
+	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
@@ -351,6 +355,17 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 			break;
 		case OPT_OFFCPU_STATE:
 			o->offcpu_state = true;
+			break;
+		case OPT_GROUP_BY:
+			if (!strcmp(optarg, "process"))
+				o->group_by = PROF_GROUP_PROCESS;
+			else if (!strcmp(optarg, "container"))
+				o->group_by = PROF_GROUP_CONTAINER;
+			else if (!strcmp(optarg, "none"))
+				o->group_by = PROF_GROUP_NONE;
+			else
+				FAIL("--group-by wants process, container or none, not '%s'",
+				     optarg);
 			break;
 		case OPT_OFFCPU_MIN:
 			if (!parse_u64(optarg, 0, 60000000, &v))
@@ -1026,8 +1041,10 @@ int cmd_record(int argc, char **argv)
 		s.ops->stop(s.src);
 	session_drain(&s);
 	p = session_snapshot(&s);
-	if (p)
+	if (p) {
 		p->meta.offcpu_state_frames = o.offcpu_state;
+		p->meta.group_by = o.group_by;
+	}
 	if (!p) {
 		fprintf(stderr, "ember: out of memory building the profile\n");
 		rc = 1;

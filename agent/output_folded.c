@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Folded stacks: one line per unique stack, "comm;root;...;leaf VALUE",
- * the input format of flamegraph.pl and speedscope.
+ * the input format of flamegraph.pl and speedscope. --group-by container
+ * puts "[container ID]", "[cgroup PATH]" or "[host]" before comm; none
+ * leaves comm out (every process's stacks merge).
  *
  * VALUE is a sample count when only on-CPU samples were recorded, and
  * microseconds as soon as off-CPU time is included (on-CPU samples then
@@ -112,17 +114,37 @@ static int build_line(const struct profile *p, const struct prof_sample *s,
 {
 	const char *comm = s->process && s->process->comm && s->process->comm[0] ?
 			   s->process->comm : s->thread_name;
-	int err;
+	char group[PROF_GROUP_NAME_MAX];
+	bool first = true;	/* no ';' before the first frame */
+	int err = 0;
 
 	b->len = 0;
-	err = sb_put_name(b, comm && comm[0] ? comm : "[unknown]");
-	if (!err && both)
-		err = sb_puts(b, event_frame(s->event));
+	if (p->meta.group_by == PROF_GROUP_CONTAINER) {
+		err = sb_put_name(b, prof_group_name(s->process, group,
+						     sizeof(group)));
+		first = false;
+	}
+	if (!err && p->meta.group_by != PROF_GROUP_NONE) {
+		if (!first)
+			err = sb_putc(b, ';');
+		if (!err)
+			err = sb_put_name(b, comm && comm[0] ? comm : "[unknown]");
+		first = false;
+	}
+	if (!err && both) {
+		/* event_frame() starts with the ';' a first frame must not have */
+		const char *ev = event_frame(s->event);
+
+		err = sb_puts(b, first ? ev + 1 : ev);
+		first = false;
+	}
 	/* frames[] is leaf first: walk it backwards for root first */
 	for (uint32_t i = s->nr_frames; !err && i-- > 0;) {
 		const struct sym_frame *f = s->frames[i];
 
-		err = sb_putc(b, ';');
+		if (!first)
+			err = sb_putc(b, ';');
+		first = false;
 		if (!err)
 			err = sb_put_name(b, prof_frame_label(p, f));
 		if (!err && f->kind == SYM_FRAME_KERNEL)
@@ -131,7 +153,7 @@ static int build_line(const struct profile *p, const struct prof_sample *s,
 	/* --off-cpu-state: how the thread waited, as the leaf */
 	if (!err && s->event == PROF_EV_OFFCPU && p->meta.offcpu_state_frames &&
 	    prof_offcpu_state_name(s->offcpu_state)) {
-		err = sb_puts(b, ";[");
+		err = sb_puts(b, first ? "[" : ";[");
 		if (!err)
 			err = sb_puts(b, prof_offcpu_state_name(s->offcpu_state));
 		if (!err)

@@ -210,10 +210,21 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 	const char *comm = s->process && s->process->comm ? s->process->comm : "[unknown]";
 	int64_t at;
 
+	char group[PROF_GROUP_NAME_MAX];
+
 	t->nodes[0].value += v;
-	at = child(t, 0, comm, NODE_META, false);
-	if (at >= 0)
-		t->nodes[at].value += v;
+	at = 0;
+	if (t->prof->meta.group_by == PROF_GROUP_CONTAINER) {
+		at = child(t, at, prof_group_name(s->process, group, sizeof(group)),
+			   NODE_META, false);
+		if (at >= 0)
+			t->nodes[at].value += v;
+	}
+	if (at >= 0 && t->prof->meta.group_by != PROF_GROUP_NONE) {
+		at = child(t, at, comm, NODE_META, false);
+		if (at >= 0)
+			t->nodes[at].value += v;
+	}
 	if (at >= 0 && both) {
 		at = child(t, at, event_box(s->event), NODE_META, false);
 		if (at >= 0)

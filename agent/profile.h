@@ -91,6 +91,12 @@ struct prof_meta {
 	 * wait state ([sleeping], [disk], [preempted]: --off-cpu-state).
 	 */
 	bool offcpu_state_frames;
+	/* the root frames of folded and SVG output (--group-by) */
+	enum prof_group_by {
+		PROF_GROUP_PROCESS,	/* comm (the default) */
+		PROF_GROUP_CONTAINER,	/* container or cgroup, then comm */
+		PROF_GROUP_NONE,	/* no root: every process merged */
+	} group_by;
 };
 
 struct profile {
@@ -136,6 +142,26 @@ static inline const char *prof_offcpu_state_name(uint8_t state)
 	default:
 		return NULL;
 	}
+}
+
+#define PROF_GROUP_NAME_MAX	4112	/* a cgroup path (PATH_MAX) and "[cgroup ]" */
+
+/*
+ * The group frame of a sample under --group-by container: "[container
+ * ID]" (12 characters of the id, as docker ps shows), else "[cgroup
+ * PATH]", else "[host]" (the root cgroup or unknown). Into buf.
+ */
+static inline const char *prof_group_name(const struct prof_process *p,
+					  char *buf, size_t len)
+{
+	if (p && p->container_id && p->container_id[0])
+		snprintf(buf, len, "[container %.12s]", p->container_id);
+	else if (p && p->cgroup_path && p->cgroup_path[0] &&
+		 strcmp(p->cgroup_path, "/"))
+		snprintf(buf, len, "[cgroup %s]", p->cgroup_path);
+	else
+		snprintf(buf, len, "[host]");
+	return buf;
 }
 
 /* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */

@@ -33,6 +33,7 @@ struct record_opts {
 	uint64_t alloc_rate;		/* --alloc-rate bytes, 0: the default */
 	const char *alloc_lib;		/* --alloc-lib, NULL: found */
 	bool offcpu_state;		/* --off-cpu-state */
+	int group_by;			/* --group-by: enum prof_group_by */
 	char *debug_dirs;		/* --debug-dir, ':'-joined, malloc'd; NULL = default */
 	bool debuginfod;		/* --debuginfod */
 	bool no_cfi;			/* --no-cfi: frame pointers only */

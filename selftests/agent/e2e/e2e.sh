@@ -204,6 +204,21 @@ else
 	fail offcpu_state_sleeping "sleep 0.4 shows ${us:-no} us under [sleeping]: $(grep '^sleep;' "$out/state.folded" | head -n 2 | cut -c1-200)"
 fi
 
+# 8c. --group-by: a container/cgroup root frame before comm, or no root
+rec -F "$freq" --group-by container -o "$out/gc.folded" -- "$phases" 0.2 >/dev/null 2>&1
+rec -F "$freq" --group-by none -o "$out/gn.folded" -- "$phases" 0.2 >/dev/null 2>&1
+rec --group-by nothing -o /dev/null -- true 2>"$out/gb.err"
+rc=$?
+if grep -Eq '^\[(container [0-9a-f]+|cgroup /[^;]*|host)\];ember-phases;.*;phase_alpha [0-9]' "$out/gc.folded" &&
+	! grep -q '^ember-phases;' "$out/gc.folded" &&
+	grep -Eq '(^|;)main;run_phases;run_timed;phase_alpha [0-9]' "$out/gn.folded" &&
+	! grep -q '^ember-phases;' "$out/gn.folded" &&
+	[ $rc -eq 2 ] && grep -q 'group-by wants process, container or none' "$out/gb.err"; then
+	pass group_by_root_frames
+else
+	fail group_by_root_frames "container: $(head -n 1 "$out/gc.folded" | cut -c1-120); none: $(head -n 1 "$out/gn.folded" | cut -c1-120); bad value rc=$rc"
+fi
+
 # 9. SVG from the same run shape
 rec -F "$freq" -o "$out/phases.svg" -- "$phases" 0.3 >/dev/null 2>"$out/svg.stderr"
 if grep -q '<svg' "$out/phases.svg" 2>/dev/null && grep -q phase_alpha "$out/phases.svg"; then
