@@ -268,5 +268,20 @@
 		/* a bad fragment must not break the graph: report it quietly */
 		svg.setAttribute("data-ember-error", String(e.message));
 	}
+	/*
+	 * A graph taller than the window opens at its root (the bottom row),
+	 * not at the header above the leaves: deep stacks put the root far
+	 * out of view. data-root-visible says whether it is in view now.
+	 */
+	var root = frames.filter(function (f) { return f.name === "all"; })[0];
+	if (!window.location.hash && root && window.innerHeight > 0 &&
+	    svg.getBoundingClientRect().height > window.innerHeight + 1)
+		root.rect.scrollIntoView({ block: "end" });
+	if (root) {
+		var r = root.rect.getBoundingClientRect();
+
+		svg.setAttribute("data-root-visible",
+				 r.top >= 0 && r.bottom <= window.innerHeight + 1 ? "1" : "0");
+	}
 	svg.setAttribute("data-ember-ready", "1");
 })();

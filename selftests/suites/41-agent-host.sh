@@ -98,6 +98,25 @@ else
 	else
 		t_pass agent_host_svg_in_chromium
 	fi
+	# A graph taller than the window (150 nested calls) opens at its root:
+	# the script scrolls it into view and says so (data-root-visible).
+	# (Headless screenshots of a page scrolled by a script come out blank,
+	# so what the window shows is read from the DOM, not a picture.)
+	if cc -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls \
+		-o "$work/deep" selftests/agent/e2e/deep.c &&
+		agent/ember record --backend "$backend" -F 299 -o "$work/deep.svg" \
+			-- "$work/deep" 2>"$work/deep.err"; then
+		chrome --window-size=1200,800 --dump-dom "file://$work/deep.svg" \
+			>"$work/deep.dom" 2>/dev/null
+		dh=$(grep -m1 -o '<svg [^>]*>' "$work/deep.svg" | grep -o ' height="[0-9]*"' | tr -dc 0-9)
+		if [ "${dh:-0}" -gt 1600 ] && [ "$(attr "$work/deep.dom" data-root-visible)" = 1 ]; then
+			t_pass agent_host_svg_tall_opens_at_root
+		else
+			t_fail agent_host_svg_tall_opens_at_root "height ${dh:-?}, root visible: '$(attr "$work/deep.dom" data-root-visible)'"
+		fi
+	else
+		t_fail agent_host_svg_tall_opens_at_root "no deep recording: $(tail -n 1 "$work/deep.err")"
+	fi
 	height=$(grep -m1 -o '<svg [^>]*>' "$svg" | grep -o ' height="[0-9]*"' | tr -dc 0-9)
 	mkdir -p "$(dirname "$png")"
 	rm -f "$png"
