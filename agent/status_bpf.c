@@ -93,12 +93,21 @@ static void print_stats(int fd)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t samples = 0, switches = 0, records = 0, lost = 0, ovf = 0;
-	uint64_t cfi = 0, fp = 0, cut = 0, miss = 0;
+	uint64_t cfi = 0, fp = 0, cut = 0, miss = 0, alloc = 0;
+	struct bpf_map_info info;
+	__u32 key = 0, len = sizeof(info);
 	struct ember_bpf_stats *st;
-	__u32 key = 0;
 
 	if (ncpu <= 0)
 		return;
+	/* another ember version's counters are laid out differently */
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
+	    info.value_size != sizeof(*st)) {
+		printf("    counters: from another version of ember (%u bytes a CPU, "
+		       "this one reads %zu)\n", info.value_size, sizeof(*st));
+		return;
+	}
 	st = calloc((size_t)ncpu, sizeof(*st));
 	if (!st)
 		return;
@@ -113,6 +122,7 @@ static void print_stats(int fd)
 			fp += st[c].ustack_fp;
 			cut += st[c].ustack_cut;
 			miss += st[c].unwind_miss;
+			alloc += st[c].alloc_hits;
 		}
 		printf("    since it started: %" PRIu64 " samples, %" PRIu64
 		       " context switches, %" PRIu64 " records, %" PRIu64
@@ -121,6 +131,9 @@ static void print_stats(int fd)
 		printf("    user stacks by tables: %" PRIu64 " (%" PRIu64
 		       " with frame-pointer steps, %" PRIu64 " cut); table requests %"
 		       PRIu64 "\n", cfi, fp, cut, miss);
+		if (alloc)
+			printf("    allocation probes: %" PRIu64 " records (-e alloc)\n",
+			       alloc);
 	}
 	free(st);
 }
