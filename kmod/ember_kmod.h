@@ -89,6 +89,9 @@ int ember_record_init(const struct ember_config *cfg);
 void ember_record_exit(void);
 void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 		       u64 weight_ns, struct ember_cpu_stats *st);
+void ember_emit_alloc(struct pt_regs *regs, u64 time_ns, u64 weight,
+		      u64 addr, u64 size, struct ember_cpu_stats *st);
+void ember_emit_free(u64 time_ns, u64 addr, struct ember_cpu_stats *st);
 void *ember_scratch_get(unsigned int *level);
 void ember_scratch_put(unsigned int level);
 int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st);
@@ -99,8 +102,8 @@ void ember_fill_sample_header(struct ember_sample *s, u16 type,
 unsigned int ember_unwind_kernel(struct task_struct *task,
 				 struct pt_regs *regs, u64 *ips,
 				 unsigned int max, u16 *flags);
-unsigned int ember_unwind_user(struct pt_regs *uregs, u64 *ips,
-			       unsigned int max, u16 *flags);
+unsigned int ember_unwind_user(struct pt_regs *uregs, bool at_entry,
+			       u64 *ips, unsigned int max, u16 *flags);
 
 /* unwind_table.c: CFI tables and process bindings (ember_lock for writers) */
 struct ember_uw_binding;
