@@ -11,6 +11,8 @@
 
 #include "../include/uapi/ember.h"
 
+struct net;
+
 /* Whether this kernel's uprobe API is one alloc.c knows (compat.h). */
 bool ember_alloc_available(void);
 

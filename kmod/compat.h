@@ -7,6 +7,7 @@
 #ifndef EMBER_COMPAT_H
 #define EMBER_COMPAT_H
 
+#include <linux/err.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/uprobes.h>

@@ -409,7 +409,7 @@ t_alloc() {
 		return
 	fi
 	if [ $rc -eq 0 ]; then
-		pass "alloc: $(echo "$out" | grep -c '^alloc ok') checks ($(echo "$out" | grep -m1 'records of A' | cut -c12-300))"
+		pass "alloc: $(echo "$out" | grep -c '^alloc ok') checks ($(echo "$out" | grep -m1 'records of A' | cut -c11-300))"
 	else
 		fail alloc "$(echo "$out" | grep -E 'ALLOC-FAIL|ember-test' | head -n 6 | tr '\n' ' ')"
 	fi
