@@ -1619,6 +1619,33 @@ static uint64_t stat_sum(size_t field)
 	return n;
 }
 
+/* Binds pid's executable mappings of prog, with no table. */
+static int bind_prog_text(uint32_t pid, const char *prog)
+{
+	struct ember_unwind_mapping mp[16];
+	char path[64], line[512], perm[8], file[256];
+	unsigned long lo, hi;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f) && n < 16) {
+		file[0] = '\0';
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perm,
+			   file) < 3 || perm[2] != 'x' || strcmp(file, prog))
+			continue;
+		memset(&mp[n], 0, sizeof(mp[n]));
+		mp[n].start = lo;
+		mp[n].end = hi;
+		n++;
+	}
+	fclose(f);
+	return n ? uw_bind(pid, mp, n) : -ENOENT;
+}
+
 /*
  * Allocation probes on allocprobe (PROG), with two instances A and B:
  * every refusal, then records for A only (pid filter), the semaphore's
@@ -1635,7 +1662,7 @@ static int cmd_alloc(const char *prog)
 	const int n = 40, m = 25;
 	char d[200];
 	long calls;
-	int ret, fd;
+	int ret, fd, fd2;
 
 	memset(&in, 0, sizeof(in));
 	if (transact(req(EMBER_CMD_GET_INFO, NLM_F_ACK), parse_info, &in))
@@ -1775,6 +1802,22 @@ static int cmd_alloc(const char *prog)
 		 stat_sum(offsetof(struct cpu_stats, filtered)) >=
 		 (uint64_t)(n + m) &&
 		 !stat_sum(offsetof(struct cpu_stats, lost)), d);
+
+	/*
+	 * The CFI walk: A bound with its code mappings and no table (FP
+	 * steps only): the entry step must find the caller there too.
+	 */
+	ret = bind_prog_text((uint32_t)a.pid, prog);
+	al_check("UNWIND_BIND of A's code (no table)", !ret, last_errmsg);
+	calls = child_cmd(&a, "go 6 2", "alloc=");
+	drain_records();
+	al_check_records("records of A through the CFI walk", (uint32_t)a.pid,
+			 6, 2);
+	for (ret = 0, fd2 = 0; ret < (int)nr_kept_allocs; ret++)
+		fd2 += !!(kept_allocs[ret].flags & EMBER_SF_USER_CFI);
+	snprintf(d, sizeof(d), "%d of %u", fd2, nr_kept_allocs);
+	al_check("those were CFI walks", fd2 == 6 && nr_kept_allocs == 6, d);
+	uw_bind((uint32_t)a.pid, NULL, 0);
 
 	/* DETACH: semaphores down, nothing more recorded */
 	ret = transact(req(EMBER_CMD_ALLOC_DETACH, NLM_F_ACK), NULL, NULL);
