@@ -406,6 +406,7 @@ t_alloc() {
 	echo "$out" >$W/alloc
 	if [ $rc -eq 3 ]; then
 		skip alloc "$(echo "$out" | tail -n 1)"
+		skip alloc-unload "no allocation probes in this kernel"
 		return
 	fi
 	if [ $rc -eq 0 ]; then
