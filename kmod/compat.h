@@ -7,8 +7,10 @@
 #ifndef EMBER_COMPAT_H
 #define EMBER_COMPAT_H
 
+#include <linux/err.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
+#include <linux/uprobes.h>
 #include <net/genetlink.h>
 
 #include "ember_config.h"
@@ -56,5 +58,78 @@ static inline void ember_vm_flags_clear(struct vm_area_struct *vma,
 	struct task_struct *next
 #define EMBER_PREV_STATE(prev)	EMBER_TASK_STATE(prev)
 #endif
+
+/*
+ * uprobes. Up to 6.11 a uprobe is registered with uprobe_register_refctr()
+ * and named by (inode, offset) to uprobe_unregister(), which returns once
+ * no handler of the consumer runs. 6.12 returns the struct uprobe itself
+ * and splits unregistering: uprobe_unregister_nosync() per probe, then
+ * one uprobe_unregister_sync() (an RCU tasks-trace and SRCU grace period)
+ * before any consumer may be freed. 6.13 gives handlers a __u64 *data.
+ * Kernels with neither register API get no allocation probes
+ * (EMBER_HAVE_UPROBE_API undefined, EMBER_CAP_ALLOC not offered).
+ */
+#if defined(EMBER_HAVE_UPROBE_REGISTER_UPROBE) || \
+	defined(EMBER_HAVE_UPROBE_REGISTER_REFCTR)
+#define EMBER_HAVE_UPROBE_API 1
+#endif
+
+struct ember_uprobe {
+	struct uprobe_consumer uc;
+#ifdef EMBER_HAVE_UPROBE_REGISTER_UPROBE
+	struct uprobe *uprobe;
+#else
+	struct inode *inode;
+	loff_t offset;
+#endif
+};
+
+#ifdef EMBER_HAVE_UPROBE_HANDLER_DATA
+#define EMBER_UPROBE_HANDLER_PROTO					\
+	struct uprobe_consumer *self, struct pt_regs *regs, u64 *data
+#else
+#define EMBER_UPROBE_HANDLER_PROTO					\
+	struct uprobe_consumer *self, struct pt_regs *regs
+#endif
+
+/* u->uc.handler set; the caller holds a reference to inode throughout */
+static inline int ember_uprobe_register(struct ember_uprobe *u,
+					struct inode *inode, loff_t offset,
+					loff_t ref_ctr_offset)
+{
+#if defined(EMBER_HAVE_UPROBE_REGISTER_UPROBE)
+	struct uprobe *p = uprobe_register(inode, offset, ref_ctr_offset,
+					   &u->uc);
+
+	if (IS_ERR(p))
+		return PTR_ERR(p);
+	u->uprobe = p;
+	return 0;
+#elif defined(EMBER_HAVE_UPROBE_REGISTER_REFCTR)
+	u->inode = inode;
+	u->offset = offset;
+	return uprobe_register_refctr(inode, offset, ref_ctr_offset, &u->uc);
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
+/* Only for a registered u; may sleep. ember_uprobe_sync() before freeing. */
+static inline void ember_uprobe_unregister_nosync(struct ember_uprobe *u)
+{
+#if defined(EMBER_HAVE_UPROBE_REGISTER_UPROBE)
+	uprobe_unregister_nosync(u->uprobe, &u->uc);
+#elif defined(EMBER_HAVE_UPROBE_REGISTER_REFCTR)
+	uprobe_unregister(u->inode, u->offset, &u->uc);
+#endif
+}
+
+/* After it, no handler of an unregistered consumer runs any more. */
+static inline void ember_uprobe_sync(void)
+{
+#ifdef EMBER_HAVE_UPROBE_REGISTER_UPROBE
+	uprobe_unregister_sync();
+#endif
+}
 
 #endif /* EMBER_COMPAT_H */

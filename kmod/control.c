@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Generic netlink family "ember": GET_INFO, START, STOP, GET_STATS (dump),
- * SET_FILTER. Every attribute has a policy and every command is strictly
- * validated (unknown attributes, wrong sizes and trailing data are
- * refused); the values the policy cannot express are checked here, all of
- * them before anything changes, so a bad request never leaves a half-applied
- * state. One controller at a time: the socket that started the session owns
- * it, others get -EBUSY.
+ * SET_FILTER, UNWIND_*, ALLOC_ATTACH/DETACH. Every attribute has a policy
+ * and every command is strictly validated (unknown attributes, wrong sizes
+ * and trailing data are refused); the values the policy cannot express are
+ * checked here, all of them before anything changes, so a bad request
+ * never leaves a half-applied state. One controller at a time: the socket
+ * that started the session owns it, others get -EBUSY.
  */
 #include <linux/capability.h>
+#include <linux/limits.h>
 #include <linux/log2.h>
 #include <linux/percpu.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
 
 #include "ember_kmod.h"
+#include "alloc.h"
 #include "ring.h"
 
 /*
@@ -73,6 +75,12 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 								&ember_fault_period_range),
 	[EMBER_A_RING_MEM_USED]		= { .type = NLA_REJECT },
 	[EMBER_A_RING_MEM_CAP]		= { .type = NLA_REJECT },
+	/*
+	 * No length limits in the policy: ember_cmd_alloc_attach() says
+	 * what is wrong with a long path or a wrong number of probes.
+	 */
+	[EMBER_A_ALLOC_PATH]		= { .type = NLA_NUL_STRING },
+	[EMBER_A_ALLOC_PROBES]		= { .type = NLA_BINARY },
 };
 
 static struct genl_family ember_family;
@@ -246,6 +254,8 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 		ev_caps |= EMBER_EV_LIFECYCLE;
 	if (ember_caps & EMBER_CAP_FAULTS)
 		ev_caps |= EMBER_EV_FAULTS;
+	if (ember_caps & EMBER_CAP_ALLOC)
+		ev_caps |= EMBER_EV_ALLOC;
 	if (!c->events || (c->events & ~ev_caps)) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_EVENTS],
 				    "EVENTS must be a non-empty set of supported EMBER_EV_* bits");
@@ -298,16 +308,8 @@ static int ember_check_not_running(struct genl_info *info)
 /* ember_lock held: the caller must own the running session. */
 static int ember_check_owner(struct genl_info *info)
 {
-	if (!ember_running) {
-		NL_SET_ERR_MSG(info->extack, "no session is running");
-		return -ENOENT;
-	}
-	if (!ember_session_owned_by(info->snd_portid, genl_info_net(info))) {
-		NL_SET_ERR_MSG(info->extack,
-			       "another controller owns the running session");
-		return -EBUSY;
-	}
-	return 0;
+	return ember_session_check_owner(info->snd_portid, genl_info_net(info),
+					 info->extack);
 }
 
 static int ember_cmd_start(struct sk_buff *skb, struct genl_info *info)
@@ -359,6 +361,8 @@ static int ember_cmd_stop(struct sk_buff *skb, struct genl_info *info)
 	if (!ret)
 		ember_session_stop();
 	mutex_unlock(&ember_lock);
+	/* the allocation probes go before the reply: semaphores are down */
+	ember_alloc_reap();
 	return ret;
 }
 
@@ -471,6 +475,64 @@ static int ember_cmd_unwind_bind(struct sk_buff *skb, struct genl_info *info)
 	return ret;
 }
 
+/*
+ * Allocation probes: the owner only (ember_alloc_attach() checks it under
+ * its locks). The request's shape is checked here, the probes there, all
+ * before anything is placed.
+ */
+static int ember_cmd_alloc_attach(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *path = info->attrs[EMBER_A_ALLOC_PATH];
+	struct nlattr *probes = info->attrs[EMBER_A_ALLOC_PROBES];
+	struct netlink_ext_ack *extack = info->extack;
+	unsigned int nr;
+	int ret;
+
+	ret = ember_check_perm(skb, extack);
+	if (ret)
+		return ret;
+	if (!path || !probes) {
+		NL_SET_ERR_MSG(extack,
+			       "ALLOC_ATTACH needs ALLOC_PATH and ALLOC_PROBES");
+		return -EINVAL;
+	}
+	/* NLA_NUL_STRING: the data holds a NUL */
+	if (strnlen(nla_data(path), nla_len(path)) >= PATH_MAX) {
+		NL_SET_ERR_MSG_ATTR(extack, path,
+				    "ALLOC_PATH must be shorter than PATH_MAX");
+		return -ENAMETOOLONG;
+	}
+	if (*(const char *)nla_data(path) != '/') {
+		NL_SET_ERR_MSG_ATTR(extack, path,
+				    "ALLOC_PATH must be an absolute path");
+		return -EINVAL;
+	}
+	if (nla_len(probes) % sizeof(struct ember_alloc_probe)) {
+		NL_SET_ERR_MSG_ATTR(extack, probes,
+				    "ALLOC_PROBES must be an array of struct ember_alloc_probe");
+		return -EINVAL;
+	}
+	nr = nla_len(probes) / sizeof(struct ember_alloc_probe);
+	if (!nr || nr > EMBER_MAX_ALLOC_PROBES) {
+		NL_SET_ERR_MSG_ATTR(extack, probes,
+				    "ALLOC_PROBES must hold 1..EMBER_MAX_ALLOC_PROBES probes");
+		return -EINVAL;
+	}
+	return ember_alloc_attach(nla_data(path), nla_data(probes), nr,
+				  info->snd_portid, genl_info_net(info),
+				  extack);
+}
+
+static int ember_cmd_alloc_detach(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret = ember_check_perm(skb, info->extack);
+
+	if (ret)
+		return ret;
+	return ember_alloc_detach(info->snd_portid, genl_info_net(info),
+				  info->extack);
+}
+
 static int ember_put_cpu_stats(struct sk_buff *skb, unsigned int cpu)
 {
 	struct ember_cpu_stats *st = per_cpu_ptr(ember_stats, cpu);
@@ -509,7 +571,9 @@ static int ember_put_cpu_stats(struct sk_buff *skb, unsigned int cpu)
 			      local64_read(&st->unwind_miss), EMBER_STAT_PAD) ||
 	    nla_put_u64_64bit(skb, EMBER_STAT_UNWIND_MISS_LIMITED,
 			      local64_read(&st->unwind_miss_limited),
-			      EMBER_STAT_PAD)) {
+			      EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_ALLOC_HITS,
+			      local64_read(&st->alloc_hits), EMBER_STAT_PAD)) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}
@@ -556,6 +620,8 @@ static const struct genl_small_ops ember_ops[] = {
 	{ .cmd = EMBER_CMD_UNWIND_LOAD, .doit = ember_cmd_unwind_load },
 	{ .cmd = EMBER_CMD_UNWIND_DROP, .doit = ember_cmd_unwind_drop },
 	{ .cmd = EMBER_CMD_UNWIND_BIND, .doit = ember_cmd_unwind_bind },
+	{ .cmd = EMBER_CMD_ALLOC_ATTACH, .doit = ember_cmd_alloc_attach },
+	{ .cmd = EMBER_CMD_ALLOC_DETACH, .doit = ember_cmd_alloc_detach },
 };
 
 static struct genl_family ember_family = {

@@ -50,6 +50,7 @@ struct ember_cpu_stats {
 	local64_t ustack_cut;
 	local64_t unwind_miss;
 	local64_t unwind_miss_limited;
+	local64_t alloc_hits;	/* allocation probe hits past the filters */
 	bool online;
 };
 
@@ -63,7 +64,10 @@ struct ember_ringset;
  * ember_lock may take mmap_lock: no copy_{to,from}_user, no GUP, no
  * vm_munmap there (netlink payloads are already in kernel memory). The
  * unwind tables' rcu and spin locks nest inside ember_lock; the sampling
- * paths take no sleeping lock at all.
+ * paths take no sleeping lock at all. Placing and removing uprobes takes
+ * the mmap_lock of every process mapping the file, so alloc.c does it
+ * under its own ember_alloc_lock, outside ember_lock:
+ *	ember_alloc_lock -> mmap_lock -> ember_lock
  */
 extern struct mutex ember_lock;
 extern struct ember_config ember_cfg;		/* ember_lock; stable while running */
@@ -81,6 +85,8 @@ int ember_session_start(const struct ember_config *cfg, u32 portid,
 			struct net *net, struct netlink_ext_ack *extack);
 void ember_session_stop(void);
 bool ember_session_owned_by(u32 portid, struct net *net);
+int ember_session_check_owner(u32 portid, struct net *net,
+			      struct netlink_ext_ack *extack);
 int ember_session_init(void);
 void ember_session_exit(void);
 
@@ -89,6 +95,9 @@ int ember_record_init(const struct ember_config *cfg);
 void ember_record_exit(void);
 void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 		       u64 weight_ns, struct ember_cpu_stats *st);
+void ember_emit_alloc(struct pt_regs *regs, u64 time_ns, u64 weight,
+		      u64 addr, u64 size, struct ember_cpu_stats *st);
+void ember_emit_free(u64 time_ns, u64 addr, struct ember_cpu_stats *st);
 void *ember_scratch_get(unsigned int *level);
 void ember_scratch_put(unsigned int level);
 int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st);
@@ -99,8 +108,8 @@ void ember_fill_sample_header(struct ember_sample *s, u16 type,
 unsigned int ember_unwind_kernel(struct task_struct *task,
 				 struct pt_regs *regs, u64 *ips,
 				 unsigned int max, u16 *flags);
-unsigned int ember_unwind_user(struct pt_regs *uregs, u64 *ips,
-			       unsigned int max, u16 *flags);
+unsigned int ember_unwind_user(struct pt_regs *uregs, bool at_entry,
+			       u64 *ips, unsigned int max, u16 *flags);
 
 /* unwind_table.c: CFI tables and process bindings (ember_lock for writers) */
 struct ember_uw_binding;

@@ -11,6 +11,7 @@
 #include <linux/tracepoint.h>
 
 #include "ember_kmod.h"
+#include "alloc.h"
 
 /*
  * Serializes control commands, session changes, mmap and poll. Taken under
@@ -70,6 +71,8 @@ static int __init ember_init(void)
 		ember_caps |= EMBER_CAP_CYCLES;
 	if (ember_faults_available())
 		ember_caps |= EMBER_CAP_FAULTS;
+	if (ember_alloc_available())
+		ember_caps |= EMBER_CAP_ALLOC;
 
 	ret = ember_session_init();
 	if (ret)

@@ -193,15 +193,18 @@ static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *
 }
 
 /*
- * An on-CPU sample of current, interrupted with regs. Runs in hardirq
- * (cpu-clock) or NMI (hardware events) context.
+ * A stack sample of current at regs: kernel frames when regs are in the
+ * kernel, then the user stack; nr_tail u64 follow ips[] (hdr.size counts
+ * them). at_entry: regs are at a function's first instruction (uprobe).
+ * Preemption must be off.
  */
-void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
-		       u64 weight_ns, struct ember_cpu_stats *st)
+static void ember_emit_stack(u16 type, struct pt_regs *regs, bool at_entry,
+			     u64 time_ns, u64 weight_ns, const u64 *tail,
+			     unsigned int nr_tail, struct ember_cpu_stats *st)
 {
 	struct task_struct *t = current;
 	struct ember_sample *s;
-	unsigned int level, nk = 0, nu = 0;
+	unsigned int level, nk = 0, nu = 0, i;
 	u16 flags;
 	u32 size;
 
@@ -222,7 +225,8 @@ void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 		struct pt_regs *uregs = regs && user_mode(regs) ?
 					regs : task_pt_regs(t);
 
-		nu = ember_unwind_user(uregs, s->ips + nk, ember_umax, &flags);
+		nu = ember_unwind_user(uregs, at_entry, s->ips + nk,
+				       ember_umax, &flags);
 		if (flags & EMBER_SF_USER_CFI)
 			local64_inc(&st->ustack_cfi);
 		if (flags & EMBER_SF_USER_FP)
@@ -233,11 +237,54 @@ void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 	s->flags = flags;
 	s->nr_kernel = nk;
 	s->nr_user = nu;
-	size = sizeof(*s) + (nk + nu) * sizeof(u64);
+	/* the slot holds 2 * EMBER_MAX_FRAMES: room for a short tail */
+	for (i = 0; i < nr_tail; i++)
+		s->ips[nk + nu + i] = tail[i];
+	size = sizeof(*s) + (nk + nu + nr_tail) * sizeof(u64);
 	s->hdr.size = size;
 	ember_emit_buf(s, size, st);
 	if (ember_stack_copy && nu && type == EMBER_REC_SAMPLE)
 		ember_emit_stack_copy(regs && user_mode(regs) ? regs :
 				      task_pt_regs(t), s, st);
 	ember_scratch_put(level);
+}
+
+/*
+ * An on-CPU sample of current, interrupted with regs. Runs in hardirq
+ * (cpu-clock) or NMI (hardware events) context.
+ */
+void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
+		       u64 weight_ns, struct ember_cpu_stats *st)
+{
+	ember_emit_stack(type, regs, false, time_ns, weight_ns, NULL, 0, st);
+}
+
+/*
+ * EMBER_REC_ALLOC from a uprobe at the entry of an allocation probe
+ * function: the user stack from its regs (no kernel frames: they are
+ * user regs), then the block's address and the size asked for.
+ * Preemption must be off.
+ */
+void ember_emit_alloc(struct pt_regs *regs, u64 time_ns, u64 weight,
+		      u64 addr, u64 size, struct ember_cpu_stats *st)
+{
+	const u64 tail[2] = { addr, size };
+
+	ember_emit_stack(EMBER_REC_ALLOC, regs, true, time_ns, weight, tail,
+			 ARRAY_SIZE(tail), st);
+}
+
+/* EMBER_REC_FREE: a sampled block was freed. Preemption must be off. */
+void ember_emit_free(u64 time_ns, u64 addr, struct ember_cpu_stats *st)
+{
+	struct ember_free r = {
+		.hdr.type = EMBER_REC_FREE,
+		.hdr.size = sizeof(r),
+		.time_ns = time_ns,
+		.pid = current->tgid,
+		.tid = current->pid,
+		.addr = addr,
+	};
+
+	ember_emit_buf(&r, sizeof(r), st);
 }

@@ -12,6 +12,7 @@
 #include <net/net_namespace.h>
 
 #include "ember_kmod.h"
+#include "alloc.h"
 #include "ring.h"
 
 /*
@@ -47,6 +48,7 @@ static void ember_stats_reset(void)
 		local64_set(&st->offcpu_switches, 0);
 		local64_set(&st->offcpu_overflow, 0);
 		local64_set(&st->offcpu_ns, 0);
+		local64_set(&st->alloc_hits, 0);
 		st->online = false;
 	}
 }
@@ -55,6 +57,22 @@ bool ember_session_owned_by(u32 portid, struct net *net)
 {
 	return ember_running && ember_owner_portid(ember_owner) == portid &&
 	       ember_owner_net == net;
+}
+
+/* ember_lock held: the caller must own the running session. */
+int ember_session_check_owner(u32 portid, struct net *net,
+			      struct netlink_ext_ack *extack)
+{
+	if (!ember_running) {
+		NL_SET_ERR_MSG(extack, "no session is running");
+		return -ENOENT;
+	}
+	if (!ember_session_owned_by(portid, net)) {
+		NL_SET_ERR_MSG(extack,
+			       "another controller owns the running session");
+		return -EBUSY;
+	}
+	return 0;
 }
 
 /* Called with ember_lock held and no session running. */
@@ -117,12 +135,17 @@ fail:
 	return ret;
 }
 
-/* Called with ember_lock held. Idempotent. */
+/*
+ * Called with ember_lock held. Idempotent. Allocation probes stop
+ * writing here but stay placed: the caller calls ember_alloc_reap() once
+ * it has released ember_lock.
+ */
 void ember_session_stop(void)
 {
 	if (!ember_running)
 		return;
 	/* after these return no writer runs any more */
+	ember_alloc_stop();
 	ember_faults_stop();
 	ember_oncpu_stop();
 	ember_offcpu_stop();
@@ -148,6 +171,7 @@ static void ember_release_work_fn(struct work_struct *work)
 		ember_session_stop();
 	}
 	mutex_unlock(&ember_lock);
+	ember_alloc_reap();
 }
 
 static DECLARE_WORK(ember_release_work, ember_release_work_fn);
@@ -189,4 +213,5 @@ void ember_session_exit(void)
 	ember_ringset_put(ember_cur_set);
 	ember_cur_set = NULL;
 	mutex_unlock(&ember_lock);
+	ember_alloc_reap();
 }

@@ -74,9 +74,24 @@ static unsigned int ember_walk32(struct pt_regs *regs, u64 *ips,
 	return n;
 }
 
+/*
+ * At a function's first instruction (a uprobe there) the return address
+ * is at rsp and rbp is still the caller's: a frame-pointer step from rbp
+ * would skip the caller. Returns it, or 0 when unreadable.
+ */
+static u64 ember_entry_ret(unsigned long sp)
+{
+	u64 ra;
+
+	if ((sp & 7) || sp > TASK_SIZE_MAX - sizeof(ra) ||
+	    copy_from_user_nofault(&ra, (const void __user *)sp, sizeof(ra)))
+		return 0;
+	return ra;
+}
+
 /* The frame-pointer walk of a 64-bit task (no tables for it). */
-static unsigned int ember_walk_fp(struct pt_regs *regs, u64 *ips,
-				  unsigned int max, u16 *flags)
+static unsigned int ember_walk_fp(struct pt_regs *regs, bool at_entry,
+				  u64 *ips, unsigned int max, u16 *flags)
 {
 	unsigned long fp, sp;
 	struct ember_frame64 f;
@@ -85,6 +100,16 @@ static unsigned int ember_walk_fp(struct pt_regs *regs, u64 *ips,
 	ips[n++] = regs->ip;
 	fp = regs->bp;
 	sp = regs->sp;
+	if (at_entry && n < max) {
+		u64 ra = ember_entry_ret(sp);
+
+		if (!ra) {
+			*flags |= EMBER_SF_USER_FAULT;
+			return n;
+		}
+		ips[n++] = ra;
+		sp += sizeof(ra);
+	}
 	while (fp) {
 		if (n == max) {
 			*flags |= EMBER_SF_USER_TRUNC;
@@ -187,6 +212,21 @@ static int ember_uw_read(void *ctx, __u64 addr, __u64 *val)
 				      sizeof(*val)) ? -1 : 0;
 }
 
+/* At a function's entry: the return address is at sp, rbp unchanged. */
+static int ember_entry_step(struct ember_uregs *r)
+{
+	u64 ra;
+
+	if (ember_uw_read(NULL, r->sp, &ra))
+		return EMBER_STEP_CUT;
+	if (!ra)
+		return EMBER_STEP_END;
+	r->sp += 8;
+	r->pc = ra;
+	r->exact = 0;
+	return EMBER_STEP_NEXT;
+}
+
 static int ember_fp_step(struct ember_uregs *r)
 {
 	u64 next, ra;
@@ -209,8 +249,8 @@ static int ember_fp_step(struct ember_uregs *r)
 }
 
 static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
-				   struct pt_regs *regs, u64 *ips,
-				   unsigned int max, u16 *flags)
+				   struct pt_regs *regs, bool at_entry,
+				   u64 *ips, unsigned int max, u16 *flags)
 {
 	struct ember_uregs r = {
 		.pc = regs->ip, .sp = regs->sp, .fp = regs->bp,
@@ -245,6 +285,12 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 		rule = ember_unwind_rule_at(m, lpc);
 		if (rule && rule->cfa_type != EMBER_CFA_NONE) {
 			s = ember_unwind_step(rule, &r, ember_uw_read, NULL);
+		} else if (at_entry && n == 1) {
+			/* no rule needed: the return address is at rsp */
+			s = ember_entry_step(&r);
+			if (s == EMBER_STEP_NEXT &&
+			    !ember_unwind_mapping(w->b, r.pc - 1))
+				s = EMBER_STEP_CUT;
 		} else {
 			*flags |= EMBER_SF_USER_FP;
 			s = ember_fp_step(&r);
@@ -264,8 +310,12 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 	return n;
 }
 
-unsigned int ember_unwind_user(struct pt_regs *regs, u64 *ips,
-			       unsigned int max, u16 *flags)
+/*
+ * at_entry: regs stop at the first instruction of a function (a uprobe on
+ * it), where no frame of its own exists yet.
+ */
+unsigned int ember_unwind_user(struct pt_regs *regs, bool at_entry,
+			       u64 *ips, unsigned int max, u16 *flags)
 {
 	struct ember_uw_walk w = { NULL, 0 };
 	unsigned int n;
@@ -281,9 +331,9 @@ unsigned int ember_unwind_user(struct pt_regs *regs, u64 *ips,
 	if (!w.b) {
 		rcu_read_unlock();
 		ember_unwind_report_miss(NULL, 0);
-		return ember_walk_fp(regs, ips, max, flags);
+		return ember_walk_fp(regs, at_entry, ips, max, flags);
 	}
-	n = ember_walk_cfi(&w, regs, ips, max, flags);
+	n = ember_walk_cfi(&w, regs, at_entry, ips, max, flags);
 	if (w.miss_pc)
 		ember_unwind_report_miss(w.b, w.miss_pc);
 	rcu_read_unlock();

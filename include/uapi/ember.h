@@ -373,8 +373,9 @@ enum ember_cmd {
 	 * Allocation probes, while an EMBER_EV_ALLOC session runs (removed
 	 * when it stops): ALLOC_PATH (an absolute path, a regular file) and
 	 * ALLOC_PROBES (struct ember_alloc_probe[]); every probe is checked
-	 * before any is placed, and all or none are. ALLOC_DETACH removes
-	 * them all.
+	 * before any is placed, and all or none are. One ALLOC_ATTACH per
+	 * session: another is refused (EBUSY) until ALLOC_DETACH, which
+	 * removes them all.
 	 */
 	EMBER_CMD_ALLOC_ATTACH,
 	EMBER_CMD_ALLOC_DETACH,
@@ -515,7 +516,9 @@ enum ember_stat_attr {
 	EMBER_STAT_USTACK_CUT,		/* u64: ... cut short (EMBER_SF_USER_CUT) */
 	EMBER_STAT_UNWIND_MISS,		/* u64: miss records emitted */
 	EMBER_STAT_UNWIND_MISS_LIMITED,	/* u64: misses not reported (rate limit) */
-	EMBER_STAT_ALLOC_HITS,		/* u64: allocation probe hits recorded */
+	EMBER_STAT_ALLOC_HITS,		/* u64: allocation probe hits (ALLOC and
+					 * FREE) past the filters: each one a
+					 * record or one LOST */
 	__EMBER_STAT_MAX,
 };
 #define EMBER_STAT_MAX (__EMBER_STAT_MAX - 1)

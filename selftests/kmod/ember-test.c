@@ -12,6 +12,10 @@
  *   ember-test stop | stats
  *   ember-test badreq NAME          send one malformed request; exit 0 if
  *                                   the kernel refused it
+ *   ember-test alloc PROG           allocation probes on PROG (allocprobe):
+ *                                   refusals, records, semaphore, detach
+ *   ember-test alloc-hold PROG SECS start an EMBER_EV_ALLOC session, attach
+ *                                   PROG's probes, hold them (never read)
  * Options: -f HZ -e EVENTS(mask) -c (cycles) -k KMAX -u UMAX -p PID...
  *   -g CGROUPID -r RING_SIZE -w WATERMARK -i (idle) -d SECONDS
  *   -n SECONDS (do not read for that long first) -q (no record lines)
@@ -26,15 +30,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -213,7 +222,7 @@ static int parse_info(struct nl_msg *msg, void *arg)
 struct cpu_stats {
 	bool seen, online;
 	uint64_t samples, filtered, records, lost, handler_ns;
-	uint64_t switches, overflow, offcpu_ns;
+	uint64_t switches, overflow, offcpu_ns, alloc_hits;
 };
 static struct cpu_stats stats[MAX_CPUS];
 /* online as seen just before STOP, which turns every CPU off */
@@ -245,6 +254,7 @@ static int parse_stats(struct nl_msg *msg, void *arg)
 	U64(EMBER_STAT_OFFCPU_SWITCHES, switches);
 	U64(EMBER_STAT_OFFCPU_OVERFLOW, overflow);
 	U64(EMBER_STAT_OFFCPU_NS, offcpu_ns);
+	U64(EMBER_STAT_ALLOC_HITS, alloc_hits);
 #undef U64
 	if (st[EMBER_STAT_ONLINE])
 		c->online = nla_get_u8(st[EMBER_STAT_ONLINE]);
@@ -512,6 +522,73 @@ static void print_sample(const struct opts *o, const struct ember_sample *s,
 	}
 }
 
+/*
+ * Allocation records: printed, and kept for `alloc` to check (up to
+ * MAX_KEPT of each).
+ */
+#define MAX_KEPT 4096
+struct kept_alloc {
+	uint32_t pid, nu, flags;
+	uint64_t weight, addr, size, ip0;
+	bool caller;		/* a user frame in the test's caller function */
+};
+static struct kept_alloc kept_allocs[MAX_KEPT];
+static struct { uint32_t pid; uint64_t addr; } kept_frees[MAX_KEPT];
+static unsigned int nr_kept_allocs, nr_kept_frees, nr_bad_alloc_records;
+static uint64_t caller_lo, caller_hi;	/* [lo, hi): the caller to look for */
+
+static void alloc_record(const struct opts *o, const struct ember_sample *s)
+{
+	unsigned int nk = s->nr_kernel, nu = s->nr_user, i;
+	struct kept_alloc *k;
+
+	if (sizeof(*s) + (size_t)(nk + nu + 2) * 8 != s->hdr.size) {
+		printf("bad-alloc size=%u nk=%u nu=%u\n", s->hdr.size, nk, nu);
+		nr_bad_alloc_records++;
+		return;
+	}
+	if (!o->quiet)
+		printf("alloc pid=%u tid=%u comm=%.16s flags=0x%x t=%" PRIu64
+		       " w=%" PRIu64 " addr=0x%" PRIx64 " size=%" PRIu64
+		       " nk=%u nu=%u\n", s->pid, s->tid, s->comm, s->flags,
+		       (uint64_t)s->time_ns, (uint64_t)s->weight_ns,
+		       (uint64_t)EMBER_ALLOC_ADDR(s),
+		       (uint64_t)EMBER_ALLOC_SIZE(s), nk, nu);
+	if (nr_kept_allocs == MAX_KEPT)
+		return;
+	k = &kept_allocs[nr_kept_allocs++];
+	memset(k, 0, sizeof(*k));
+	k->pid = s->pid;
+	k->nu = nu;
+	k->flags = s->flags;
+	k->weight = s->weight_ns;
+	k->addr = EMBER_ALLOC_ADDR(s);
+	k->size = EMBER_ALLOC_SIZE(s);
+	k->ip0 = nu ? s->ips[nk] : 0;
+	if (nk)
+		nr_bad_alloc_records++;	/* never kernel frames */
+	for (i = 1; i < nu; i++)
+		if (s->ips[nk + i] - 1 >= caller_lo &&
+		    s->ips[nk + i] - 1 < caller_hi)
+			k->caller = true;
+}
+
+static void free_record(const struct opts *o, const struct ember_free *f)
+{
+	if (f->hdr.size != sizeof(*f)) {
+		printf("bad-free size=%u\n", f->hdr.size);
+		nr_bad_alloc_records++;
+		return;
+	}
+	if (!o->quiet)
+		printf("free pid=%u tid=%u t=%" PRIu64 " addr=0x%" PRIx64 "\n",
+		       f->pid, f->tid, (uint64_t)f->time_ns, (uint64_t)f->addr);
+	if (nr_kept_frees == MAX_KEPT)
+		return;
+	kept_frees[nr_kept_frees].pid = f->pid;
+	kept_frees[nr_kept_frees++].addr = f->addr;
+}
+
 static void handle(const struct opts *o, const struct ember_rec_header *h)
 {
 	const struct ember_exec *ex = (const void *)h;
@@ -530,6 +607,14 @@ static void handle(const struct opts *o, const struct ember_rec_header *h)
 			}
 			print_sample(o, s, h->size);
 		}
+		break;
+	case EMBER_REC_ALLOC:
+		if (h->size >= sizeof(struct ember_sample))
+			alloc_record(o, (const void *)h);
+		break;
+	case EMBER_REC_FREE:
+		if (h->size >= sizeof(struct ember_free))
+			free_record(o, (const void *)h);
 		break;
 	case EMBER_REC_EXEC:
 		if (!o->quiet && h->size >= sizeof(*ex) &&
@@ -625,7 +710,7 @@ static void drain_all(const struct opts *o)
 static void print_stats(double secs)
 {
 	uint64_t samples = 0, filtered = 0, records = 0, lost = 0, hns = 0;
-	uint64_t read = 0, ctrl_lost = 0, corrupt = 0, sw = 0, ovf = 0;
+	uint64_t read = 0, ctrl_lost = 0, corrupt = 0, sw = 0, ovf = 0, ah = 0;
 	unsigned int i, t;
 
 	for (i = 0; i < MAX_CPUS; i++) {
@@ -658,14 +743,16 @@ static void print_stats(double secs)
 		hns += c->handler_ns;
 		sw += c->switches;
 		ovf += c->overflow;
+		ah += c->alloc_hits;
 		read += r;
 	}
 	printf("summary secs=%.3f samples=%" PRIu64 " filtered=%" PRIu64
 	       " records=%" PRIu64 " lost=%" PRIu64 " read=%" PRIu64
 	       " ctrl_lost=%" PRIu64 " corrupt=%" PRIu64 " switches=%" PRIu64
-	       " overflow=%" PRIu64 " handler_ns_avg=%" PRIu64 "\n",
+	       " overflow=%" PRIu64 " handler_ns_avg=%" PRIu64
+	       " alloc_hits=%" PRIu64 "\n",
 	       secs, samples, filtered, records, lost, read, ctrl_lost, corrupt,
-	       sw, ovf, samples ? hns / samples : 0);
+	       sw, ovf, samples ? hns / samples : 0, ah);
 }
 
 static void print_folded(void)
@@ -1236,12 +1323,557 @@ static int cmd_unwind(void)
 	return uw_failures ? 1 : 0;
 }
 
+/* ------------------------------------------------- allocation probes */
+
+/* What allocprobe.c passes in call i. */
+#define ALLOCPROBE_PTR(i)	(0x7e5700000000ULL + (uint64_t)(i) * 0x40)
+#define ALLOCPROBE_SIZE(i)	(16 + (uint64_t)(i))
+#define ALLOCPROBE_WEIGHT(i)	(100000 + (uint64_t)(i) * 7)
+
+struct elf_sym {
+	const char *name;
+	uint64_t vaddr, size, off;	/* off: file offset (0: not in the file) */
+};
+
+/*
+ * The symbols' addresses in a non-PIE ELF file and their file offsets
+ * (through the PT_LOAD that holds them in its file part), as the agent
+ * computes uprobe offsets. Returns the file size, or -1.
+ */
+static long elf_syms(const char *path, struct elf_sym *want, unsigned int n)
+{
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+	const Elf64_Phdr *ph;
+	unsigned int i, j, k;
+	struct stat st;
+	uint8_t *f;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || st.st_size < (off_t)sizeof(*eh))
+		return -1;
+	f = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (f == MAP_FAILED)
+		return -1;
+	eh = (const void *)f;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(*sh) > (uint64_t)st.st_size ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(*ph) > (uint64_t)st.st_size)
+		return -1;
+	sh = (const void *)(f + eh->e_shoff);
+	ph = (const void *)(f + eh->e_phoff);
+	for (i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Sym *sym;
+		const char *str;
+
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		sym = (const void *)(f + sh[i].sh_offset);
+		str = (const char *)f + sh[sh[i].sh_link].sh_offset;
+		for (j = 0; j < sh[i].sh_size / sizeof(*sym); j++) {
+			for (k = 0; k < n; k++) {
+				if (strcmp(str + sym[j].st_name, want[k].name))
+					continue;
+				want[k].vaddr = sym[j].st_value;
+				want[k].size = sym[j].st_size;
+			}
+		}
+	}
+	for (k = 0; k < n; k++) {
+		want[k].off = 0;
+		for (i = 0; i < eh->e_phnum; i++) {
+			if (ph[i].p_type != PT_LOAD ||
+			    want[k].vaddr < ph[i].p_vaddr ||
+			    want[k].vaddr + 2 > ph[i].p_vaddr + ph[i].p_filesz)
+				continue;
+			want[k].off = want[k].vaddr - ph[i].p_vaddr + ph[i].p_offset;
+		}
+	}
+	munmap(f, st.st_size);
+	return (long)st.st_size;
+}
+
+enum { S_ALLOC, S_FREE, S_SEM, S_CALLER, S_FCALLER, S_BAD, NR_S };
+
+static struct elf_sym asyms[NR_S] = {
+	[S_ALLOC] = { .name = "ember_alloc_probe" },
+	[S_FREE] = { .name = "ember_free_probe" },
+	[S_SEM] = { .name = "ember_alloc_semaphore" },
+	[S_CALLER] = { .name = "do_allocs" },
+	[S_FCALLER] = { .name = "do_frees" },
+	[S_BAD] = { .name = "allocprobe_bad_insn" },
+};
+static long prog_size;
+
+static int load_allocprobe(const char *prog)
+{
+	unsigned int k;
+
+	prog_size = elf_syms(prog, asyms, NR_S);
+	if (prog_size < 0) {
+		fprintf(stderr, "ember-test: %s: not a readable ELF64 file\n", prog);
+		return -1;
+	}
+	for (k = 0; k < NR_S; k++) {
+		if (!asyms[k].off) {
+			fprintf(stderr, "ember-test: %s: no %s in the file part of a PT_LOAD\n",
+				prog, asyms[k].name);
+			return -1;
+		}
+	}
+	caller_lo = asyms[S_CALLER].vaddr;
+	caller_hi = caller_lo + asyms[S_CALLER].size;
+	return 0;
+}
+
+static int alloc_attach(const char *path, const struct ember_alloc_probe *p,
+			size_t n, size_t bytes)
+{
+	struct nl_msg *m = req(EMBER_CMD_ALLOC_ATTACH, NLM_F_ACK);
+
+	if (path)
+		nla_put_string(m, EMBER_A_ALLOC_PATH, path);
+	if (p)
+		nla_put(m, EMBER_A_ALLOC_PROBES, bytes ? (int)bytes :
+			(int)(n * sizeof(*p)), p);
+	return transact(m, NULL, NULL);
+}
+
+/* The two probes of allocprobe, with the semaphore. */
+static void good_probes(struct ember_alloc_probe *p)
+{
+	memset(p, 0, 2 * sizeof(*p));
+	p[0].offset = asyms[S_ALLOC].off;
+	p[0].ref_ctr_offset = asyms[S_SEM].off;
+	p[0].kind = EMBER_PROBE_SAMPLED_ALLOC;
+	p[1].offset = asyms[S_FREE].off;
+	p[1].ref_ctr_offset = asyms[S_SEM].off;
+	p[1].kind = EMBER_PROBE_SAMPLED_FREE;
+}
+
+struct child {
+	pid_t pid;
+	FILE *in, *out;
+};
+
+static int child_start(struct child *c, const char *prog)
+{
+	int to[2], from[2];
+
+	if (pipe(to) || pipe(from))
+		return -1;
+	c->pid = fork();
+	if (c->pid < 0)
+		return -1;
+	if (!c->pid) {
+		/* the session belongs to our socket alone */
+		close(nl_socket_get_fd(sk));
+		dup2(to[0], 0);
+		dup2(from[1], 1);
+		close(to[0]);
+		close(to[1]);
+		close(from[0]);
+		close(from[1]);
+		execl(prog, prog, (char *)NULL);
+		_exit(127);
+	}
+	close(to[0]);
+	close(from[1]);
+	c->in = fdopen(to[1], "w");
+	c->out = fdopen(from[0], "r");
+	return c->in && c->out ? 0 : -1;
+}
+
+/* One command, one answer line; returns the value of key=, or -1. */
+static long child_cmd(struct child *c, const char *cmd, const char *key)
+{
+	char line[256], *v;
+
+	fprintf(c->in, "%s\n", cmd);
+	fflush(c->in);
+	if (!fgets(line, sizeof(line), c->out))
+		return -1;
+	v = strstr(line, key);
+	return v ? strtol(v + strlen(key), NULL, 10) : -1;
+}
+
+static void child_stop(struct child *c)
+{
+	fprintf(c->in, "quit\n");
+	fclose(c->in);
+	fclose(c->out);
+	waitpid(c->pid, NULL, 0);
+}
+
+static int al_failures, al_checks;
+
+static void al_check(const char *what, bool ok, const char *detail)
+{
+	al_checks++;
+	if (ok) {
+		printf("alloc ok: %s%s%s\n", what, detail[0] ? ": " : "", detail);
+		return;
+	}
+	printf("ALLOC-FAIL: %s%s%s\n", what, detail[0] ? ": " : "", detail);
+	al_failures++;
+}
+
+/* A request that must be refused, with an extack message holding msg. */
+static void al_refused(const char *what, int ret, const char *msg)
+{
+	char d[400];
+
+	snprintf(d, sizeof(d), "%s (%s)", ret ? "refused" : "ACCEPTED",
+		 last_errmsg);
+	al_check(what, ret && strstr(last_errmsg, msg), d);
+}
+
+static void al_sem(const char *what, struct child *c, bool up)
+{
+	long v = child_cmd(c, "sem", "sem=");
+	char d[64];
+
+	snprintf(d, sizeof(d), "semaphore %ld", v);
+	al_check(what, up ? v > 0 : v == 0, d);
+}
+
+static void drain_records(void)
+{
+	struct opts q = { .quiet = true };
+
+	nr_kept_allocs = 0;
+	nr_kept_frees = 0;
+	nr_bad_alloc_records = 0;
+	drain_all(&q);
+}
+
+/*
+ * The records of one `go n m` of pid: exactly one ALLOC per call with
+ * its weight, address and size, the probe's address first and the caller
+ * in the user stack, no kernel frames; exactly the M frees.
+ */
+static void al_check_records(const char *what, uint32_t pid, int n, int m)
+{
+	static unsigned char seen[MAX_KEPT];
+	unsigned int i, mine = 0, good = 0, caller = 0, frees = 0, fgood = 0;
+	char d[400];
+
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < nr_kept_allocs; i++) {
+		const struct kept_alloc *k = &kept_allocs[i];
+		uint64_t idx = (k->addr - ALLOCPROBE_PTR(0)) / 0x40;
+
+		if (k->pid != pid)
+			continue;
+		mine++;
+		if (k->addr < ALLOCPROBE_PTR(0) || idx >= (uint64_t)n ||
+		    k->addr != ALLOCPROBE_PTR(idx) || seen[idx]++ ||
+		    k->size != ALLOCPROBE_SIZE(idx) ||
+		    k->weight != ALLOCPROBE_WEIGHT(idx) ||
+		    k->ip0 != asyms[S_ALLOC].vaddr)
+			continue;
+		good++;
+		caller += k->caller;
+	}
+	for (i = 0; i < nr_kept_frees; i++) {
+		uint64_t idx = (kept_frees[i].addr - ALLOCPROBE_PTR(0)) / 0x40;
+
+		if (kept_frees[i].pid != pid)
+			continue;
+		frees++;
+		if (kept_frees[i].addr >= ALLOCPROBE_PTR(0) &&
+		    idx < (uint64_t)m && kept_frees[i].addr == ALLOCPROBE_PTR(idx))
+			fgood++;
+	}
+	snprintf(d, sizeof(d),
+		 "%u ALLOC records of pid %u for %d calls, %u with the right weight/addr/size and ip, %u with %s in the user stack; %u FREE records for %d calls, %u right; %u malformed",
+		 mine, pid, n, good, caller, asyms[S_CALLER].name, frees, m,
+		 fgood, nr_bad_alloc_records);
+	al_check(what, mine == (unsigned int)n && good == mine &&
+		 caller == mine && frees == (unsigned int)m && fgood == frees &&
+		 !nr_bad_alloc_records, d);
+}
+
+static unsigned int al_count_pid(uint32_t pid)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < nr_kept_allocs; i++)
+		n += kept_allocs[i].pid == pid;
+	for (i = 0; i < nr_kept_frees; i++)
+		n += kept_frees[i].pid == pid;
+	return n;
+}
+
+static uint64_t stat_sum(size_t field)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < MAX_CPUS; i++)
+		if (stats[i].seen)
+			n += *(uint64_t *)((char *)&stats[i] + field);
+	return n;
+}
+
+/* Binds pid's executable mappings of prog, with no table. */
+static int bind_prog_text(uint32_t pid, const char *prog)
+{
+	struct ember_unwind_mapping mp[16];
+	char path[64], line[512], perm[8], file[256];
+	unsigned long lo, hi;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f) && n < 16) {
+		file[0] = '\0';
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perm,
+			   file) < 3 || perm[2] != 'x' || strcmp(file, prog))
+			continue;
+		memset(&mp[n], 0, sizeof(mp[n]));
+		mp[n].start = lo;
+		mp[n].end = hi;
+		n++;
+	}
+	fclose(f);
+	return n ? uw_bind(pid, mp, n) : -ENOENT;
+}
+
+/*
+ * Allocation probes on allocprobe (PROG), with two instances A and B:
+ * every refusal, then records for A only (pid filter), the semaphore's
+ * life, DETACH, STOP. One line per check; exit 0 when all held.
+ */
+static int cmd_alloc(const char *prog)
+{
+	struct ember_alloc_probe p[EMBER_MAX_ALLOC_PROBES + 1];
+	struct opts o = { .events = EMBER_EV_ONCPU };
+	static char longpath[PATH_MAX + 64];
+	struct child a, b;
+	struct info in;
+	struct nl_sock *mine;
+	const int n = 40, m = 25;
+	char d[200];
+	long calls;
+	int ret, fd, fd2;
+
+	memset(&in, 0, sizeof(in));
+	if (transact(req(EMBER_CMD_GET_INFO, NLM_F_ACK), parse_info, &in))
+		return 1;
+	if (!(in.caps & EMBER_CAP_ALLOC)) {
+		printf("alloc skip: no EMBER_CAP_ALLOC (caps 0x%" PRIx64 ")\n",
+		       in.caps);
+		return 3;
+	}
+	if (load_allocprobe(prog))
+		return 1;
+	printf("alloc: %s alloc_probe@0x%" PRIx64 " free_probe@0x%" PRIx64
+	       " semaphore@0x%" PRIx64 " size %ld\n", prog,
+	       (uint64_t)asyms[S_ALLOC].off, (uint64_t)asyms[S_FREE].off,
+	       (uint64_t)asyms[S_SEM].off, prog_size);
+	if (child_start(&a, prog) || child_start(&b, prog)) {
+		fprintf(stderr, "ember-test: cannot start %s\n", prog);
+		return 1;
+	}
+	al_sem("semaphore 0 before any attach", &a, false);
+	good_probes(p);
+
+	/* refusals without a session, and in one without EMBER_EV_ALLOC */
+	al_refused("no session", alloc_attach(prog, p, 2, 0), "no session");
+	if (do_start(&o, &in))
+		return 1;
+	al_refused("session without EMBER_EV_ALLOC",
+		   alloc_attach(prog, p, 2, 0), "EMBER_EV_ALLOC");
+	do_simple(EMBER_CMD_STOP, "stop");
+
+	o.events = EMBER_EV_ALLOC;
+	o.pids[0] = (uint32_t)a.pid;
+	o.nr_pids = 1;
+	if (do_start(&o, &in))
+		return 1;
+	fd = map_rings(&in);
+	if (fd < 0)
+		return 1;
+
+	al_refused("no ALLOC_PROBES", alloc_attach(prog, NULL, 0, 0), "needs");
+	al_refused("relative path", alloc_attach("bin/allocprobe", p, 2, 0),
+		   "absolute");
+	al_refused("directory", alloc_attach("/tmp", p, 2, 0),
+		   "not a regular file");
+	al_refused("missing file", alloc_attach("/nonexistent/allocprobe", p,
+						2, 0), "cannot be resolved");
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[0] = '/';
+	al_refused("path of PATH_MAX bytes", alloc_attach(longpath, p, 2, 0),
+		   "PATH_MAX");
+	p[1].offset = (uint64_t)prog_size;
+	al_refused("offset at the end of the file", alloc_attach(prog, p, 2, 0),
+		   "past the end");
+	good_probes(p);
+	/* even: the parity check would come first */
+	p[1].ref_ctr_offset = ((uint64_t)prog_size + 1) & ~1ULL;
+	al_refused("ref_ctr_offset at the end of the file",
+		   alloc_attach(prog, p, 2, 0), "past the end");
+	good_probes(p);
+	p[1].ref_ctr_offset++;
+	al_refused("odd ref_ctr_offset", alloc_attach(prog, p, 2, 0), "even");
+	good_probes(p);
+	p[1].kind = 7;
+	al_refused("unknown kind", alloc_attach(prog, p, 2, 0),
+		   "unknown probe kind");
+	good_probes(p);
+	p[0].__reserved = 1;
+	al_refused("__reserved nonzero", alloc_attach(prog, p, 2, 0),
+		   "__reserved");
+	good_probes(p);
+	al_refused("0 probes", alloc_attach(prog, p, 0, 0), "1..");
+	for (ret = 2; ret <= EMBER_MAX_ALLOC_PROBES; ret++) {
+		p[ret] = p[0];
+		p[ret].offset = asyms[S_CALLER].off + (uint64_t)ret;
+	}
+	al_refused("EMBER_MAX_ALLOC_PROBES + 1 probes",
+		   alloc_attach(prog, p, EMBER_MAX_ALLOC_PROBES + 1, 0), "1..");
+	al_refused("ALLOC_PROBES not a whole array",
+		   alloc_attach(prog, p, 0, sizeof(*p) + 4), "array");
+	p[1].offset = p[0].offset;
+	al_refused("two probes at one offset", alloc_attach(prog, p, 2, 0),
+		   "one offset");
+	good_probes(p);
+	/* another socket: not the owner */
+	mine = sk;
+	sk = NULL;
+	nl_open();
+	al_refused("not the owner", alloc_attach(prog, p, 2, 0),
+		   "another controller");
+	nl_socket_free(sk);
+	sk = mine;
+	al_refused("DETACH with nothing attached",
+		   transact(req(EMBER_CMD_ALLOC_DETACH, NLM_F_ACK), NULL, NULL),
+		   "no allocation probes");
+	/* all or none: the second probe cannot be placed (hlt) */
+	p[1].offset = asyms[S_BAD].off;
+	p[1].ref_ctr_offset = 0;
+	ret = alloc_attach(prog, p, 2, 0);
+	al_refused("second probe cannot be placed", ret, "cannot place");
+	al_sem("semaphore 0 after a refused ATTACH (first probe removed)", &a,
+	       false);
+	calls = child_cmd(&a, "go 5 5", "alloc=");
+	drain_records();
+	snprintf(d, sizeof(d), "%ld calls, %u records", calls, al_count_pid(a.pid));
+	al_check("nothing recorded after a refused ATTACH",
+		 calls == 0 && !al_count_pid(a.pid), d);
+	al_sem("semaphore still 0 after every refusal", &a, false);
+
+	/* the real thing */
+	good_probes(p);
+	ret = alloc_attach(prog, p, 2, 0);
+	al_check("ATTACH", !ret, last_errmsg);
+	al_sem("semaphore up while attached (A)", &a, true);
+	al_sem("semaphore up while attached (B, filtered out)", &b, true);
+	al_refused("second ATTACH", alloc_attach(prog, p, 2, 0),
+		   "already attached");
+	get_stats();
+	calls = child_cmd(&a, "go 40 25", "alloc=");
+	snprintf(d, sizeof(d), "%ld", calls);
+	al_check("A made its calls", calls == n, d);
+	calls = child_cmd(&b, "go 40 25", "alloc=");
+	snprintf(d, sizeof(d), "%ld", calls);
+	al_check("B made its calls", calls == n, d);
+	drain_records();
+	al_check_records("records of A", (uint32_t)a.pid, n, m);
+	snprintf(d, sizeof(d), "%u records of B", al_count_pid(b.pid));
+	al_check("the pid filter excludes B", !al_count_pid(b.pid), d);
+	get_stats();
+	snprintf(d, sizeof(d), "alloc_hits=%" PRIu64 " filtered=%" PRIu64
+		 " lost=%" PRIu64,
+		 stat_sum(offsetof(struct cpu_stats, alloc_hits)),
+		 stat_sum(offsetof(struct cpu_stats, filtered)),
+		 stat_sum(offsetof(struct cpu_stats, lost)));
+	al_check("stats: hits = A's calls, B's filtered, none lost",
+		 stat_sum(offsetof(struct cpu_stats, alloc_hits)) ==
+		 (uint64_t)(n + m) &&
+		 stat_sum(offsetof(struct cpu_stats, filtered)) >=
+		 (uint64_t)(n + m) &&
+		 !stat_sum(offsetof(struct cpu_stats, lost)), d);
+
+	/*
+	 * The CFI walk: A bound with its code mappings and no table (FP
+	 * steps only): the entry step must find the caller there too.
+	 */
+	ret = bind_prog_text((uint32_t)a.pid, prog);
+	al_check("UNWIND_BIND of A's code (no table)", !ret, last_errmsg);
+	calls = child_cmd(&a, "go 6 2", "alloc=");
+	drain_records();
+	al_check_records("records of A through the CFI walk", (uint32_t)a.pid,
+			 6, 2);
+	for (ret = 0, fd2 = 0; ret < (int)nr_kept_allocs; ret++)
+		fd2 += !!(kept_allocs[ret].flags & EMBER_SF_USER_CFI);
+	snprintf(d, sizeof(d), "%d of %u", fd2, nr_kept_allocs);
+	al_check("those were CFI walks", fd2 == 6 && nr_kept_allocs == 6, d);
+	uw_bind((uint32_t)a.pid, NULL, 0);
+
+	/* DETACH: semaphores down, nothing more recorded */
+	ret = transact(req(EMBER_CMD_ALLOC_DETACH, NLM_F_ACK), NULL, NULL);
+	al_check("DETACH", !ret, last_errmsg);
+	al_sem("semaphore 0 after DETACH (A)", &a, false);
+	al_sem("semaphore 0 after DETACH (B)", &b, false);
+	calls = child_cmd(&a, "go 5 5", "alloc=");
+	drain_records();
+	snprintf(d, sizeof(d), "%ld calls, %u records", calls, al_count_pid(a.pid));
+	al_check("no calls, no records after DETACH",
+		 calls == 0 && !al_count_pid(a.pid), d);
+
+	/* attach again, then STOP removes them */
+	ret = alloc_attach(prog, p, 2, 0);
+	al_check("ATTACH after DETACH", !ret, last_errmsg);
+	calls = child_cmd(&a, "go 7 3", "alloc=");
+	drain_records();
+	al_check_records("records after re-ATTACH", (uint32_t)a.pid, 7, 3);
+	do_simple(EMBER_CMD_STOP, "stop");
+	al_sem("semaphore 0 after STOP (A)", &a, false);
+	al_sem("semaphore 0 after STOP (B)", &b, false);
+	al_refused("ATTACH after STOP", alloc_attach(prog, p, 2, 0),
+		   "no session");
+	close(fd);
+	child_stop(&a);
+	child_stop(&b);
+	printf("alloc: %d checks, %d failures\n", al_checks, al_failures);
+	return al_failures ? 1 : 0;
+}
+
+/* Starts an EMBER_EV_ALLOC session, attaches, holds it for secs. */
+static int cmd_alloc_hold(const char *prog, double secs)
+{
+	struct opts o = { .events = EMBER_EV_ALLOC };
+	struct ember_alloc_probe p[2];
+	struct info in;
+	int ret;
+
+	if (load_allocprobe(prog) || do_start(&o, &in))
+		return 1;
+	good_probes(p);
+	ret = alloc_attach(prog, p, 2, 0);
+	report("alloc-attach", ret);
+	if (ret)
+		return 1;
+	printf("attached\n");
+	usleep((useconds_t)(secs * 1e6));
+	return 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME|unwind\n");
+		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME|unwind|alloc PROG|alloc-hold PROG SECONDS\n");
 	exit(2);
 }
 
@@ -1324,6 +1956,10 @@ int main(int argc, char **argv)
 		return cmd_badreq(argv[2]);
 	if (!strcmp(argv[1], "unwind"))
 		return cmd_unwind();
+	if (!strcmp(argv[1], "alloc") && argc == 3)
+		return cmd_alloc(argv[2]);
+	if (!strcmp(argv[1], "alloc-hold") && argc == 4)
+		return cmd_alloc_hold(argv[2], atof(argv[3]));
 	if (!strcmp(argv[1], "nlfuzz") && argc == 4)
 		return cmd_nlfuzz((unsigned int)strtoul(argv[2], NULL, 0),
 				  strtoull(argv[3], NULL, 0));

@@ -358,6 +358,91 @@ t_unwind() {
 	fi
 }
 
+# --------------------------------------------------- allocation probes
+# `ember-test alloc` (allocprobe.c stands in for preload/ember_alloc.c):
+# every refusal with its extack message, one ALLOC record per call with
+# its weight, address and size and the caller in the user stack, FREE
+# records, the pid filter, the semaphore up while attached and down after
+# a refused ATTACH, DETACH and STOP. Then the probes must go when their
+# owner is killed -9 and when the module is removed under them: the
+# semaphore back to 0, no kernel warning.
+
+# wait_for FILE ERE TENTHS: until a line of FILE matches
+wait_for() {
+	i=0
+	while [ $i -lt "$3" ]; do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# the last semaphore value allocprobe's watch printed is 0
+wait_sem0() {
+	i=0
+	while [ $i -lt 50 ]; do
+		tail -n 1 "$1" | grep -q '^sem=0 ' && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# alloc_hold TAG: a watcher and a holder with probes attached
+alloc_hold() {
+	"$BIN/allocprobe" watch 20 >$W/aw$1 2>&1 &
+	watcher=$!
+	spawn sh -c "exec $ET alloc-hold $BIN/allocprobe 30 >$W/ah$1 2>&1"
+	holder=$LAST
+	wait_for $W/ah$1 '^attached' 100 || why="$why $1:no-attach($(cat $W/ah$1))"
+	wait_for $W/aw$1 '^sem=[1-9]' 50 || why="$why $1:semaphore-not-raised"
+}
+
+t_alloc() {
+	warn0=$(dmesg | grep -cE 'WARNING|BUG:|Oops|general protection')
+	out=$($ET alloc "$BIN/allocprobe" 2>&1)
+	rc=$?
+	echo "$out" >$W/alloc
+	if [ $rc -eq 3 ]; then
+		skip alloc "$(echo "$out" | tail -n 1)"
+		skip alloc-unload "no allocation probes in this kernel"
+		return
+	fi
+	if [ $rc -eq 0 ]; then
+		pass "alloc: $(echo "$out" | grep -c '^alloc ok') checks ($(echo "$out" | grep -m1 'records of A' | cut -c11-300))"
+	else
+		fail alloc "$(echo "$out" | grep -E 'ALLOC-FAIL|ember-test' | head -n 6 | tr '\n' ' ')"
+	fi
+
+	why=""
+	# the owner killed -9: the socket's release stops the session
+	alloc_hold kill
+	kill -9 "$holder"
+	reap
+	wait_sem0 $W/awkill || why="$why kill:semaphore-still-up($(tail -n 1 $W/awkill))"
+	running=$($ET info | sed -n 's/.*running=\([0-9]\).*/\1/p')
+	[ "$running" = 0 ] || why="$why kill:session-still-running"
+	kill "$watcher" 2>/dev/null
+	wait "$watcher" 2>/dev/null
+	# rmmod with the probes attached and their owner alive
+	alloc_hold rmmod
+	rmmod ember 2>$W/armm || why="$why rmmod-failed($(cat $W/armm))"
+	wait_sem0 $W/awrmmod || why="$why rmmod:semaphore-still-up($(tail -n 1 $W/awrmmod))"
+	kill -9 "$holder" 2>/dev/null
+	reap
+	kill "$watcher" 2>/dev/null
+	wait "$watcher" 2>/dev/null
+	load || why="$why reload-failed"
+	warn=$(dmesg | grep -cE 'WARNING|BUG:|Oops|general protection')
+	[ "$warn" -eq "$warn0" ] || why="$why kernel-warnings($((warn - warn0)))"
+	if [ -z "$why" ]; then
+		pass "alloc-unload: probes removed when their owner is killed -9 and by rmmod under them (semaphore back to 0), no kernel warning in either alloc test"
+	else
+		fail alloc-unload "$why"
+	fi
+}
+
 # ------------------------------------------------------------ non-root
 t_nonroot() {
 	dev=$("$BIN/runas" 65534 65534 sh -c 'cat /dev/ember' 2>&1)
@@ -501,6 +586,7 @@ want bogus-consumer && t_bogus_consumer
 want owner && t_owner
 want badreq && t_badreq
 want unwind && t_unwind
+want alloc && t_alloc
 want nonroot && t_nonroot
 want cycles && t_cycles
 want hotplug && t_hotplug
