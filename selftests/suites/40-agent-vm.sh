@@ -14,7 +14,7 @@ if [ ! -x selftests/vm/run-vm.sh ] || ! command -v qemu-system-x86_64 >/dev/null
 	t_skip agent_vm "selftests/vm/run-vm.sh or qemu missing"
 	exit 0
 fi
-if ! out=$(make -s -j2 agent-e2e unwind-work 2>&1); then
+if ! out=$(make -s -j2 agent-e2e unwind-work alloc-work 2>&1); then
 	t_fail agent_vm_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
 	exit 1
 fi
@@ -28,7 +28,8 @@ cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
 	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
 	selftests/unwind/check-cost.sh selftests/unwind/check-jit.sh \
 	selftests/unwind/check-backends.sh \
-	agent/gen/tests/jit-work "$work/agent/"
+	agent/gen/tests/jit-work agent/gen/tests/allocwork \
+	preload/libember-alloc.so selftests/alloc/check-alloc.sh "$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc and
 # clang builds)
 cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"

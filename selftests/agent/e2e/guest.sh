@@ -39,6 +39,15 @@ bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
 sh ./check-faults.sh --ember ./ember --work ./faultwork --backend kmod \
 	--label kmod_vm --rounds "${EMBER_FAULTS_ROUNDS:-8}" --out $out/faults
 
+# -e alloc through the module: the sampler preloaded into allocwork (no
+# frame pointers), uprobes on its probe points; bytes per chain allocated
+# and in use against allocwork's own accounting
+if [ -x ./allocwork ]; then
+	sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend kmod \
+		--label kmod_vm --lib /payload/agent/libember-alloc.so \
+		--warmup 3 --scale 0.5 --out $out/alloc
+fi
+
 # User stacks without frame pointers through the module's CFI unwinder:
 # shares, complete chains (PLT, dlopen, qsort, signal frame), off-CPU.
 # The warm-up leaves the agent time to build tables under emulation.
