@@ -593,8 +593,10 @@ static void add_sample(struct profile_builder *pb,
 static uint64_t alloc_weight(uint64_t size, uint64_t rate)
 {
 	double p = -expm1(-(double)size / (double)(rate ? rate : 1));
+	double w = p > 0 ? (double)size / p : (double)rate;
 
-	return p > 0 ? (uint64_t)((double)size / p) : rate;
+	/* a record's size is any u64: the weight saturates, never wraps */
+	return w >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)w;
 }
 
 static void add_alloc(struct profile_builder *pb, const struct ember_sample *s)

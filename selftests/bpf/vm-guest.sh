@@ -84,7 +84,7 @@ if [ -x /payload/agent/ember ]; then
 	# -e alloc: the sampler preloaded, uprobes on its probe points
 	if [ -x ./allocwork ]; then
 		sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend bpf \
-			--label bpf_vm --lib /payload/agent/libember-alloc.so \
+			--label bpf_vm --lib /payload/agent/libember-alloc.so --rate 8192 \
 			--warmup 3 --scale 0.5 --out /tmp/alloc 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 	fi

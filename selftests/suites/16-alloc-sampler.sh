@@ -36,7 +36,7 @@ mkdir -p "$art"
 # allocwork is built without frame pointers: the chains cross libc
 sh selftests/alloc/check-alloc.sh --ember agent/ember \
 	--work agent/gen/tests/allocwork --backend bpf --label bpf_host \
-	--out "$art"
+	--rate 16384 --out "$art"
 
 # The probes come and go with the recording: the sampler's semaphore (the
 # kernel raises it while a uprobe uses it) is 0 before, nonzero during,

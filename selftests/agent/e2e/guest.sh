@@ -44,7 +44,7 @@ sh ./check-faults.sh --ember ./ember --work ./faultwork --backend kmod \
 # and in use against allocwork's own accounting
 if [ -x ./allocwork ]; then
 	sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend kmod \
-		--label kmod_vm --lib /payload/agent/libember-alloc.so \
+		--label kmod_vm --lib /payload/agent/libember-alloc.so --rate 8192 \
 		--warmup 3 --scale 0.5 --out $out/alloc
 fi
 
