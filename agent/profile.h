@@ -56,12 +56,13 @@ struct prof_sample {
 	uint64_t weight_ns;	/* sum of periods, of off-CPU time, or bytes
 				 * faulted in (PROF_EV_FAULTS), allocated or
 				 * in use (PROF_EV_ALLOC, _INUSE) */
-	/* PROF_EV_OFFCPU: how the thread left the CPU (enum
-	 * ember_offcpu_state; EMBER_STATE_NONE when the backend did not say) */
-	uint8_t offcpu_state;
 	/* Up to nr_timestamps CLOCK_REALTIME sample times (bounded, may be 0). */
 	uint32_t nr_timestamps;
 	const uint64_t *timestamps_ns;
+	/* PROF_EV_OFFCPU: how the thread left the CPU (enum
+	 * ember_offcpu_state; EMBER_STATE_NONE when the backend did not say).
+	 * Last: fixtures initialize the fields above by position. */
+	uint8_t offcpu_state;
 };
 
 struct prof_meta {

@@ -156,11 +156,11 @@ static int bad_utf8(const char *out)
 	};
 	struct prof_sample samples[] = {
 		{ &procs[0], 300, "thr\xe2\x82", PROF_EV_CPU, 6, st_bad, 3,
-		  3 * 52631578ULL, 0, NULL },
+		  3 * 52631578ULL, 0, NULL, 0 },
 		{ &procs[1], 301, "w\xed\xb0\x80", PROF_EV_CPU, 1, st_dup1, 2,
-		  2 * 52631578ULL, 0, NULL },
+		  2 * 52631578ULL, 0, NULL, 0 },
 		{ &procs[1], 302, "w\xed\xb0\x81", PROF_EV_CPU, 1, st_dup2, 1,
-		  52631578ULL, 0, NULL },
+		  52631578ULL, 0, NULL, 0 },
 	};
 	struct profile p = {
 		.meta = {
@@ -216,17 +216,17 @@ int main(int argc, char **argv)
 	struct prof_sample samples[] = {
 		/* 5 samples, only 3 timestamps kept: split in two OTLP samples. */
 		{ &procs[0], 101, "app-main", PROF_EV_CPU, 4, st_cpu, 5,
-		  5 * 52631578ULL, 3, ts_a },
+		  5 * 52631578ULL, 3, ts_a, 0 },
 		/* Same stack, another thread: same stack_index. */
 		{ &procs[0], 102, "app-io", PROF_EV_CPU, 4, st_cpu, 2,
-		  2 * 52631578ULL, 2, ts_b },
+		  2 * 52631578ULL, 2, ts_b, 0 },
 		/* No frames at all (stack index 0 is legal). */
 		{ &procs[0], 101, "app-main", PROF_EV_CPU, 0, NULL, 1,
-		  52631578ULL, 0, NULL },
+		  52631578ULL, 0, NULL, 0 },
 		{ &procs[0], 103, "app-io", PROF_EV_OFFCPU, 4, st_off, 2,
-		  123456789ULL, 0, NULL },
+		  123456789ULL, 0, NULL, 0 },
 		{ &procs[1], 200, "worker", PROF_EV_CPU, 1, st_w, 4,
-		  4 * 52631578ULL, 0, NULL },
+		  4 * 52631578ULL, 0, NULL, 0 },
 	};
 	struct profile p = {
 		.meta = {
