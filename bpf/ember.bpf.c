@@ -726,8 +726,13 @@ int ember_faults(struct bpf_perf_event_data *ctx)
 /* A uprobe's context: the user registers, x86_64's struct pt_regs. */
 #define R(ctx)	((const struct uapi_x86_regs *)(ctx))
 
-SEC("uprobe")
-int ember_alloc(void *ctx)
+/*
+ * An EMBER_REC_ALLOC for the current task, its user stack unwound from the
+ * uprobe's registers, when the filters pass: weight bytes (0: the reader
+ * scales it by the rate), the block's address (0: not followed) and size.
+ */
+static __always_inline int emit_alloc(void *ctx, __u64 weight, __u64 addr,
+				      __u64 size)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 id = bpf_get_current_pid_tgid();
@@ -737,7 +742,6 @@ int ember_alloc(void *ctx)
 	struct scratch *sc;
 	struct ember_sample *s;
 	__u32 at;
-	__u64 size;
 
 	if (!st)
 		return 0;
@@ -751,7 +755,7 @@ int ember_alloc(void *ctx)
 		return 0;
 	s = (void *)sc;
 	fill_common(s, EMBER_REC_ALLOC, bpf_ktime_get_ns(), tgid, tid);
-	s->weight_ns = R(ctx)->dx;	/* bytes it stands for */
+	s->weight_ns = weight;
 	ur.pc = R(ctx)->ip;
 	ur.sp = R(ctx)->sp;
 	ur.fp = R(ctx)->bp;
@@ -760,14 +764,20 @@ int ember_alloc(void *ctx)
 	at = s->nr_kernel + s->nr_user;
 	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
 		return 0;
-	sc->raw[SCRATCH_IPS + at] = R(ctx)->di;
-	sc->raw[SCRATCH_IPS + at + 1] = R(ctx)->si;
+	sc->raw[SCRATCH_IPS + at] = addr;
+	sc->raw[SCRATCH_IPS + at + 1] = size;
 	s->hdr.size += 2 * sizeof(__u64);
-	size = s->hdr.size;
-	if (size > sizeof(*sc))
+	if (s->hdr.size > sizeof(*sc))
 		return 0;
-	emit(ctx, s, size, st);
+	emit(ctx, s, s->hdr.size, st);
 	return 0;
+}
+
+SEC("uprobe")
+int ember_alloc(void *ctx)
+{
+	/* ember_alloc_probe(ptr, size, weight) */
+	return emit_alloc(ctx, R(ctx)->dx, R(ctx)->di, R(ctx)->si);
 }
 
 /*
@@ -818,17 +828,10 @@ static __always_inline __s64 next_distance(void)
 
 static __always_inline int alloc_entry(void *ctx, __u64 size)
 {
-	struct task_struct *task = (void *)bpf_get_current_task();
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct ember_bpf_stats *st = get_stats();
-	struct uw_regs ur;
-	struct scratch *sc;
-	struct ember_sample *s;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__s64 *left, first;
-	__u32 at;
 
-	if (!st || !size)
+	if (!size)
 		return 0;
 	left = bpf_map_lookup_elem(&alloc_countdown, &tid);
 	if (!left) {
@@ -842,31 +845,8 @@ static __always_inline int alloc_entry(void *ctx, __u64 size)
 	if (*left > 0)
 		return 0;
 	*left = next_distance();
-	if (!pass_filters(task, tgid)) {
-		st->filtered++;
-		return 0;
-	}
-	st->alloc_hits++;
-	sc = get_scratch(EMBER_SLOT_ALLOC);
-	if (!sc)
-		return 0;
-	s = (void *)sc;
-	fill_common(s, EMBER_REC_ALLOC, bpf_ktime_get_ns(), tgid, tid);
-	s->weight_ns = 0;	/* the reader scales it: size and the rate */
-	ur.pc = R(ctx)->ip;
-	ur.sp = R(ctx)->sp;
-	ur.fp = R(ctx)->bp;
-	s->flags = fill_stacks(ctx, s, false, true, EMBER_SLOT_ALLOC, &ur);
-	at = s->nr_kernel + s->nr_user;
-	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
-		return 0;
-	sc->raw[SCRATCH_IPS + at] = 0;		/* not followed to its free */
-	sc->raw[SCRATCH_IPS + at + 1] = size;
-	s->hdr.size += 2 * sizeof(__u64);
-	if (s->hdr.size > sizeof(*sc))
-		return 0;
-	emit(ctx, s, s->hdr.size, st);
-	return 0;
+	/* weighed by the reader, not followed to its free */
+	return emit_alloc(ctx, 0, 0, size);
 }
 
 SEC("uprobe")
