@@ -1065,10 +1065,11 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "ember: unwind tables: %" PRIu64 " built (%" PRIu64
 			" KiB loaded now), %" PRIu64 " files without usable CFI; %"
 			PRIu64 " bindings, %.1f ms mean and %.1f ms max from exec "
-			"or first miss to binding\n", u.tables_loaded,
+			"or first miss to binding; %" PRIu64 " follow-up reads of "
+			"maps, %" PRIu64 " found new code\n", u.tables_loaded,
 			u.table_bytes / 1024, u.tables_failed, u.binds,
 			u.binds ? u.bind_latency_ns_sum / 1e6 / u.binds : 0,
-			u.bind_latency_ns_max / 1e6);
+			u.bind_latency_ns_max / 1e6, u.rechecks, u.recheck_binds);
 	}
 	session_close(&s);
 	/* the command's exit status is ours, as with time(1); our own

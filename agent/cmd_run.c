@@ -86,10 +86,16 @@ static void fill_unwind_metrics(FILE *f, struct unwind_service *us)
 		"ember_unwind_build_seconds_total %.3f\n"
 		"# HELP ember_unwind_bind_latency_seconds_max Longest wait from exec or first miss to a binding.\n"
 		"# TYPE ember_unwind_bind_latency_seconds_max gauge\n"
-		"ember_unwind_bind_latency_seconds_max %.6f\n",
+		"ember_unwind_bind_latency_seconds_max %.6f\n"
+		"# HELP ember_unwind_rechecks_total Follow-up reads of the maps of recently bound processes.\n"
+		"# TYPE ember_unwind_rechecks_total counter\n"
+		"ember_unwind_rechecks_total %" PRIu64 "\n"
+		"# HELP ember_unwind_recheck_binds_total Follow-up reads that found new code and rebound.\n"
+		"# TYPE ember_unwind_recheck_binds_total counter\n"
+		"ember_unwind_recheck_binds_total %" PRIu64 "\n",
 		u.tables, u.table_bytes, u.bound, u.binds, u.bind_errors,
 		u.tables_failed, u.requests_dropped, u.build_ns / 1e9,
-		u.bind_latency_ns_max / 1e9);
+		u.bind_latency_ns_max / 1e9, u.rechecks, u.recheck_binds);
 }
 
 static void fill_metrics(FILE *f, void *ctx)

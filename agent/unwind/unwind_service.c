@@ -26,11 +26,23 @@
 #define MAPS_MAX_BYTES		(4U << 20)	/* /proc/PID/maps read cap */
 #define UNWIND_GRACE_S		30	/* unused tables live this long */
 
+/*
+ * After a new binding, the process's maps are read again this long later,
+ * then after the next delay, and so on: a program that is still starting
+ * (ld.so mapping libc, dlopen) and then sleeps produces no samples, so no
+ * miss would tell us its new mappings before it runs again. A change
+ * found rebinds and starts the series over.
+ */
+static const uint32_t recheck_ms[] = { 100, 500, 2000 };
+#define NR_RECHECKS	(sizeof(recheck_ms) / sizeof(recheck_ms[0]))
+
 /* What the worker remembers of a bound process. */
 struct proc_bind {
 	uint32_t pid;			/* 0: free slot */
 	uint64_t maps_hash;		/* of its executable mappings */
 	uint64_t bound_ns;
+	uint64_t recheck_ns;		/* next follow-up read of its maps, 0: none */
+	uint32_t rechecks;		/* follow-ups done since the last change */
 	uint32_t *owners;		/* table_cache entries it holds refs on */
 	uint32_t nr_owners;
 };
@@ -305,6 +317,7 @@ static int bind_proc(struct unwind_service *us, uint32_t pid)
 		free(maps);
 		return 0;	/* nothing new */
 	}
+	pb->recheck_ns = 0;
 	b.maps = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.maps));
 	b.owners = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.owners));
 	if (!b.maps || !b.owners) {
@@ -342,6 +355,8 @@ static int bind_proc(struct unwind_service *us, uint32_t pid)
 	if (!r) {
 		pb->maps_hash = h;
 		pb->bound_ns = now;
+		pb->rechecks = 0;
+		pb->recheck_ns = now + recheck_ms[0] * 1000000ull;
 		r = 1;
 	} else if (r != -ESRCH) {
 		fprintf(stderr, "ember: cannot bind unwind tables of pid %u: %s\n",
@@ -399,6 +414,43 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 	publish_stats(us);
 }
 
+/*
+ * The follow-up reads that are due (the series of recheck_ms), and the
+ * time of the next one (0: none).
+ */
+static uint64_t recheck_due(struct unwind_service *us)
+{
+	uint64_t now = mono_ns(), next = 0;
+
+	for (uint32_t i = 0; i < us->nr_procs; i++) {
+		struct proc_bind *pb = &us->procs[i];
+
+		if (!pb->pid || !pb->recheck_ns)
+			continue;
+		if (pb->recheck_ns <= now) {
+			uint32_t n = ++pb->rechecks;
+			uint32_t pid = pb->pid;
+			int r;
+
+			pb->recheck_ns = n < NR_RECHECKS ?
+				now + recheck_ms[n] * 1000000ull : 0;
+			r = bind_proc(us, pid);
+			pthread_mutex_lock(&us->lock);
+			us->st.rechecks++;
+			if (r == 1)
+				us->st.recheck_binds++;
+			pthread_mutex_unlock(&us->lock);
+			if (r == -ESRCH)
+				forget_proc(us, pid);
+			/* bind_proc may have moved us->procs: start over */
+			return 1;
+		}
+		if (!next || pb->recheck_ns < next)
+			next = pb->recheck_ns;
+	}
+	return next;
+}
+
 static void *worker(void *arg)
 {
 	struct unwind_service *us = arg;
@@ -407,6 +459,7 @@ static void *worker(void *arg)
 	pthread_mutex_lock(&us->lock);
 	while (!us->stopping) {
 		if (us->head == us->tail) {
+			uint64_t next, wait_ns = 1000000000ull;
 			struct timespec ts;
 
 			/*
@@ -420,10 +473,27 @@ static void *worker(void *arg)
 				malloc_trim(0);
 				pthread_mutex_lock(&us->lock);
 			}
+			us->busy = true;	/* flush waits for a recheck too */
+			pthread_mutex_unlock(&us->lock);
+			next = recheck_due(us);
+			pthread_mutex_lock(&us->lock);
+			if (next == 1 || us->head != us->tail)
+				continue;	/* one done: look again */
+			if (next) {
+				uint64_t now = mono_ns();
+
+				wait_ns = next > now ? next - now : 0;
+				if (wait_ns > 1000000000ull)
+					wait_ns = 1000000000ull;
+			}
 			us->busy = false;
 			pthread_cond_broadcast(&us->idle);
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
+			ts.tv_nsec += (long)wait_ns;
+			while (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
 			pthread_cond_timedwait(&us->wake, &us->lock, &ts);
 		} else {
 			uint64_t t = us->queued_ns[us->head % QUEUE_LEN];

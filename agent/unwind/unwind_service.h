@@ -30,6 +30,9 @@ struct unwind_service_stats {
 	 * how soon a new program gets complete stacks */
 	uint64_t bind_latency_ns_sum, bind_latency_ns_max;
 	uint64_t bind_errors;
+	/* follow-up reads of the maps of recently bound processes, and the
+	 * bindings they led to (mappings added with no sample to say so) */
+	uint64_t rechecks, recheck_binds;
 	uint64_t tables_loaded;
 	uint64_t tables_failed;		/* no CFI, unreadable or refused */
 	uint64_t tables_dropped;	/* unused for the grace period */

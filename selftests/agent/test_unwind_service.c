@@ -7,7 +7,9 @@
  *  - the live stack of this thread unwinds to _start with only what the
  *    service handed the backend (its tables and bindings, the vDSO too);
  *  - a second request with unchanged mappings binds nothing new; dlopen
- *    of a new library does; forget unbinds; stop drops every table.
+ *    of a new library does; forget unbinds; stop drops every table;
+ *  - a library loaded with no request is found by the follow-up reads
+ *    of a recently bound process's maps.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -165,13 +167,32 @@ static int cmp(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* A library this process has not loaded yet, loaded now; NULL if none. */
+static void *dlopen_new(void)
+{
+	static const char *const libs[] = {
+		"libmagic.so.1", "libexpat.so.1", "libbz2.so.1.0",
+		"libncursesw.so.6", "libgmp.so.10", "libffi.so.8",
+		"libz.so.1", "liblzma.so.5", "libzstd.so.1",
+	};
+
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (!dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD)) {
+			void *h = dlopen(libs[i], RTLD_NOW);
+
+			if (h)
+				return h;
+		}
+	return NULL;
+}
+
 int main(void)
 {
 	struct unwind_service *us = unwind_service_start(&fake_ops, NULL, getenv("V") != NULL);
 	struct unwind_service_stats st;
 	bool sorted = true, vdso = false, bias_ok = false;
 	int v[4] = { 3, 1, 2, 0 }, binds;
-	void *h;
+	void *h, *h2;
 
 	T_CHECK("unwind_service_starts", us != NULL, "no service");
 	if (!us)
@@ -217,21 +238,28 @@ int main(void)
 		"rebound %d times", fk.binds - binds);
 
 	/* a library this process has not loaded yet */
-	{
-		static const char *const libs[] = {
-			"libmagic.so.1", "libexpat.so.1", "libbz2.so.1.0",
-			"libncursesw.so.6", "libgmp.so.10", "libffi.so.8",
-		};
-
-		h = NULL;
-		for (size_t i = 0; !h && i < sizeof(libs) / sizeof(libs[0]); i++)
-			if (!dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD))
-				h = dlopen(libs[i], RTLD_NOW);
-	}
+	h = dlopen_new();
 	unwind_service_request(us, (uint32_t)getpid(), 0);
 	unwind_service_flush(us, 10000);
 	T_CHECK("unwind_service_dlopen_rebinds", !h || fk.binds == binds + 1,
 		"binds %d", fk.binds - binds);
+
+	/*
+	 * Another one, and no request: a process that maps code and then
+	 * sleeps says nothing, so the service reads the maps of a process
+	 * it has just bound again by itself, a little later.
+	 */
+	binds = fk.binds;
+	h2 = dlopen_new();
+	for (int i = 0; h2 && i < 40 && fk.binds == binds; i++) {
+		usleep(100000);
+		unwind_service_flush(us, 10000);
+	}
+	unwind_service_get_stats(us, &st);
+	T_CHECK("unwind_service_recheck_finds_dlopen", !h2 ||
+		(fk.binds == binds + 1 && st.recheck_binds >= 1),
+		"binds %d, %" PRIu64 " rechecks, %" PRIu64 " of them bound",
+		fk.binds - binds, st.rechecks, st.recheck_binds);
 
 	unwind_service_forget(us, (uint32_t)getpid());
 	unwind_service_flush(us, 10000);
@@ -242,5 +270,7 @@ int main(void)
 		"%d tables left", fk.nr_tables);
 	if (h)
 		dlclose(h);
+	if (h2)
+		dlclose(h2);
 	T_EXIT();
 }
