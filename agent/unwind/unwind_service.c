@@ -33,7 +33,7 @@
  * miss would tell us its new mappings before it runs again. A change
  * found rebinds and starts the series over.
  */
-static const uint32_t recheck_ms[] = { 100, 500, 2000 };
+static const uint32_t recheck_ms[] = { 5, 100, 500, 2000 };
 #define NR_RECHECKS	(sizeof(recheck_ms) / sizeof(recheck_ms[0]))
 
 /* What the worker remembers of a bound process. */
