@@ -221,7 +221,16 @@ static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
 
 int session_poll(struct session *s, int timeout_ms)
 {
-	return s->ops->poll(s->src, timeout_ms, session_record_cb, s);
+	uint64_t due = sym_run_due(s->sym);
+	int r;
+
+	/* wake for the symbolizer's timed re-reads of new processes' maps */
+	if (due != UINT64_MAX && timeout_ms > 0 &&
+	    due / 1000000 + 1 < (uint64_t)timeout_ms)
+		timeout_ms = (int)(due / 1000000) + 1;
+	r = s->ops->poll(s->src, timeout_ms, session_record_cb, s);
+	sym_run_due(s->sym);
+	return r;
 }
 
 void session_unwind_request(struct session *s, uint32_t pid)

@@ -32,6 +32,7 @@
 #define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
 #define SYM_MALLOC_TRIM_BYTES (1u << 20)
 #define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
+#define DUE_SLOTS	256	/* timed re-reads pending; beyond, lazy ones */
 #define VSYSCALL_BASE 0xffffffffff600000ull
 /*
  * /proc/PID/maps is the kernel's, but its size is the process's doing: up
@@ -91,6 +92,10 @@ struct symbolizer {
 	struct sym_proc *procs[PROC_BUCKETS];
 	uint32_t nr_procs;
 	uint64_t lookups, hits, misses;
+	/* processes whose maps are read again AFTER_EXEC_NS after exec */
+	uint32_t due_pid[DUE_SLOTS];
+	uint64_t due_ns[DUE_SLOTS];
+	uint32_t nr_due;
 };
 
 static uint64_t now_ns(void)
@@ -503,6 +508,45 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 	}
 	proc_read_maps(s, p);
 	p->after_exec = true;
+	/*
+	 * The maps read at exec hold the executable and ld.so only. A
+	 * program that lives a few ms may be gone before a sample of it
+	 * asks for them again, and its libraries would stay addresses:
+	 * read them again on time (sym_run_due), not on the next sample.
+	 */
+	if (s->nr_due < DUE_SLOTS) {
+		s->due_pid[s->nr_due] = pid;
+		s->due_ns[s->nr_due++] = now_ns() + AFTER_EXEC_NS;
+	}
+}
+
+uint64_t sym_run_due(struct symbolizer *s)
+{
+	uint64_t now, next = UINT64_MAX;
+	uint32_t i = 0;
+
+	if (!s || !s->nr_due)
+		return next;
+	now = now_ns();
+	while (i < s->nr_due) {
+		struct sym_proc *p;
+
+		if (s->due_ns[i] > now) {
+			if (s->due_ns[i] - now < next)
+				next = s->due_ns[i] - now;
+			i++;
+			continue;
+		}
+		p = proc_find(s, s->due_pid[i]);
+		if (p && !p->exited && p->after_exec) {
+			p->after_exec = false;
+			proc_read_maps(s, p);	/* merges with what it had */
+		}
+		s->nr_due--;
+		s->due_pid[i] = s->due_pid[s->nr_due];
+		s->due_ns[i] = s->due_ns[s->nr_due];
+	}
+	return next;
 }
 
 /*

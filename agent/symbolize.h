@@ -75,7 +75,6 @@ void sym_free(struct symbolizer *s);
 /* Lifecycle hints from exec/exit records; both are cheap and optional. */
 void sym_process_exec(struct symbolizer *s, uint32_t pid);
 void sym_process_exit(struct symbolizer *s, uint32_t pid);
-/* Make sure a process's mappings are known now (reads /proc if needed). */
 /* New code may be mapped: re-read the process's maps now (rate-limited). */
 void sym_process_refresh(struct symbolizer *s, uint32_t pid);
 /*
@@ -85,7 +84,14 @@ void sym_process_refresh(struct symbolizer *s, uint32_t pid);
  */
 void sym_process_check(struct symbolizer *s, uint32_t pid,
 		       const uint64_t *ips, size_t n);
+/* Make sure a process's mappings are known now (reads /proc if needed). */
 void sym_process_touch(struct symbolizer *s, uint32_t pid);
+/*
+ * Read again the maps of processes that exec'd AFTER_EXEC_NS ago (their
+ * libraries are mapped by then); returns the ns until the next such read,
+ * UINT64_MAX when none is pending. The reader calls it around each poll.
+ */
+uint64_t sym_run_due(struct symbolizer *s);
 /*
  * Forget processes marked by sym_process_exit(). Call it once the profile
  * that may still need their mappings has been built and freed (a daemon

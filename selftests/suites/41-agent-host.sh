@@ -4,6 +4,7 @@
 # (CPU shares within 3 points, symbolized chains, kernel frames under the
 # syscall phase), a 200 ms process, stdio/exit status pass-through, Ctrl-C,
 # off-CPU, -e faults against selftests/faults/faultwork's ground truth,
+# 100 runs of a 20 ms program under -a (check-shortlived.sh),
 # and SVG (which must open in headless Chromium; screenshot in
 # selftests/artifacts/record-host.png). See selftests/agent/e2e/e2e.sh.
 set -uo pipefail
@@ -64,6 +65,9 @@ selftests/agent/e2e/e2e.sh --backend "$backend" --ember agent/ember \
 # -e faults: bytes per call chain and in total against faultwork's truth
 selftests/faults/check-faults.sh --ember agent/ember --backend "$backend" \
 	--work agent/gen/tests/faultwork --label "host_$backend" --out "$art/faults"
+# short-lived processes under -a come out named like long-lived ones
+selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
+	--out "$art/shortlived"
 
 # The SVG of that real recording opens in headless Chromium: its script runs
 # to the end (data-ember-ready) with no error in the DOM or the console, and
