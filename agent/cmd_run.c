@@ -449,9 +449,11 @@ int cmd_run(int argc, char **argv)
 	if (!rc.quiet)
 		fprintf(stderr, "ember run: stopped: %" PRIu64 " intervals, profiles "
 			"exported %" PRIu64 ", failed %" PRIu64 ", dropped %" PRIu64
-			", retries %" PRIu64 ", empty intervals %" PRIu64 "\n",
+			", retries %" PRIu64 ", empty intervals %" PRIu64
+			", records lost %" PRIu64 "\n",
 			counters.intervals, fin.exported, fin.failed,
-			fin.dropped_queue_full, fin.retries, counters.empty_intervals);
+			fin.dropped_queue_full, fin.retries, counters.empty_intervals,
+			counters.lost);
 	session_close(&s);
 	run_config_free(&rc);
 	return 0;

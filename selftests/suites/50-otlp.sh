@@ -617,6 +617,27 @@ else
 	t_fail otlp-run-receiver-down-recovers "rc=$RUN_RC intervals=$intervals empty=$(run_empty rec) exported=$exported bins=$(nbin rec) $(tail -n 1 "$T/rec.run")"
 fi
 
+# 999 Hz with both CPUs busy, one profile every 2 s: at every interval
+# edge the profile is built and encoded while the rings fill; none of
+# their records may be lost (the backend's own counters), and every
+# interval reaches the receiver.
+start_receiver edge
+timeout 30 sh -c 'while :; do :; done' &
+edge_busy=$!
+PIDS+=("$edge_busy")
+run_daemon edge 10 --endpoint "http://127.0.0.1:$PORT_edge" --interval 2 -F 999 \
+	--config /dev/null
+kill "$edge_busy" 2>/dev/null
+intervals=$(run_field edge 1)
+lost=$(sed -n 's/.*, records lost \([0-9]*\).*/\1/p' "$T/edge.run")
+if [ "$RUN_RC" = 0 ] && [ "${intervals:-0}" -ge 5 ] && [ "${lost:-x}" = 0 ] &&
+	[ "$(run_field edge 2)" = "$(nbin edge)" ] && [ "$(run_field edge 3)" = 0 ]; then
+	t_pass otlp-run-999hz-no-loss-at-interval-edges
+else
+	t_fail otlp-run-999hz-no-loss-at-interval-edges "rc=$RUN_RC intervals=$intervals lost=$lost exported=$(run_field edge 2) bins=$(nbin edge) $(tail -n 1 "$T/edge.run")"
+fi
+stop_receiver edge
+
 # Metrics endpoint while running; config file; SIGHUP switches receivers.
 start_receiver a
 start_receiver b
