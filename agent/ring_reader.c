@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The reader thread and its queue (ring_reader.h).
+ *
+ * The queue is a list of chunks, appended by the reader and consumed by
+ * one consumer, under one mutex held only to move offsets: a record is
+ * copied in by the reader and handed out in place (the consumer owns the
+ * head chunk until it moves past it). Chunks are allocated as needed and
+ * freed once read, so an idle queue costs one chunk, not its bound.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ring_reader.h"
+
+#define CHUNK_BYTES	(256u << 10)	/* > the largest record of any backend */
+#define READ_WAIT_MS	50		/* the reader's poll: also its stop latency */
+#define FINAL_DRAINS	64		/* bounded: a producer may still write */
+#define CONSUME_BUDGET	65536		/* records per call, then the caller's turn */
+
+struct chunk {
+	struct chunk *next;
+	size_t used;			/* bytes appended */
+	uint8_t data[];
+};
+
+struct ring_reader {
+	const struct ember_source_ops *ops;
+	struct ember_source *src;
+	ember_record_fn hint;
+	void *hint_ctx;
+	pthread_t thread;
+	bool started;
+
+	pthread_mutex_t lock;
+	pthread_cond_t ready;
+	/* under lock */
+	struct chunk *head, *tail, *spare;
+	size_t head_off;		/* consumer's offset in head */
+	size_t bytes;			/* of all chunks held, spare excluded */
+	size_t max_bytes;
+	uint64_t dropped;
+	int error;			/* the reader's poll failed */
+	bool stopping, done, waiting;
+};
+
+static size_t rec_space(size_t size)
+{
+	return (size + 7) & ~(size_t)7;	/* records stay 8-byte aligned */
+}
+
+/* A chunk with room for n more bytes at the tail, or NULL. Under lock. */
+static struct chunk *tail_with_room(struct ring_reader *rr, size_t n)
+{
+	struct chunk *c = rr->tail;
+
+	if (c && CHUNK_BYTES - c->used >= n)
+		return c;
+	if (rr->bytes + CHUNK_BYTES > rr->max_bytes)
+		return NULL;
+	if (rr->spare) {
+		c = rr->spare;
+		rr->spare = NULL;
+	} else if (!(c = malloc(sizeof(*c) + CHUNK_BYTES))) {
+		return NULL;
+	}
+	c->next = NULL;
+	c->used = 0;
+	if (rr->tail)
+		rr->tail->next = c;
+	else
+		rr->head = c;
+	rr->tail = c;
+	rr->bytes += CHUNK_BYTES;
+	return c;
+}
+
+/* The reader's callback: copy the record in, or count it dropped. */
+static void enqueue(const struct ember_rec_header *rec, void *ctx)
+{
+	struct ring_reader *rr = ctx;
+	size_t n = rec_space(rec->size);
+	struct chunk *c;
+
+	if (rr->hint)
+		rr->hint(rec, rr->hint_ctx);
+	pthread_mutex_lock(&rr->lock);
+	if (n > CHUNK_BYTES || rec->size < sizeof(*rec) ||
+	    !(c = tail_with_room(rr, n))) {
+		rr->dropped++;
+	} else {
+		memcpy(c->data + c->used, rec, rec->size);
+		c->used += n;
+		if (rr->waiting)
+			pthread_cond_signal(&rr->ready);
+	}
+	pthread_mutex_unlock(&rr->lock);
+}
+
+static void *reader(void *arg)
+{
+	struct ring_reader *rr = arg;
+	int r = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&rr->lock);
+		if (rr->stopping) {
+			pthread_mutex_unlock(&rr->lock);
+			break;
+		}
+		pthread_mutex_unlock(&rr->lock);
+		r = rr->ops->poll(rr->src, READ_WAIT_MS, enqueue, rr);
+		if (r < 0 && r != -EINTR)
+			break;
+		r = 0;
+	}
+	/* what was written before the backend stopped */
+	for (int i = 0; !r && i < FINAL_DRAINS; i++) {
+		int n = rr->ops->poll(rr->src, 0, enqueue, rr);
+
+		if (n <= 0 && n != -EINTR)
+			break;
+	}
+	pthread_mutex_lock(&rr->lock);
+	rr->error = r;
+	rr->done = true;
+	pthread_cond_broadcast(&rr->ready);
+	pthread_mutex_unlock(&rr->lock);
+	return NULL;
+}
+
+struct ring_reader *ring_reader_start(const struct ember_source_ops *ops,
+				      struct ember_source *src,
+				      ember_record_fn hint, void *hint_ctx,
+				      size_t max_bytes)
+{
+	struct ring_reader *rr = calloc(1, sizeof(*rr));
+	sigset_t all, old;
+	int r;
+
+	if (!rr)
+		return NULL;
+	rr->ops = ops;
+	rr->src = src;
+	rr->hint = hint;
+	rr->hint_ctx = hint_ctx;
+	rr->max_bytes = max_bytes ? max_bytes : RING_READER_DEFAULT_BYTES;
+	if (rr->max_bytes < CHUNK_BYTES)
+		rr->max_bytes = CHUNK_BYTES;
+	pthread_mutex_init(&rr->lock, NULL);
+	pthread_cond_init(&rr->ready, NULL);
+	/* signals (Ctrl-C, SIGCHLD, SIGHUP) stay with the calling thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&rr->thread, NULL, reader, rr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		pthread_cond_destroy(&rr->ready);
+		pthread_mutex_destroy(&rr->lock);
+		free(rr);
+		errno = r;
+		return NULL;
+	}
+	rr->started = true;
+	return rr;
+}
+
+/* Wait (under lock) until a record is queued, the reader is done, or the
+ * deadline passes. */
+static void wait_for_record(struct ring_reader *rr, int timeout_ms)
+{
+	struct timespec ts;
+
+	if (timeout_ms <= 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	while (!rr->done && !(rr->head && rr->head_off < rr->head->used)) {
+		rr->waiting = true;
+		if (pthread_cond_timedwait(&rr->ready, &rr->lock, &ts) == ETIMEDOUT)
+			break;
+	}
+	rr->waiting = false;
+}
+
+/* Move past the head record of n bytes. Under lock. */
+static void advance(struct ring_reader *rr, size_t n)
+{
+	struct chunk *c = rr->head;
+
+	rr->head_off += n;
+	if (rr->head_off < c->used || c == rr->tail)
+		return;
+	/* read to its end and the reader writes elsewhere: let it go */
+	rr->head = c->next;
+	rr->head_off = 0;
+	rr->bytes -= CHUNK_BYTES;
+	if (!rr->spare)
+		rr->spare = c;
+	else
+		free(c);
+}
+
+int ring_reader_consume(struct ring_reader *rr, int timeout_ms,
+			ember_record_fn fn, void *ctx)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&rr->lock);
+	wait_for_record(rr, timeout_ms);
+	while (n < CONSUME_BUDGET && rr->head) {
+		const struct ember_rec_header *rec;
+		size_t space;
+
+		if (rr->head_off == rr->head->used) {
+			if (rr->head == rr->tail)
+				break;	/* all read */
+			advance(rr, 0);
+			continue;
+		}
+		rec = (const void *)(rr->head->data + rr->head_off);
+		space = rec_space(rec->size);
+		/* the record is the consumer's while it is at the head */
+		pthread_mutex_unlock(&rr->lock);
+		fn(rec, ctx);
+		pthread_mutex_lock(&rr->lock);
+		advance(rr, space);
+		n++;
+	}
+	if (!n && rr->done && rr->error)
+		n = rr->error;
+	pthread_mutex_unlock(&rr->lock);
+	return n;
+}
+
+void ring_reader_stop(struct ring_reader *rr)
+{
+	if (!rr || !rr->started)
+		return;
+	pthread_mutex_lock(&rr->lock);
+	rr->stopping = true;
+	pthread_mutex_unlock(&rr->lock);
+	pthread_join(rr->thread, NULL);
+	rr->started = false;
+}
+
+uint64_t ring_reader_dropped(struct ring_reader *rr)
+{
+	uint64_t d;
+
+	if (!rr)
+		return 0;
+	pthread_mutex_lock(&rr->lock);
+	d = rr->dropped;
+	pthread_mutex_unlock(&rr->lock);
+	return d;
+}
+
+void ring_reader_free(struct ring_reader *rr)
+{
+	if (!rr)
+		return;
+	ring_reader_stop(rr);
+	while (rr->head) {
+		struct chunk *c = rr->head;
+
+		rr->head = c->next;
+		free(c);
+	}
+	free(rr->spare);
+	pthread_cond_destroy(&rr->ready);
+	pthread_mutex_destroy(&rr->lock);
+	free(rr);
+}
