@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "alloc_lib.h"
+#include "ring_reader.h"
 #include "session.h"
 
 #define SESSION_POLL_MS		100
@@ -96,7 +97,11 @@ static void source_counters(struct session *s, uint64_t *lost,
 		*lost = st.lost;
 		*corrupt = st.corrupt;
 	}
+	/* records the reader read but had no room to queue */
+	*lost += ring_reader_dropped(s->reader);
 }
+
+static void session_hint_cb(const struct ember_rec_header *rec, void *ctx);
 
 int session_start(struct session *s, char *err, size_t err_len)
 {
@@ -117,6 +122,18 @@ int session_start(struct session *s, char *err, size_t err_len)
 	}
 	s->start_real_ns = now_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
+	/*
+	 * The rings get their own thread: while this one builds a profile
+	 * (an interval edge of ember run) or reads /proc, they keep being
+	 * drained. EMBER_READER_THREAD=0 reads them here, as before.
+	 */
+	if (!getenv("EMBER_READER_THREAD") ||
+	    strcmp(getenv("EMBER_READER_THREAD"), "0")) {
+		s->reader = ring_reader_start(s->ops, s->src, session_hint_cb, s, 0);
+		if (!s->reader)
+			fprintf(stderr, "ember: no reader thread (%s): reading the "
+				"rings between profiles instead\n", strerror(errno));
+	}
 	return 0;
 }
 
@@ -178,21 +195,26 @@ static void request_after_cut(struct session *s, const struct ember_sample *smp)
 	unwind_service_request(s->unwind, smp->pid, smp->time_ns);
 }
 
-/*
- * Every record goes to the profile builder; the few that tell the unwind
- * service a process needs tables (a miss, an exec) or none any more (exit)
- * are also passed on to it, which costs the reader a queue insertion.
- */
-static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
+/* Every record goes to the profile builder (the consuming thread). */
+static void session_consume_cb(const struct ember_rec_header *rec, void *ctx)
 {
 	struct session *s = ctx;
 
 	pb_add_record(s->pb, rec);
-	if (!ember_record_valid(rec, rec->size))
-		return;
-	if (s->check)
+	if (s->check && ember_record_valid(rec, rec->size))
 		unwind_check_record(s->check, rec);
-	if (!s->unwind)
+}
+
+/*
+ * The few records that tell the unwind service a process needs tables (a
+ * miss, an exec) or none any more (exit) are passed on to it as soon as
+ * they are read, on the reader's thread: a queue insertion each.
+ */
+static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
+{
+	struct session *s = ctx;
+
+	if (!s->unwind || !ember_record_valid(rec, rec->size))
 		return;
 	switch (rec->type) {
 	case EMBER_REC_SAMPLE:
@@ -219,6 +241,13 @@ static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
 	}
 }
 
+/* Both, when this thread reads the rings itself. */
+static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
+{
+	session_consume_cb(rec, ctx);
+	session_hint_cb(rec, ctx);
+}
+
 int session_poll(struct session *s, int timeout_ms)
 {
 	uint64_t due = sym_run_due(s->sym);
@@ -228,7 +257,10 @@ int session_poll(struct session *s, int timeout_ms)
 	if (due != UINT64_MAX && timeout_ms > 0 &&
 	    due / 1000000 + 1 < (uint64_t)timeout_ms)
 		timeout_ms = (int)(due / 1000000) + 1;
-	r = s->ops->poll(s->src, timeout_ms, session_record_cb, s);
+	if (s->reader)
+		r = ring_reader_consume(s->reader, timeout_ms, session_consume_cb, s);
+	else
+		r = s->ops->poll(s->src, timeout_ms, session_record_cb, s);
 	sym_run_due(s->sym);
 	return r;
 }
@@ -240,6 +272,13 @@ void session_unwind_request(struct session *s, uint32_t pid)
 
 void session_drain(struct session *s)
 {
+	if (s->reader) {
+		/* its last drain of the rings, then what it queued */
+		ring_reader_stop(s->reader);
+		while (ring_reader_consume(s->reader, 0, session_consume_cb, s) > 0)
+			;
+		return;
+	}
 	/* bounded: a producer still writing cannot keep us here forever */
 	for (int i = 0; i < 64; i++) {
 		int n = session_poll(s, 0);
@@ -301,6 +340,9 @@ void session_reset(struct session *s)
 
 void session_close(struct session *s)
 {
+	/* first: it reads the source and feeds the unwind service */
+	ring_reader_free(s->reader);
+	s->reader = NULL;
 	/* before the source: the service drops its tables through it */
 	unwind_service_stop(s->unwind);
 	s->unwind = NULL;

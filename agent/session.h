@@ -36,6 +36,7 @@ struct session {
 	struct profile_builder *pb;
 	struct unwind_service *unwind;	/* CFI tables for the backend, or NULL */
 	struct unwind_check *check;	/* --check-unwind, or NULL */
+	struct ring_reader *reader;	/* the rings' own thread, or NULL */
 	bool want_unwind, verbose_unwind;
 	char backend_why[256];		/* the reason the backend was chosen */
 	uint32_t events;		/* EMBER_EV_* asked */
