@@ -38,6 +38,7 @@
 #include <strings.h>
 #include <time.h>
 #include <zlib.h>
+#include "deadline.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "otlp_export.h"
 
@@ -347,16 +348,7 @@ static uint64_t now_ms(void)
 
 static struct timespec mono_after(uint64_t ms)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
+	return deadline_after_ns(CLOCK_MONOTONIC, ms * 1000000u);
 }
 
 static uint64_t ts_ms(const struct timespec *ts)

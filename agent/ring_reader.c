@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "deadline.h"
 #include "ring_reader.h"
 
 #define CHUNK_BYTES	(256u << 10)	/* > the largest record of any backend */
@@ -177,13 +178,7 @@ static void wait_for_record(struct ring_reader *rr, int timeout_ms)
 
 	if (timeout_ms <= 0)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ts = deadline_after_ns(CLOCK_REALTIME, (uint64_t)timeout_ms * 1000000u);
 	while (!rr->done && !(rr->head && rr->head_off < rr->head->used)) {
 		rr->waiting = true;
 		if (pthread_cond_timedwait(&rr->ready, &rr->lock, &ts) == ETIMEDOUT)

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../deadline.h"
 #include "../hash_index.h"
 #include "../safe_file.h"
 #include "../sym_internal.h"
@@ -488,12 +489,7 @@ static void *worker(void *arg)
 			}
 			us->busy = false;
 			pthread_cond_broadcast(&us->idle);
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += (long)wait_ns;
-			while (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			ts = deadline_after_ns(CLOCK_REALTIME, wait_ns);
 			pthread_cond_timedwait(&us->wake, &us->lock, &ts);
 		} else {
 			uint64_t t = us->queued_ns[us->head % QUEUE_LEN];
@@ -547,13 +543,7 @@ void unwind_service_flush(struct unwind_service *us, int timeout_ms)
 
 	if (!us)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ts = deadline_after_ns(CLOCK_REALTIME, (uint64_t)timeout_ms * 1000000u);
 	pthread_mutex_lock(&us->lock);
 	while ((us->head != us->tail || us->busy) &&
 	       pthread_cond_timedwait(&us->idle, &us->lock, &ts) != ETIMEDOUT)
