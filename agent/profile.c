@@ -2,7 +2,8 @@
 /*
  * The profile builder (profile_builder.h): aggregation of records by
  * identical (pid, tid, comm, event, stack) while recording, then one
- * symbolization pass per unique address when a profile is frozen.
+ * symbolization pass per unique address when a profile is frozen
+ * (profile_freeze.c).
  *
  * Why aggregate raw addresses and symbolize late: a sampled system repeats
  * the same few thousand stacks, so resolving each unique address once at
@@ -22,86 +23,20 @@
 #include "alloc_lib.h"
 #include "container.h"
 #include "live_blocks.h"
-#include "profile_builder.h"
+#include "profile_internal.h"
 #include "source.h"
 
 #define PB_DEFAULT_MAX_STACKS	65536
 #define PB_DEFAULT_MAX_BYTES	(32u << 20)
-#define PB_MAX_INLINE		16	/* frames per address incl. inlines */
 #define PB_DEFAULT_MAX_LIVE	65536	/* sampled blocks followed to free */
 
-/* One unique (pid, tid, comm, event, stack) and what it accumulated. */
-struct agg_entry {
-	struct agg_entry *next;		/* hash chain */
-	uint64_t hash;
-	uint64_t count, weight_ns;
-	uint64_t cgroup_id;
-	uint64_t *timestamps;		/* CLOCK_MONOTONIC ns, up to max */
-	uint32_t nr_timestamps;
-	uint32_t pid, tid;
-	uint16_t nr_kernel, nr_user;
-	uint8_t event;
-	bool user_cut;			/* root frame is the [cut] marker */
-	uint32_t nr_live;		/* PROF_EV_INUSE: blocks not freed */
-	uint8_t state;			/* PROF_EV_OFFCPU: enum ember_offcpu_state */
-	char comm[EMBER_COMM_LEN];
-	uint64_t ips[];			/* kernel leaf..root, user leaf..root */
-};
-
-struct proc_entry {
-	struct proc_entry *next;
-	uint32_t pid;
-	bool has_samples;
-	bool exited;
-	uint64_t cgroup_id;
-	char comm[EMBER_COMM_LEN];
-	char *exe_path;
-	char *cgroup_path;
-	char *container_id;	/* read at first sight: the process may exit */
-};
-
-struct profile_builder {
-	struct pb_options opt;
-	struct symbolizer *sym;
-	uint32_t *pids;			/* sorted copy of the filter */
-	size_t nr_pids;
-
-	struct agg_entry **buckets;
-	size_t nr_buckets;		/* power of two */
-	size_t nr_entries;
-
-	struct proc_entry **proc_buckets;	/* fixed size */
-	size_t nr_procs;
-
-	struct live_blocks live;	/* -e alloc: sampled blocks not freed */
-
-	struct pb_counters c;
-};
-
-#define PROC_BUCKETS 1024
-
 /* ---- small helpers ---------------------------------------------------- */
-
-static uint64_t mix64(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 33);
-}
 
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 /* Read a small /proc file into buf (NUL-terminated, trailing newline cut). */
@@ -485,21 +420,21 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	 * program's, and the outputs say so with a [cut] frame.
 	 */
 	cut = nr_user != s->nr_user || (s->flags & EMBER_SF_USER_CUT);
-	h = mix64(h, ((uint64_t)s->pid << 32) | s->tid);
+	h = pb_mix64(h, ((uint64_t)s->pid << 32) | s->tid);
 	if (cut && ev != PROF_EV_INUSE)	/* counted once, as allocated */
 		pb->c.cut_user_stacks++;
 	/* off-CPU intervals of one stack differ by how the thread left */
 	state = ev == PROF_EV_OFFCPU ? s->state : 0;
-	h = mix64(h, ((uint64_t)state << 48) | ((uint64_t)cut << 40) |
+	h = pb_mix64(h, ((uint64_t)state << 48) | ((uint64_t)cut << 40) |
 		  ((uint64_t)ev << 32) | ((uint64_t)s->nr_kernel << 16) | nr_user);
 	for (size_t i = 0; i < EMBER_COMM_LEN; i += 8) {
 		uint64_t w;
 
 		memcpy(&w, s->comm + i, 8);
-		h = mix64(h, w);
+		h = pb_mix64(h, w);
 	}
 	for (size_t i = 0; i < nips; i++)
-		h = mix64(h, s->ips[i]);
+		h = pb_mix64(h, s->ips[i]);
 
 	for (e = pb->buckets[h & (pb->nr_buckets - 1)]; e; e = e->next) {
 		if (e->hash == h && e->pid == s->pid && e->tid == s->tid &&
@@ -733,405 +668,4 @@ void pb_add_record(struct profile_builder *pb,
 void pb_record_cb(const struct ember_rec_header *rec, void *ctx)
 {
 	pb_add_record(ctx, rec);
-}
-
-/* ---- freezing: symbolization into a struct profile -------------------- */
-
-/* Everything a profile owns, freed at once by profile_free(). */
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, size;
-	char data[];
-};
-
-struct profile_impl {
-	struct profile pub;
-	struct arena_chunk *chunks;
-};
-
-static void *arena_alloc(struct profile_impl *pi, size_t n)
-{
-	struct arena_chunk *c = pi->chunks;
-
-	n = (n + 15) & ~(size_t)15;
-	if (!c || c->size - c->used < n) {
-		size_t size = n > 65536 ? n : 65536;
-
-		c = malloc(sizeof(*c) + size);
-		if (!c)
-			return NULL;
-		c->size = size;
-		c->used = 0;
-		c->next = pi->chunks;
-		pi->chunks = c;
-	}
-	c->used += n;
-	return c->data + c->used - n;
-}
-
-static const char *arena_strdup(struct profile_impl *pi, const char *s)
-{
-	size_t n;
-	char *d;
-
-	if (!s)
-		return NULL;
-	n = strlen(s) + 1;
-	d = arena_alloc(pi, n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
-/* Resolved frames of one address, cached for the duration of a freeze. */
-struct addr_entry {
-	struct addr_entry *next;
-	uint64_t addr;
-	uint32_t pid;		/* UINT32_MAX for kernel addresses */
-	bool is_return;
-	uint32_t nr;
-	const struct sym_frame **frames;
-};
-
-struct addr_cache {
-	struct addr_entry **b;
-	size_t n;		/* power of two */
-};
-
-static void unresolved_frame(struct sym_frame *f, uint64_t addr, bool kernel)
-{
-	memset(f, 0, sizeof(*f));
-	f->kind = kernel ? SYM_FRAME_KERNEL : SYM_FRAME_UNKNOWN;
-	f->address = addr;
-}
-
-static struct addr_entry *resolve(struct profile_builder *pb,
-				  struct profile_impl *pi,
-				  struct addr_cache *ac, uint32_t pid,
-				  uint64_t addr, bool is_return)
-{
-	uint64_t h = mix64(mix64(0, addr), ((uint64_t)pid << 1) | is_return);
-	struct addr_entry *e;
-	struct sym_frame tmp[PB_MAX_INLINE];
-	struct sym_frame *copy;
-	bool kernel = pid == UINT32_MAX;
-	int n = 0;
-
-	for (e = ac->b[h & (ac->n - 1)]; e; e = e->next)
-		if (e->addr == addr && e->pid == pid && e->is_return == is_return)
-			return e;
-
-	if (pb->sym) {
-		if (kernel)
-			n = sym_resolve_kernel(pb->sym, is_return ? addr - 1 : addr,
-					       tmp, PB_MAX_INLINE);
-		else
-			n = sym_resolve_user(pb->sym, pid, addr, is_return, tmp,
-					     PB_MAX_INLINE);
-	}
-	if (n < 1 || n > PB_MAX_INLINE) {
-		unresolved_frame(&tmp[0], addr, kernel);
-		n = 1;
-	}
-	e = arena_alloc(pi, sizeof(*e));
-	copy = arena_alloc(pi, n * sizeof(*copy));
-	if (!e || !copy)
-		return NULL;
-	e->frames = arena_alloc(pi, n * sizeof(*e->frames));
-	if (!e->frames)
-		return NULL;
-	memcpy(copy, tmp, n * sizeof(*copy));
-	for (int i = 0; i < n; i++) {
-		/* the symbolizer's kind is authoritative, except for a run's origin */
-		if (kernel)
-			copy[i].kind = SYM_FRAME_KERNEL;
-		e->frames[i] = &copy[i];
-	}
-	e->addr = addr;
-	e->pid = pid;
-	e->is_return = is_return;
-	e->nr = n;
-	e->next = ac->b[h & (ac->n - 1)];
-	ac->b[h & (ac->n - 1)] = e;
-	return e;
-}
-
-/* container.id from the cgroup path (container.c knows the runtimes). */
-static const char *container_id_of(struct profile_impl *pi, const char *path)
-{
-	char id[CONTAINER_ID_LEN + 1];
-
-	if (!path || !container_id_from_cgroup(path, id, sizeof(id)))
-		return NULL;
-	return arena_strdup(pi, id);
-}
-
-static int build_processes(struct profile_builder *pb, struct profile_impl *pi,
-			   struct prof_process **out)
-{
-	struct prof_process *procs;
-	size_t n = 0;
-
-	procs = arena_alloc(pi, (pb->nr_procs + 1) * sizeof(*procs));
-	if (!procs)
-		return -ENOMEM;
-	for (size_t i = 0; i < PROC_BUCKETS; i++) {
-		for (struct proc_entry *p = pb->proc_buckets[i]; p; p = p->next) {
-			struct prof_process *pp;
-
-			if (!p->has_samples)
-				continue;
-			pp = &procs[n++];
-			memset(pp, 0, sizeof(*pp));
-			pp->pid = p->pid;
-			pp->comm = arena_strdup(pi, p->comm);
-			pp->exe_path = arena_strdup(pi, p->exe_path);
-			pp->cgroup_id = p->cgroup_id;
-			pp->cgroup_path = arena_strdup(pi, p->cgroup_path);
-			pp->container_id = p->container_id ?
-					   arena_strdup(pi, p->container_id) :
-					   container_id_of(pi, p->cgroup_path);
-		}
-	}
-	pi->pub.processes = procs;
-	pi->pub.nr_processes = n;
-	*out = procs;
-	return 0;
-}
-
-static struct prof_process *find_process(struct prof_process *procs, size_t n,
-					 uint32_t pid)
-{
-	/* build_processes emits in bucket order; a linear scan per unique
-	 * stack would be quadratic, so callers go through this bsearch on a
-	 * pid-sorted array. */
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (procs[mid].pid == pid)
-			return &procs[mid];
-		if (procs[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-static int cmp_proc(const void *a, const void *b)
-{
-	const struct prof_process *x = a, *y = b;
-
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-/* The root of a stack the unwinder could not finish. */
-const struct sym_frame prof_cut_frame = {
-	.kind = SYM_FRAME_UNKNOWN,
-	.function = PROF_CUT_FRAME,
-};
-
-/*
- * Frames of the allocation sampler itself (preload/ember_alloc.c) at the
- * leaf of an allocation stack: all but the outermost, the malloc-family
- * function the program called, which stays as the leaf.
- */
-static size_t sampler_frames(const struct sym_frame **frames, size_t nr)
-{
-	size_t n = 0;
-
-	while (n < nr && frames[n]->module) {
-		const char *base = strrchr(frames[n]->module, '/');
-
-		if (strcmp(base ? base + 1 : frames[n]->module,
-			   EMBER_ALLOC_LIB_NAME))
-			break;
-		n++;
-	}
-	return n > 1 ? n - 1 : 0;
-}
-
-/* Fill one prof_sample from an aggregated entry. */
-static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
-			struct addr_cache *ac, const struct agg_entry *e,
-			struct prof_sample *ps, struct prof_process *procs,
-			size_t nr_procs, uint64_t mono_to_real)
-{
-	const struct sym_frame **frames;
-	struct addr_entry *ae[EMBER_MAX_FRAMES * 2];
-	size_t nips = (size_t)e->nr_kernel + e->nr_user, nr = 0;
-
-	for (size_t i = 0; i < nips; i++) {
-		bool kernel = i < e->nr_kernel;
-		/* the first address of each run is an exact IP, the rest
-		 * return addresses */
-		bool is_ret = kernel ? i > 0 : i > e->nr_kernel;
-
-		ae[i] = resolve(pb, pi, ac, kernel ? UINT32_MAX : e->pid,
-				e->ips[i], is_ret);
-		if (!ae[i])
-			return -ENOMEM;
-		nr += ae[i]->nr;
-	}
-	frames = arena_alloc(pi, (nr + 1) * sizeof(*frames));
-	if (!frames)
-		return -ENOMEM;
-	nr = 0;
-	for (size_t i = 0; i < nips; i++)
-		for (uint32_t j = 0; j < ae[i]->nr; j++)
-			frames[nr++] = ae[i]->frames[j];
-	if (e->user_cut)
-		frames[nr++] = &prof_cut_frame;
-	if (e->event == PROF_EV_ALLOC || e->event == PROF_EV_INUSE) {
-		size_t skip = sampler_frames(frames, nr);
-
-		frames += skip;
-		nr -= skip;
-	}
-
-	memset(ps, 0, sizeof(*ps));
-	ps->process = find_process(procs, nr_procs, e->pid);
-	ps->tid = e->tid;
-	ps->thread_name = arena_strdup(pi, e->comm);
-	ps->event = e->event;
-	ps->offcpu_state = e->state;
-	ps->nr_frames = nr;
-	ps->frames = (const struct sym_frame *const *)frames;
-	ps->count = e->count;
-	ps->weight_ns = e->weight_ns;
-	if (e->nr_timestamps) {
-		uint64_t *ts = arena_alloc(pi, e->nr_timestamps * 8);
-
-		if (!ts)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < e->nr_timestamps; i++)
-			ts[i] = e->timestamps[i] + mono_to_real;
-		ps->timestamps_ns = ts;
-		ps->nr_timestamps = e->nr_timestamps;
-	}
-	return 0;
-}
-
-/* Fill in the executable's build-id from a resolved frame of that file. */
-static void exe_build_ids(struct prof_sample *samples, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct prof_process *p = (struct prof_process *)samples[i].process;
-
-		if (!p || p->exe_build_id || !p->exe_path)
-			continue;
-		for (uint32_t j = 0; j < samples[i].nr_frames; j++) {
-			const struct sym_frame *f = samples[i].frames[j];
-
-			if (f->build_id && f->module &&
-			    !strcmp(f->module, p->exe_path)) {
-				p->exe_build_id = f->build_id;
-				break;
-			}
-		}
-	}
-}
-
-struct profile *pb_finish(struct profile_builder *pb,
-			  const struct prof_meta *meta)
-{
-	struct profile_impl *pi = calloc(1, sizeof(*pi));
-	struct addr_cache ac = { 0 };
-	struct prof_process *procs = NULL;
-	struct prof_sample *samples;
-	uint64_t mono_to_real;
-	size_t n = 0;
-
-	if (!pi)
-		return NULL;
-	if (meta)
-		pi->pub.meta = *meta;
-	for (int i = 0; i < PROF_EV__COUNT; i++)
-		pi->pub.meta.samples[i] += pb->c.samples[i];
-	pi->pub.meta.lost += pb->c.lost;
-	pi->pub.meta.bad_records += pb->c.bad_records;
-	pi->pub.meta.dropped_stacks += pb->c.dropped_stacks;
-	pi->pub.meta.cut_user_stacks += pb->c.cut_user_stacks;
-	pi->pub.meta.host_name = arena_strdup(pi, pi->pub.meta.host_name);
-	pi->pub.meta.backend = arena_strdup(pi, pi->pub.meta.backend);
-
-	if (build_processes(pb, pi, &procs))
-		goto fail;
-	qsort(procs, pi->pub.nr_processes, sizeof(*procs), cmp_proc);
-
-	ac.n = 4096;
-	while (ac.n < pb->nr_entries * 4)
-		ac.n *= 2;
-	ac.b = calloc(ac.n, sizeof(*ac.b));
-	samples = arena_alloc(pi, (pb->nr_entries + 1) * sizeof(*samples));
-	if (!ac.b || !samples)
-		goto fail;
-
-	mono_to_real = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-	for (size_t i = 0; i < pb->nr_buckets; i++)
-		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next) {
-			/* every block of it was freed: nothing in use */
-			if (e->event == PROF_EV_INUSE && !e->nr_live)
-				continue;
-			if (freeze_entry(pb, pi, &ac, e, &samples[n++], procs,
-					 pi->pub.nr_processes, mono_to_real))
-				goto fail;
-		}
-	pi->pub.meta.inuse_untracked += pb->c.inuse_untracked;
-	pi->pub.samples = samples;
-	pi->pub.nr_samples = n;
-	exe_build_ids(samples, n);
-	free(ac.b);
-	return &pi->pub;
-fail:
-	free(ac.b);
-	profile_free(&pi->pub);
-	return NULL;
-}
-
-void profile_free(struct profile *p)
-{
-	struct profile_impl *pi = (struct profile_impl *)p;
-	struct arena_chunk *c, *next;
-
-	if (!p)
-		return;
-	for (c = pi->chunks; c; c = next) {
-		next = c->next;
-		free(c);
-	}
-	free(pi);
-}
-
-/* ---- labels ----------------------------------------------------------- */
-
-/*
- * Function name when resolved; otherwise "file+0xoffset" (basename of the
- * mapped file) or the raw "0xaddress". Unresolved labels are formatted
- * into a small ring of thread-local buffers: copy the string before the
- * 16th next call.
- */
-const char *prof_frame_label(const struct profile *p, const struct sym_frame *f)
-{
-	static __thread char bufs[16][128];
-	static __thread unsigned int next;
-	char *buf;
-
-	(void)p;
-	if (f->function && f->function[0])
-		return f->function;
-	buf = bufs[next++ % 16];
-	if (f->module && f->module[0]) {
-		const char *base = strrchr(f->module, '/');
-
-		snprintf(buf, sizeof(bufs[0]), "%s+0x%llx",
-			 base ? base + 1 : f->module,
-			 (unsigned long long)f->module_offset);
-	} else {
-		snprintf(buf, sizeof(bufs[0]), "0x%llx",
-			 (unsigned long long)f->address);
-	}
-	return buf;
 }

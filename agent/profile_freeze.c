@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Freezing the profile builder's table into a struct profile (profile.h):
+ * each unique address is resolved once (kernel or user, with inlines),
+ * the processes that have samples are described, and everything the
+ * profile holds lives in one arena freed by profile_free().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "alloc_lib.h"
+#include "container.h"
+#include "profile_internal.h"
+#include "source.h"
+
+/* ---- freezing: symbolization into a struct profile -------------------- */
+
+/* Everything a profile owns, freed at once by profile_free(). */
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, size;
+	char data[];
+};
+
+struct profile_impl {
+	struct profile pub;
+	struct arena_chunk *chunks;
+};
+
+static void *arena_alloc(struct profile_impl *pi, size_t n)
+{
+	struct arena_chunk *c = pi->chunks;
+
+	n = (n + 15) & ~(size_t)15;
+	if (!c || c->size - c->used < n) {
+		size_t size = n > 65536 ? n : 65536;
+
+		c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->size = size;
+		c->used = 0;
+		c->next = pi->chunks;
+		pi->chunks = c;
+	}
+	c->used += n;
+	return c->data + c->used - n;
+}
+
+static const char *arena_strdup(struct profile_impl *pi, const char *s)
+{
+	size_t n;
+	char *d;
+
+	if (!s)
+		return NULL;
+	n = strlen(s) + 1;
+	d = arena_alloc(pi, n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* Resolved frames of one address, cached for the duration of a freeze. */
+struct addr_entry {
+	struct addr_entry *next;
+	uint64_t addr;
+	uint32_t pid;		/* UINT32_MAX for kernel addresses */
+	bool is_return;
+	uint32_t nr;
+	const struct sym_frame **frames;
+};
+
+struct addr_cache {
+	struct addr_entry **b;
+	size_t n;		/* power of two */
+};
+
+static void unresolved_frame(struct sym_frame *f, uint64_t addr, bool kernel)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = kernel ? SYM_FRAME_KERNEL : SYM_FRAME_UNKNOWN;
+	f->address = addr;
+}
+
+static struct addr_entry *resolve(struct profile_builder *pb,
+				  struct profile_impl *pi,
+				  struct addr_cache *ac, uint32_t pid,
+				  uint64_t addr, bool is_return)
+{
+	uint64_t h = pb_mix64(pb_mix64(0, addr), ((uint64_t)pid << 1) | is_return);
+	struct addr_entry *e;
+	struct sym_frame tmp[PB_MAX_INLINE];
+	struct sym_frame *copy;
+	bool kernel = pid == UINT32_MAX;
+	int n = 0;
+
+	for (e = ac->b[h & (ac->n - 1)]; e; e = e->next)
+		if (e->addr == addr && e->pid == pid && e->is_return == is_return)
+			return e;
+
+	if (pb->sym) {
+		if (kernel)
+			n = sym_resolve_kernel(pb->sym, is_return ? addr - 1 : addr,
+					       tmp, PB_MAX_INLINE);
+		else
+			n = sym_resolve_user(pb->sym, pid, addr, is_return, tmp,
+					     PB_MAX_INLINE);
+	}
+	if (n < 1 || n > PB_MAX_INLINE) {
+		unresolved_frame(&tmp[0], addr, kernel);
+		n = 1;
+	}
+	e = arena_alloc(pi, sizeof(*e));
+	copy = arena_alloc(pi, n * sizeof(*copy));
+	if (!e || !copy)
+		return NULL;
+	e->frames = arena_alloc(pi, n * sizeof(*e->frames));
+	if (!e->frames)
+		return NULL;
+	memcpy(copy, tmp, n * sizeof(*copy));
+	for (int i = 0; i < n; i++) {
+		/* the symbolizer's kind is authoritative, except for a run's origin */
+		if (kernel)
+			copy[i].kind = SYM_FRAME_KERNEL;
+		e->frames[i] = &copy[i];
+	}
+	e->addr = addr;
+	e->pid = pid;
+	e->is_return = is_return;
+	e->nr = n;
+	e->next = ac->b[h & (ac->n - 1)];
+	ac->b[h & (ac->n - 1)] = e;
+	return e;
+}
+
+/* container.id from the cgroup path (container.c knows the runtimes). */
+static const char *container_id_of(struct profile_impl *pi, const char *path)
+{
+	char id[CONTAINER_ID_LEN + 1];
+
+	if (!path || !container_id_from_cgroup(path, id, sizeof(id)))
+		return NULL;
+	return arena_strdup(pi, id);
+}
+
+static int build_processes(struct profile_builder *pb, struct profile_impl *pi,
+			   struct prof_process **out)
+{
+	struct prof_process *procs;
+	size_t n = 0;
+
+	procs = arena_alloc(pi, (pb->nr_procs + 1) * sizeof(*procs));
+	if (!procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < PROC_BUCKETS; i++) {
+		for (struct proc_entry *p = pb->proc_buckets[i]; p; p = p->next) {
+			struct prof_process *pp;
+
+			if (!p->has_samples)
+				continue;
+			pp = &procs[n++];
+			memset(pp, 0, sizeof(*pp));
+			pp->pid = p->pid;
+			pp->comm = arena_strdup(pi, p->comm);
+			pp->exe_path = arena_strdup(pi, p->exe_path);
+			pp->cgroup_id = p->cgroup_id;
+			pp->cgroup_path = arena_strdup(pi, p->cgroup_path);
+			pp->container_id = p->container_id ?
+					   arena_strdup(pi, p->container_id) :
+					   container_id_of(pi, p->cgroup_path);
+		}
+	}
+	pi->pub.processes = procs;
+	pi->pub.nr_processes = n;
+	*out = procs;
+	return 0;
+}
+
+static struct prof_process *find_process(struct prof_process *procs, size_t n,
+					 uint32_t pid)
+{
+	/* build_processes emits in bucket order; a linear scan per unique
+	 * stack would be quadratic, so callers go through this bsearch on a
+	 * pid-sorted array. */
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (procs[mid].pid == pid)
+			return &procs[mid];
+		if (procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct prof_process *x = a, *y = b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The root of a stack the unwinder could not finish. */
+const struct sym_frame prof_cut_frame = {
+	.kind = SYM_FRAME_UNKNOWN,
+	.function = PROF_CUT_FRAME,
+};
+
+/*
+ * Frames of the allocation sampler itself (preload/ember_alloc.c) at the
+ * leaf of an allocation stack: all but the outermost, the malloc-family
+ * function the program called, which stays as the leaf.
+ */
+static size_t sampler_frames(const struct sym_frame **frames, size_t nr)
+{
+	size_t n = 0;
+
+	while (n < nr && frames[n]->module) {
+		const char *base = strrchr(frames[n]->module, '/');
+
+		if (strcmp(base ? base + 1 : frames[n]->module,
+			   EMBER_ALLOC_LIB_NAME))
+			break;
+		n++;
+	}
+	return n > 1 ? n - 1 : 0;
+}
+
+/* Fill one prof_sample from an aggregated entry. */
+static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
+			struct addr_cache *ac, const struct agg_entry *e,
+			struct prof_sample *ps, struct prof_process *procs,
+			size_t nr_procs, uint64_t mono_to_real)
+{
+	const struct sym_frame **frames;
+	struct addr_entry *ae[EMBER_MAX_FRAMES * 2];
+	size_t nips = (size_t)e->nr_kernel + e->nr_user, nr = 0;
+
+	for (size_t i = 0; i < nips; i++) {
+		bool kernel = i < e->nr_kernel;
+		/* the first address of each run is an exact IP, the rest
+		 * return addresses */
+		bool is_ret = kernel ? i > 0 : i > e->nr_kernel;
+
+		ae[i] = resolve(pb, pi, ac, kernel ? UINT32_MAX : e->pid,
+				e->ips[i], is_ret);
+		if (!ae[i])
+			return -ENOMEM;
+		nr += ae[i]->nr;
+	}
+	frames = arena_alloc(pi, (nr + 1) * sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	nr = 0;
+	for (size_t i = 0; i < nips; i++)
+		for (uint32_t j = 0; j < ae[i]->nr; j++)
+			frames[nr++] = ae[i]->frames[j];
+	if (e->user_cut)
+		frames[nr++] = &prof_cut_frame;
+	if (e->event == PROF_EV_ALLOC || e->event == PROF_EV_INUSE) {
+		size_t skip = sampler_frames(frames, nr);
+
+		frames += skip;
+		nr -= skip;
+	}
+
+	memset(ps, 0, sizeof(*ps));
+	ps->process = find_process(procs, nr_procs, e->pid);
+	ps->tid = e->tid;
+	ps->thread_name = arena_strdup(pi, e->comm);
+	ps->event = e->event;
+	ps->offcpu_state = e->state;
+	ps->nr_frames = nr;
+	ps->frames = (const struct sym_frame *const *)frames;
+	ps->count = e->count;
+	ps->weight_ns = e->weight_ns;
+	if (e->nr_timestamps) {
+		uint64_t *ts = arena_alloc(pi, e->nr_timestamps * 8);
+
+		if (!ts)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < e->nr_timestamps; i++)
+			ts[i] = e->timestamps[i] + mono_to_real;
+		ps->timestamps_ns = ts;
+		ps->nr_timestamps = e->nr_timestamps;
+	}
+	return 0;
+}
+
+/* Fill in the executable's build-id from a resolved frame of that file. */
+static void exe_build_ids(struct prof_sample *samples, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct prof_process *p = (struct prof_process *)samples[i].process;
+
+		if (!p || p->exe_build_id || !p->exe_path)
+			continue;
+		for (uint32_t j = 0; j < samples[i].nr_frames; j++) {
+			const struct sym_frame *f = samples[i].frames[j];
+
+			if (f->build_id && f->module &&
+			    !strcmp(f->module, p->exe_path)) {
+				p->exe_build_id = f->build_id;
+				break;
+			}
+		}
+	}
+}
+
+struct profile *pb_finish(struct profile_builder *pb,
+			  const struct prof_meta *meta)
+{
+	struct profile_impl *pi = calloc(1, sizeof(*pi));
+	struct addr_cache ac = { 0 };
+	struct prof_process *procs = NULL;
+	struct prof_sample *samples;
+	uint64_t mono_to_real;
+	size_t n = 0;
+
+	if (!pi)
+		return NULL;
+	if (meta)
+		pi->pub.meta = *meta;
+	for (int i = 0; i < PROF_EV__COUNT; i++)
+		pi->pub.meta.samples[i] += pb->c.samples[i];
+	pi->pub.meta.lost += pb->c.lost;
+	pi->pub.meta.bad_records += pb->c.bad_records;
+	pi->pub.meta.dropped_stacks += pb->c.dropped_stacks;
+	pi->pub.meta.cut_user_stacks += pb->c.cut_user_stacks;
+	pi->pub.meta.host_name = arena_strdup(pi, pi->pub.meta.host_name);
+	pi->pub.meta.backend = arena_strdup(pi, pi->pub.meta.backend);
+
+	if (build_processes(pb, pi, &procs))
+		goto fail;
+	qsort(procs, pi->pub.nr_processes, sizeof(*procs), cmp_proc);
+
+	ac.n = 4096;
+	while (ac.n < pb->nr_entries * 4)
+		ac.n *= 2;
+	ac.b = calloc(ac.n, sizeof(*ac.b));
+	samples = arena_alloc(pi, (pb->nr_entries + 1) * sizeof(*samples));
+	if (!ac.b || !samples)
+		goto fail;
+
+	mono_to_real = pb_clock_ns(CLOCK_REALTIME) - pb_clock_ns(CLOCK_MONOTONIC);
+	for (size_t i = 0; i < pb->nr_buckets; i++)
+		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next) {
+			/* every block of it was freed: nothing in use */
+			if (e->event == PROF_EV_INUSE && !e->nr_live)
+				continue;
+			if (freeze_entry(pb, pi, &ac, e, &samples[n++], procs,
+					 pi->pub.nr_processes, mono_to_real))
+				goto fail;
+		}
+	pi->pub.meta.inuse_untracked += pb->c.inuse_untracked;
+	pi->pub.samples = samples;
+	pi->pub.nr_samples = n;
+	exe_build_ids(samples, n);
+	free(ac.b);
+	return &pi->pub;
+fail:
+	free(ac.b);
+	profile_free(&pi->pub);
+	return NULL;
+}
+
+void profile_free(struct profile *p)
+{
+	struct profile_impl *pi = (struct profile_impl *)p;
+	struct arena_chunk *c, *next;
+
+	if (!p)
+		return;
+	for (c = pi->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(pi);
+}
+
+/* ---- labels ----------------------------------------------------------- */
+
+/*
+ * Function name when resolved; otherwise "file+0xoffset" (basename of the
+ * mapped file) or the raw "0xaddress". Unresolved labels are formatted
+ * into a small ring of thread-local buffers: copy the string before the
+ * 16th next call.
+ */
+const char *prof_frame_label(const struct profile *p, const struct sym_frame *f)
+{
+	static __thread char bufs[16][128];
+	static __thread unsigned int next;
+	char *buf;
+
+	(void)p;
+	if (f->function && f->function[0])
+		return f->function;
+	buf = bufs[next++ % 16];
+	if (f->module && f->module[0]) {
+		const char *base = strrchr(f->module, '/');
+
+		snprintf(buf, sizeof(bufs[0]), "%s+0x%llx",
+			 base ? base + 1 : f->module,
+			 (unsigned long long)f->module_offset);
+	} else {
+		snprintf(buf, sizeof(bufs[0]), "0x%llx",
+			 (unsigned long long)f->address);
+	}
+	return buf;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Inside the profile builder: what profile.c (aggregation of records) and
+ * profile_freeze.c (symbolization into a struct profile) share. Nothing
+ * else includes this.
+ */
+#ifndef EMBER_PROFILE_INTERNAL_H
+#define EMBER_PROFILE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include "live_blocks.h"
+#include "profile_builder.h"
+
+#define PB_MAX_INLINE		16	/* frames per address incl. inlines */
+
+/* One unique (pid, tid, comm, event, stack) and what it accumulated. */
+struct agg_entry {
+	struct agg_entry *next;		/* hash chain */
+	uint64_t hash;
+	uint64_t count, weight_ns;
+	uint64_t cgroup_id;
+	uint64_t *timestamps;		/* CLOCK_MONOTONIC ns, up to max */
+	uint32_t nr_timestamps;
+	uint32_t pid, tid;
+	uint16_t nr_kernel, nr_user;
+	uint8_t event;
+	bool user_cut;			/* root frame is the [cut] marker */
+	uint32_t nr_live;		/* PROF_EV_INUSE: blocks not freed */
+	uint8_t state;			/* PROF_EV_OFFCPU: enum ember_offcpu_state */
+	char comm[EMBER_COMM_LEN];
+	uint64_t ips[];			/* kernel leaf..root, user leaf..root */
+};
+
+struct proc_entry {
+	struct proc_entry *next;
+	uint32_t pid;
+	bool has_samples;
+	bool exited;
+	uint64_t cgroup_id;
+	char comm[EMBER_COMM_LEN];
+	char *exe_path;
+	char *cgroup_path;
+	char *container_id;	/* read at first sight: the process may exit */
+};
+
+struct profile_builder {
+	struct pb_options opt;
+	struct symbolizer *sym;
+	uint32_t *pids;			/* sorted copy of the filter */
+	size_t nr_pids;
+
+	struct agg_entry **buckets;
+	size_t nr_buckets;		/* power of two */
+	size_t nr_entries;
+
+	struct proc_entry **proc_buckets;	/* fixed size */
+	size_t nr_procs;
+
+	struct live_blocks live;	/* -e alloc: sampled blocks not freed */
+
+	struct pb_counters c;
+};
+
+#define PROC_BUCKETS 1024
+
+static inline uint64_t pb_mix64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 33);
+}
+
+static inline uint64_t pb_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+#endif
