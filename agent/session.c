@@ -228,7 +228,7 @@ static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
 				       ((const struct ember_unwind_miss *)rec)->time_ns);
 		break;
 	case EMBER_REC_EXEC:
-		unwind_service_request(s->unwind,
+		unwind_service_exec(s->unwind,
 				       ((const struct ember_exec *)rec)->pid,
 				       ((const struct ember_exec *)rec)->time_ns);
 		break;

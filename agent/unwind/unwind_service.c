@@ -34,8 +34,16 @@
  * miss would tell us its new mappings before it runs again. A change
  * found rebinds and starts the series over.
  */
-static const uint32_t recheck_ms[] = { 5, 100, 500, 2000 };
+static const uint32_t recheck_ms[] = { 100, 500, 2000 };
 #define NR_RECHECKS	(sizeof(recheck_ms) / sizeof(recheck_ms[0]))
+
+/*
+ * An exec is bound this long after it, not at once: most processes of an
+ * exec-heavy host (shell pipelines, build steps, wrappers) are gone by
+ * then and cost nothing; one sampled sooner sends a miss, which binds at
+ * once. On a build host that was 2 of every 3 bindings.
+ */
+#define EXEC_BIND_DELAY_MS	10
 
 /* What the worker remembers of a bound process. */
 struct proc_bind {
@@ -43,6 +51,7 @@ struct proc_bind {
 	uint64_t maps_hash;		/* of its executable mappings */
 	uint64_t bound_ns;
 	uint64_t recheck_ns;		/* next follow-up read of its maps, 0: none */
+	uint64_t exec_ns;		/* its exec record, until the first binding */
 	uint32_t rechecks;		/* follow-ups done since the last change */
 	uint32_t *owners;		/* table_cache entries it holds refs on */
 	uint32_t nr_owners;
@@ -70,6 +79,7 @@ struct unwind_service {
 };
 
 #define FORGET_BIT	0x80000000U
+#define EXEC_BIT	0x40000000U	/* pids stay below 2^22 */
 
 static uint64_t mono_ns(void)
 {
@@ -104,8 +114,17 @@ void unwind_service_request(struct unwind_service *us, uint32_t pid,
 {
 	if (us && pid == us->excluded)
 		return;
-	if (us && pid && !(pid & FORGET_BIT))
+	if (us && pid && !(pid & (FORGET_BIT | EXEC_BIT)))
 		enqueue(us, pid, since_ns ? since_ns : mono_ns());
+}
+
+void unwind_service_exec(struct unwind_service *us, uint32_t pid,
+			 uint64_t since_ns)
+{
+	if (us && pid == us->excluded)
+		return;
+	if (us && pid && !(pid & (FORGET_BIT | EXEC_BIT)))
+		enqueue(us, pid | EXEC_BIT, since_ns ? since_ns : mono_ns());
 }
 
 void unwind_service_exclude(struct unwind_service *us, uint32_t pid)
@@ -116,7 +135,7 @@ void unwind_service_exclude(struct unwind_service *us, uint32_t pid)
 
 void unwind_service_forget(struct unwind_service *us, uint32_t pid)
 {
-	if (us && pid && !(pid & FORGET_BIT))
+	if (us && pid && !(pid & (FORGET_BIT | EXEC_BIT)))
 		enqueue(us, pid | FORGET_BIT, 0);
 }
 
@@ -175,7 +194,8 @@ static void forget_proc(struct unwind_service *us, uint32_t pid)
 
 	if (!pb)
 		return;
-	us->ops->unwind_bind(us->src, pid, NULL, 0, NULL, 0);
+	if (pb->bound_ns)	/* an exec that died before its binding: none */
+		us->ops->unwind_bind(us->src, pid, NULL, 0, NULL, 0);
 	release_owners(us, pb);
 	pb->pid = 0;
 }
@@ -399,6 +419,19 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 		publish_stats(us);
 		return;
 	}
+	if (v & EXEC_BIT) {
+		struct proc_bind *pb = find_proc(us, v & ~EXEC_BIT, true);
+
+		/* a new image: bound at its first miss or EXEC_BIND_DELAY_MS
+		 * from now, whichever comes first */
+		if (pb) {
+			pb->maps_hash = 0;
+			pb->exec_ns = since;
+			pb->rechecks = 0;
+			pb->recheck_ns = since + EXEC_BIND_DELAY_MS * 1000000ull;
+		}
+		return;
+	}
 	r = bind_proc(us, v);
 	lat = mono_ns() - since;
 	pthread_mutex_lock(&us->lock);
@@ -433,13 +466,24 @@ static uint64_t recheck_due(struct unwind_service *us)
 			uint32_t pid = pb->pid;
 			int r;
 
+			uint64_t exec_ns = pb->exec_ns;
+
 			pb->recheck_ns = n < NR_RECHECKS ?
 				now + recheck_ms[n] * 1000000ull : 0;
+			pb->exec_ns = 0;
 			r = bind_proc(us, pid);
 			pthread_mutex_lock(&us->lock);
-			us->st.rechecks++;
-			if (r == 1)
-				us->st.recheck_binds++;
+			if (exec_ns && r == 1) {
+				/* the delayed binding of an exec (EXEC_BIND_DELAY_MS) */
+				us->st.binds++;
+				us->st.bind_latency_ns_sum += mono_ns() - exec_ns;
+				if (mono_ns() - exec_ns > us->st.bind_latency_ns_max)
+					us->st.bind_latency_ns_max = mono_ns() - exec_ns;
+			} else if (!exec_ns) {
+				us->st.rechecks++;
+				if (r == 1)
+					us->st.recheck_binds++;
+			}
 			pthread_mutex_unlock(&us->lock);
 			if (r == -ESRCH)
 				forget_proc(us, pid);

@@ -57,6 +57,12 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 void unwind_service_request(struct unwind_service *us, uint32_t pid,
 			    uint64_t since_ns);
 /*
+ * Process pid exec'd at since_ns: bound EXEC_BIND_DELAY_MS later unless a
+ * miss asks sooner (most processes of an exec-heavy host are gone by then).
+ */
+void unwind_service_exec(struct unwind_service *us, uint32_t pid,
+			 uint64_t since_ns);
+/*
  * Never bind this process. The session excludes ember itself: in a
  * whole-system recording its own ~45 libraries would be compiled first
  * and delay everyone else's tables (2.5 s under emulation); its frames

@@ -9,7 +9,8 @@
  *  - a second request with unchanged mappings binds nothing new; dlopen
  *    of a new library does; forget unbinds; stop drops every table;
  *  - a library loaded with no request is found by the follow-up reads
- *    of a recently bound process's maps.
+ *    of a recently bound process's maps;
+ *  - an exec is bound after a short delay, not at once.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../include/ember_unwind.h"
@@ -265,6 +267,25 @@ int main(void)
 	unwind_service_flush(us, 10000);
 	T_CHECK("unwind_service_forget_unbinds", fk.unbinds == 1 && fk.nr_maps == 0,
 		"unbinds %d", fk.unbinds);
+	/* an exec is bound a little later, not at once */
+	{
+		struct timespec now;
+		int before = fk.binds;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		unwind_service_exec(us, (uint32_t)getpid(),
+				    (uint64_t)now.tv_sec * 1000000000ull +
+				    (uint64_t)now.tv_nsec);
+		unwind_service_flush(us, 10000);
+		T_CHECK("unwind_service_exec_not_bound_at_once", fk.binds == before,
+			"bound %d times at once", fk.binds - before);
+		for (int i = 0; i < 100 && fk.binds == before; i++) {
+			usleep(10000);
+			unwind_service_flush(us, 10000);
+		}
+		T_CHECK("unwind_service_exec_bound_after_delay", fk.binds == before + 1,
+			"bound %d times", fk.binds - before);
+	}
 	unwind_service_stop(us);
 	T_CHECK("unwind_service_stop_drops_tables", fk.nr_tables == 0,
 		"%d tables left", fk.nr_tables);
