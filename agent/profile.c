@@ -383,7 +383,7 @@ static void entry_add_time(struct profile_builder *pb, struct agg_entry *e,
 uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user)
 {
 	for (uint16_t i = 0; i < nr_user; i++)
-		if (user_ips[i] >= PB_USER_ADDR_LIMIT)
+		if (user_ips[i] >= PB_USER_ADDR_LIMIT || (i && !user_ips[i]))
 			return i;
 	return nr_user;
 }
@@ -419,7 +419,8 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	 * we cut at a frame no user address can be: its root is not the
 	 * program's, and the outputs say so with a [cut] frame.
 	 */
-	cut = nr_user != s->nr_user || (s->flags & EMBER_SF_USER_CUT);
+	cut = (nr_user != s->nr_user && s->ips[s->nr_kernel + nr_user]) ||
+	      (s->flags & EMBER_SF_USER_CUT);
 	h = pb_mix64(h, ((uint64_t)s->pid << 32) | s->tid);
 	if (cut && ev != PROF_EV_INUSE)	/* counted once, as allocated */
 		pb->c.cut_user_stacks++;

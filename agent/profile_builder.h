@@ -88,6 +88,8 @@ void pb_get_counters(const struct profile_builder *pb, struct pb_counters *c);
  * non-canonical, >= 2^56 to allow 5-level paging's 56-bit user space).
  * Both backends' frame-pointer walks can read such garbage from a frame
  * of code built without frame pointers; everything after it is garbage too.
+ * A return address of 0 beyond the leaf is the ABI's end of the stack
+ * (the outermost frame): it ends the stack there, not cut.
  */
 #define PB_USER_ADDR_LIMIT	(1ull << 56)
 uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user);

@@ -345,6 +345,17 @@ int main(void)
 		s = (void *)buf;
 		s->ips[1] = 0xffffffff81000000ull;	/* user leaf itself bad */
 		pb_add_record(pb, &s->hdr);
+		/* a return address of 0: the stack's end, not cut, not a frame */
+		sample(EMBER_REC_SAMPLE, P, P, "fp", 1, 3, 0xb000, 0);
+		s = (void *)buf;
+		s->ips[2] = 0;
+		s->ips[3] = 0x1234;		/* after the end: dropped */
+		pb_add_record(pb, &s->hdr);
+		/* a leaf of 0 (a call through a null pointer) is a real frame */
+		sample(EMBER_REC_SAMPLE, P, P, "fp", 1, 1, 0xc000, 0);
+		s = (void *)buf;
+		s->ips[1] = 0;
+		pb_add_record(pb, &s->hdr);
 		pb_get_counters(pb, &c);
 		T_CHECK("user_cut_counted", c.cut_user_stacks == 5,
 			"%llu cut, want 5", (unsigned long long)c.cut_user_stacks);
@@ -367,6 +378,14 @@ int main(void)
 		T_CHECK("user_bad_leaf_cut", cut && cut->nr_frames == 2 &&
 			cut->frames[1] == &prof_cut_frame,
 			"a bad user leaf was kept, or the cut not marked");
+		cut = p ? find(p, P, 0xb000) : NULL;
+		T_CHECK("user_zero_return_ends_stack", cut && cut->nr_frames == 2 &&
+			cut->frames[1]->address == 0xb001,
+			"%u frames", cut ? cut->nr_frames : 0);
+		cut = p ? find(p, P, 0xc000) : NULL;
+		T_CHECK("user_zero_leaf_kept", cut && cut->nr_frames == 2 &&
+			cut->frames[1]->address == 0,
+			"%u frames", cut ? cut->nr_frames : 0);
 		T_CHECK("user_limit_fn", pb_user_frames_valid(NULL, 0) == 0 &&
 			PB_USER_ADDR_LIMIT == 0x0100000000000000ull, "limit changed");
 		profile_free(p);
