@@ -11,8 +11,10 @@
 #
 # usage: check-alloc-pid.sh --ember PATH --work PATH --backend kmod|bpf
 #                           [--label L] [--rate BYTES] [--warmup S]
-#                           [--scale S] [--out DIR]
+#                           [--scale S] [--out DIR] [--compare BACKEND]
+#                           [--lib PATH]
 E=ember W=allocwork B=bpf L=host RATE=8192 WARMUP=1.5 SCALE=0.5 OUT=/tmp/allocpid
+CMP= LIB=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) E=$2; shift ;;
@@ -23,6 +25,8 @@ while [ $# -gt 0 ]; do
 	--warmup) WARMUP=$2; shift ;;
 	--scale) SCALE=$2; shift ;;
 	--out) OUT=$2; shift ;;
+	--compare) CMP=$2; shift ;;
+	--lib) LIB=$2; shift ;;
 	*) echo "check-alloc-pid.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -36,7 +40,8 @@ fail() { echo "FAIL: ${T}_$1: $2"; }
 "$W" "$WARMUP" "$SCALE" >"$OUT/pmode.stdout" &
 aw=$!
 sleep 0.2
-"$E" record --backend "$B" -e alloc --alloc-rate "$RATE" -p $aw \
+"$E" record --backend "$B" -e alloc --alloc-rate "$RATE" \
+	${LIB:+--alloc-lib "$LIB"} -p $aw \
 	-o "$OUT/pmode.folded" 2>"$OUT/pmode.err"
 rc=$?
 wait $aw 2>/dev/null
@@ -68,6 +73,26 @@ else
 	fail shares_3pp_total_10pct "rc=$rc $shares; $(tr '\n' '|' <"$OUT/pmode.err" | cut -c1-300)"
 fi
 
+# What a call costs (informational, never a verdict: emulated guests are
+# noisy): allocwork's rounds per call unprobed, probed with -p through
+# this backend (the run above) and, with --compare OTHER, through OTHER.
+per_call() {
+	awk '/^RUN / && $4 > 0 { printf "%.0f", $2 / $4 }' "$1"
+}
+"$W" 0 "$SCALE" >"$OUT/bare.stdout"
+cost="$(per_call "$OUT/bare.stdout") ns unprobed, $(per_call "$OUT/pmode.stdout") ns with $B"
+if [ -n "$CMP" ]; then
+	"$W" "$WARMUP" "$SCALE" >"$OUT/cmp.stdout" &
+	aw=$!
+	sleep 0.2
+	"$E" record --backend "$CMP" -e alloc --alloc-rate "$RATE" \
+		${LIB:+--alloc-lib "$LIB"} -p $aw \
+		-o "$OUT/cmp.folded" 2>"$OUT/cmp.err"
+	wait $aw 2>/dev/null
+	cost="$cost, $(per_call "$OUT/cmp.stdout") ns with $CMP"
+fi
+echo "# ${T}: per malloc-family call (rate $RATE): $cost"
+
 # Whether the executable mappings of file $2 in process $1 read as the
 # file does: "same", or "differ" (breakpoints in them)
 text_vs_file() {
@@ -89,7 +114,8 @@ attached_then_gone() {
 	"$W" 60 0.01 >/dev/null &
 	aw=$!
 	sleep 0.3
-	"$E" record --backend "$B" -e alloc --alloc-rate "$RATE" -p $aw -d 6 \
+	"$E" record --backend "$B" -e alloc --alloc-rate "$RATE" \
+		${LIB:+--alloc-lib "$LIB"} -p $aw -d 6 \
 		-o "$OUT/gone-$how.folded" 2>"$OUT/gone-$how.err" &
 	ep=$!
 	lib= i=0
