@@ -94,17 +94,32 @@ fi
 echo "# ${T}: per malloc-family call (rate $RATE): $cost"
 
 # Whether the executable mappings of file $2 in process $1 read as the
-# file does: "same", or "differ" (breakpoints in them)
+# file does: "same", "differ" (breakpoints in them), or "unreadable" /
+# "none" (a broken check, never a pass)
 text_vs_file() {
 	awk -v f="$2" '$2 ~ /x/ && $6 == f { print $1, $3 }' "/proc/$1/maps" |
 	while read -r range off; do
 		lo=$((0x${range%-*})) hi=$((0x${range#*-})) off=$((0x$off))
 		a=$(dd if="/proc/$1/mem" bs=4096 skip=$((lo / 4096)) \
-			count=$(((hi - lo) / 4096)) 2>/dev/null | cksum)
+			count=$(((hi - lo) / 4096)) 2>/dev/null | md5sum)
 		b=$(dd if="$2" bs=4096 skip=$((off / 4096)) \
-			count=$(((hi - lo) / 4096)) 2>/dev/null | cksum)
-		[ "$a" = "$b" ] || echo differ
-	done | grep -q differ && echo differ || echo same
+			count=$(((hi - lo) / 4096)) 2>/dev/null | md5sum)
+		if [ -z "$a" ] || [ -z "$b" ]; then
+			echo unreadable
+		elif [ "$a" = "$b" ]; then
+			echo same
+		else
+			echo differ
+		fi
+	done | sort -u | tr '\n' ' ' | awk '{
+		# one verdict for all: differ if any does, "none" if none read
+		v = "none"
+		for (i = 1; i <= NF; i++)
+			if ($i == "differ" || ($i == "unreadable" && v != "differ") ||
+			    ($i == "same" && v == "none"))
+				v = $i
+		print v
+	}'
 }
 
 # HOW: "end" (-d runs out) or "kill" (SIGKILL: the module sees the
