@@ -252,8 +252,19 @@ static int entry_points_of(const char *path, bool symtab,
 		 * an allocator */
 		for (size_t k = 0; addr[0] && k < NR_ENTRY_POINTS && n < max; k++) {
 			uint64_t off;
+			size_t j;
 
-			if (addr[k] && !alloc_elf_file_offset(elf, addr[k], &off))
+			if (!addr[k] || alloc_elf_file_offset(elf, addr[k], &off))
+				continue;
+			/*
+			 * Aliases (glibc's aligned_alloc is memalign): one
+			 * probe per address, or every call would count
+			 * twice (and the module refuses two at one offset).
+			 * Aliases share their arguments, so their kinds.
+			 */
+			for (j = 0; j < n && probes[j].offset != off; j++)
+				;
+			if (j == n)
 				probes[n++] = (struct ember_alloc_probe){
 					.offset = off,
 					.kind = entry_points[k].kind,

@@ -56,6 +56,8 @@ static void print_caps(uint64_t caps)
 		{ EMBER_CAP_KERNEL_STACKS, "kernel-stacks" },
 		{ EMBER_CAP_UNWIND_CFI, "cfi-unwind" },
 		{ EMBER_CAP_FAULTS, "faults" },
+		{ EMBER_CAP_ALLOC, "alloc" },
+		{ EMBER_CAP_ALLOC_ENTRY, "alloc-entry" },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -845,18 +845,24 @@ static int kmod_unwind_bind(struct ember_source *src, uint32_t pid,
 	return r;
 }
 
-/* EMBER_CMD_ALLOC_ATTACH: the module places (or refuses) them all. */
+/*
+ * EMBER_CMD_ALLOC_ATTACH: the module places (or refuses) them all. With a
+ * pid (a running process's allocator entry points) the module puts the
+ * breakpoints in that process's address space alone and samples by
+ * bytes at the session's rate.
+ */
 static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 			     const char *path,
 			     const struct ember_alloc_probe *probes, size_t nr,
 			     char *err, size_t err_len)
 {
+	uint64_t rate = src->cfg.alloc_rate ? src->cfg.alloc_rate :
+			EMBER_DEFAULT_ALLOC_RATE;
 	struct nl_msg *msg;
 
-	if (pid) {
-		/* the module's probes are per file; its filters pick processes */
+	if (pid && !(src->info.caps & EMBER_CAP_ALLOC_ENTRY)) {
 		snprintf(err, err_len,
-			 "the ember module cannot probe a running process's allocator yet: use --backend bpf");
+			 "this ember module cannot probe a running process's allocator (older than -e alloc -p): load a newer ember.ko, or use --backend bpf");
 		return -EOPNOTSUPP;
 	}
 	if (!nr || nr > EMBER_MAX_ALLOC_PROBES) {
@@ -867,7 +873,9 @@ static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 	msg = genl_msg(src->family, EMBER_CMD_ALLOC_ATTACH, false);
 	if (!msg || nla_put_string(msg, EMBER_A_ALLOC_PATH, path) ||
 	    nla_put(msg, EMBER_A_ALLOC_PROBES, (int)(nr * sizeof(*probes)),
-		    probes)) {
+		    probes) ||
+	    (pid && (nla_put_u32(msg, EMBER_A_ALLOC_PID, pid) ||
+		     nla_put_u64(msg, EMBER_A_ALLOC_RATE, rate)))) {
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}

@@ -19,12 +19,30 @@
  * only switches the probes' records off and queues them; the caller
  * removes them with ember_alloc_reap() once it has dropped ember_lock.
  *
- * The uprobes carry no filter: the semaphore is raised and the breakpoint
- * placed in every process mapping the file, and the handler applies the
- * session's pid/cgroup filter, as every other event source does, so
- * SET_FILTER applies at once.
+ * Without ALLOC_PID the uprobes carry no filter: the semaphore is raised
+ * and the breakpoint placed in every process mapping the file, and the
+ * handler applies the session's pid/cgroup filter, as every other event
+ * source does, so SET_FILTER applies at once.
+ *
+ * With ALLOC_PID (needed by the allocator entry points, a library every
+ * process maps) a uprobe_consumer filter keeps the breakpoints to that
+ * process's address space, so no other process traps; one that got them
+ * anyway (a fork copies them) has them removed by its first hit. There
+ * every call traps and the handler samples by bytes: a countdown per set
+ * and CPU, redrawn from an exponential distribution (mean ALLOC_RATE) at
+ * each sample, as preload/ember_alloc.c draws per thread. Sampling each
+ * byte with probability 1/rate is memoryless, so it does not matter which
+ * thread's bytes a countdown consumes: per CPU needs no table, no lookup
+ * and no allocation in the handler. The record is the sampled probe's,
+ * with weight 0 (the reader scales by the rate, as for the eBPF backend's
+ * entry programs) and address 0: no uretprobe, the block is not followed
+ * to its free (neither does the eBPF backend).
  */
 #include <linux/fs.h>
+#include <linux/pid.h>
+#include <linux/random.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/task.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/namei.h>
@@ -52,10 +70,14 @@ struct ember_alloc_uprobe {
 
 /* The probes of one ALLOC_ATTACH. */
 struct ember_alloc_set {
-	struct list_head node;		/* on ember_alloc_gone */
+	struct list_head node;		/* ember_alloc_sets, then _gone */
 	struct path path;		/* pins inode */
 	struct inode *inode;		/* the one the uprobes name */
+	struct mm_struct *mm;		/* ALLOC_PID's (mmgrab); NULL: all */
+	u64 rate;			/* entry probes: mean bytes per sample */
+	u64 __percpu *left;		/* entry probes: bytes to the next one */
 	bool live;			/* handlers write records (READ_ONCE) */
+	bool stopped;			/* ember_lock: moved to ember_alloc_gone */
 	unsigned int nr;
 	struct ember_alloc_uprobe probes[EMBER_MAX_ALLOC_PROBES];
 };
@@ -63,13 +85,15 @@ struct ember_alloc_set {
 /*
  * Lock order: ember_alloc_lock -> mmap_lock -> ember_lock.
  * ember_alloc_lock: uprobe (un)registration and the registered flags.
- * ember_lock: ember_alloc_cur, ember_alloc_gone and switching live on.
- * The handler takes no lock: it runs in the probed task, on its way back
- * to user space, and only reads live with preemption off.
+ * ember_lock: ember_alloc_sets, ember_alloc_gone, stopped, switching live
+ * on. The filter and the handler take no lock: the handler runs in the
+ * probed task, on its way back to user space, reads live and updates its
+ * CPU's countdown with preemption off; the filter reads only what is
+ * fixed before registration (mm).
  */
 static DEFINE_MUTEX(ember_alloc_lock);
-/* the running session's probes (placed, or being placed by ATTACH) */
-static struct ember_alloc_set *ember_alloc_cur;
+/* the running session's sets (placed, or being placed by ATTACH) */
+static LIST_HEAD(ember_alloc_sets);
 /* stopped sets whose uprobes ember_alloc_reap() removes */
 static LIST_HEAD(ember_alloc_gone);
 
@@ -82,16 +106,93 @@ bool ember_alloc_available(void)
 #endif
 }
 
+/*
+ * -ln(U) x 1024 for U uniform in (0, 1], from a random 32-bit value:
+ * bpf/ember.bpf.c's neg_ln_1024(), so both backends draw alike (bin
+ * midpoints of log2(1 + i/16): the mean gap is the rate to 0.02%).
+ */
+static u64 ember_alloc_neg_ln_1024(u32 r)
+{
+	static const u16 log2_frac[16] = {
+		45, 132, 214, 292, 366, 436, 504, 568,
+		629, 689, 745, 800, 853, 904, 953, 1001,
+	};
+	u32 msb = fls(r | 1) - 1;
+	u32 x;
+
+	x = msb >= 4 ? (r >> (msb - 4)) & 15 : (r << (4 - msb)) & 15;
+	/* -log2(r / 2^32) = 32 - msb - log2(1 + fraction); x ln 2 */
+	return ((32 * 1024 - msb * 1024 - log2_frac[x]) * 710) >> 10;
+}
+
+/* Bytes to the next sample: >= 1, rate <= EMBER_MAX_ALLOC_RATE (2^40) */
+static u64 ember_alloc_distance(u64 rate)
+{
+	/* -ln(U) x 1024 < 2^15: no overflow */
+	return ((rate * ember_alloc_neg_ln_1024(get_random_u32())) >> 10) + 1;
+}
+
+/* The size an allocator entry point was asked for (0: none, or too big). */
+static u64 ember_alloc_entry_size(u32 kind, const struct pt_regs *regs)
+{
+	switch (kind) {
+	case EMBER_PROBE_ENTRY_SIZE_RDI:
+		return regs->di;
+	case EMBER_PROBE_ENTRY_SIZE_RSI:
+		return regs->si;
+	case EMBER_PROBE_ENTRY_SIZE_RDX:
+		return regs->dx;
+	case EMBER_PROBE_ENTRY_NMEMB_SIZE:
+		/*
+		 * operands under 2^32 cannot overflow; a calloc of 4G
+		 * elements or 4 GiB each is not sampled (as in BPF)
+		 */
+		if ((regs->di | regs->si) >> 32)
+			return 0;
+		return regs->di * regs->si;
+	default:
+		return 0;
+	}
+}
+
+static bool ember_alloc_is_entry(u32 kind)
+{
+	return kind >= EMBER_PROBE_ENTRY_SIZE_RDI &&
+	       kind <= EMBER_PROBE_ENTRY_SIZE_RDX;
+}
+
+/* Only set for a set with ALLOC_PID: its address space alone. */
+static bool ember_alloc_filter(EMBER_UPROBE_FILTER_PROTO)
+{
+	struct ember_alloc_uprobe *p =
+		container_of(self, struct ember_alloc_uprobe, u.uc);
+
+	return p->set->mm == mm;
+}
+
 static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 {
 	struct ember_alloc_uprobe *p =
 		container_of(self, struct ember_alloc_uprobe, u.uc);
+	struct ember_alloc_set *set = p->set;
 	struct ember_cpu_stats *st;
-	u64 now;
+	u64 now, size = 0, *left;
 
+	/*
+	 * Another process has the breakpoint (a fork of the profiled one
+	 * copies it): the filter says no to it, so this takes it out of
+	 * that address space, unless another consumer wants it there.
+	 */
+	if (set->mm && current->mm != set->mm)
+		return UPROBE_HANDLER_REMOVE;
 	/* the probe kinds take x86_64 ABI arguments */
 	if (!user_64bit_mode(regs))
 		return 0;
+	if (ember_alloc_is_entry(p->kind)) {
+		size = ember_alloc_entry_size(p->kind, regs);
+		if (!size)
+			return 0;
+	}
 	/*
 	 * Preemption stays off from the live check to the end of the ring
 	 * write: ember_alloc_stop()'s synchronize_rcu() waits for handlers
@@ -106,13 +207,31 @@ static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 		local64_inc(&st->filtered);
 		goto out;
 	}
+	if (size) {
+		/* the byte countdown: most calls end here */
+		left = this_cpu_ptr(set->left);
+		if (size < *left) {
+			*left -= size;
+			goto out;
+		}
+		*left = ember_alloc_distance(set->rate);
+	}
 	local64_inc(&st->alloc_hits);
 	now = ktime_get_mono_fast_ns();
-	/* ember_alloc_probe(ptr, size, weight), ember_free_probe(ptr) */
-	if (p->kind == EMBER_PROBE_SAMPLED_ALLOC)
+	switch (p->kind) {
+	case EMBER_PROBE_SAMPLED_ALLOC:
+		/* ember_alloc_probe(ptr, size, weight) */
 		ember_emit_alloc(regs, now, regs->dx, regs->di, regs->si, st);
-	else
+		break;
+	case EMBER_PROBE_SAMPLED_FREE:
+		/* ember_free_probe(ptr) */
 		ember_emit_free(now, regs->di, st);
+		break;
+	default:
+		/* weighed by the reader, not followed to its free */
+		ember_emit_alloc(regs, now, 0, 0, size, st);
+		break;
+	}
 out:
 	preempt_enable();
 	return 0;
@@ -120,16 +239,23 @@ out:
 
 /* What needs no file: kinds, reserved fields, alignment, duplicates. */
 static int ember_alloc_check_probes(const struct ember_alloc_probe *p,
-				    unsigned int nr,
+				    unsigned int nr, u32 pid,
 				    struct netlink_ext_ack *extack)
 {
 	unsigned int i, j;
 
 	for (i = 0; i < nr; i++) {
 		if (p[i].kind != EMBER_PROBE_SAMPLED_ALLOC &&
-		    p[i].kind != EMBER_PROBE_SAMPLED_FREE) {
+		    p[i].kind != EMBER_PROBE_SAMPLED_FREE &&
+		    !ember_alloc_is_entry(p[i].kind)) {
 			NL_SET_ERR_MSG(extack,
 				       "ALLOC_PROBES: unknown probe kind");
+			return -EINVAL;
+		}
+		if (ember_alloc_is_entry(p[i].kind) && !pid) {
+			/* a library every process maps: all would trap */
+			NL_SET_ERR_MSG(extack,
+				       "ALLOC_PROBES: allocator entry points need ALLOC_PID");
 			return -EINVAL;
 		}
 		if (p[i].__reserved) {
@@ -178,10 +304,13 @@ static int ember_alloc_check_file(const struct ember_alloc_probe *p,
 	return 0;
 }
 
-/* ember_lock held. */
-static int ember_alloc_check_session(u32 portid, struct net *net,
+/* ember_lock held: the session's, and a new (file, process). */
+static int ember_alloc_check_session(const struct ember_alloc_set *set,
+				     u32 portid, struct net *net,
 				     struct netlink_ext_ack *extack)
 {
+	const struct ember_alloc_set *s;
+	unsigned int n = 0;
 	int ret = ember_session_check_owner(portid, net, extack);
 
 	if (ret)
@@ -191,10 +320,18 @@ static int ember_alloc_check_session(u32 portid, struct net *net,
 			       "the session was started without EMBER_EV_ALLOC");
 		return -EINVAL;
 	}
-	if (ember_alloc_cur) {
+	list_for_each_entry(s, &ember_alloc_sets, node) {
+		if (s->inode == set->inode && s->mm == set->mm) {
+			NL_SET_ERR_MSG(extack,
+				       "allocation probes are already attached to that file for that process: ALLOC_DETACH them first");
+			return -EBUSY;
+		}
+		n++;
+	}
+	if (n >= EMBER_MAX_ALLOC_SETS) {
 		NL_SET_ERR_MSG(extack,
-			       "allocation probes are already attached: ALLOC_DETACH them first");
-		return -EBUSY;
+			       "EMBER_MAX_ALLOC_SETS ALLOC_ATTACHes already: ALLOC_DETACH them first");
+		return -ENOSPC;
 	}
 	return 0;
 }
@@ -244,38 +381,97 @@ static int ember_alloc_register(struct ember_alloc_set *set,
 	return 0;
 }
 
+/* What ember_alloc_attach() took, no uprobe registered. */
+static void ember_alloc_free(struct ember_alloc_set *set)
+{
+	if (set->mm)
+		mmdrop(set->mm);
+	free_percpu(set->left);
+	if (set->path.dentry)
+		path_put(&set->path);
+	kfree(set);
+}
+
 /* ember_alloc_lock held: removes the uprobes, then frees the set. */
 static void ember_alloc_destroy(struct ember_alloc_set *set)
 {
 	/* after the sync no handler can still be reading the set */
 	if (ember_alloc_unregister(set))
 		ember_uprobe_sync();
-	path_put(&set->path);
-	kfree(set);
+	ember_alloc_free(set);
+}
+
+/* The address space of process nr (in the caller's pid namespace). */
+static struct mm_struct *ember_alloc_pid_mm(u32 nr,
+					    struct netlink_ext_ack *extack)
+{
+	struct task_struct *task;
+	struct mm_struct *mm;
+
+	rcu_read_lock();
+	task = pid_task(find_vpid(nr), PIDTYPE_TGID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	if (!task) {
+		NL_SET_ERR_MSG(extack, "ALLOC_PID: no such process");
+		return ERR_PTR(-ESRCH);
+	}
+	mm = get_task_mm(task);
+	put_task_struct(task);
+	if (!mm) {
+		NL_SET_ERR_MSG(extack,
+			       "ALLOC_PID: the process has no address space (exiting, or a kernel thread)");
+		return ERR_PTR(-ESRCH);
+	}
+	/* the struct only, to compare with: not the address space */
+	mmgrab(mm);
+	mmput(mm);
+	return mm;
 }
 
 int ember_alloc_attach(const char *path, const struct ember_alloc_probe *req,
-		       unsigned int nr, u32 portid, struct net *net,
-		       struct netlink_ext_ack *extack)
+		       unsigned int nr, u32 pid, u64 rate, u32 portid,
+		       struct net *net, struct netlink_ext_ack *extack)
 {
 	struct ember_alloc_set *set;
 	struct inode *inode;
 	bool queued = false;
-	unsigned int i;
+	unsigned int i, cpu;
 	int ret;
 
-	ret = ember_alloc_check_probes(req, nr, extack);
+	ret = ember_alloc_check_probes(req, nr, pid, extack);
 	if (ret)
 		return ret;
 	set = kzalloc(sizeof(*set), GFP_KERNEL);
 	if (!set)
 		return -ENOMEM;
+	set->rate = rate;
+	set->left = alloc_percpu(u64);
+	if (!set->left) {
+		ret = -ENOMEM;
+		goto free;
+	}
+	/* a first distance of its own on every CPU, as after a sample */
+	for_each_possible_cpu(cpu) {
+		u64 *left = per_cpu_ptr(set->left, cpu);
+
+		*left = ember_alloc_distance(rate);
+	}
+	if (pid) {
+		set->mm = ember_alloc_pid_mm(pid, extack);
+		if (IS_ERR(set->mm)) {
+			ret = PTR_ERR(set->mm);
+			set->mm = NULL;
+			goto free;
+		}
+	}
 	/* outside every lock of ours: a lookup may sleep for long */
 	ret = kern_path(path, LOOKUP_FOLLOW, &set->path);
 	if (ret) {
 		NL_SET_ERR_MSG(extack, "ALLOC_PATH cannot be resolved");
-		kfree(set);
-		return ret;
+		set->path.dentry = NULL;
+		goto free;
 	}
 	if (!d_is_reg(set->path.dentry)) {
 		NL_SET_ERR_MSG(extack, "ALLOC_PATH is not a regular file");
@@ -297,6 +493,8 @@ int ember_alloc_attach(const char *path, const struct ember_alloc_probe *req,
 		struct ember_alloc_uprobe *p = &set->probes[i];
 
 		p->u.uc.handler = ember_alloc_handler;
+		if (set->mm)
+			p->u.uc.filter = ember_alloc_filter;
 		p->set = set;
 		p->offset = req[i].offset;
 		p->ref_ctr_offset = req[i].ref_ctr_offset;
@@ -305,9 +503,9 @@ int ember_alloc_attach(const char *path, const struct ember_alloc_probe *req,
 
 	mutex_lock(&ember_alloc_lock);
 	mutex_lock(&ember_lock);
-	ret = ember_alloc_check_session(portid, net, extack);
-	if (!ret)
-		ember_alloc_cur = set;	/* a second ATTACH is refused now */
+	ret = ember_alloc_check_session(set, portid, net, extack);
+	if (!ret)	/* the same (file, process) again is refused now */
+		list_add_tail(&set->node, &ember_alloc_sets);
 	mutex_unlock(&ember_lock);
 	if (ret)
 		goto unlock;
@@ -315,7 +513,7 @@ int ember_alloc_attach(const char *path, const struct ember_alloc_probe *req,
 	ret = ember_alloc_register(set, extack);
 
 	mutex_lock(&ember_lock);
-	if (ember_alloc_cur != set) {
+	if (set->stopped) {
 		/* the session stopped meanwhile and queued the set */
 		queued = true;
 		if (!ret) {
@@ -324,7 +522,7 @@ int ember_alloc_attach(const char *path, const struct ember_alloc_probe *req,
 			ret = -ENOENT;
 		}
 	} else if (ret) {
-		ember_alloc_cur = NULL;
+		list_del(&set->node);
 	} else {
 		/* records only once every probe is in place */
 		WRITE_ONCE(set->live, true);
@@ -339,25 +537,27 @@ unlock:
 	return ret;
 
 free:
-	path_put(&set->path);
-	kfree(set);
+	ember_alloc_free(set);
 	return ret;
 }
 
 /* ember_lock held. */
 void ember_alloc_stop(void)
 {
-	struct ember_alloc_set *set = ember_alloc_cur;
+	struct ember_alloc_set *set;
+	bool was_live = false;
 
-	if (!set)
-		return;
-	ember_alloc_cur = NULL;
-	list_add_tail(&set->node, &ember_alloc_gone);
-	if (READ_ONCE(set->live)) {
-		WRITE_ONCE(set->live, false);
-		/* handlers past the live check run with preemption off */
-		synchronize_rcu();
+	list_for_each_entry(set, &ember_alloc_sets, node) {
+		set->stopped = true;
+		if (READ_ONCE(set->live)) {
+			WRITE_ONCE(set->live, false);
+			was_live = true;
+		}
 	}
+	list_splice_tail_init(&ember_alloc_sets, &ember_alloc_gone);
+	/* handlers past the live check run with preemption off */
+	if (was_live)
+		synchronize_rcu();
 }
 
 int ember_alloc_detach(u32 portid, struct net *net,
@@ -367,7 +567,7 @@ int ember_alloc_detach(u32 portid, struct net *net,
 
 	mutex_lock(&ember_lock);
 	ret = ember_session_check_owner(portid, net, extack);
-	if (!ret && !ember_alloc_cur) {
+	if (!ret && list_empty(&ember_alloc_sets)) {
 		NL_SET_ERR_MSG(extack, "no allocation probes are attached");
 		ret = -ENOENT;
 	}

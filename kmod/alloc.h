@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Allocation probes (alloc.c): uprobes on a preloaded sampler's
- * ember_alloc_probe()/ember_free_probe(), owned by the running session.
+ * ember_alloc_probe()/ember_free_probe(), or on a running process's
+ * allocator entry points, owned by the running session.
  */
 #ifndef EMBER_ALLOC_H
 #define EMBER_ALLOC_H
@@ -18,11 +19,12 @@ bool ember_alloc_available(void);
 
 /*
  * Commands. Take ember_alloc_lock and ember_lock themselves, so the
- * caller holds neither; path and probes are the request's, unchecked.
+ * caller holds neither; path, probes and pid are the request's,
+ * unchecked; rate is 1..EMBER_MAX_ALLOC_RATE.
  */
 int ember_alloc_attach(const char *path, const struct ember_alloc_probe *p,
-		       unsigned int nr, u32 portid, struct net *net,
-		       struct netlink_ext_ack *extack);
+		       unsigned int nr, u32 pid, u64 rate, u32 portid,
+		       struct net *net, struct netlink_ext_ack *extack);
 int ember_alloc_detach(u32 portid, struct net *net,
 		       struct netlink_ext_ack *extack);
 

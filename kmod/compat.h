@@ -92,6 +92,20 @@ struct ember_uprobe {
 	struct uprobe_consumer *self, struct pt_regs *regs
 #endif
 
+/*
+ * uprobe_consumer.filter: whether a process's address space gets the
+ * breakpoints. Up to 6.9 it is also told why it is asked (register,
+ * mmap, unregister), which ember does not need.
+ */
+#ifdef EMBER_HAVE_UPROBE_FILTER_CTX
+#define EMBER_UPROBE_FILTER_PROTO					\
+	struct uprobe_consumer *self, enum uprobe_filter_ctx ctx,	\
+	struct mm_struct *mm
+#else
+#define EMBER_UPROBE_FILTER_PROTO					\
+	struct uprobe_consumer *self, struct mm_struct *mm
+#endif
+
 /* u->uc.handler set; the caller holds a reference to inode throughout */
 static inline int ember_uprobe_register(struct ember_uprobe *u,
 					struct inode *inode, loff_t offset,

@@ -81,6 +81,8 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	 */
 	[EMBER_A_ALLOC_PATH]		= { .type = NLA_NUL_STRING },
 	[EMBER_A_ALLOC_PROBES]		= { .type = NLA_BINARY },
+	[EMBER_A_ALLOC_PID]		= { .type = NLA_U32 },
+	[EMBER_A_ALLOC_RATE]		= { .type = NLA_U64 },
 };
 
 static struct genl_family ember_family;
@@ -484,13 +486,26 @@ static int ember_cmd_alloc_attach(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr *path = info->attrs[EMBER_A_ALLOC_PATH];
 	struct nlattr *probes = info->attrs[EMBER_A_ALLOC_PROBES];
+	struct nlattr *rate_attr = info->attrs[EMBER_A_ALLOC_RATE];
 	struct netlink_ext_ack *extack = info->extack;
+	u64 rate = EMBER_DEFAULT_ALLOC_RATE;
 	unsigned int nr;
+	u32 pid = 0;
 	int ret;
 
 	ret = ember_check_perm(skb, extack);
 	if (ret)
 		return ret;
+	if (info->attrs[EMBER_A_ALLOC_PID])
+		pid = nla_get_u32(info->attrs[EMBER_A_ALLOC_PID]);
+	if (rate_attr) {
+		rate = nla_get_u64(rate_attr);
+		if (!rate || rate > EMBER_MAX_ALLOC_RATE) {
+			NL_SET_ERR_MSG_ATTR(extack, rate_attr,
+					    "ALLOC_RATE must be 1..EMBER_MAX_ALLOC_RATE bytes");
+			return -ERANGE;
+		}
+	}
 	if (!path || !probes) {
 		NL_SET_ERR_MSG(extack,
 			       "ALLOC_ATTACH needs ALLOC_PATH and ALLOC_PROBES");
@@ -518,8 +533,8 @@ static int ember_cmd_alloc_attach(struct sk_buff *skb, struct genl_info *info)
 				    "ALLOC_PROBES must hold 1..EMBER_MAX_ALLOC_PROBES probes");
 		return -EINVAL;
 	}
-	return ember_alloc_attach(nla_data(path), nla_data(probes), nr,
-				  info->snd_portid, genl_info_net(info),
+	return ember_alloc_attach(nla_data(path), nla_data(probes), nr, pid,
+				  rate, info->snd_portid, genl_info_net(info),
 				  extack);
 }
 

@@ -373,8 +373,11 @@ enum ember_cmd {
 	 * Allocation probes, while an EMBER_EV_ALLOC session runs (removed
 	 * when it stops): ALLOC_PATH (an absolute path, a regular file) and
 	 * ALLOC_PROBES (struct ember_alloc_probe[]); every probe is checked
-	 * before any is placed, and all or none are. One ALLOC_ATTACH per
-	 * session: another is refused (EBUSY) until ALLOC_DETACH, which
+	 * before any is placed, and all or none are. ALLOC_PID (optional,
+	 * needed by EMBER_PROBE_ENTRY_*) limits them to one process's
+	 * address space; ALLOC_RATE sets the entry probes' sampling. Up to
+	 * EMBER_MAX_ALLOC_SETS ATTACHes per session, one per (file,
+	 * process): another is refused (EBUSY) until ALLOC_DETACH, which
 	 * removes them all.
 	 */
 	EMBER_CMD_ALLOC_ATTACH,
@@ -422,6 +425,7 @@ enum ember_clock_event {
 #define EMBER_CAP_UNWIND_CFI	(1ULL << 7)	/* EMBER_CMD_UNWIND_* tables */
 #define EMBER_CAP_FAULTS	(1ULL << 8)	/* EMBER_EV_FAULTS */
 #define EMBER_CAP_ALLOC		(1ULL << 9)	/* EMBER_EV_ALLOC, EMBER_CMD_ALLOC_* */
+#define EMBER_CAP_ALLOC_ENTRY	(1ULL << 10)	/* EMBER_PROBE_ENTRY_*, ALLOC_PID/RATE */
 
 /*
  * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.
@@ -457,6 +461,9 @@ struct ember_alloc_probe {
 	__u32 __reserved;	/* 0 */
 };
 #define EMBER_MAX_ALLOC_PROBES	8
+#define EMBER_MAX_ALLOC_SETS	16	/* ALLOC_ATTACHes per session */
+#define EMBER_DEFAULT_ALLOC_RATE	(512 * 1024)	/* no ALLOC_RATE */
+#define EMBER_MAX_ALLOC_RATE	(1ULL << 40)
 
 enum ember_attr {
 	EMBER_A_UNSPEC,
@@ -494,6 +501,10 @@ enum ember_attr {
 	EMBER_A_RING_MEM_CAP,		/* u64: the ring_mem_max parameter */
 	EMBER_A_ALLOC_PATH,		/* string: file to probe (< PATH_MAX) */
 	EMBER_A_ALLOC_PROBES,		/* binary: struct ember_alloc_probe[] */
+	EMBER_A_ALLOC_PID,		/* u32: tgid whose address space alone
+					 * gets the probes; 0 or none = all */
+	EMBER_A_ALLOC_RATE,		/* u64: mean bytes between entry probe
+					 * samples, 1..EMBER_MAX_ALLOC_RATE */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)

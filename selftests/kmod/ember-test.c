@@ -1442,6 +1442,21 @@ static int alloc_attach(const char *path, const struct ember_alloc_probe *p,
 	return transact(m, NULL, NULL);
 }
 
+/* ALLOC_ATTACH with ALLOC_PID (0: none) and ALLOC_RATE (0: none, ~0: 0) */
+static int alloc_attach_pid(const char *path, const struct ember_alloc_probe *p,
+			    size_t n, uint32_t pid, uint64_t rate)
+{
+	struct nl_msg *m = req(EMBER_CMD_ALLOC_ATTACH, NLM_F_ACK);
+
+	nla_put_string(m, EMBER_A_ALLOC_PATH, path);
+	nla_put(m, EMBER_A_ALLOC_PROBES, (int)(n * sizeof(*p)), p);
+	if (pid)
+		nla_put_u32(m, EMBER_A_ALLOC_PID, pid);
+	if (rate)
+		nla_put_u64(m, EMBER_A_ALLOC_RATE, rate == ~0ULL ? 0 : rate);
+	return transact(m, NULL, NULL);
+}
+
 /* The two probes of allocprobe, with the semaphore. */
 static void good_probes(struct ember_alloc_probe *p)
 {
@@ -1732,6 +1747,20 @@ static int cmd_alloc(const char *prog)
 	p[0].__reserved = 1;
 	al_refused("__reserved nonzero", alloc_attach(prog, p, 2, 0),
 		   "__reserved");
+	good_probes(p);
+	/* allocator entry points: only with a process, at a sane rate */
+	p[0].kind = EMBER_PROBE_ENTRY_SIZE_RDI;
+	al_refused("entry probe without ALLOC_PID",
+		   alloc_attach_pid(prog, p, 2, 0, 0), "need ALLOC_PID");
+	al_refused("ALLOC_PID of no process",
+		   alloc_attach_pid(prog, p, 2, 999999999, 0),
+		   "no such process");
+	al_refused("ALLOC_RATE 0",
+		   alloc_attach_pid(prog, p, 2, (uint32_t)a.pid, ~0ULL),
+		   "ALLOC_RATE");
+	al_refused("ALLOC_RATE above EMBER_MAX_ALLOC_RATE",
+		   alloc_attach_pid(prog, p, 2, (uint32_t)a.pid,
+				    EMBER_MAX_ALLOC_RATE + 1), "ALLOC_RATE");
 	good_probes(p);
 	al_refused("0 probes", alloc_attach(prog, p, 0, 0), "1..");
 	for (ret = 2; ret <= EMBER_MAX_ALLOC_PROBES; ret++) {

@@ -29,7 +29,8 @@ cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
 	selftests/unwind/check-cost.sh selftests/unwind/check-jit.sh \
 	selftests/unwind/check-backends.sh \
 	agent/gen/tests/jit-work agent/gen/tests/allocwork \
-	preload/libember-alloc.so selftests/alloc/check-alloc.sh "$work/agent/"
+	preload/libember-alloc.so selftests/alloc/check-alloc.sh \
+	selftests/alloc/check-alloc-pid.sh "$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc and
 # clang builds)
 cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"

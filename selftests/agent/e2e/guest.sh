@@ -46,6 +46,13 @@ if [ -x ./allocwork ]; then
 	sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend kmod \
 		--label kmod_vm --lib /payload/agent/libember-alloc.so --rate 8192 \
 		--warmup 3 --scale 0.5 --out $out/alloc
+	# -p: a running allocwork without the sampler, the module's uprobes
+	# on libc's malloc family sampling by bytes; shares against the
+	# truth, nothing left in the process once ember ends or is killed
+	sh ./check-alloc-pid.sh --ember ./ember --work ./allocwork --backend kmod \
+		--label kmod_vm --lib /payload/agent/libember-alloc.so --rate 8192 \
+		--warmup 3 --scale 0.5 --compare bpf \
+		--out $out/allocpid
 fi
 
 # User stacks without frame pointers through the module's CFI unwinder:
