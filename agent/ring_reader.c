@@ -5,8 +5,10 @@
  * The queue is a list of chunks, appended by the reader and consumed by
  * one consumer, under one mutex held only to move offsets: a record is
  * copied in by the reader and handed out in place (the consumer owns the
- * head chunk until it moves past it). Chunks are allocated as needed and
- * freed once read, so an idle queue costs one chunk, not its bound.
+ * head chunk until it moves past it). Chunks are mapped as needed and
+ * unmapped once read, so an idle queue costs one chunk, not its bound.
+ * mmap, not malloc: glibc raises its mmap threshold to a freed mapping's
+ * size, and later chunks would come from the heap and keep its pages.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +16,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "deadline.h"
 #include "ring_reader.h"
@@ -49,6 +52,20 @@ struct ring_reader {
 	bool stopping, done, waiting;
 };
 
+static struct chunk *chunk_new(void)
+{
+	void *p = mmap(NULL, sizeof(struct chunk) + CHUNK_BYTES,
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void chunk_free(struct chunk *c)
+{
+	if (c)
+		munmap(c, sizeof(*c) + CHUNK_BYTES);
+}
+
 static size_t rec_space(size_t size)
 {
 	return (size + 7) & ~(size_t)7;	/* records stay 8-byte aligned */
@@ -66,7 +83,7 @@ static struct chunk *tail_with_room(struct ring_reader *rr, size_t n)
 	if (rr->spare) {
 		c = rr->spare;
 		rr->spare = NULL;
-	} else if (!(c = malloc(sizeof(*c) + CHUNK_BYTES))) {
+	} else if (!(c = chunk_new())) {
 		return NULL;
 	}
 	c->next = NULL;
@@ -187,22 +204,26 @@ static void wait_for_record(struct ring_reader *rr, int timeout_ms)
 	rr->waiting = false;
 }
 
-/* Move past the head record of n bytes. Under lock. */
-static void advance(struct ring_reader *rr, size_t n)
+/*
+ * Move past the head record of n bytes. Under lock; returns a chunk to
+ * unmap once the lock is dropped, or NULL.
+ */
+static struct chunk *advance(struct ring_reader *rr, size_t n)
 {
 	struct chunk *c = rr->head;
 
 	rr->head_off += n;
 	if (rr->head_off < c->used || c == rr->tail)
-		return;
+		return NULL;
 	/* read to its end and the reader writes elsewhere: let it go */
 	rr->head = c->next;
 	rr->head_off = 0;
 	rr->bytes -= CHUNK_BYTES;
-	if (!rr->spare)
+	if (!rr->spare) {
 		rr->spare = c;
-	else
-		free(c);
+		return NULL;
+	}
+	return c;
 }
 
 int ring_reader_consume(struct ring_reader *rr, int timeout_ms,
@@ -214,12 +235,18 @@ int ring_reader_consume(struct ring_reader *rr, int timeout_ms,
 	wait_for_record(rr, timeout_ms);
 	while (n < CONSUME_BUDGET && rr->head) {
 		const struct ember_rec_header *rec;
+		struct chunk *dead;
 		size_t space;
 
 		if (rr->head_off == rr->head->used) {
 			if (rr->head == rr->tail)
 				break;	/* all read */
-			advance(rr, 0);
+			dead = advance(rr, 0);
+			if (dead) {
+				pthread_mutex_unlock(&rr->lock);
+				chunk_free(dead);
+				pthread_mutex_lock(&rr->lock);
+			}
 			continue;
 		}
 		rec = (const void *)(rr->head->data + rr->head_off);
@@ -228,8 +255,13 @@ int ring_reader_consume(struct ring_reader *rr, int timeout_ms,
 		pthread_mutex_unlock(&rr->lock);
 		fn(rec, ctx);
 		pthread_mutex_lock(&rr->lock);
-		advance(rr, space);
+		dead = advance(rr, space);
 		n++;
+		if (dead) {
+			pthread_mutex_unlock(&rr->lock);
+			chunk_free(dead);
+			pthread_mutex_lock(&rr->lock);
+		}
 	}
 	if (!n && rr->done && rr->error)
 		n = rr->error;
@@ -269,9 +301,9 @@ void ring_reader_free(struct ring_reader *rr)
 		struct chunk *c = rr->head;
 
 		rr->head = c->next;
-		free(c);
+		chunk_free(c);
 	}
-	free(rr->spare);
+	chunk_free(rr->spare);
 	pthread_cond_destroy(&rr->ready);
 	pthread_mutex_destroy(&rr->lock);
 	free(rr);

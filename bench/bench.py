@@ -566,6 +566,9 @@ class Bench:
         for f in p["agent_freqs"]:
             configs.append(("record", f))
             configs.append(("run", f))
+        # a host that also starts programs all the time (builds, shell
+        # pipelines): every exec is a new process to learn
+        configs.append(("run+churn", p["agent_freqs"][0]))
         log(f"agent: CPU and RSS of ember record -a / ember run at {p['agent_freqs']} Hz, {p['agent_D']} s each, busy system")
         wl = subprocess.Popen([SPIN, "-d", str(10 + len(configs) * p["agent_reps"] * (p["agent_D"] + 6))],
                               stdout=subprocess.DEVNULL)
@@ -585,11 +588,15 @@ class Bench:
     def agent_one(self, cmd, freq, rep, port):
         p = self.p
         out = os.path.join(self.tmp, "agent.folded")
+        churn = None
         if cmd == "record":
             argv = [EMBER, "record", "-a", "-F", str(freq), "-o", out]
         else:
             argv = [EMBER, "run", "-c", "/dev/null", "-e", f"http://127.0.0.1:{port}",
                     "-i", str(p["run_interval"]), "-F", str(freq)]
+        if cmd == "run+churn":
+            churn = subprocess.Popen(["sh", "-c", "while :; do /bin/true; sh -c 'ls / | wc -l' >/dev/null; done"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         err = open(os.path.join(self.tmp, "agent.err"), "w")
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
         t0 = time.monotonic()
@@ -604,6 +611,9 @@ class Bench:
             hwm = max(hwm, proc_status(proc.pid, "VmHWM") or 0)
             if c is not None and rss is not None:
                 samples.append((t, c, rss, anon or 0))
+        if churn:
+            churn.kill()
+            churn.wait()
         if proc.poll() is not None:
             self.note(f"ember {cmd} -F {freq} exited early: {open(err.name).read()[-200:]}")
             return

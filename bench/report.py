@@ -366,7 +366,9 @@ class Report:
         p = self.meta["params"]
         self.w(f"`ember record -a -F HZ` and `ember run -F HZ` (exporting every "
                f"{p['run_interval']} s to a loopback OTLP receiver) for {p['agent_D']} s each "
-               f"while `spin` keeps every CPU busy. CPU share: the agent's exact CPU time "
+               f"while `spin` keeps every CPU busy (`run+churn`: also a shell loop starting "
+               f"`/bin/true`, `sh`, `ls` and `wc` without pause, as a build host does). "
+               f"CPU share: the agent's exact CPU time "
                f"(all threads) over the steady window (after the first 2 s) / wall time, in "
                f"% of one core. Steady RSS: median VmRSS of the second half of the run. "
                f"Peak: VmHWM while running, and ru_maxrss over the whole life (for `record` "

@@ -108,18 +108,19 @@ int main(void)
 	struct ring_reader *rr;
 	int n, err;
 
-	/* 1. all in order, intact */
-	limit = 20000;
+	/* 1. all in order, intact (~40 MB: within the bound whatever the
+	 * consumer's pace) */
+	limit = 10000;
 	rr = ring_reader_start(&fake_ops, NULL, hint, NULL, 64u << 20);
 	T_CHECK("ring_reader_starts", rr != NULL, "errno %d", errno);
 	if (!rr)
 		T_EXIT();
-	for (int i = 0; i < 20000 && s.next < 20000; i++)
+	for (int i = 0; i < 20000 && s.next < 10000; i++)
 		ring_reader_consume(rr, 10, consume, &s);
-	T_CHECK("ring_reader_in_order_intact", s.next == 20000 && s.bad == 0,
-		"%lu of 20000 records, %lu bad", (unsigned long)s.next,
+	T_CHECK("ring_reader_in_order_intact", s.next == 10000 && s.bad == 0,
+		"%lu of 10000 records, %lu bad", (unsigned long)s.next,
 		(unsigned long)s.bad);
-	T_CHECK("ring_reader_hint_on_reader_thread", hints >= 20000 &&
+	T_CHECK("ring_reader_hint_on_reader_thread", hints >= 10000 &&
 		!hint_on_other_thread, "%d hints, other thread %d", hints,
 		hint_on_other_thread);
 	T_CHECK("ring_reader_nothing_dropped", ring_reader_dropped(rr) == 0,
