@@ -49,8 +49,9 @@ static int fail(struct opt_ctx *cx, const char *fmt, ...)
 }
 
 /*
- * A bad value: named as it was spelled; a flag of ember run also by its
- * config key, which is how the rest of the daemon's messages name it.
+ * A bad value: "NAME wants WHAT, not 'VALUE'", named as it was spelled; a
+ * flag of ember run also by its config key, as the daemon's other
+ * messages name it.
  */
 static int bad_value(struct opt_ctx *cx, const struct ember_option *d,
 		     const char *v)
@@ -62,11 +63,11 @@ static int bad_value(struct opt_ctx *cx, const struct ember_option *d,
 		for (char *p = key; *p; p++)
 			if (*p == '-')
 				*p = '_';
-		return fail(cx, "invalid value '%s' for %s (%s): expected %s",
-			    v ? v : "", cx->spelling, key, d->expected);
+		return fail(cx, "%s (%s) wants %s, not '%s'", cx->spelling, key,
+			    d->expected, v ? v : "");
 	}
-	return fail(cx, "invalid value '%s' for %s: expected %s", v ? v : "",
-		    cx->spelling, d->expected);
+	return fail(cx, "%s wants %s, not '%s'", cx->spelling, d->expected,
+		    v ? v : "");
 }
 
 static void deprecated(struct opt_ctx *cx, const char *old, const char *use)

@@ -79,7 +79,7 @@ int main(void)
 		"r=%d %s %zu", r, err, c.queue_max_bytes);
 	run_config_free(&c);
 	refused("run_config_queue_max_bytes_tiny", "queue_max_bytes = 64\n", NULL,
-		"expected bytes from 64K");
+		"queue_max_bytes wants bytes from 64K to 1024G (suffix K, M or G), not '64'");
 	refused("run_config_queue_max_bytes_junk", NULL,
 		ARGS("--queue-max-bytes", "12Q"), "queue_max_bytes");
 
