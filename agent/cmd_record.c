@@ -34,7 +34,6 @@
 #pragma weak output_pprof
 #pragma weak output_otlp
 
-#define CGROUP_ROOT	"/sys/fs/cgroup"
 #define RECORD_TIMESTAMPS_PER_STACK 1024
 
 static bool ends_with(const char *s, const char *suffix)
@@ -68,11 +67,6 @@ const char *format_name(enum out_format f)
 
 	return f <= OUT_OTLP ? names[f] : "?";
 }
-
-/* What --cgroup takes, after "expected " (ROOT: the cgroup v2 root). */
-#define CGROUP_EXPECTED "a cgroup v2 directory: a path relative to %s " \
-	"(as /proc/PID/cgroup shows it, e.g. system.slice/nginx.service) " \
-	"or an absolute path under it"
 
 #define FAIL(...) do { snprintf(err, err_len, __VA_ARGS__); return -1; } while (0)
 

@@ -22,11 +22,6 @@
 
 #define MAX_LIST 64	/* headers, attributes */
 #define PID_MAX 4194304	/* PID_MAX_LIMIT on 64-bit */
-#define CGROUP_ROOT "/sys/fs/cgroup"
-/* What --cgroup takes, after "expected " (%s: the cgroup v2 root). */
-#define CGROUP_EXPECTED "a cgroup v2 directory: a path relative to %s " \
-	"(as /proc/PID/cgroup shows it, e.g. system.slice/nginx.service) " \
-	"or an absolute path under it"
 
 static const char *cmd_name(unsigned int cmd)
 {
@@ -350,24 +345,19 @@ PARSE(p_event)
 	return 0;
 }
 
-/* Deprecated switches of ember run that added an event: --off-cpu & co. */
-static int add_event(struct ember_opts *o, const char *v, uint32_t bit,
-		     const struct ember_option *d, struct opt_ctx *cx)
+/* Deprecated switches of ember run that added an event (d->min). */
+PARSE(p_add_event)
 {
 	bool on = true;
 
 	if (v && parse_bool(v, &on))
 		return bad_value(cx, d, v);
 	if (on)
-		o->events |= bit;
+		o->events |= (uint32_t)d->min;
 	else
-		o->events &= ~bit;
+		o->events &= ~(uint32_t)d->min;
 	return 0;
 }
-
-PARSE(p_off_cpu) { return add_event(o, v, EMBER_EV_OFFCPU, d, cx); }
-PARSE(p_faults) { return add_event(o, v, EMBER_EV_FAULTS, d, cx); }
-PARSE(p_alloc) { return add_event(o, v, EMBER_EV_ALLOC, d, cx); }
 
 PARSE(p_pid)
 {
@@ -824,13 +814,13 @@ const struct ember_option ember_options[] = {
 
 	/* Deprecated spellings, accepted for one release with a notice. */
 	{ "off-cpu", 0, NULL, CMD_RUN, 0, F_CUSTOM, FIELD(events),
-	  .parse = p_off_cpu, .expected = "true or false",
+	  .parse = p_add_event, .min = EMBER_EV_OFFCPU, .expected = "true or false",
 	  .deprecated = "-e cpu,offcpu (event = cpu,offcpu in the config file)" },
 	{ "faults", 0, NULL, CMD_RUN, 0, F_CUSTOM, FIELD(events),
-	  .parse = p_faults, .expected = "true or false",
+	  .parse = p_add_event, .min = EMBER_EV_FAULTS, .expected = "true or false",
 	  .deprecated = "-e cpu,faults (event = cpu,faults in the config file)" },
 	{ "alloc", 0, NULL, CMD_RUN, 0, F_CUSTOM, FIELD(events),
-	  .parse = p_alloc, .expected = "true or false",
+	  .parse = p_add_event, .min = EMBER_EV_ALLOC, .expected = "true or false",
 	  .deprecated = "-e cpu,alloc (event = cpu,alloc in the config file)" },
 	{ "frequency", 0, "HZ", CMD_RUN, OPTF_KEY_ONLY,
 	  UINT(freq_hz, EMBER_MIN_FREQ, EMBER_MAX_FREQ),

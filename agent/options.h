@@ -31,6 +31,12 @@ enum out_format {
 	OUT_OTLP,
 };
 
+#define CGROUP_ROOT "/sys/fs/cgroup"
+/* What --cgroup takes, after "expected " (%s: the cgroup v2 root). */
+#define CGROUP_EXPECTED "a cgroup v2 directory: a path relative to %s " \
+	"(as /proc/PID/cgroup shows it, e.g. system.slice/nginx.service) " \
+	"or an absolute path under it"
+
 /* The commands an option belongs to (a bit mask). */
 enum opt_cmd {
 	CMD_RECORD = 1,
