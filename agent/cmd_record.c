@@ -34,99 +34,7 @@
 #pragma weak output_pprof
 #pragma weak output_otlp
 
-#define CGROUP_ROOT	"/sys/fs/cgroup"
 #define RECORD_TIMESTAMPS_PER_STACK 1024
-
-static const char usage_text[] =
-"usage: ember record [-F HZ] [-e cpu,offcpu,faults,alloc] [-p PID,...]\n"
-"                    [--cgroup PATH] [-a] [-d SECONDS] [-o FILE]\n"
-"                    [--format folded|svg|pprof|otlp] [--backend auto|kmod|bpf]\n"
-"                    [-- COMMAND [ARGS...]]\n"
-"\n"
-"Record stack samples and write a profile.\n"
-"\n"
-"  -F, --freq HZ          on-CPU sampling frequency (default 99, 1..10000)\n"
-"  -e, --event EVENTS     cpu (default), offcpu, faults, or a list: cpu,offcpu\n"
-"                         faults: where memory is first touched (sampled page\n"
-"                         faults, in bytes)\n"
-"                         alloc: sampled allocations in bytes, and the bytes\n"
-"                         still in use at the end (with -- COMMAND, which ember\n"
-"                         starts with its sampler preloaded; or processes\n"
-"                         started with LD_PRELOAD=" EMBER_ALLOC_LIB_DIR "/" EMBER_ALLOC_LIB_NAME ")\n"
-"  -p, --pid PID,...      only these processes (all their threads)\n"
-"      --cgroup PATH      only this cgroup v2: relative to " CGROUP_ROOT " (as\n"
-"                         /proc/PID/cgroup shows it) or an absolute path under it\n"
-"  -a, --all-cpus         the whole system (default without -p/--cgroup/COMMAND)\n"
-"  -d, --duration SECS    stop after SECS seconds (default: Ctrl-C, or COMMAND's end)\n"
-"  -o, --output FILE      where to write (default ember.svg; - = stdout)\n"
-"      --format FMT       folded, svg, pprof or otlp (default: from FILE's\n"
-"                         extension: .folded/.txt, .svg, .pb.gz/.pprof, .otlp)\n"
-"      --backend B        auto (default: the module if loaded or loadable,\n"
-"                         else eBPF), kmod or bpf\n"
-"      --max-stacks N     unique stacks kept in memory (default 65536)\n"
-"      --offcpu-min USEC  off-CPU intervals shorter than USEC are not recorded\n"
-"      --group-by G       root frames of folded and SVG output: process (comm,\n"
-"                         the default), container (the container id or cgroup,\n"
-"                         then comm) or none (every process merged)\n"
-"      --off-cpu-state    end off-CPU stacks (folded, SVG) with how the thread\n"
-"                         waited: [sleeping], [disk] (uninterruptible, mostly\n"
-"                         I/O), [preempted] or [other] (pprof and OTLP always\n"
-"                         carry it as a label)\n"
-"      --fault-period N   -e faults: one sample per N page faults (default 512,\n"
-"                         1..1000000)\n"
-"      --alloc-rate BYTES -e alloc: one sample per BYTES allocated on average\n"
-"                         (default 524288, 1..2^40)\n"
-"      --alloc-lib PATH   -e alloc: the sampler library (default: found next to\n"
-"                         ember, or in " EMBER_ALLOC_LIB_DIR ")\n"
-"                         (default 0: all; in the kernel, so shorter ones cost\n"
-"                         no stack walk)\n"
-"      --idle             include samples of idle CPUs\n"
-"      --debug-dir DIR    also look for separate debug files under DIR\n"
-"                         (repeatable; searched before /usr/lib/debug)\n"
-"      --debuginfod       fetch missing debug info from DEBUGINFOD_URLS\n"
-"                         (off by default: it may download a lot)\n"
-"      --no-cfi           walk user stacks by frame pointers only (no unwind\n"
-"                         tables from .eh_frame/.debug_frame)\n"
-"      --verbose-cfi      say which unwind tables are built and their sizes\n"
-"      --check-unwind     test mode: copy each sample's user stack too, unwind\n"
-"                         it with libdwfl and report how often both agree\n"
-"  -- COMMAND [ARGS...]   start COMMAND, profile it and its children until it\n"
-"                         exits; its stdio and exit status pass through\n"
-"\n"
-"Folded output is \"comm;root;...;leaf VALUE\": VALUE counts samples, or\n"
-"microseconds when off-CPU time is recorded. See ember(1).\n";
-
-enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_BACKEND, OPT_MAX_STACKS, OPT_IDLE,
-       OPT_DEBUG_DIR, OPT_DEBUGINFOD, OPT_NO_CFI, OPT_VERBOSE_CFI,
-       OPT_CHECK_UNWIND, OPT_OFFCPU_MIN, OPT_FAULT_PERIOD, OPT_ALLOC_RATE,
-       OPT_ALLOC_LIB, OPT_OFFCPU_STATE, OPT_GROUP_BY };
-
-static const struct option long_opts[] = {
-	{ "freq", required_argument, NULL, 'F' },
-	{ "event", required_argument, NULL, 'e' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
-	{ "all-cpus", no_argument, NULL, 'a' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "format", required_argument, NULL, OPT_FORMAT },
-	{ "backend", required_argument, NULL, OPT_BACKEND },
-	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
-	{ "offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
-	{ "fault-period", required_argument, NULL, OPT_FAULT_PERIOD },
-	{ "alloc-rate", required_argument, NULL, OPT_ALLOC_RATE },
-	{ "alloc-lib", required_argument, NULL, OPT_ALLOC_LIB },
-	{ "off-cpu-state", no_argument, NULL, OPT_OFFCPU_STATE },
-	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
-	{ "idle", no_argument, NULL, OPT_IDLE },
-	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
-	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
-	{ "no-cfi", no_argument, NULL, OPT_NO_CFI },
-	{ "verbose-cfi", no_argument, NULL, OPT_VERBOSE_CFI },
-	{ "check-unwind", no_argument, NULL, OPT_CHECK_UNWIND },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -160,273 +68,30 @@ const char *format_name(enum out_format f)
 	return f <= OUT_OTLP ? names[f] : "?";
 }
 
-static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v)
-{
-	char *end;
-	unsigned long long x;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (errno || *end || x < min || x > max)
-		return false;
-	*v = x;
-	return true;
-}
-
-static int parse_events(const char *s, uint32_t *ev)
-{
-	char buf[64], *tok, *save;
-
-	*ev = 0;
-	if (strlen(s) >= sizeof(buf))
-		return -1;
-	strcpy(buf, s);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(tok, "cpu") || !strcmp(tok, "oncpu"))
-			*ev |= EMBER_EV_ONCPU;
-		else if (!strcmp(tok, "offcpu"))
-			*ev |= EMBER_EV_OFFCPU;
-		else if (!strcmp(tok, "faults"))
-			*ev |= EMBER_EV_FAULTS;
-		else if (!strcmp(tok, "alloc"))
-			*ev |= EMBER_EV_ALLOC;
-		else
-			return -1;
-	}
-	return *ev ? 0 : -1;
-}
-
-static int parse_pids(const char *s, struct record_opts *o)
-{
-	const char *p = s;
-
-	while (*p) {
-		char num[16];
-		size_t len = strcspn(p, ",");
-		uint64_t v;
-		uint32_t *np;
-
-		if (!len || len >= sizeof(num))
-			return -1;
-		memcpy(num, p, len);
-		num[len] = '\0';
-		if (!parse_u64(num, 1, UINT32_MAX, &v))
-			return -1;
-		if (o->nr_pids >= EMBER_MAX_FILTER_PIDS)
-			return -1;
-		np = realloc(o->pids, (o->nr_pids + 1) * sizeof(*np));
-		if (!np)
-			return -1;
-		o->pids = np;
-		o->pids[o->nr_pids++] = v;
-		p += len;
-		if (*p == ',')
-			p++;
-	}
-	return o->nr_pids ? 0 : -1;
-}
-
-/* A ".." component: --cgroup must stay under the cgroup v2 root. */
-static bool has_dotdot(const char *path)
-{
-	const char *p = path;
-
-	while (*p) {
-		size_t n = strcspn(p, "/");
-
-		if (n == 2 && p[0] == '.' && p[1] == '.')
-			return true;
-		p += n;
-		while (*p == '/')
-			p++;
-	}
-	return false;
-}
-
-/* What --cgroup takes, after "expected " (ROOT: the cgroup v2 root). */
-#define CGROUP_EXPECTED "a cgroup v2 directory: a path relative to %s " \
-	"(as /proc/PID/cgroup shows it, e.g. system.slice/nginx.service) " \
-	"or an absolute path under it"
-
 #define FAIL(...) do { snprintf(err, err_len, __VA_ARGS__); return -1; } while (0)
 
-int record_parse_args(int argc, char **argv, struct record_opts *o,
+int record_parse_args(int argc, char **argv, struct ember_opts *o,
 		      char *err, size_t err_len)
 {
-	const char *last_value = NULL;
-	bool dashdash;
-	uint64_t v;
-	int c;
+	const char *def;
 
-	memset(o, 0, sizeof(*o));
-	o->freq_hz = EMBER_DEFAULT_FREQ;
-	o->events = EMBER_EV_ONCPU;
-	o->backend = "auto";
-	optind = 0;		/* full reset: tests parse many times */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+F:e:p:ad:o:h", long_opts, NULL)) != -1) {
-		last_value = optarg;
-		switch (c) {
-		case 'F':
-			if (!parse_u64(optarg, EMBER_MIN_FREQ, EMBER_MAX_FREQ, &v))
-				FAIL("-F wants a frequency from %d to %d Hz, not '%s'",
-				     EMBER_MIN_FREQ, EMBER_MAX_FREQ, optarg);
-			o->freq_hz = v;
-			break;
-		case 'e':
-			if (parse_events(optarg, &o->events))
-				FAIL("-e wants cpu, offcpu, faults, alloc or a list like cpu,faults, not '%s'",
-				     optarg);
-			break;
-		case 'p':
-			if (parse_pids(optarg, o))
-				FAIL("-p wants a list of process ids like 12,345 (at most %d), not '%s'",
-				     EMBER_MAX_FILTER_PIDS, optarg);
-			break;
-		case OPT_CGROUP:
-			if (!*optarg)
-				FAIL("--cgroup wants " CGROUP_EXPECTED, CGROUP_ROOT);
-			if (has_dotdot(optarg))
-				FAIL("--cgroup %s: '..' is not allowed; expected "
-				     CGROUP_EXPECTED, optarg, CGROUP_ROOT);
-			o->cgroup_path = optarg;
-			break;
-		case 'a':
-			o->all = true;
-			break;
-		case 'd': {
-			char *end;
-			double d;
-
-			errno = 0;
-			d = strtod(optarg, &end);
-			if (errno || *end || !(d > 0) || d > 365 * 86400.0)
-				FAIL("-d wants a positive number of seconds, not '%s'", optarg);
-			o->duration_ms = (uint64_t)(d * 1000 + 0.5);
-			if (!o->duration_ms)
-				o->duration_ms = 1;
-			break;
-		}
-		case 'o':
-			if (!*optarg)
-				FAIL("-o wants a file name");
-			o->output = optarg;
-			break;
-		case OPT_FORMAT:
-			if (!strcmp(optarg, "folded"))
-				o->format = OUT_FOLDED;
-			else if (!strcmp(optarg, "svg"))
-				o->format = OUT_SVG;
-			else if (!strcmp(optarg, "pprof"))
-				o->format = OUT_PPROF;
-			else if (!strcmp(optarg, "otlp"))
-				o->format = OUT_OTLP;
-			else
-				FAIL("--format wants folded, svg, pprof or otlp, not '%s'", optarg);
-			break;
-		case OPT_BACKEND:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "kmod") &&
-			    strcmp(optarg, "bpf"))
-				FAIL("--backend wants auto, kmod or bpf, not '%s'", optarg);
-			o->backend = optarg;
-			break;
-		case OPT_MAX_STACKS:
-			if (!parse_u64(optarg, 1, 1u << 24, &v))
-				FAIL("--max-stacks wants a number from 1 to %u, not '%s'",
-				     1u << 24, optarg);
-			o->max_stacks = v;
-			break;
-		case OPT_FAULT_PERIOD:
-			if (!parse_u64(optarg, EMBER_MIN_FAULT_PERIOD, EMBER_MAX_FAULT_PERIOD, &v))
-				FAIL("--fault-period wants page faults per sample from %d to %d, not '%s'",
-				     EMBER_MIN_FAULT_PERIOD, EMBER_MAX_FAULT_PERIOD, optarg);
-			o->fault_period = v;
-			break;
-		case OPT_ALLOC_RATE:
-			if (!parse_u64(optarg, 1, 1ULL << 40, &v))
-				FAIL("--alloc-rate wants bytes between samples from 1 to %llu, not '%s'",
-				     1ULL << 40, optarg);
-			o->alloc_rate = v;
-			break;
-		case OPT_ALLOC_LIB:
-			o->alloc_lib = optarg;
-			break;
-		case OPT_OFFCPU_STATE:
-			o->offcpu_state = true;
-			break;
-		case OPT_GROUP_BY:
-			if (!strcmp(optarg, "process"))
-				o->group_by = PROF_GROUP_PROCESS;
-			else if (!strcmp(optarg, "container"))
-				o->group_by = PROF_GROUP_CONTAINER;
-			else if (!strcmp(optarg, "none"))
-				o->group_by = PROF_GROUP_NONE;
-			else
-				FAIL("--group-by wants process, container or none, not '%s'",
-				     optarg);
-			break;
-		case OPT_OFFCPU_MIN:
-			if (!parse_u64(optarg, 0, 60000000, &v))
-				FAIL("--offcpu-min wants microseconds from 0 to 60000000, not '%s'",
-				     optarg);
-			o->offcpu_min_ns = v * 1000;
-			break;
-		case OPT_IDLE:
-			o->include_idle = true;
-			break;
-		case OPT_DEBUG_DIR:
-			if (sym_debug_dirs_add(&o->debug_dirs, optarg))
-				FAIL("--debug-dir wants a directory without ':', not '%s'",
-				     optarg);
-			break;
-		case OPT_NO_CFI:
-			o->no_cfi = true;
-			break;
-		case OPT_VERBOSE_CFI:
-			o->verbose_cfi = true;
-			break;
-		case OPT_CHECK_UNWIND:
-			o->check_unwind = true;
-			break;
-		case OPT_DEBUGINFOD:
-			o->debuginfod = true;
-			break;
-		case 'h':
-			o->help = true;
-			return 0;
-		default:
-			if (optopt && strchr("Fepdo", optopt))
-				FAIL("option -%c needs a value", optopt);
-			FAIL("unknown option '%s' (see ember record --help)",
-			     argv[optind - 1]);
-		}
-	}
-	/* getopt skips a "--" that ends the options; one that was an
-	 * option's value (-o --) is not that */
-	dashdash = optind > 1 && optind <= argc && !strcmp(argv[optind - 1], "--") &&
-		   argv[optind - 1] != last_value;
-	if (dashdash && (optind == argc || !*argv[optind]))
-		FAIL("'--' must be followed by a COMMAND (without '--', the whole system is recorded)");
-	if (optind < argc) {
-		/* getopt's '+' stops at the first non-option; a command must
-		 * come after "--" so its own options are never ours */
-		if (!dashdash)
-			FAIL("unexpected argument '%s': put the command after --",
-			     argv[optind]);
-		o->command = &argv[optind];
-	}
+	opts_init(o, CMD_RECORD);
+	if (opts_parse_argv(o, CMD_RECORD, argc, argv, OPTS_PASS_ALL, NULL,
+			    err, err_len))
+		return -1;
+	if (o->help)
+		return 0;
 	if (o->command && (o->nr_pids || o->cgroup_path || o->all))
 		FAIL("a COMMAND cannot be combined with -a, -p or --cgroup");
 	if (o->all && (o->nr_pids || o->cgroup_path))
 		FAIL("-a (whole system) cannot be combined with -p or --cgroup");
 	if (!o->command && !o->nr_pids && !o->cgroup_path)
 		o->all = true;
-	if (!o->output)
-		o->output = o->format == OUT_AUTO || o->format == OUT_SVG ?
-			    "ember.svg" : o->format == OUT_FOLDED ? "ember.folded" :
-			    o->format == OUT_PPROF ? "ember.pb.gz" : "ember.otlp";
+	def = o->format == OUT_AUTO || o->format == OUT_SVG ? "ember.svg" :
+	      o->format == OUT_FOLDED ? "ember.folded" :
+	      o->format == OUT_PPROF ? "ember.pb.gz" : "ember.otlp";
+	if (!o->output && !(o->output = strdup(def)))
+		FAIL("out of memory");
 	if (o->format == OUT_AUTO) {
 		if (!strcmp(o->output, "-"))
 			o->format = OUT_FOLDED;
@@ -439,12 +104,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o,
 	return 0;
 }
 
-void record_opts_free(struct record_opts *o)
+void record_opts_free(struct ember_opts *o)
 {
-	free(o->pids);
-	o->pids = NULL;
-	free(o->debug_dirs);
-	o->debug_dirs = NULL;
+	opts_free(o);
 }
 
 /* ---- targets ----------------------------------------------------------- */
@@ -718,7 +380,7 @@ static writer_fn writer_for(enum out_format fmt)
 }
 
 /* Opened before recording: a bad path fails now, not after the recording. */
-static FILE *open_output(const struct record_opts *o)
+static FILE *open_output(const struct ember_opts *o)
 {
 	FILE *f;
 
@@ -752,7 +414,7 @@ static int write_profile(const struct profile *p, enum out_format fmt,
 	return r;
 }
 
-static void print_summary(const struct profile *p, const struct record_opts *o,
+static void print_summary(const struct profile *p, const struct ember_opts *o,
 			  int written)
 {
 	const struct prof_meta *m = &p->meta;
@@ -852,7 +514,7 @@ static bool maps_file(uint32_t pid, const char *path)
  * running processes (-p) must have been started with it, which is said
  * per process rather than silently giving an empty profile.
  */
-static int record_alloc_start(struct session *s, const struct record_opts *o,
+static int record_alloc_start(struct session *s, const struct ember_opts *o,
 			      const char *lib, char *err, size_t err_len)
 {
 	int r = session_alloc_attach(s, lib, err, err_len);
@@ -895,7 +557,7 @@ static int exit_status_of(int wstatus)
 int cmd_record(int argc, char **argv)
 {
 	struct session_options so = { 0 };
-	struct record_opts o;
+	struct ember_opts o;
 	struct child_cgroup cg = { .id = 0 };
 	struct child ch = { .pid = -1, .go_fd = -1, .err_fd = -1 };
 	struct child_env env = { 0 };
@@ -912,7 +574,7 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	if (o.help) {
-		fputs(usage_text, stdout);
+		opts_usage(CMD_RECORD, stdout);
 		record_opts_free(&o);
 		return 0;
 	}

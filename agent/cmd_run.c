@@ -176,7 +176,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		fill_unwind_metrics(f, snap.unwind);
 }
 
-static void export_config(const struct run_config *rc, struct otlp_export_config *ec)
+static void export_config(const struct ember_opts *rc, struct otlp_export_config *ec)
 {
 	memset(ec, 0, sizeof(*ec));
 	ec->endpoint = rc->endpoint;
@@ -204,7 +204,7 @@ static uint64_t mono_ms(void)
 }
 
 /* Snapshot + reset the aggregation and queue its OTLP encoding. */
-static void export_interval(struct session *s, const struct run_config *rc,
+static void export_interval(struct session *s, const struct ember_opts *rc,
 			    struct run_counters *c, struct otlp_exporter *x)
 {
 	struct otlp_encode_options eo = {
@@ -258,11 +258,11 @@ static void export_interval(struct session *s, const struct run_config *rc,
 }
 
 /* SIGHUP: reload; settings baked into the running session need a restart. */
-static void reload(struct run_config *rc, int argc, char **argv,
+static void reload(struct ember_opts *rc, int argc, char **argv,
 		   struct otlp_exporter *x)
 {
 	struct otlp_export_config ec;
-	struct run_config nc;
+	struct ember_opts nc;
 	char err[512];
 	int r = run_config_load(&nc, argc, argv, err, sizeof(err));
 
@@ -279,23 +279,28 @@ static void reload(struct run_config *rc, int argc, char **argv,
 		run_config_free(&nc);
 		return;
 	}
-	if (nc.freq_hz != rc->freq_hz || nc.off_cpu != rc->off_cpu ||
-	    nc.faults != rc->faults || nc.fault_period != rc->fault_period ||
-	    nc.alloc != rc->alloc ||
+	if (nc.freq_hz != rc->freq_hz || nc.events != rc->events ||
+	    nc.fault_period != rc->fault_period ||
+	    nc.offcpu_min_ns != rc->offcpu_min_ns ||
+	    nc.include_idle != rc->include_idle || nc.no_cfi != rc->no_cfi ||
+	    nc.max_stacks != rc->max_stacks ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
 	    (nc.metrics_addr ? !rc->metrics_addr || strcmp(nc.metrics_addr, rc->metrics_addr)
 			     : rc->metrics_addr != NULL))
-		fprintf(stderr, "ember run: reloaded; frequency, off-CPU, faults, alloc, backend, "
-			"pid and metrics-addr changes take effect on restart\n");
+		fprintf(stderr, "ember run: reloaded; freq, event, fault-period, offcpu-min, "
+			"idle, no-cfi, max-stacks, backend, pid and metrics-addr changes "
+			"take effect on restart\n");
 	else if (!nc.quiet)
 		fprintf(stderr, "ember run: configuration reloaded (endpoint %s, "
 			"interval %us)\n", nc.endpoint, nc.interval_s);
 	/* Keep the session-bound settings as they run. */
 	nc.freq_hz = rc->freq_hz;
-	nc.off_cpu = rc->off_cpu;
-	nc.faults = rc->faults;
+	nc.events = rc->events;
 	nc.fault_period = rc->fault_period;
-	nc.alloc = rc->alloc;
+	nc.offcpu_min_ns = rc->offcpu_min_ns;
+	nc.include_idle = rc->include_idle;
+	nc.no_cfi = rc->no_cfi;
+	nc.max_stacks = rc->max_stacks;
 	run_config_free(rc);
 	*rc = nc;
 }
@@ -322,7 +327,7 @@ int cmd_run(int argc, char **argv)
 	struct otlp_export_stats fin = { 0 };
 	struct metrics_server *ms = NULL;
 	struct otlp_exporter *x;
-	struct run_config rc;
+	struct ember_opts rc;
 	struct session s;
 	uint64_t next;
 	char err[1024];
@@ -352,12 +357,14 @@ int cmd_run(int argc, char **argv)
 	}
 
 	so.backend = strcmp(rc.backend, "auto") ? rc.backend : NULL;
-	so.src.events = EMBER_EV_ONCPU | EMBER_EV_LIFECYCLE |
-			(rc.off_cpu ? EMBER_EV_OFFCPU : 0) |
-			(rc.faults ? EMBER_EV_FAULTS : 0) |
-			(rc.alloc ? EMBER_EV_ALLOC : 0);
+	so.src.events = rc.events | EMBER_EV_LIFECYCLE;
 	so.src.fault_period = rc.fault_period;
 	so.src.freq_hz = rc.freq_hz;
+	so.src.offcpu_min_ns = rc.offcpu_min_ns;
+	so.src.include_idle = rc.include_idle;
+	so.no_unwind_tables = rc.no_cfi;
+	so.src.no_unwind_tables = rc.no_cfi;
+	so.pb.max_stacks = rc.max_stacks;
 	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
 	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
 	so.src.pids = rc.pids;
@@ -377,7 +384,7 @@ int cmd_run(int argc, char **argv)
 		/* the rate services run the sampler with: its default */
 		s.alloc_rate = EMBER_ALLOC_DEFAULT_RATE;
 		r = session_start(&s, err, sizeof(err));
-		if (!r && rc.alloc) {
+		if (!r && (rc.events & EMBER_EV_ALLOC)) {
 			char lib[PATH_MAX];
 
 			r = alloc_lib_find(NULL, lib, sizeof(lib), err,
@@ -405,11 +412,14 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr, "ember run: metrics disabled: %s\n", err);
 	}
 	if (!rc.quiet)
-		fprintf(stderr, "ember run: %s backend, %u Hz%s%s%s, exporting every %u s "
-			"to %s\n", s.ops->name, rc.freq_hz,
-			rc.off_cpu ? " + off-CPU" : "",
-			rc.faults ? " + page faults" : "",
-			rc.alloc ? " + allocations" : "", rc.interval_s, rc.endpoint);
+		fprintf(stderr, "ember run: %s backend, %s%u Hz%s%s%s, exporting every %u s "
+			"to %s\n", s.ops->name,
+			rc.events & EMBER_EV_ONCPU ? "" : "no on-CPU samples at ",
+			rc.freq_hz,
+			rc.events & EMBER_EV_OFFCPU ? " + off-CPU" : "",
+			rc.events & EMBER_EV_FAULTS ? " + page faults" : "",
+			rc.events & EMBER_EV_ALLOC ? " + allocations" : "",
+			rc.interval_s, rc.endpoint);
 	if (ms && !rc.quiet)
 		fprintf(stderr, "ember run: metrics at GET /metrics on %s (port %d)\n",
 			rc.metrics_addr, metrics_port(ms));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * ember: a Linux continuous profiler. main() only dispatches the first
- * argument to a subcommand (commands.h); each command parses its own options.
+ * argument to a subcommand (commands.h); record and run parse theirs with
+ * one shared table (options.c), the others their own.
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -44,7 +45,9 @@ static void usage(FILE *f)
 		"commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nRun 'ember COMMAND --help' for a command's options; see ember(1).\n");
+	fprintf(f, "\nRun 'ember COMMAND --help' for a command's options; see ember(1).\n"
+		"record and run share their options (-F, -e, -p, -b, ...: the same\n"
+		"meaning in both); run's are also keys of its config file.\n");
 }
 
 int main(int argc, char **argv)

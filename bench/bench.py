@@ -592,7 +592,7 @@ class Bench:
         if cmd == "record":
             argv = [EMBER, "record", "-a", "-F", str(freq), "-o", out]
         else:
-            argv = [EMBER, "run", "-c", "/dev/null", "-e", f"http://127.0.0.1:{port}",
+            argv = [EMBER, "run", "-c", "/dev/null", "--endpoint", f"http://127.0.0.1:{port}",
                     "-i", str(p["run_interval"]), "-F", str(freq)]
         if cmd == "run+churn":
             churn = subprocess.Popen(["sh", "-c", "while :; do /bin/true; sh -c 'ls / | wc -l' >/dev/null; done"],

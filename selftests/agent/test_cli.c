@@ -7,7 +7,7 @@
 
 static char err[1024];
 
-static int parse(struct record_opts *o, char **argv)
+static int parse(struct ember_opts *o, char **argv)
 {
 	int argc = 0;
 
@@ -21,7 +21,7 @@ static int parse(struct record_opts *o, char **argv)
 
 int main(void)
 {
-	struct record_opts o;
+	struct ember_opts o;
 	int r;
 
 	r = parse(&o, (char *[]){ "record", NULL });

@@ -16,7 +16,7 @@ static char err[512];
 static char conf[] = "/tmp/ember-test-run-config.XXXXXX";
 
 /* Load from argv (after "run"); the config file holds `file` when set. */
-static int load(struct run_config *c, const char *file, char **args)
+static int load(struct ember_opts *c, const char *file, char **args)
 {
 	char *argv[16] = { "run", "--config", conf };
 	int argc = 3;
@@ -40,7 +40,7 @@ static int load(struct run_config *c, const char *file, char **args)
 static void refused(const char *name, const char *file, char **args,
 		    const char *msg)
 {
-	struct run_config c;
+	struct ember_opts c;
 	int r = load(&c, file, args);
 
 	T_CHECK(name, r < 0 && strstr(err, msg), "r=%d err='%s' (want '%s')",
@@ -50,7 +50,7 @@ static void refused(const char *name, const char *file, char **args,
 
 int main(void)
 {
-	struct run_config c;
+	struct ember_opts c;
 	int fd, r;
 
 	unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
@@ -79,22 +79,33 @@ int main(void)
 		"r=%d %s %zu", r, err, c.queue_max_bytes);
 	run_config_free(&c);
 	refused("run_config_queue_max_bytes_tiny", "queue_max_bytes = 64\n", NULL,
-		"expected bytes from 64K");
+		"queue_max_bytes wants bytes from 64K to 1024G (suffix K, M or G), not '64'");
 	refused("run_config_queue_max_bytes_junk", NULL,
 		ARGS("--queue-max-bytes", "12Q"), "queue_max_bytes");
 
 	/* Page faults: off by default, from the file or flags, period bounded. */
 	r = load(&c, NULL, NULL);
-	T_CHECK("run_config_faults_default_off", !r && !c.faults && c.fault_period == EMBER_DEFAULT_FAULT_PERIOD,
-		"r=%d %s faults=%d period=%u", r, err, c.faults, c.fault_period);
+	T_CHECK("run_config_faults_default_off", !r && !!!(c.events & EMBER_EV_FAULTS) && c.fault_period == EMBER_DEFAULT_FAULT_PERIOD,
+		"r=%d %s faults=%d period=%u", r, err, !!(c.events & EMBER_EV_FAULTS), c.fault_period);
 	run_config_free(&c);
 	r = load(&c, "faults = true\nfault_period = 16\n", NULL);
-	T_CHECK("run_config_faults_file", !r && c.faults && c.fault_period == 16,
-		"r=%d %s faults=%d period=%u", r, err, c.faults, c.fault_period);
+	T_CHECK("run_config_faults_file", !r && !!(c.events & EMBER_EV_FAULTS) && c.fault_period == 16,
+		"r=%d %s faults=%d period=%u", r, err, !!(c.events & EMBER_EV_FAULTS), c.fault_period);
 	run_config_free(&c);
 	r = load(&c, NULL, ARGS("--faults", "--fault-period", "1000"));
-	T_CHECK("run_config_faults_flags", !r && c.faults && c.fault_period == 1000,
-		"r=%d %s faults=%d period=%u", r, err, c.faults, c.fault_period);
+	T_CHECK("run_config_faults_flags", !r && !!(c.events & EMBER_EV_FAULTS) && c.fault_period == 1000,
+		"r=%d %s faults=%d period=%u", r, err, !!(c.events & EMBER_EV_FAULTS), c.fault_period);
+	run_config_free(&c);
+	/* the same with the spellings ember record uses */
+	r = load(&c, "event = cpu,faults\n", NULL);
+	T_CHECK("run_config_faults_file_event", !r &&
+		c.events == (EMBER_EV_ONCPU | EMBER_EV_FAULTS), "r=%d %s events=%#x",
+		r, err, c.events);
+	run_config_free(&c);
+	r = load(&c, NULL, ARGS("-e", "cpu,faults", "--fault-period", "1000"));
+	T_CHECK("run_config_faults_flags_event", !r &&
+		c.events == (EMBER_EV_ONCPU | EMBER_EV_FAULTS) && c.fault_period == 1000,
+		"r=%d %s events=%#x period=%u", r, err, c.events, c.fault_period);
 	run_config_free(&c);
 	refused("run_config_fault_period_zero", NULL, ARGS("--fault-period", "0"),
 		"fault_period");
@@ -157,6 +168,11 @@ int main(void)
 		"http://[::1]:4318/v1development/profiles"), "r=%d %s %s", r, err,
 		c.endpoint);
 	run_config_free(&c);
+	r = load(&c, NULL, ARGS("--endpoint", "http://[::1]:4318"));
+	T_CHECK("run_config_endpoint_v6_long", !r && !strcmp(c.endpoint,
+		"http://[::1]:4318/v1development/profiles"), "r=%d %s %s", r, err,
+		c.endpoint);
+	run_config_free(&c);
 	r = load(&c, "profiles_endpoint = https://user:pw@collector.example:4318/v1development/profiles\n",
 		 NULL);
 	T_CHECK("run_config_profiles_endpoint_file", !r && !strcmp(c.endpoint,
@@ -168,6 +184,8 @@ int main(void)
 		"HTTPS://Collector.Example/custom/path"), "r=%d %s", r, err);
 	run_config_free(&c);
 	refused("run_config_endpoint_v6_unclosed", NULL, ARGS("-e", "http://[::1"),
+		"invalid endpoint 'http://[::1': no ']' closes the IPv6 address");
+	refused("run_config_endpoint_v6_unclosed_long", NULL, ARGS("--endpoint", "http://[::1"),
 		"invalid endpoint 'http://[::1': no ']' closes the IPv6 address");
 	refused("run_config_endpoint_v6_unclosed_port", NULL,
 		ARGS("-e", "http://[::1:4318/x"), "no ']' closes");

@@ -77,6 +77,17 @@ usage_error cli_run_metrics_addr_port_range "invalid metrics_addr ':99999': the 
 	$E run --config /dev/null --metrics-addr :99999
 usage_error cli_run_endpoint_v6_unclosed "invalid endpoint 'http://\[::1': no ']' closes the IPv6 address" \
 	$E run --config /dev/null -e 'http://[::1'
+usage_error cli_run_endpoint_v6_unclosed_long "invalid endpoint 'http://\[::1': no ']' closes the IPv6 address" \
+	$E run --config /dev/null --endpoint 'http://[::1'
+# One option table (agent/options.c): an option of the other command is
+# refused, naming the command that takes it; -e URL in ember run (now
+# --event) still works for a release, saying so.
+usage_error cli_run_refuses_record_option "-d is an option of ember record only" \
+	$E run --config /dev/null -d 5
+usage_error cli_record_refuses_run_option "--endpoint is an option of ember run only" \
+	$E record --endpoint http://127.0.0.1:1 -o $U.folded
+usage_error cli_run_deprecated_e_url_notice "-e URL .* is deprecated .*use --endpoint URL" \
+	$E run --config /dev/null -e http://127.0.0.1:1 --bogus
 printf 'metrics_addr = [::1]:9464\nendpoint = http://h:4318x\n' >$U.conf
 usage_error cli_run_config_file_values_checked \
 	"$U.conf:2: invalid endpoint 'http://h:4318x': port '4318x' is not a number from 1 to 65535" \
@@ -87,6 +98,24 @@ usage_error cli_run_config_file_metrics_addr "$U.conf:1: invalid metrics_addr ':
 rm -f $U.conf $U.folded
 t_check cli_status_runs bash -c "$E status | grep -q '^ember $(cat VERSION)'"
 t_check cli_status_names_backends bash -c "$E status | grep -q '^module backend:' && $E status | grep -q '^eBPF backend:'"
+# The man page and the sample config follow the option table: every option
+# in either --help is in ember(1), every ember run option is a key in
+# packaging/ember.conf.
+man=$(sed 's/\\-/-/g' doc/ember.1)
+missing=()
+for cmd in record run; do
+	for o in $($E $cmd --help | sed -n 's/^  \(-[A-Za-z], \)\{0,1\}--\([a-z][a-z-]*\).*/\2/p'); do
+		grep -qE -- "--$o([^a-z-]|\$)" <<<"$man" || missing+=("$cmd:--$o")
+		[ $cmd = run ] || continue
+		case $o in config|help|off-cpu|faults|alloc|resource-attr) continue ;; esac
+		grep -q "^#${o//-/_} = " packaging/ember.conf || missing+=("ember.conf:${o//-/_}")
+	done
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	t_pass options_documented
+else
+	t_fail options_documented "not in doc/ember.1 or packaging/ember.conf: ${missing[*]}"
+fi
 t_check man_page_renders bash -c "MANWIDTH=80 man -l doc/ember.1 2>/dev/null | grep -q 'ember record' || groff -man -Tutf8 doc/ember.1 2>/dev/null | grep -q 'record'"
 
 # ember decode: a gzip bomb (300 MB of zeros in 0.3 MB) is refused at the

@@ -73,7 +73,7 @@ fi
 # while a receiver is away).
 busy 10 &
 busy_pid=$!
-agent/ember run -c /dev/null -e http://127.0.0.1:9 -i 2 -F 19 --shutdown-timeout 1 \
+agent/ember run -c /dev/null --endpoint http://127.0.0.1:9 -i 2 -F 19 --shutdown-timeout 1 \
 	--quiet 2>"$work/run.stderr" &
 run_pid=$!
 sleep 9

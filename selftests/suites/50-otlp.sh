@@ -574,7 +574,7 @@ start_receiver run
 OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$PORT_run" OTEL_SERVICE_NAME=checkout \
 OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci,team=perf%20eng" \
 OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20t0ken" \
-	run_daemon run 4.5 --interval 1 -F 99 --off-cpu --metrics-addr 127.0.0.1:0 --config /dev/null
+	run_daemon run 4.5 --interval 1 -F 99 -e cpu,offcpu --metrics-addr 127.0.0.1:0 --config /dev/null
 if grep -q "backend" "$T/run.run" && [ "$RUN_RC" = 0 ]; then
 	n=$(nbin run)
 	exported=$(run_field run 2)
@@ -692,6 +692,8 @@ fi
 
 # --alloc: a process started with the allocation sampler preloaded is
 # profiled by bytes, exported as alloc_space and inuse_space profiles.
+# --alloc is deprecated (-e cpu,alloc) and still works for a release,
+# saying so; the new spelling is the off-CPU run's -e above.
 if make -s alloc-work >"$T/alloc-build.log" 2>&1; then
 	start_receiver alloc
 	LD_PRELOAD=$PWD/preload/libember-alloc.so EMBER_ALLOC_RATE=4096 \
@@ -706,6 +708,7 @@ if make -s alloc-work >"$T/alloc-build.log" 2>&1; then
 	frames=$(for f in "$T"/alloc/*.bin; do "$EMBER" decode "$f" 2>/dev/null; done |
 		grep -c ' main .*semwatch')
 	if [ "$RUN_RC" = 0 ] && grep -q "+ allocations" "$T/alloc.run" &&
+		grep -q -- "--alloc is deprecated .*use -e cpu,alloc" "$T/alloc.run" &&
 		[ "$types" = "alloc_space/bytes inuse_space/bytes " ] && [ "$frames" -gt 0 ]; then
 		t_pass otlp-run-alloc-profiles
 	else
