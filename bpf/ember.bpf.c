@@ -354,7 +354,7 @@ __noinline int uw_frames(__u32 slot)
 		return 1;
 	if (w->done)
 		return 1;
-	p = uw_proc_of(w->tgid);
+	p = bpf_map_lookup_elem(&uw_proc_slots, &w->pslot);
 	if (!p) {
 		w->flags |= EMBER_SF_USER_CUT;
 		w->done = 1;
@@ -368,7 +368,7 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
-		mi = uw_mapping_at(w->tgid, lpc);
+		mi = uw_mapping_at(w->pslot, lpc, w->mi);
 		/* the leaf is real wherever it is; a return address outside
 		 * the process's code is not: cut, never an invented frame */
 		if (!mi && w->n > 0) {
@@ -390,9 +390,12 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
+		w->mi = mi;
 		m = &p->m[(mi - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
-		packed = m->table_id ? uw_rule_at(m->table_id, lpc - m->bias) :
-				       UW_RULE_NONE;
+		packed = m->table_id ?
+			 uw_rule_at(m->table_id, lpc - m->bias,
+				    slot == EMBER_SLOT_ONCPU) :
+			 UW_RULE_NONE;
 		if (packed != UW_RULE_NONE) {
 			uw_rule_unpack(packed, &rule);
 			w->flags |= EMBER_SF_USER_CFI;
@@ -401,7 +404,7 @@ __noinline int uw_frames(__u32 slot)
 			w->flags |= EMBER_SF_USER_FP;
 			r = uw_fp_step(w);
 			if (r == EMBER_STEP_NEXT &&
-			    !uw_mapping_at(w->tgid, w->pc - 1))
+			    !uw_mapping_at(w->pslot, w->pc - 1, mi))
 				r = EMBER_STEP_CUT;
 		}
 		if (r == EMBER_STEP_END) {
@@ -432,11 +435,12 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	struct ember_bpf_stats *st = get_stats();
 	struct uw_state *w;
 	__u32 tgid = s->pid;
-	int i;
+	int i, pslot;
 
 	if (!st)
 		return -1;
-	if (!uw_proc_of(tgid)) {
+	pslot = uw_proc_slot_of(tgid);
+	if (pslot < 0) {
 		unwind_miss(ctx, s, 0, st);
 		return -1;
 	}
@@ -446,6 +450,8 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->fp_ok = 1;
 	w->exact = 1;
 	w->tgid = tgid;
+	w->pslot = pslot;
+	w->mi = 0;
 	w->n = 0;
 	w->base = nk;
 	w->max = ustack_max;
