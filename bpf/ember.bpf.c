@@ -458,6 +458,7 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->flags = 0;
 	w->done = 0;
 	w->miss_pc = 0;
+	w->win_base = UW_WIN_NONE;
 	for (i = 0; i < UW_MAX_CALLS; i++)
 		if (uw_frames(slot))
 			break;

@@ -30,6 +30,17 @@
 #define UW_MAP_SEARCH_STEPS	9	/* log2(EMBER_BPF_MAX_MAPPINGS) + 1 */
 #define UW_ROW_SEARCH_STEPS	17	/* 65536 rows a page at most */
 #define UW_MISS_INTERVAL_NS	(50ULL * 1000000)
+/*
+ * User stack words are read through a copied window of UW_WIN bytes,
+ * aligned to its size: a bpf_probe_read_user costs ~100 ns whatever its
+ * size (8 bytes or a few KiB), one per frame was most of the walk. An
+ * aligned window never crosses a page, so it can be read exactly when
+ * any word in it can.
+ */
+#ifndef UW_WIN
+#define UW_WIN			1024
+#endif
+#define UW_WIN_NONE		1ULL	/* no window: never an aligned base */
 
 struct uw_table {
 	__u64 base;
@@ -61,6 +72,8 @@ struct uw_state {
 	__u32 flags;		/* EMBER_SF_USER_* found so far */
 	__u32 done;
 	__u64 miss_pc;		/* a PC no mapping holds: ask the agent */
+	__u64 win_base;		/* user address of win[0], or UW_WIN_NONE */
+	__u64 win[UW_WIN / 8];
 };
 
 /*
@@ -349,11 +362,23 @@ __noinline __u64 uw_rule_at(__u32 table_id, __u64 vaddr, __u32 cached)
 	return packed;
 }
 
-static __always_inline int uw_read(__u64 addr, __u64 *val)
+/* The user word at addr, from the walk's window (read when needed). */
+static __always_inline int uw_read(struct uw_state *w, __u64 addr, __u64 *val)
 {
+	__u64 base = addr & ~((__u64)UW_WIN - 1);
+
 	if (addr & 7)
 		return -1;
-	return bpf_probe_read_user(val, sizeof(*val), (const void *)addr);
+	if (base != w->win_base) {
+		if (bpf_probe_read_user(w->win, UW_WIN, (const void *)base)) {
+			w->win_base = UW_WIN_NONE;
+			return bpf_probe_read_user(val, sizeof(*val),
+						   (const void *)addr);
+		}
+		w->win_base = base;
+	}
+	*val = w->win[((addr - base) / 8) & (UW_WIN / 8 - 1)];
+	return 0;
 }
 
 /*
@@ -383,17 +408,17 @@ static __always_inline int uw_step(const struct ember_unwind_rule *r,
 		cfa = w->sp + 8 + ((w->pc & 15) >= 10 ? 8 : 0);
 		break;
 	case EMBER_CFA_DEREF_FP:
-		if (!w->fp_ok || uw_read(w->fp + (__s64)r->cfa_off, &cfa))
+		if (!w->fp_ok || uw_read(w, w->fp + (__s64)r->cfa_off, &cfa))
 			return EMBER_STEP_CUT;
 		break;
 	case EMBER_CFA_DEREF_SP:
-		if (uw_read(w->sp + (__s64)r->cfa_off, &cfa))
+		if (uw_read(w, w->sp + (__s64)r->cfa_off, &cfa))
 			return EMBER_STEP_CUT;
 		break;
 	case EMBER_CFA_SIGNAL:
-		if (uw_read(w->sp + EMBER_SIGFRAME_RIP, &ra) ||
-		    uw_read(w->sp + EMBER_SIGFRAME_RSP, &sp) ||
-		    uw_read(w->sp + EMBER_SIGFRAME_RBP, &fp) || !ra)
+		if (uw_read(w, w->sp + EMBER_SIGFRAME_RIP, &ra) ||
+		    uw_read(w, w->sp + EMBER_SIGFRAME_RSP, &sp) ||
+		    uw_read(w, w->sp + EMBER_SIGFRAME_RBP, &fp) || !ra)
 			return EMBER_STEP_CUT;
 		w->pc = ra;
 		w->sp = sp;
@@ -404,18 +429,18 @@ static __always_inline int uw_step(const struct ember_unwind_rule *r,
 	default:
 		return EMBER_STEP_CUT;
 	}
-	if (cfa <= w->sp || (cfa & 7) || uw_read(cfa - 8, &ra))
+	if (cfa <= w->sp || (cfa & 7) || uw_read(w, cfa - 8, &ra))
 		return EMBER_STEP_CUT;
 	switch (r->fp_type) {
 	case EMBER_FP_SAME:
 		break;
 	case EMBER_FP_AT_CFA:
-		if (uw_read(cfa + r->fp_off, &fp))
+		if (uw_read(w, cfa + r->fp_off, &fp))
 			return EMBER_STEP_CUT;
 		w->fp_ok = 1;
 		break;
 	case EMBER_FP_AT_FP:
-		if (!w->fp_ok || uw_read(w->fp + r->fp_off, &fp))
+		if (!w->fp_ok || uw_read(w, w->fp + r->fp_off, &fp))
 			return EMBER_STEP_CUT;
 		w->fp_ok = 1;
 		break;
@@ -441,8 +466,8 @@ static __always_inline int uw_fp_step(struct uw_state *w)
 {
 	__u64 next, ra;
 
-	if (!w->fp_ok || w->fp < w->sp || uw_read(w->fp, &next) ||
-	    uw_read(w->fp + 8, &ra))
+	if (!w->fp_ok || w->fp < w->sp || uw_read(w, w->fp, &next) ||
+	    uw_read(w, w->fp + 8, &ra))
 		return EMBER_STEP_CUT;
 	if (!ra)
 		return EMBER_STEP_END;
