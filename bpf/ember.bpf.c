@@ -345,9 +345,10 @@ __noinline int uw_frames(__u32 slot)
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 	const struct ember_unwind_mapping *m;
 	struct ember_unwind_rule rule;
+	struct uw_rule_cached *c;
 	struct uw_proc *p;
-	__u32 idx, mi;
-	__u64 packed;
+	__u32 idx, mi, ckey;
+	__u64 packed, vaddr;
 	int i, r;
 
 	if (!w || !sc)
@@ -368,7 +369,19 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
-		mi = uw_mapping_at(w->pslot, lpc, w->mi);
+		/*
+		 * The hint and a cached rule are checked here, without the
+		 * calls: with the SRSO safe-RET mitigation (this host's AMD
+		 * CPUs) every return costs, and two calls a frame showed.
+		 */
+		mi = 0;
+		if (w->mi) {
+			m = &p->m[(w->mi - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
+			if (lpc >= m->start && lpc < m->end)
+				mi = w->mi;
+		}
+		if (!mi)
+			mi = uw_mapping_at(w->pslot, lpc, 0);
 		/* the leaf is real wherever it is; a return address outside
 		 * the process's code is not: cut, never an invented frame */
 		if (!mi && w->n > 0) {
@@ -392,10 +405,18 @@ __noinline int uw_frames(__u32 slot)
 		}
 		w->mi = mi;
 		m = &p->m[(mi - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
-		packed = m->table_id ?
-			 uw_rule_at(m->table_id, lpc - m->bias,
-				    slot == EMBER_SLOT_ONCPU) :
-			 UW_RULE_NONE;
+		packed = UW_RULE_NONE;
+		if (m->table_id) {
+			vaddr = lpc - m->bias;
+			ckey = uw_rule_cache_key(m->table_id, vaddr);
+			c = slot == EMBER_SLOT_ONCPU ?
+			    bpf_map_lookup_elem(&uw_rule_cache, &ckey) : NULL;
+			if (c && c->table_id == m->table_id && c->vaddr == vaddr)
+				packed = c->packed;
+			else
+				packed = uw_rule_at(m->table_id, vaddr,
+						    slot == EMBER_SLOT_ONCPU);
+		}
 		if (packed != UW_RULE_NONE) {
 			uw_rule_unpack(packed, &rule);
 			w->flags |= EMBER_SF_USER_CFI;
