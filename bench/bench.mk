@@ -13,11 +13,17 @@
 
 BENCH_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread
 BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong .cache/bench/mallocs \
-	.cache/bench/touch
+	.cache/bench/touch .cache/bench/deep
 
 .cache/bench/%: bench/workloads/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $<
+
+# deep stacks without frame pointers: every frame unwound with the tables
+.cache/bench/deep: bench/workloads/deep.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(filter-out -fno-omit-frame-pointer,$(BENCH_CFLAGS)) \
+		-fomit-frame-pointer -fasynchronous-unwind-tables -o $@ $<
 
 .PHONY: bench bench-workloads
 bench-workloads: $(BENCH_WORKLOADS)

@@ -345,16 +345,17 @@ __noinline int uw_frames(__u32 slot)
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 	const struct ember_unwind_mapping *m;
 	struct ember_unwind_rule rule;
+	struct uw_rule_cached *c;
 	struct uw_proc *p;
-	__u32 idx, mi;
-	__u64 packed;
+	__u32 idx, mi, ckey;
+	__u64 packed, vaddr;
 	int i, r;
 
 	if (!w || !sc)
 		return 1;
 	if (w->done)
 		return 1;
-	p = uw_proc_of(w->tgid);
+	p = bpf_map_lookup_elem(&uw_proc_slots, &w->pslot);
 	if (!p) {
 		w->flags |= EMBER_SF_USER_CUT;
 		w->done = 1;
@@ -368,7 +369,19 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
-		mi = uw_mapping_at(w->tgid, lpc);
+		/*
+		 * The hint and a cached rule are checked here, without the
+		 * calls: with the SRSO safe-RET mitigation (this host's AMD
+		 * CPUs) every return costs, and two calls a frame showed.
+		 */
+		mi = 0;
+		if (w->mi) {
+			m = &p->m[(w->mi - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
+			if (lpc >= m->start && lpc < m->end)
+				mi = w->mi;
+		}
+		if (!mi)
+			mi = uw_mapping_at(w->pslot, lpc, 0);
 		/* the leaf is real wherever it is; a return address outside
 		 * the process's code is not: cut, never an invented frame */
 		if (!mi && w->n > 0) {
@@ -390,9 +403,20 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
+		w->mi = mi;
 		m = &p->m[(mi - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
-		packed = m->table_id ? uw_rule_at(m->table_id, lpc - m->bias) :
-				       UW_RULE_NONE;
+		packed = UW_RULE_NONE;
+		if (m->table_id) {
+			vaddr = lpc - m->bias;
+			ckey = uw_rule_cache_key(m->table_id, vaddr);
+			c = slot == EMBER_SLOT_ONCPU ?
+			    bpf_map_lookup_elem(&uw_rule_cache, &ckey) : NULL;
+			if (c && c->table_id == m->table_id && c->vaddr == vaddr)
+				packed = c->packed;
+			else
+				packed = uw_rule_at(m->table_id, vaddr,
+						    slot == EMBER_SLOT_ONCPU);
+		}
 		if (packed != UW_RULE_NONE) {
 			uw_rule_unpack(packed, &rule);
 			w->flags |= EMBER_SF_USER_CFI;
@@ -401,7 +425,7 @@ __noinline int uw_frames(__u32 slot)
 			w->flags |= EMBER_SF_USER_FP;
 			r = uw_fp_step(w);
 			if (r == EMBER_STEP_NEXT &&
-			    !uw_mapping_at(w->tgid, w->pc - 1))
+			    !uw_mapping_at(w->pslot, w->pc - 1, mi))
 				r = EMBER_STEP_CUT;
 		}
 		if (r == EMBER_STEP_END) {
@@ -432,11 +456,12 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	struct ember_bpf_stats *st = get_stats();
 	struct uw_state *w;
 	__u32 tgid = s->pid;
-	int i;
+	int i, pslot;
 
 	if (!st)
 		return -1;
-	if (!uw_proc_of(tgid)) {
+	pslot = uw_proc_slot_of(tgid);
+	if (pslot < 0) {
 		unwind_miss(ctx, s, 0, st);
 		return -1;
 	}
@@ -446,12 +471,15 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->fp_ok = 1;
 	w->exact = 1;
 	w->tgid = tgid;
+	w->pslot = pslot;
+	w->mi = 0;
 	w->n = 0;
 	w->base = nk;
 	w->max = ustack_max;
 	w->flags = 0;
 	w->done = 0;
 	w->miss_pc = 0;
+	w->win_base = UW_WIN_NONE;
 	for (i = 0; i < UW_MAX_CALLS; i++)
 		if (uw_frames(slot))
 			break;

@@ -30,6 +30,17 @@
 #define UW_MAP_SEARCH_STEPS	9	/* log2(EMBER_BPF_MAX_MAPPINGS) + 1 */
 #define UW_ROW_SEARCH_STEPS	17	/* 65536 rows a page at most */
 #define UW_MISS_INTERVAL_NS	(50ULL * 1000000)
+/*
+ * User stack words are read through a copied window of UW_WIN bytes,
+ * aligned to its size: a bpf_probe_read_user costs ~100 ns whatever its
+ * size (8 bytes or a few KiB), one per frame was most of the walk. An
+ * aligned window never crosses a page, so it can be read exactly when
+ * any word in it can.
+ */
+#ifndef UW_WIN
+#define UW_WIN			1024
+#endif
+#define UW_WIN_NONE		1ULL	/* no window: never an aligned base */
 
 struct uw_table {
 	__u64 base;
@@ -52,12 +63,17 @@ struct uw_state {
 	__u64 pc, sp, fp;
 	__u32 fp_ok, exact;
 	__u32 tgid;
+	__u32 pslot;		/* the process's binding in uw_proc_slots */
+	__u32 mi;		/* last mapping found + 1: tried first */
+	__u32 __pad;
 	__u32 n;		/* frames written */
 	__u32 base;		/* where the user frames start in ips[] */
 	__u32 max;		/* user frames wanted */
 	__u32 flags;		/* EMBER_SF_USER_* found so far */
 	__u32 done;
 	__u64 miss_pc;		/* a PC no mapping holds: ask the agent */
+	__u64 win_base;		/* user address of win[0], or UW_WIN_NONE */
+	__u64 win[UW_WIN / 8];
 };
 
 /*
@@ -125,12 +141,18 @@ struct {
 	__type(value, struct uw_proc);
 } uw_proc_slots SEC(".maps");
 
-/* The binding of process tgid, or NULL. */
-static __always_inline struct uw_proc *uw_proc_of(__u32 tgid)
+/*
+ * The slot of process tgid's binding in uw_proc_slots, or -1: one hash
+ * lookup per sample; the walk then indexes the array. The agent never
+ * rewrites a slot in use (a new binding goes into a free slot and a freed
+ * slot is reused only after a grace period), so the slot holds the same
+ * binding for the whole walk.
+ */
+static __always_inline int uw_proc_slot_of(__u32 tgid)
 {
 	__u32 *slot = bpf_map_lookup_elem(&uw_procs, &tgid);
 
-	return slot ? bpf_map_lookup_elem(&uw_proc_slots, slot) : NULL;
+	return slot && bpf_map_lookup_elem(&uw_proc_slots, slot) ? (int)*slot : -1;
 }
 
 struct {
@@ -148,13 +170,50 @@ struct {
 } uw_state SEC(".maps");
 
 /*
- * Index + 1 of the mapping of process tgid holding pc, 0 when none: a
+ * Rules already looked up by the on-CPU walks, per CPU, direct-mapped by
+ * (table id, file address). Exact, never stale: the agent never reuses a
+ * table id (agent/unwind/table_cache.c counts them up) and a table's pool
+ * data is written before its descriptor and never changed while
+ * published; only answers computed from a published descriptor are kept.
+ * A hit replaces the uw_tables hash lookup, the page index and the row
+ * search (5-20 cache lines, cold at 99 Hz) by one. Used by the walks of
+ * EMBER_SLOT_ONCPU only: the perf_event programs never nest on a CPU, so
+ * an entry is never seen half-written; the other slots' programs can
+ * interrupt each other or be preempted (uprobes) and search every time.
+ */
+#define UW_RULE_CACHE_BITS	10
+#define UW_RULE_CACHE		(1U << UW_RULE_CACHE_BITS)
+
+struct uw_rule_cached {
+	__u64 vaddr;
+	__u32 table_id;		/* 0: empty (ids start at 1) */
+	__u32 __pad;
+	__u64 packed;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, UW_RULE_CACHE);
+	__type(key, __u32);
+	__type(value, struct uw_rule_cached);
+} uw_rule_cache SEC(".maps");
+
+static __always_inline __u32 uw_rule_cache_key(__u32 table_id, __u64 vaddr)
+{
+	return ((vaddr ^ ((__u64)table_id << 40)) * 0x9e3779b97f4a7c15ULL) >>
+	       (64 - UW_RULE_CACHE_BITS);
+}
+
+/*
+ * Index + 1 of the mapping of the binding in slot pslot holding pc, 0 when
+ * none: the mapping hint (index + 1, a caller's last hit) first, then a
  * bounded binary search. Global (like uw_rule_at), so the verifier checks
  * each search once instead of once per frame of every caller.
  */
-__noinline __u32 uw_mapping_at(__u32 tgid, __u64 pc)
+__noinline __u32 uw_mapping_at(__u32 pslot, __u64 pc, __u32 hint)
 {
-	const struct uw_proc *p = uw_proc_of(tgid);
+	const struct uw_proc *p = bpf_map_lookup_elem(&uw_proc_slots, &pslot);
+	const struct ember_unwind_mapping *h;
 	__u32 lo = 0, hi;
 	int i;
 
@@ -163,6 +222,13 @@ __noinline __u32 uw_mapping_at(__u32 tgid, __u64 pc)
 	hi = p->nr;
 	if (hi > EMBER_BPF_MAX_MAPPINGS)
 		hi = EMBER_BPF_MAX_MAPPINGS;
+	/* stacks mostly stay in one file for a while: mappings are sorted
+	 * and disjoint, so a hit here is what the search would find */
+	if (hint && hint <= hi) {
+		h = &p->m[(hint - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
+		if (pc >= h->start && pc < h->end)
+			return hint;
+	}
 	for (i = 0; i < UW_MAP_SEARCH_STEPS; i++) {
 		const struct ember_unwind_mapping *m;
 		__u32 mid;
@@ -218,20 +284,20 @@ static __always_inline const struct ember_unwind_row *uw_row(__u32 i)
 }
 
 /*
- * The rule of table table_id at file address vaddr, packed, or
- * UW_RULE_NONE. Every index is checked against the table's own counts
- * (and the pools' bounds by the map lookups), whatever the maps hold.
+ * The rule of table t at file address vaddr, packed, or UW_RULE_NONE.
+ * Every index is checked against the table's own counts (and the pools'
+ * bounds by the map lookups), whatever the maps hold.
  */
-__noinline __u64 uw_rule_at(__u32 table_id, __u64 vaddr)
+static __always_inline __u64 uw_rule_search(const struct uw_table *t,
+					    __u64 vaddr)
 {
-	const struct uw_table *t = bpf_map_lookup_elem(&uw_tables, &table_id);
 	const struct ember_unwind_rule *rule;
 	const struct ember_unwind_row *row;
 	__u32 key, lo, hi, low;
 	__u64 off;
 	int i;
 
-	if (!t || vaddr < t->base)
+	if (vaddr < t->base)
 		return UW_RULE_NONE;
 	off = vaddr - t->base;
 	if ((off >> EMBER_UNWIND_PAGE_SHIFT) >= t->nr_pages)
@@ -266,11 +332,53 @@ __noinline __u64 uw_rule_at(__u32 table_id, __u64 vaddr)
 	return UW_RULE_PACK(rule);
 }
 
-static __always_inline int uw_read(__u64 addr, __u64 *val)
+/*
+ * The rule of table table_id at file address vaddr, packed, or
+ * UW_RULE_NONE: with cached set, from this CPU's uw_rule_cache, else
+ * searched and kept there.
+ */
+__noinline __u64 uw_rule_at(__u32 table_id, __u64 vaddr, __u32 cached)
 {
+	__u32 ckey = uw_rule_cache_key(table_id, vaddr);
+	struct uw_rule_cached *c = NULL;
+	const struct uw_table *t;
+	__u64 packed;
+
+	if (cached) {
+		c = bpf_map_lookup_elem(&uw_rule_cache, &ckey);
+		if (c && c->table_id == table_id && c->vaddr == vaddr &&
+		    table_id)
+			return c->packed;
+	}
+	t = bpf_map_lookup_elem(&uw_tables, &table_id);
+	if (!t)
+		return UW_RULE_NONE;
+	packed = uw_rule_search(t, vaddr);
+	if (!c)
+		return packed;
+	c->table_id = table_id;
+	c->vaddr = vaddr;
+	c->packed = packed;
+	return packed;
+}
+
+/* The user word at addr, from the walk's window (read when needed). */
+static __always_inline int uw_read(struct uw_state *w, __u64 addr, __u64 *val)
+{
+	__u64 base = addr & ~((__u64)UW_WIN - 1);
+
 	if (addr & 7)
 		return -1;
-	return bpf_probe_read_user(val, sizeof(*val), (const void *)addr);
+	if (base != w->win_base) {
+		if (bpf_probe_read_user(w->win, UW_WIN, (const void *)base)) {
+			w->win_base = UW_WIN_NONE;
+			return bpf_probe_read_user(val, sizeof(*val),
+						   (const void *)addr);
+		}
+		w->win_base = base;
+	}
+	*val = w->win[((addr - base) / 8) & (UW_WIN / 8 - 1)];
+	return 0;
 }
 
 /*
@@ -300,17 +408,17 @@ static __always_inline int uw_step(const struct ember_unwind_rule *r,
 		cfa = w->sp + 8 + ((w->pc & 15) >= 10 ? 8 : 0);
 		break;
 	case EMBER_CFA_DEREF_FP:
-		if (!w->fp_ok || uw_read(w->fp + (__s64)r->cfa_off, &cfa))
+		if (!w->fp_ok || uw_read(w, w->fp + (__s64)r->cfa_off, &cfa))
 			return EMBER_STEP_CUT;
 		break;
 	case EMBER_CFA_DEREF_SP:
-		if (uw_read(w->sp + (__s64)r->cfa_off, &cfa))
+		if (uw_read(w, w->sp + (__s64)r->cfa_off, &cfa))
 			return EMBER_STEP_CUT;
 		break;
 	case EMBER_CFA_SIGNAL:
-		if (uw_read(w->sp + EMBER_SIGFRAME_RIP, &ra) ||
-		    uw_read(w->sp + EMBER_SIGFRAME_RSP, &sp) ||
-		    uw_read(w->sp + EMBER_SIGFRAME_RBP, &fp) || !ra)
+		if (uw_read(w, w->sp + EMBER_SIGFRAME_RIP, &ra) ||
+		    uw_read(w, w->sp + EMBER_SIGFRAME_RSP, &sp) ||
+		    uw_read(w, w->sp + EMBER_SIGFRAME_RBP, &fp) || !ra)
 			return EMBER_STEP_CUT;
 		w->pc = ra;
 		w->sp = sp;
@@ -321,18 +429,18 @@ static __always_inline int uw_step(const struct ember_unwind_rule *r,
 	default:
 		return EMBER_STEP_CUT;
 	}
-	if (cfa <= w->sp || (cfa & 7) || uw_read(cfa - 8, &ra))
+	if (cfa <= w->sp || (cfa & 7) || uw_read(w, cfa - 8, &ra))
 		return EMBER_STEP_CUT;
 	switch (r->fp_type) {
 	case EMBER_FP_SAME:
 		break;
 	case EMBER_FP_AT_CFA:
-		if (uw_read(cfa + r->fp_off, &fp))
+		if (uw_read(w, cfa + r->fp_off, &fp))
 			return EMBER_STEP_CUT;
 		w->fp_ok = 1;
 		break;
 	case EMBER_FP_AT_FP:
-		if (!w->fp_ok || uw_read(w->fp + r->fp_off, &fp))
+		if (!w->fp_ok || uw_read(w, w->fp + r->fp_off, &fp))
 			return EMBER_STEP_CUT;
 		w->fp_ok = 1;
 		break;
@@ -358,8 +466,8 @@ static __always_inline int uw_fp_step(struct uw_state *w)
 {
 	__u64 next, ra;
 
-	if (!w->fp_ok || w->fp < w->sp || uw_read(w->fp, &next) ||
-	    uw_read(w->fp + 8, &ra))
+	if (!w->fp_ok || w->fp < w->sp || uw_read(w, w->fp, &next) ||
+	    uw_read(w, w->fp + 8, &ra))
 		return EMBER_STEP_CUT;
 	if (!ra)
 		return EMBER_STEP_END;
