@@ -30,6 +30,7 @@
 #include "source.h"
 #include "source_bpf_unwind.h"
 #include "../bpf/ember_bpf.h"
+#include "bpf_stats.h"
 #include "ember.skel.h"
 
 #define BTF_PATH		"/sys/kernel/btf/vmlinux"
@@ -1117,38 +1118,29 @@ static int bpf_stats(struct ember_source *s, struct ember_source_stats *out)
 {
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
-	struct ember_bpf_stats *st;
-	uint32_t zero = 0;
-	int ret = 0;
+	struct ember_bpf_stats st;
+	int ret;
 
 	memset(out, 0, sizeof(*out));
 	out->nr_cpus = s->nr_online;
 	out->corrupt = s->corrupt;
-	st = calloc(s->nr_possible, sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &zero, st)) {
-		ret = -errno;
-		goto out;
-	}
-	for (int cpu = 0; cpu < s->nr_possible; cpu++) {
-		out->samples += st[cpu].samples;
-		out->records += st[cpu].records;
-		out->lost += st[cpu].lost;
-		out->filtered += st[cpu].filtered;
-		out->offcpu_overflow += st[cpu].offcpu_overflow;
-		out->extra_records += st[cpu].unwind_miss;
-		out->ustack_cfi += st[cpu].ustack_cfi;
-		out->ustack_fp += st[cpu].ustack_fp;
-		out->ustack_cut += st[cpu].ustack_cut;
-	}
+	ret = bpf_stats_sum(bpf_map__fd(s->skel->maps.stats), s->nr_possible, &st);
+	if (ret)
+		return ret;
+	out->samples = st.samples;
+	out->records = st.records;
+	out->lost = st.lost;
+	out->filtered = st.filtered;
+	out->offcpu_overflow = st.offcpu_overflow;
+	out->extra_records = st.unwind_miss;
+	out->ustack_cfi = st.ustack_cfi;
+	out->ustack_fp = st.ustack_fp;
+	out->ustack_cut = st.ustack_cut;
 	memset(&info, 0, sizeof(info));
 	if (s->cfg.events & EMBER_EV_ONCPU &&
 	    !bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ember_oncpu), &info, &len))
 		out->handler_ns = info.run_time_ns;
-out:
-	free(st);
-	return ret;
+	return 0;
 }
 
 /*
@@ -1177,35 +1169,24 @@ static void print_recursion_misses(struct ember_source *s)
 /* EMBER_BPF_VERBOSE: counters the generic stats have no field for. */
 static void print_extra_stats(struct ember_source *s)
 {
-	struct ember_bpf_stats *st = calloc(s->nr_possible, sizeof(*st));
-	uint64_t stale = 0, recovered = 0, switches = 0;
-	uint64_t cfi = 0, fp = 0, cut = 0, miss = 0, limited = 0;
 	struct bpf_unwind_usage uu;
-	uint32_t zero = 0;
+	struct ember_bpf_stats st;
 
-	if (st && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &zero, st)) {
-		for (int cpu = 0; cpu < s->nr_possible; cpu++) {
-			stale += st[cpu].offcpu_stale;
-			recovered += st[cpu].offcpu_recovered;
-			switches += st[cpu].switches;
-			cfi += st[cpu].ustack_cfi;
-			fp += st[cpu].ustack_fp;
-			cut += st[cpu].ustack_cut;
-			miss += st[cpu].unwind_miss;
-			limited += st[cpu].unwind_miss_limited;
-		}
+	if (!bpf_stats_sum(bpf_map__fd(s->skel->maps.stats), s->nr_possible, &st)) {
 		fprintf(stderr, "ember: bpf: %" PRIu64 " switches, %" PRIu64
 			" off-CPU intervals whose end was never seen (%" PRIu64
-			" recovered from CPU time)\n", switches, stale, recovered);
+			" recovered from CPU time)\n", (uint64_t)st.switches,
+			(uint64_t)st.offcpu_stale, (uint64_t)st.offcpu_recovered);
 		bpf_unwind_usage(s->uw, &uu);
 		fprintf(stderr, "ember: bpf: user stacks by tables %" PRIu64 " (%" PRIu64
 			" with frame-pointer steps, %" PRIu64 " cut), misses %" PRIu64
 			" (%" PRIu64 " rate-limited); tables %u, processes %u, pools %"
 			PRIu64 " of %" PRIu64 " KiB, %" PRIu64 " loads refused\n",
-			cfi, fp, cut, miss, limited, uu.tables, uu.procs,
+			(uint64_t)st.ustack_cfi, (uint64_t)st.ustack_fp,
+			(uint64_t)st.ustack_cut, (uint64_t)st.unwind_miss,
+			(uint64_t)st.unwind_miss_limited, uu.tables, uu.procs,
 			uu.bytes_used / 1024, uu.bytes_cap / 1024, uu.load_refused);
 	}
-	free(st);
 	print_recursion_misses(s);
 }
 

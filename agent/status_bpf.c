@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "../bpf/ember_bpf.h"
+#include "bpf_stats.h"
 #include "status_bpf.h"
 
 #define MAX_PROGS	32
@@ -92,50 +93,34 @@ static unsigned int count_keys(int fd, const struct bpf_map_info *info)
 static void print_stats(int fd)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	uint64_t samples = 0, switches = 0, records = 0, lost = 0, ovf = 0;
-	uint64_t cfi = 0, fp = 0, cut = 0, miss = 0, alloc = 0;
 	struct bpf_map_info info;
-	__u32 key = 0, len = sizeof(info);
-	struct ember_bpf_stats *st;
+	__u32 len = sizeof(info);
+	struct ember_bpf_stats st;
 
 	if (ncpu <= 0)
 		return;
 	/* another ember version's counters are laid out differently */
 	memset(&info, 0, sizeof(info));
 	if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
-	    info.value_size != sizeof(*st)) {
+	    info.value_size != sizeof(st)) {
 		printf("    counters: from another version of ember (%u bytes a CPU, "
-		       "this one reads %zu)\n", info.value_size, sizeof(*st));
+		       "this one reads %zu)\n", info.value_size, sizeof(st));
 		return;
 	}
-	st = calloc((size_t)ncpu, sizeof(*st));
-	if (!st)
+	if (bpf_stats_sum(fd, ncpu, &st))
 		return;
-	if (!bpf_map_lookup_elem(fd, &key, st)) {
-		for (int c = 0; c < ncpu; c++) {
-			samples += st[c].samples;
-			switches += st[c].switches;
-			records += st[c].records;
-			lost += st[c].lost;
-			ovf += st[c].offcpu_overflow;
-			cfi += st[c].ustack_cfi;
-			fp += st[c].ustack_fp;
-			cut += st[c].ustack_cut;
-			miss += st[c].unwind_miss;
-			alloc += st[c].alloc_hits;
-		}
-		printf("    since it started: %" PRIu64 " samples, %" PRIu64
-		       " context switches, %" PRIu64 " records, %" PRIu64
-		       " lost, %" PRIu64 " off-CPU table overflows\n",
-		       samples, switches, records, lost, ovf);
-		printf("    user stacks by tables: %" PRIu64 " (%" PRIu64
-		       " with frame-pointer steps, %" PRIu64 " cut); table requests %"
-		       PRIu64 "\n", cfi, fp, cut, miss);
-		if (alloc)
-			printf("    allocation probes: %" PRIu64 " records (-e alloc)\n",
-			       alloc);
-	}
-	free(st);
+	printf("    since it started: %" PRIu64 " samples, %" PRIu64
+	       " context switches, %" PRIu64 " records, %" PRIu64
+	       " lost, %" PRIu64 " off-CPU table overflows\n",
+	       (uint64_t)st.samples, (uint64_t)st.switches, (uint64_t)st.records,
+	       (uint64_t)st.lost, (uint64_t)st.offcpu_overflow);
+	printf("    user stacks by tables: %" PRIu64 " (%" PRIu64
+	       " with frame-pointer steps, %" PRIu64 " cut); table requests %"
+	       PRIu64 "\n", (uint64_t)st.ustack_cfi, (uint64_t)st.ustack_fp,
+	       (uint64_t)st.ustack_cut, (uint64_t)st.unwind_miss);
+	if (st.alloc_hits)
+		printf("    allocation probes: %" PRIu64 " records (-e alloc)\n",
+		       (uint64_t)st.alloc_hits);
 }
 
 /* The process holding prog id `id` open (ember's skeleton keeps its
