@@ -32,8 +32,7 @@
 #define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
 #define SYM_MALLOC_TRIM_BYTES (1u << 20)
 #define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
-#define EXEC_READ_NS 2000000ull	/* maps read this long after an exec */
-#define DUE_SLOTS	256	/* timed reads pending; beyond, at once */
+#define DUE_SLOTS	256	/* timed re-reads pending; beyond, lazy ones */
 #define VSYSCALL_BASE 0xffffffffff600000ull
 /*
  * /proc/PID/maps is the kernel's, but its size is the process's doing: up
@@ -507,21 +506,17 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 		p->maps = NULL;
 		p->nr_maps = 0;
 	}
-	/*
-	 * Not now: at exec the maps hold the executable and ld.so only.
-	 * EXEC_READ_NS later ld.so has mapped the libraries; a program that
-	 * lives a few ms may be gone before a sample of it asks, and its
-	 * libraries would stay addresses: read them on time (sym_run_due).
-	 * Most processes of an exec-heavy host are gone by then and cost a
-	 * failed open. A sample before that reads them at once (touch).
-	 */
-	p->maps_read = false;
+	proc_read_maps(s, p);
 	p->after_exec = true;
+	/*
+	 * The maps read at exec hold the executable and ld.so only. A
+	 * program that lives a few ms may be gone before a sample of it
+	 * asks for them again, and its libraries would stay addresses:
+	 * read them again on time (sym_run_due), not on the next sample.
+	 */
 	if (s->nr_due < DUE_SLOTS) {
 		s->due_pid[s->nr_due] = pid;
-		s->due_ns[s->nr_due++] = now_ns() + EXEC_READ_NS;
-	} else {
-		proc_read_maps(s, p);
+		s->due_ns[s->nr_due++] = now_ns() + AFTER_EXEC_NS;
 	}
 }
 
@@ -544,12 +539,6 @@ uint64_t sym_run_due(struct symbolizer *s)
 		}
 		p = proc_find(s, s->due_pid[i]);
 		if (p && !p->exited && p->after_exec) {
-			/* a sample may have read them meanwhile: then only
-			 * AFTER_EXEC_NS after that read */
-			if (p->maps_read && now - p->read_ns < AFTER_EXEC_NS) {
-				s->due_ns[i] = p->read_ns + AFTER_EXEC_NS;
-				continue;	/* now in the future: counted */
-			}
 			p->after_exec = false;
 			proc_read_maps(s, p);	/* merges with what it had */
 		}

@@ -87,8 +87,8 @@ void sym_process_check(struct symbolizer *s, uint32_t pid,
 /* Make sure a process's mappings are known now (reads /proc if needed). */
 void sym_process_touch(struct symbolizer *s, uint32_t pid);
 /*
- * Read the maps of processes that exec'd a moment ago (their libraries
- * are mapped by then); returns the ns until the next such read,
+ * Read again the maps of processes that exec'd AFTER_EXEC_NS ago (their
+ * libraries are mapped by then); returns the ns until the next such read,
  * UINT64_MAX when none is pending. The reader calls it around each poll.
  */
 uint64_t sym_run_due(struct symbolizer *s);
