@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "options.h"
 
 static int fail(char *err, size_t len, const char *fmt, ...)
 {
@@ -19,18 +20,6 @@ static int fail(char *err, size_t len, const char *fmt, ...)
 	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
-}
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
 }
 
 static int set_path(char **dst, const char *v)
@@ -62,7 +51,7 @@ static int load_file(struct ember_opts *c, const char *path, bool must_exist,
 		return fail(err, err_len, "out of memory");
 	}
 	while (fgets(line, sizeof(line), f)) {
-		char *s = trim(line), *eq;
+		char *s = opts_trim(line), *eq;
 
 		lineno++;
 		snprintf(where, sizeof(where), "%s:%u", path, lineno);
@@ -74,7 +63,7 @@ static int load_file(struct ember_opts *c, const char *path, bool must_exist,
 			return fail(err, err_len, "%s: expected 'key = value'", where);
 		}
 		*eq = '\0';
-		r = opts_set_key(c, trim(s), trim(eq + 1), where, NULL, err, err_len);
+		r = opts_set_key(c, opts_trim(s), opts_trim(eq + 1), where, NULL, err, err_len);
 		if (r) {
 			fclose(f);
 			return r;

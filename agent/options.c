@@ -90,7 +90,7 @@ static int set_str(char **dst, const char *v)
 	return 0;
 }
 
-static char *trim(char *s)
+char *opts_trim(char *s)
 {
 	char *e;
 
@@ -234,7 +234,7 @@ static int for_each_kv(struct ember_opts *o, const char *list,
 		}
 		*eq = '\0';
 		pct_decode(eq + 1);
-		ret = add(o, trim(tok), trim(eq + 1));
+		ret = add(o, opts_trim(tok), opts_trim(eq + 1));
 	}
 	free(dup);
 	return ret;
@@ -308,7 +308,7 @@ static int parse_events(const char *s, uint32_t *ev)
 		return -1;
 	strcpy(buf, s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		tok = trim(tok);
+		tok = opts_trim(tok);
 		if (!strcmp(tok, "cpu") || !strcmp(tok, "oncpu"))
 			*ev |= EMBER_EV_ONCPU;
 		else if (!strcmp(tok, "offcpu"))
@@ -374,7 +374,7 @@ PARSE(p_pid)
 			return bad_value(cx, d, v);
 		memcpy(num, p, len);
 		num[len] = '\0';
-		if (!parse_u64(trim(num), 1, PID_MAX, &pid) ||
+		if (!parse_u64(opts_trim(num), 1, PID_MAX, &pid) ||
 		    o->nr_pids >= EMBER_MAX_FILTER_PIDS)
 			return bad_value(cx, d, v);
 		np = realloc(o->pids, (o->nr_pids + 1) * sizeof(*np));
@@ -577,7 +577,7 @@ PARSE(p_header)
 		eq = strchr(dup, ':');
 	if (eq) {
 		*eq = '\0';
-		r = add_header(o, trim(dup), trim(eq + 1));
+		r = add_header(o, opts_trim(dup), opts_trim(eq + 1));
 	}
 	free(dup);
 	if (r == -ENOMEM)

@@ -160,6 +160,8 @@ int opts_parse_argv(struct ember_opts *o, unsigned int cmd, int argc,
 int opts_set_key(struct ember_opts *o, const char *key, const char *value,
 		 const char *where, FILE *warn, char *err, size_t err_len);
 void opts_usage(unsigned int cmd, FILE *f);
+/* s without its leading and trailing white space (cut in place). */
+char *opts_trim(char *s);
 /*
  * An OTLP endpoint from `what` (named in messages): used as is, a base
  * URL getting OTLP_PROFILES_PATH unless it has a path, or always.

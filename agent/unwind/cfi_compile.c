@@ -601,7 +601,7 @@ static int walk_section(struct builder *b, Elf *elf, Elf_Scn *scn,
 	return err;
 }
 
-static Elf_Scn *find_section(Elf *elf, const char *name)
+Elf_Scn *cfi_find_section(Elf *elf, const char *name)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
@@ -828,9 +828,9 @@ int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
 	memset(st, 0, sizeof(*st));
 	*out = NULL;
 	*len = 0;
-	scn = find_section(elf, ".eh_frame");
+	scn = cfi_find_section(elf, ".eh_frame");
 	if (!scn) {
-		scn = find_section(elf, ".debug_frame");
+		scn = cfi_find_section(elf, ".debug_frame");
 		eh = false;
 	}
 	if (!scn) {

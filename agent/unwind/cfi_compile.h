@@ -31,6 +31,8 @@ struct cfi_stats {
  * in err. Bounded: at most EMBER_UNWIND_MAX_ROWS rows and
  * EMBER_UNWIND_MAX_TABLE bytes, else -E2BIG.
  */
+/* Section name of elf with contents in the file (not SHT_NOBITS), or NULL. */
+Elf_Scn *cfi_find_section(Elf *elf, const char *name);
 int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
 		char *err, size_t err_len);
 

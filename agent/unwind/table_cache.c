@@ -198,22 +198,8 @@ static Elf *open_debug_file(const struct table_file *f, int *fd)
 
 static bool has_cfi_section(Elf *elf)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && (!strcmp(n, ".eh_frame") || !strcmp(n, ".debug_frame")))
-			return true;
-	}
-	return false;
+	return cfi_find_section(elf, ".eh_frame") ||
+	       cfi_find_section(elf, ".debug_frame");
 }
 
 static struct table_file *from_elf(struct table_cache *c, Elf *elf,
