@@ -12,9 +12,11 @@
 # usage: check-alloc-pid.sh --ember PATH --work PATH --backend kmod|bpf
 #                           [--label L] [--rate BYTES] [--warmup S]
 #                           [--scale S] [--out DIR] [--compare BACKEND]
-#                           [--lib PATH]
+#                           [--lib PATH] [--allocator FILE]
+# --allocator: the file the message must name as probed (a regular
+# expression; default: any)
 E=ember W=allocwork B=bpf L=host RATE=8192 WARMUP=1.5 SCALE=0.5 OUT=/tmp/allocpid
-CMP= LIB=
+CMP= LIB= ALLOCATOR=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) E=$2; shift ;;
@@ -27,6 +29,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--compare) CMP=$2; shift ;;
 	--lib) LIB=$2; shift ;;
+	--allocator) ALLOCATOR=$2; shift ;;
 	*) echo "check-alloc-pid.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -62,7 +65,7 @@ END {
 }' "$OUT/pmode.stdout" "$OUT/pmode.folded" 2>/dev/null)
 echo "# ${T}: allocated (truth/profile): $shares"
 if [ $rc -eq 0 ] &&
-	grep -q "process $aw runs without ember's sampler: uprobes on .*'s malloc family trap on every call" "$OUT/pmode.err" &&
+	grep -q "process $aw runs without ember's sampler: uprobes on .*$ALLOCATOR's malloc family trap on every call" "$OUT/pmode.err" &&
 	awk -v s="$shares" 'BEGIN {
 		split(s, f, "worst="); n = split(s, g, "total="); split(g[2], tt, "[/ ]")
 		exit !(n == 2 && tt[1] > 0 && f[2] + 0 <= 3 &&

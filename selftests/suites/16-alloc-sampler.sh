@@ -68,39 +68,11 @@ else
 fi
 
 # A running process without the sampler (-p): uprobes on its allocator's
-# entry points, sampled by bytes in the kernel, the cost said up front.
-# allocwork waits 1.5 s before allocating, so the probes are on by then.
-agent/gen/tests/allocwork 1.5 0.5 >"$art/pmode.stdout" &
-aw=$!
-sleep 0.2
-agent/ember record --backend bpf -e alloc --alloc-rate 8192 -p $aw \
-	-o "$art/pmode.folded" 2>"$art/pmode.err"
-wait $aw 2>/dev/null
-shares=$(awk '
-FNR == NR && /^CHAIN / { t[$2] = $3; ts += $3; next }
-FNR != NR && index($0, ";[alloc];") {
-	for (c in t) if (index($0, ";" c ";")) { g[c] += $NF; gs += $NF }
-}
-END {
-	w = 0
-	for (c in t) {
-		d = 100 * t[c] / ts - (gs ? 100 * g[c] / gs : 0)
-		if (d < 0) d = -d
-		if (d > w) w = d
-		printf "%s=%.1f%%/%.1f%% ", c, 100 * t[c] / ts, gs ? 100 * g[c] / gs : 0
-	}
-	printf "total=%.0f/%.0f worst=%.2f\n", ts, gs, w
-}' "$art/pmode.stdout" "$art/pmode.folded")
-echo "# alloc -p (allocator uprobes): $shares"
-if grep -q "process $aw runs without ember's sampler: uprobes on .*libc.so.6's malloc family trap on every call" "$art/pmode.err" &&
-	awk -v s="$shares" 'BEGIN {
-		split(s, f, "worst="); n = split(s, g, "total="); split(g[2], tt, "[/ ]")
-		exit !(f[2] + 0 <= 3 && tt[2] >= 0.9 * tt[1] && tt[2] <= 1.1 * tt[1])
-	}'; then
-	t_pass alloc_running_process_uprobes
-else
-	t_fail alloc_running_process_uprobes "$shares; $(tr '\n' '|' <"$art/pmode.err" | cut -c1-300)"
-fi
+# entry points, sampled by bytes in the kernel, the cost said up front;
+# nothing stays attached after the end or SIGKILL. The same check as the
+# VMs run through the module.
+selftests/alloc/check-alloc-pid.sh --ember agent/ember --work agent/gen/tests/allocwork \
+	--backend bpf --label host_bpf --allocator 'libc\.so\.6' --out "$art/pid"
 # a static binary: no libc mapped, its own malloc is probed (found in
 # its symbol table); the bytes are right even though its frames are not
 # named in -p mode (a symbolizer gap for static non-PIE executables)
