@@ -409,6 +409,15 @@ static void publish_stats(struct unwind_service *us)
 	pthread_mutex_unlock(&us->lock);
 }
 
+/* A new binding, lat ns after the record that asked for it. Under lock. */
+static void count_bind(struct unwind_service *us, uint64_t lat)
+{
+	us->st.binds++;
+	us->st.bind_latency_ns_sum += lat;
+	if (lat > us->st.bind_latency_ns_max)
+		us->st.bind_latency_ns_max = lat;
+}
+
 static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 {
 	uint64_t lat;
@@ -437,10 +446,7 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 	pthread_mutex_lock(&us->lock);
 	if (r == 1) {
 		/* a new binding: how long the process waited for it */
-		us->st.binds++;
-		us->st.bind_latency_ns_sum += lat;
-		if (lat > us->st.bind_latency_ns_max)
-			us->st.bind_latency_ns_max = lat;
+		count_bind(us, lat);
 	} else if (r && r != -ESRCH) {
 		us->st.bind_errors++;
 	}
@@ -475,10 +481,7 @@ static uint64_t recheck_due(struct unwind_service *us)
 			pthread_mutex_lock(&us->lock);
 			if (exec_ns && r == 1) {
 				/* the delayed binding of an exec (EXEC_BIND_DELAY_MS) */
-				us->st.binds++;
-				us->st.bind_latency_ns_sum += mono_ns() - exec_ns;
-				if (mono_ns() - exec_ns > us->st.bind_latency_ns_max)
-					us->st.bind_latency_ns_max = mono_ns() - exec_ns;
+				count_bind(us, mono_ns() - exec_ns);
 			} else if (!exec_ns) {
 				us->st.rechecks++;
 				if (r == 1)
