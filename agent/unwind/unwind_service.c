@@ -455,45 +455,54 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 }
 
 /*
- * The follow-up reads that are due (the series of recheck_ms), and the
- * time of the next one (0: none).
+ * The follow-up reads that are due (the series of recheck_ms), at most
+ * RECHECKS_PER_PASS of them so that requests waiting in the queue are not
+ * held up; returns the time of the next one, 0 when none is pending, or
+ * 1 when more may be due now.
  */
+#define RECHECKS_PER_PASS	32
+
 static uint64_t recheck_due(struct unwind_service *us)
 {
 	uint64_t now = mono_ns(), next = 0;
+	uint32_t done = 0;
 
 	for (uint32_t i = 0; i < us->nr_procs; i++) {
 		struct proc_bind *pb = &us->procs[i];
+		uint32_t n, pid;
+		uint64_t exec_ns;
+		int r;
 
 		if (!pb->pid || !pb->recheck_ns)
 			continue;
-		if (pb->recheck_ns <= now) {
-			uint32_t n = ++pb->rechecks;
-			uint32_t pid = pb->pid;
-			int r;
-
-			uint64_t exec_ns = pb->exec_ns;
-
-			pb->recheck_ns = n < NR_RECHECKS ?
-				now + recheck_ms[n] * 1000000ull : 0;
-			pb->exec_ns = 0;
-			r = bind_proc(us, pid);
-			pthread_mutex_lock(&us->lock);
-			if (exec_ns && r == 1) {
-				/* the delayed binding of an exec (EXEC_BIND_DELAY_MS) */
-				count_bind(us, mono_ns() - exec_ns);
-			} else if (!exec_ns) {
-				us->st.rechecks++;
-				if (r == 1)
-					us->st.recheck_binds++;
-			}
-			pthread_mutex_unlock(&us->lock);
-			if (r == -ESRCH)
-				forget_proc(us, pid);
-			/* bind_proc may have moved us->procs: start over */
-			return 1;
+		if (pb->recheck_ns > now) {
+			if (!next || pb->recheck_ns < next)
+				next = pb->recheck_ns;
+			continue;
 		}
-		if (!next || pb->recheck_ns < next)
+		if (done == RECHECKS_PER_PASS)
+			return 1;
+		done++;
+		n = ++pb->rechecks;
+		pid = pb->pid;
+		exec_ns = pb->exec_ns;
+		pb->recheck_ns = n < NR_RECHECKS ? now + recheck_ms[n] * 1000000ull : 0;
+		pb->exec_ns = 0;
+		/* pid has its entry: neither call moves us->procs */
+		r = bind_proc(us, pid);
+		pthread_mutex_lock(&us->lock);
+		if (exec_ns && r == 1) {
+			/* the delayed binding of an exec (EXEC_BIND_DELAY_MS) */
+			count_bind(us, mono_ns() - exec_ns);
+		} else if (!exec_ns) {
+			us->st.rechecks++;
+			if (r == 1)
+				us->st.recheck_binds++;
+		}
+		pthread_mutex_unlock(&us->lock);
+		if (r == -ESRCH)
+			forget_proc(us, pid);
+		else if (pb->recheck_ns && (!next || pb->recheck_ns < next))
 			next = pb->recheck_ns;
 	}
 	return next;
