@@ -9,11 +9,11 @@ ALL_TARGETS += $(PRELOAD_LIB)
 agent: $(PRELOAD_LIB)
 CLEAN_FILES += $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test \
 	agent/gen/tests/allocwork agent/gen/tests/semwatch \
-	agent/gen/tests/allocwork-static
+	agent/gen/tests/allocwork-static agent/gen/tests/allocwork-own
 
 $(PRELOAD_LIB): preload/ember_alloc.c
 	@echo "  CC      $@"
-	$(Q)$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,now -o $@ $< -lm
+	$(Q)$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,now -o $@ $< -lm -ldl
 
 # The sampler's own test defines the probe functions itself: -rdynamic so
 # the library's calls through its PLT reach them.
@@ -38,6 +38,12 @@ agent/gen/tests/allocwork-static: selftests/alloc/allocwork.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -fomit-frame-pointer -static -o $@ $<
 
+# the same with its own allocator in the executable (never libc's)
+agent/gen/tests/allocwork-own: selftests/alloc/allocwork.c selftests/alloc/ownalloc.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -fno-builtin -o $@ $^
+
 agent/gen/tests/semwatch: selftests/alloc/semwatch.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(@D)
@@ -45,4 +51,4 @@ agent/gen/tests/semwatch: selftests/alloc/semwatch.c
 
 .PHONY: alloc-work
 alloc-work: $(PRELOAD_LIB) agent/gen/tests/allocwork agent/gen/tests/semwatch \
-	agent/gen/tests/allocwork-static
+	agent/gen/tests/allocwork-static agent/gen/tests/allocwork-own
