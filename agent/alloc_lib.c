@@ -277,6 +277,22 @@ static int entry_points_of(const char *path, bool symtab,
 	return (int)n;
 }
 
+/* Why nothing was probed: the files read (a stripped static binary is
+ * the common case), or that none of the kinds looked for is mapped. */
+static void no_allocator(uint32_t pid, char file[4][PATH_MAX], char *err,
+			 size_t err_len)
+{
+	char read[1024] = "";
+	size_t at = 0;
+
+	for (int rank = 3; rank > 0; rank--)
+		if (file[rank][0] && at < sizeof(read))
+			at += (size_t)snprintf(read + at, sizeof(read) - at,
+					       "%s%s", at ? ", " : "", file[rank]);
+	snprintf(err, err_len, "process %u maps no allocator that exports malloc (looked for jemalloc, tcmalloc, mimalloc, its executable, libc; %s%s); nothing probed",
+		 pid, at ? "no malloc symbol in " : "none is mapped", read);
+}
+
 int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
 		       char *what, size_t what_len,
 		       struct ember_alloc_probe *probes, size_t max,
@@ -327,8 +343,7 @@ int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
 		n = entry_points_of(path, rank == 2, probes, max);
 	}
 	if (n <= 0) {
-		snprintf(err, err_len, "process %u maps no allocator that exports malloc (looked for jemalloc, tcmalloc, mimalloc, its executable, libc)",
-			 pid);
+		no_allocator(pid, file, err, err_len);
 		return -ENOENT;
 	}
 	return n;
