@@ -9,7 +9,8 @@ ALL_TARGETS += $(PRELOAD_LIB)
 agent: $(PRELOAD_LIB)
 CLEAN_FILES += $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test \
 	agent/gen/tests/allocwork agent/gen/tests/semwatch \
-	agent/gen/tests/allocwork-static agent/gen/tests/allocwork-own
+	agent/gen/tests/allocwork-static agent/gen/tests/allocwork-own \
+	agent/gen/tests/allocwork-cxx
 
 $(PRELOAD_LIB): preload/ember_alloc.c
 	@echo "  CC      $@"
@@ -44,6 +45,12 @@ agent/gen/tests/allocwork-own: selftests/alloc/allocwork.c selftests/alloc/ownal
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -fomit-frame-pointer -fno-builtin -o $@ $^
 
+# C++'s operator new beside malloc (jemalloc and tcmalloc define both)
+agent/gen/tests/allocwork-cxx: selftests/alloc/allocwork-cxx.cc
+	@echo "  CXX     $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -std=c++17 -O2 -g -fomit-frame-pointer -o $@ $<
+
 agent/gen/tests/semwatch: selftests/alloc/semwatch.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(@D)
@@ -51,4 +58,5 @@ agent/gen/tests/semwatch: selftests/alloc/semwatch.c
 
 .PHONY: alloc-work
 alloc-work: $(PRELOAD_LIB) agent/gen/tests/allocwork agent/gen/tests/semwatch \
-	agent/gen/tests/allocwork-static agent/gen/tests/allocwork-own
+	agent/gen/tests/allocwork-static agent/gen/tests/allocwork-own \
+	agent/gen/tests/allocwork-cxx

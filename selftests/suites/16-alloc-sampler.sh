@@ -94,7 +94,17 @@ for a in jemalloc:libjemalloc.so.2 tcmalloc:libtcmalloc_minimal.so.4; do
 		--work agent/gen/tests/allocwork --backend bpf \
 		--label "bpf_host_$name" --rate 16384 --preload "$file" \
 		--served "$name" --out "$art/$name"
+	# C++: their operator new is not their malloc (and jemalloc's new[]
+	# jumps to new: probed once)
+	selftests/alloc/check-alloc-pid.sh --ember agent/ember \
+		--work agent/gen/tests/allocwork-cxx --backend bpf \
+		--label "host_bpf_${name}_cxx" --allocator "$re" --preload "$file" \
+		--out "$art/pid-$name-cxx"
 done
+# ... while with glibc, libstdc++'s new calls malloc: counted once
+selftests/alloc/check-alloc-pid.sh --ember agent/ember \
+	--work agent/gen/tests/allocwork-cxx --backend bpf \
+	--label host_bpf_cxx --allocator 'libc\.so\.6' --out "$art/pid-cxx"
 
 # --cgroup: the cgroup's processes probed one by one (joining and exec'ing
 # ones too), one outside it with the same libc untouched
