@@ -193,18 +193,28 @@ out:
 #define MAPS_MAX_LINES	65536	/* /proc/PID/maps lines read at most */
 #define ALLOC_FILE_MAX	(2ull << 30)	/* ELF files examined, at most */
 
+/*
+ * Most used first: a file with more than EMBER_MAX_ALLOC_PROBES of them
+ * loses the last (valloc, pvalloc). C++'s operator new and new[] only in
+ * a malloc library (jemalloc, tcmalloc define them apart from malloc);
+ * elsewhere (libstdc++, a static executable) they call malloc, and a
+ * probe on both would count each block twice.
+ */
 static const struct {
 	const char *name;
 	uint32_t kind;
+	bool malloc_lib_only;
 } entry_points[] = {
-	{ "malloc", EMBER_PROBE_ENTRY_SIZE_RDI },
-	{ "calloc", EMBER_PROBE_ENTRY_NMEMB_SIZE },
-	{ "realloc", EMBER_PROBE_ENTRY_SIZE_RSI },
-	{ "memalign", EMBER_PROBE_ENTRY_SIZE_RSI },
-	{ "aligned_alloc", EMBER_PROBE_ENTRY_SIZE_RSI },
-	{ "posix_memalign", EMBER_PROBE_ENTRY_SIZE_RDX },
-	{ "valloc", EMBER_PROBE_ENTRY_SIZE_RDI },
-	{ "pvalloc", EMBER_PROBE_ENTRY_SIZE_RDI },
+	{ "malloc", EMBER_PROBE_ENTRY_SIZE_RDI, false },
+	{ "calloc", EMBER_PROBE_ENTRY_NMEMB_SIZE, false },
+	{ "realloc", EMBER_PROBE_ENTRY_SIZE_RSI, false },
+	{ "_Znwm", EMBER_PROBE_ENTRY_SIZE_RDI, true },	/* new(size_t) */
+	{ "_Znam", EMBER_PROBE_ENTRY_SIZE_RDI, true },	/* new[](size_t) */
+	{ "posix_memalign", EMBER_PROBE_ENTRY_SIZE_RDX, false },
+	{ "aligned_alloc", EMBER_PROBE_ENTRY_SIZE_RSI, false },
+	{ "memalign", EMBER_PROBE_ENTRY_SIZE_RSI, false },
+	{ "valloc", EMBER_PROBE_ENTRY_SIZE_RDI, false },
+	{ "pvalloc", EMBER_PROBE_ENTRY_SIZE_RDI, false },
 };
 #define NR_ENTRY_POINTS (sizeof(entry_points) / sizeof(entry_points[0]))
 
@@ -224,8 +234,55 @@ static int allocator_rank(const char *path, const char *exe)
 	return 0;
 }
 
-/* The malloc-family entry points of the ELF file at path (map_files). */
-static int entry_points_of(const char *path, bool symtab,
+/*
+ * Where the function at vaddr (file offset off) jumps first, if it
+ * begins with a direct jmp (after an endbr64): jemalloc's new[] is
+ * "jmp new", so its calls reach new's probe too. 0 otherwise.
+ */
+static GElf_Addr thunk_target(int fd, uint64_t off, GElf_Addr vaddr)
+{
+	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	unsigned char b[9];
+	size_t at = 0;
+	int32_t rel;
+
+	if (pread(fd, b, sizeof(b), (off_t)off) != (ssize_t)sizeof(b))
+		return 0;
+	if (!memcmp(b, endbr64, sizeof(endbr64)))
+		at = sizeof(endbr64);
+	if (b[at] == 0xeb)
+		return vaddr + at + 2 + (int8_t)b[at + 1];
+	if (b[at] != 0xe9)
+		return 0;
+	memcpy(&rel, b + at + 1, sizeof(rel));
+	return vaddr + at + 5 + (int64_t)rel;
+}
+
+/*
+ * Whether probing the entry at off (vaddr) would count calls that an
+ * earlier probe already counts: an alias at the same offset (glibc's
+ * aligned_alloc is memalign; the module refuses two probes at one
+ * offset), or a thunk that jumps to a probed entry.
+ */
+static bool counted_already(Elf *elf, int fd, uint64_t off, GElf_Addr vaddr,
+			    const struct ember_alloc_probe *probes, size_t n)
+{
+	GElf_Addr to = thunk_target(fd, off, vaddr);
+	uint64_t to_off = UINT64_MAX;
+
+	if (to && alloc_elf_file_offset(elf, to, &to_off))
+		to_off = UINT64_MAX;
+	for (size_t j = 0; j < n; j++)
+		if (probes[j].offset == off || probes[j].offset == to_off)
+			return true;
+	return false;
+}
+
+/*
+ * The malloc-family entry points of the ELF file at path (map_files), of
+ * allocator_rank() rank: an executable's symbol table is read too.
+ */
+static int entry_points_of(const char *path, int rank,
 			   struct ember_alloc_probe *probes, size_t max)
 {
 	const struct safe_rules rules = {
@@ -247,34 +304,44 @@ static int entry_points_of(const char *path, bool symtab,
 	if (elf && elf_kind(elf) == ELF_K_ELF) {
 		for (size_t k = 0; k < NR_ENTRY_POINTS; k++)
 			names[k] = entry_points[k].name;
-		alloc_elf_symbols(elf, symtab, names, NR_ENTRY_POINTS, addr);
+		alloc_elf_symbols(elf, rank == 2, names, NR_ENTRY_POINTS, addr);
 		/* malloc itself or nothing: a file with calloc alone is not
 		 * an allocator */
 		for (size_t k = 0; addr[0] && k < NR_ENTRY_POINTS && n < max; k++) {
 			uint64_t off;
-			size_t j;
 
-			if (!addr[k] || alloc_elf_file_offset(elf, addr[k], &off))
+			/* aliases and thunks share their arguments (kinds)
+			 * with the entry they lead to */
+			if (!addr[k] || (entry_points[k].malloc_lib_only && rank != 3) ||
+			    alloc_elf_file_offset(elf, addr[k], &off) ||
+			    counted_already(elf, fd, off, addr[k], probes, n))
 				continue;
-			/*
-			 * Aliases (glibc's aligned_alloc is memalign): one
-			 * probe per address, or every call would count
-			 * twice (and the module refuses two at one offset).
-			 * Aliases share their arguments, so their kinds.
-			 */
-			for (j = 0; j < n && probes[j].offset != off; j++)
-				;
-			if (j == n)
-				probes[n++] = (struct ember_alloc_probe){
-					.offset = off,
-					.kind = entry_points[k].kind,
-				};
+			probes[n++] = (struct ember_alloc_probe){
+				.offset = off,
+				.kind = entry_points[k].kind,
+			};
 		}
 	}
 	if (elf)
 		elf_end(elf);
 	close(fd);
 	return (int)n;
+}
+
+/* Why nothing was probed: the files read (a stripped static binary is
+ * the common case), or that none of the kinds looked for is mapped. */
+static void no_allocator(uint32_t pid, char file[4][PATH_MAX], char *err,
+			 size_t err_len)
+{
+	char read[1024] = "";
+	size_t at = 0;
+
+	for (int rank = 3; rank > 0; rank--)
+		if (file[rank][0] && at < sizeof(read))
+			at += (size_t)snprintf(read + at, sizeof(read) - at,
+					       "%s%s", at ? ", " : "", file[rank]);
+	snprintf(err, err_len, "process %u maps no allocator that exports malloc (looked for jemalloc, tcmalloc, mimalloc, its executable, libc; %s%s); nothing probed",
+		 pid, at ? "no malloc symbol in " : "none is mapped", read);
 }
 
 int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
@@ -324,11 +391,10 @@ int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
 			continue;
 		snprintf(path, path_len, "/proc/%u/map_files/%s", pid, range[rank]);
 		snprintf(what, what_len, "%s", file[rank]);
-		n = entry_points_of(path, rank == 2, probes, max);
+		n = entry_points_of(path, rank, probes, max);
 	}
 	if (n <= 0) {
-		snprintf(err, err_len, "process %u maps no allocator that exports malloc (looked for jemalloc, tcmalloc, mimalloc, its executable, libc)",
-			 pid);
+		no_allocator(pid, file, err, err_len);
 		return -ENOENT;
 	}
 	return n;

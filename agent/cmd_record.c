@@ -9,6 +9,7 @@
  * where no cgroup can be created, its pid is filtered and its descendants
  * are followed by scanning /proc (session_run).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -143,7 +144,8 @@ static int cgroup_fail(char *err, size_t err_len, const char *path,
  * unless it is a path under /sys/; either way it must resolve (realpath:
  * symlinks, "//", ".") to a cgroup v2 directory under that root.
  */
-static int cgroup_id_of(const char *path, uint64_t *id, char *err, size_t err_len)
+static int cgroup_id_of(const char *path, uint64_t *id, char *dir,
+			size_t dir_len, char *err, size_t err_len)
 {
 	const char *root = cgroup2_root();
 	char full[PATH_MAX + 64], real[PATH_MAX], real_root[PATH_MAX];
@@ -174,6 +176,7 @@ static int cgroup_id_of(const char *path, uint64_t *id, char *err, size_t err_le
 		return cgroup_fail(err, err_len, path, root, "%s is not a cgroup "
 				   "v2 directory", real);
 	*id = st.st_ino;
+	snprintf(dir, dir_len, "%s", real);
 	return 0;
 }
 
@@ -537,9 +540,163 @@ static int record_alloc_start(struct session *s, const struct ember_opts *o,
 			o->pids[i], what, lib);
 	}
 	err[0] = '\0';
-	if (!o->command && !o->nr_pids)
+	if (!o->command && !o->nr_pids && !o->cgroup_path)
 		fprintf(stderr, "ember: -e alloc: sampling the allocations of processes started with LD_PRELOAD=%s\n",
 			lib);
+	return 0;
+}
+
+/*
+ * --cgroup with -e alloc: each process of the cgroup (or of a cgroup below
+ * it, as the backends' filter counts them) that runs without the sampler
+ * gets its allocator's entry points probed for its own pid only, so a
+ * process outside the cgroup never traps even when it maps the same libc.
+ * Rechecked at each scan of session_run: processes that join the cgroup,
+ * or exec another program, are probed then. At most ALLOC_CG_PROCS
+ * processes, said once when reached.
+ */
+#define ALLOC_CG_PROCS	256
+#define ALLOC_CG_DEPTH	8	/* cgroup levels walked below --cgroup */
+#define ALLOC_CG_TRIES	5	/* scans a process that cannot be probed gets */
+
+struct alloc_cgroup {
+	struct session *s;
+	const char *lib;
+	const char *dir;
+	struct {
+		uint32_t pid;
+		uint64_t exe;	/* exe_id(): another program after an exec */
+		char probed[PATH_MAX];	/* the allocator file probed, or "" */
+		uint8_t failures;	/* tried again up to ALLOC_CG_TRIES */
+	} seen[ALLOC_CG_PROCS];
+	size_t nr;
+	bool full_said;
+};
+
+/* Which program pid runs (its executable's device and inode), 0 if gone. */
+static uint64_t exe_id(uint32_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	if (stat(path, &st))
+		return 0;
+	return ((uint64_t)st.st_dev << 40) ^ (uint64_t)st.st_ino;
+}
+
+/* Probe pid unless it is known with the same program; say what was done. */
+static void alloc_cgroup_probe(struct alloc_cgroup *ac, uint32_t pid)
+{
+	uint64_t exe = exe_id(pid);
+	char what[PATH_MAX], err[512];
+	size_t i;
+
+	for (i = 0; i < ac->nr && ac->seen[i].pid != pid; i++)
+		;
+	if (i < ac->nr && ac->seen[i].exe == exe)
+		return;
+	if (i == ALLOC_CG_PROCS) {
+		if (!ac->full_said)
+			fprintf(stderr, "ember: -e alloc: cgroup %s has more than %d processes: process %u and later ones are not probed\n",
+				ac->dir, ALLOC_CG_PROCS, pid);
+		ac->full_said = true;
+		return;
+	}
+	if (i == ac->nr) {
+		ac->nr++;
+		ac->seen[i].probed[0] = '\0';
+		ac->seen[i].failures = 0;
+	}
+	ac->seen[i].pid = pid;
+	ac->seen[i].exe = exe;
+	/* gone, a kernel thread, or sampled in-process by the sampler */
+	if (!exe || maps_file(pid, ac->lib))
+		return;
+	/*
+	 * After an exec the probes of this pid follow it into its new
+	 * program where it maps the same file: probing again would count
+	 * each call twice.
+	 */
+	if (ac->seen[i].probed[0] && maps_file(pid, ac->seen[i].probed))
+		return;
+	if (session_alloc_attach_entry(ac->s, pid, what, sizeof(what), err,
+				       sizeof(err))) {
+		/* maybe in the middle of an exec: tried again, said once */
+		if (++ac->seen[i].failures < ALLOC_CG_TRIES)
+			ac->seen[i].exe = 0;
+		if (ac->seen[i].failures == 1)
+			fprintf(stderr, "ember: -e alloc: process %u of cgroup %s runs without ember's sampler and its allocator cannot be probed: %s\n",
+				pid, ac->dir, err);
+		return;
+	}
+	snprintf(ac->seen[i].probed, sizeof(ac->seen[i].probed), "%s", what);
+	fprintf(stderr, "ember: -e alloc: process %u of cgroup %s runs without ember's sampler: uprobes on %s's malloc family (for this process only) trap on every call\n",
+		pid, ac->dir, what);
+}
+
+static void alloc_cgroup_walk(struct alloc_cgroup *ac, const char *dir,
+			      int depth)
+{
+	char path[PATH_MAX + 32];
+	struct dirent *de;
+	unsigned long pid;
+	int lines = 0;
+	FILE *f;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (f) {
+		while (lines++ <= ALLOC_CG_PROCS && fscanf(f, "%lu", &pid) == 1)
+			alloc_cgroup_probe(ac, (uint32_t)pid);
+		fclose(f);
+	}
+	if (depth >= ALLOC_CG_DEPTH || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		alloc_cgroup_walk(ac, path, depth + 1);
+	}
+	closedir(d);
+}
+
+static void alloc_cgroup_scan(void *ctx)
+{
+	struct alloc_cgroup *ac = ctx;
+
+	alloc_cgroup_walk(ac, ac->dir, 0);
+}
+
+static int alloc_cgroup_start(struct session *s, const char *dir,
+			      const char *lib, struct alloc_cgroup **out,
+			      char *err, size_t err_len)
+{
+	struct alloc_cgroup *ac;
+
+	/* the module's per-process entry probes are not tested with a
+	 * cgroup filter yet: refuse rather than promise */
+	if (strcmp(s->ops->name, "bpf")) {
+		snprintf(err, err_len, "-e alloc with --cgroup probes the allocators of the cgroup's processes through the eBPF backend only (use --backend bpf); the %s backend samples only processes started with ember's sampler preloaded",
+			 s->ops->name);
+		return -EOPNOTSUPP;
+	}
+	ac = calloc(1, sizeof(*ac));
+	if (!ac) {
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	ac->s = s;
+	ac->lib = lib;
+	ac->dir = dir;
+	fprintf(stderr, "ember: -e alloc: cgroup %s: processes started with LD_PRELOAD=%s are sampled in-process, the others through uprobes on their allocator (those that join or exec later too)\n",
+		dir, lib);
+	alloc_cgroup_scan(ac);
+	s->on_scan = alloc_cgroup_scan;
+	s->scan_ctx = ac;
+	*out = ac;
 	return 0;
 }
 
@@ -561,7 +718,8 @@ int cmd_record(int argc, char **argv)
 	struct child_cgroup cg = { .id = 0 };
 	struct child ch = { .pid = -1, .go_fd = -1, .err_fd = -1 };
 	struct child_env env = { 0 };
-	char alloc_lib[PATH_MAX];
+	char alloc_lib[PATH_MAX], cgroup_dir[PATH_MAX] = "";
+	struct alloc_cgroup *ac = NULL;
 	struct session s;
 	struct profile *p;
 	char err[1024];
@@ -608,7 +766,8 @@ int cmd_record(int argc, char **argv)
 	so.src.stack_copy = o.check_unwind;
 	so.sym.use_debuginfod = o.debuginfod;
 	if (o.cgroup_path &&
-	    cgroup_id_of(o.cgroup_path, &so.src.cgroup_id, err, sizeof(err))) {
+	    cgroup_id_of(o.cgroup_path, &so.src.cgroup_id, cgroup_dir,
+			 sizeof(cgroup_dir), err, sizeof(err))) {
 		fprintf(stderr, "ember record: %s\n", err);
 		record_opts_free(&o);
 		return 2;
@@ -672,6 +831,9 @@ int cmd_record(int argc, char **argv)
 		if (!r && (o.events & EMBER_EV_ALLOC))
 			r = record_alloc_start(&s, &o, alloc_lib, err,
 					       sizeof(err));
+		if (!r && (o.events & EMBER_EV_ALLOC) && o.cgroup_path)
+			r = alloc_cgroup_start(&s, cgroup_dir, alloc_lib, &ac,
+					       err, sizeof(err));
 		if (r)
 			session_close(&s);
 	}
@@ -746,6 +908,7 @@ out:
 	}
 	if (cg.id)
 		rmdir(cg.path);		/* fails harmlessly if something lingers */
+	free(ac);
 	record_opts_free(&o);
 	return rc;
 }

@@ -478,8 +478,11 @@ int session_run(struct session *s, uint64_t duration_ms,
 				session_set_pids(s, tracked, nr_tracked);
 			}
 		}
-		if (now - last_scan >= SESSION_SCAN_MS * 1000000ull)
+		if (now - last_scan >= SESSION_SCAN_MS * 1000000ull) {
+			if (s->on_scan)
+				s->on_scan(s->scan_ctx);
 			last_scan = now;
+		}
 	}
 	free(tracked);
 	return 0;

@@ -55,6 +55,9 @@ struct session {
 	/* session_run stops once none of these processes exists (-p) */
 	const uint32_t *watch_pids;
 	size_t nr_watch_pids;
+	/* called by session_run at each of its /proc scans, when set */
+	void (*on_scan)(void *ctx);
+	void *scan_ctx;
 };
 
 /*

@@ -20,9 +20,13 @@
  * ember_alloc_table_full, never a hang or an allocation.
  *
  * Safe anywhere: no locks, no allocation of its own, fork- and
- * thread-safe (thread-local countdowns, atomic table slots), calls glibc's
- * __libc_* entry points directly (no dlsym, so no bootstrap recursion).
+ * thread-safe (thread-local countdowns, atomic table slots). It wraps
+ * whichever allocator comes next in the lookup order (jemalloc or tcmalloc
+ * preloaded after it, else glibc), found once with dlsym(RTLD_NEXT): a
+ * block must go back to the allocator that made it.
  */
+#define _GNU_SOURCE	/* RTLD_NEXT */
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -84,6 +88,66 @@ static int rate_read;
 
 static TLS int64_t countdown;
 static TLS uint64_t rng;
+
+/* ---- the allocator we wrap ---------------------------------------------- */
+
+struct next_allocator {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*memalign)(size_t, size_t);
+};
+
+/* glibc's own entry points: the allocator when nothing else follows us */
+static const struct next_allocator libc_allocator = {
+	__libc_malloc, __libc_free, __libc_calloc, __libc_realloc,
+	__libc_memalign,
+};
+static struct next_allocator found;
+static const struct next_allocator *next_alloc;	/* set once resolved */
+static TLS int resolving;
+
+#define STORE(field, v)	__atomic_store_n(&found.field, (v), __ATOMIC_RELAXED)
+
+/*
+ * The next definitions after ours, all five or none: mixing two
+ * allocators would free blocks into the wrong one. dlsym does not
+ * allocate when it succeeds; should it call us anyway, that nested call
+ * is served by glibc (resolving), as glibc's memusage does. Threads
+ * racing here store the same values, atomically, before publishing them.
+ */
+static __attribute__((noinline)) const struct next_allocator *resolve(void)
+{
+	struct next_allocator n;
+
+	if (resolving)
+		return &libc_allocator;
+	resolving = 1;
+	n.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	n.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+	n.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+	n.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+	n.memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+	resolving = 0;
+	if (!n.malloc || !n.free || !n.calloc || !n.realloc || !n.memalign)
+		n = libc_allocator;
+	STORE(malloc, n.malloc);
+	STORE(free, n.free);
+	STORE(calloc, n.calloc);
+	STORE(realloc, n.realloc);
+	STORE(memalign, n.memalign);
+	__atomic_store_n(&next_alloc, &found, __ATOMIC_RELEASE);
+	return &found;
+}
+
+static inline const struct next_allocator *next(void)
+{
+	const struct next_allocator *n =
+		__atomic_load_n(&next_alloc, __ATOMIC_ACQUIRE);
+
+	return LIKELY(n != NULL) ? n : resolve();
+}
 
 static double next_uniform(void)
 {
@@ -205,7 +269,7 @@ static inline void check_free(void *p)
 
 EXPORT void *malloc(size_t size)
 {
-	void *p = __libc_malloc(size);
+	void *p = next()->malloc(size);
 
 	account(p, size);
 	return p;
@@ -214,12 +278,12 @@ EXPORT void *malloc(size_t size)
 EXPORT void free(void *p)
 {
 	check_free(p);
-	__libc_free(p);
+	next()->free(p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)
 {
-	void *p = __libc_calloc(n, size);
+	void *p = next()->calloc(n, size);
 
 	if (p)
 		account(p, n * size);	/* no overflow: calloc succeeded */
@@ -232,7 +296,7 @@ EXPORT void *realloc(void *old, size_t size)
 
 	/* a moved or freed block is a free of the old sample */
 	check_free(old);
-	p = __libc_realloc(old, size);
+	p = next()->realloc(old, size);
 	if (p)
 		account(p, size);
 	return p;
@@ -240,7 +304,7 @@ EXPORT void *realloc(void *old, size_t size)
 
 EXPORT void *memalign(size_t align, size_t size)
 {
-	void *p = __libc_memalign(align, size);
+	void *p = next()->memalign(align, size);
 
 	account(p, size);
 	return p;
@@ -257,7 +321,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 
 	if (align < sizeof(void *) || (align & (align - 1)))
 		return EINVAL;
-	p = __libc_memalign(align, size);
+	p = next()->memalign(align, size);
 	if (!p)
 		return ENOMEM;
 	account(p, size);

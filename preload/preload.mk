@@ -9,11 +9,12 @@ ALL_TARGETS += $(PRELOAD_LIB)
 agent: $(PRELOAD_LIB)
 CLEAN_FILES += $(PRELOAD_LIB) agent/gen/tests/alloc-sampler-test \
 	agent/gen/tests/allocwork agent/gen/tests/semwatch \
-	agent/gen/tests/allocwork-static
+	agent/gen/tests/allocwork-static agent/gen/tests/allocwork-own \
+	agent/gen/tests/allocwork-cxx
 
 $(PRELOAD_LIB): preload/ember_alloc.c
 	@echo "  CC      $@"
-	$(Q)$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,now -o $@ $< -lm
+	$(Q)$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-z,now -o $@ $< -lm -ldl
 
 # The sampler's own test defines the probe functions itself: -rdynamic so
 # the library's calls through its PLT reach them.
@@ -38,6 +39,18 @@ agent/gen/tests/allocwork-static: selftests/alloc/allocwork.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -fomit-frame-pointer -static -o $@ $<
 
+# the same with its own allocator in the executable (never libc's)
+agent/gen/tests/allocwork-own: selftests/alloc/allocwork.c selftests/alloc/ownalloc.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -fno-builtin -o $@ $^
+
+# C++'s operator new beside malloc (jemalloc and tcmalloc define both)
+agent/gen/tests/allocwork-cxx: selftests/alloc/allocwork-cxx.cc
+	@echo "  CXX     $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -std=c++17 -O2 -g -fomit-frame-pointer -o $@ $<
+
 agent/gen/tests/semwatch: selftests/alloc/semwatch.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(@D)
@@ -45,4 +58,5 @@ agent/gen/tests/semwatch: selftests/alloc/semwatch.c
 
 .PHONY: alloc-work
 alloc-work: $(PRELOAD_LIB) agent/gen/tests/allocwork agent/gen/tests/semwatch \
-	agent/gen/tests/allocwork-static
+	agent/gen/tests/allocwork-static agent/gen/tests/allocwork-own \
+	agent/gen/tests/allocwork-cxx

@@ -28,6 +28,8 @@ PKGS=(
 	debhelper dh-dkms devscripts rpm fakeroot man-db
 	# make bench: the profilers ember is compared with
 	linux-perf libbpf-tools
+	# -e alloc against other allocators (selftests/suites/16-alloc-sampler.sh)
+	libjemalloc2 libtcmalloc-minimal4
 )
 
 SUDO=""

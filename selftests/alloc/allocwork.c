@@ -12,9 +12,15 @@
  * The chains take turns in rounds; the blocks kept are freed only at exit
  * (after the truth is printed), so in-use at the end is known exactly:
  *   CHAIN <name> <bytes allocated> <bytes still in use>
+ * and which allocator served them, by its own count of bytes in use (a
+ * wrapper such as ember's sampler must hand them to jemalloc or tcmalloc
+ * when either is preloaded after it):
+ *   SERVED jemalloc|tcmalloc|glibc <bytes in use>
  *
  * usage: allocwork [WARMUP_SECONDS [SCALE]]
  */
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -85,6 +91,34 @@ NOINLINE void chain_big(struct chain *c, size_t bytes)
 	}
 }
 
+/* defined only when that allocator is loaded (weak: 0 otherwise) */
+extern int mallctl(const char *, void *, size_t *, void *, size_t)
+	__attribute__((weak));
+extern int MallocExtension_GetNumericProperty(const char *, size_t *)
+	__attribute__((weak));
+
+static void print_served(void)
+{
+	size_t v = 0, len = sizeof(v);
+	uint64_t epoch = 1;
+	struct mallinfo2 mi;
+
+	if (mallctl) {
+		/* jemalloc's statistics are refreshed by a new epoch */
+		mallctl("epoch", NULL, NULL, &epoch, sizeof(epoch));
+		if (!mallctl("stats.allocated", &v, &len, NULL, 0))
+			printf("SERVED jemalloc %zu\n", v);
+		return;
+	}
+	if (MallocExtension_GetNumericProperty) {
+		if (MallocExtension_GetNumericProperty("generic.current_allocated_bytes", &v))
+			printf("SERVED tcmalloc %zu\n", v);
+		return;
+	}
+	mi = mallinfo2();
+	printf("SERVED glibc %zu\n", mi.uordblks + mi.hblkhd);
+}
+
 NOINLINE void run_rounds(struct chain *c, double scale)
 {
 	for (int r = 0; r < ROUNDS; r++) {
@@ -121,6 +155,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	for (int i = 0; i < 3; i++)
 		printf("CHAIN %s %llu %llu\n", c[i].name, c[i].alloc, c[i].inuse);
+	print_served();
 	/* what an allocator probe costs: the rounds' time per call */
 	printf("RUN %lld ns %llu calls\n",
 	       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL +

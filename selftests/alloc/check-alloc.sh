@@ -12,29 +12,20 @@
 # usage: check-alloc.sh --ember PATH --work PATH --backend kmod|bpf
 #                       [--label L] [--rate BYTES] [--warmup S]
 #                       [--scale S] [--out DIR] [--lib PATH]
-E=ember W=allocwork B=bpf L=host RATE=32768 WARMUP=1 SCALE=1 OUT=/tmp/alloc
-LIB=
-while [ $# -gt 0 ]; do
-	case $1 in
-	--ember) E=$2; shift ;;
-	--work) W=$2; shift ;;
-	--backend) B=$2; shift ;;
-	--label) L=$2; shift ;;
-	--rate) RATE=$2; shift ;;
-	--warmup) WARMUP=$2; shift ;;
-	--scale) SCALE=$2; shift ;;
-	--out) OUT=$2; shift ;;
-	--lib) LIB=$2; shift ;;
-	*) echo "check-alloc.sh: unknown argument $1" >&2; exit 2 ;;
-	esac
-	shift
-done
+#                       [--preload LIB --served jemalloc|tcmalloc]
+# --preload: ember runs with LD_PRELOAD=LIB, so the command preloads LIB
+# after ember's sampler, which must wrap LIB's malloc: --served names the
+# allocator allocwork must find serving its blocks.
+ME=check-alloc.sh E=ember W=allocwork B=bpf L=host RATE=32768 WARMUP=1
+SCALE=1 OUT=/tmp/alloc LIB= PRELOAD= SERVED=
+. "$(dirname "$0")/alloc-common.sh"
+alloc_args "$@"
 mkdir -p "$OUT"
 T=alloc_${L}
 pass() { echo "PASS: ${T}_$1"; }
 fail() { echo "FAIL: ${T}_$1: $2"; }
 
-"$E" record --backend "$B" -e alloc --alloc-rate "$RATE" \
+LD_PRELOAD=$PRELOAD "$E" record --backend "$B" -e alloc --alloc-rate "$RATE" \
 	${LIB:+--alloc-lib "$LIB"} -o "$OUT/alloc.folded" -- "$W" "$WARMUP" "$SCALE" \
 	>"$OUT/alloc.stdout" 2>"$OUT/alloc.stderr"
 rc=$?
@@ -67,6 +58,18 @@ shares() {
 		printf "bytes=%d worst=%.2f\n", gsum, worst
 	}' "$OUT/alloc.stdout" "$OUT/alloc.folded"
 }
+# the allocator preloaded after the sampler served the blocks (by its
+# own count of bytes in use, at least those allocwork kept)
+if [ -n "$SERVED" ]; then
+	kept=$(awk '/^CHAIN / { s += $4 } END { print s + 0 }' "$OUT/alloc.stdout")
+	by=$(awk -v a="$SERVED" '$1 == "SERVED" && $2 == a { print $3 }' "$OUT/alloc.stdout")
+	if [ -n "$by" ] && [ "$by" -ge "$kept" ]; then
+		pass "served_by_$SERVED"
+	else
+		fail "served_by_$SERVED" "$kept bytes kept, $(grep '^SERVED' "$OUT/alloc.stdout")"
+	fi
+fi
+
 a=$(shares alloc)
 u=$(shares inuse)
 echo "# ${T}: allocated (truth/profile): $a"

@@ -73,23 +73,107 @@ fi
 # VMs run through the module.
 selftests/alloc/check-alloc-pid.sh --ember agent/ember --work agent/gen/tests/allocwork \
 	--backend bpf --label host_bpf --allocator 'libc\.so\.6' --out "$art/pid"
+# Other allocators (scripts/install-deps.sh installs Debian's): with -p
+# the probes land on the preloaded library's malloc family, not libc's;
+# with -- CMD the sampler, first in LD_PRELOAD, hands every block to the
+# allocator preloaded after it (allocwork's SERVED line says who served
+# them) and the shares and in-use still match.
+for a in jemalloc:libjemalloc.so.2 tcmalloc:libtcmalloc_minimal.so.4; do
+	name=${a%%:*} file=/usr/lib/x86_64-linux-gnu/${a#*:}
+	if [ ! -e "$file" ]; then
+		t_fail "alloc_$name" "$file missing: run scripts/install-deps.sh"
+		continue
+	fi
+	# the file the probes must name: the library's real name in maps
+	re=$(basename "$(readlink -f "$file")" | sed 's/\./\\./g')
+	selftests/alloc/check-alloc-pid.sh --ember agent/ember \
+		--work agent/gen/tests/allocwork --backend bpf \
+		--label "host_bpf_$name" --allocator "$re" --preload "$file" \
+		--out "$art/pid-$name"
+	sh selftests/alloc/check-alloc.sh --ember agent/ember \
+		--work agent/gen/tests/allocwork --backend bpf \
+		--label "bpf_host_$name" --rate 16384 --preload "$file" \
+		--served "$name" --out "$art/$name"
+	# C++: their operator new is not their malloc (and jemalloc's new[]
+	# jumps to new: probed once)
+	selftests/alloc/check-alloc-pid.sh --ember agent/ember \
+		--work agent/gen/tests/allocwork-cxx --backend bpf \
+		--label "host_bpf_${name}_cxx" --allocator "$re" --preload "$file" \
+		--out "$art/pid-$name-cxx"
+done
+# ... while with glibc, libstdc++'s new calls malloc: counted once
+selftests/alloc/check-alloc-pid.sh --ember agent/ember \
+	--work agent/gen/tests/allocwork-cxx --backend bpf \
+	--label host_bpf_cxx --allocator 'libc\.so\.6' --out "$art/pid-cxx"
+
+# --cgroup: the cgroup's processes probed one by one (joining and exec'ing
+# ones too), one outside it with the same libc untouched
+selftests/alloc/check-alloc-cgroup.sh --ember agent/ember \
+	--work agent/gen/tests/allocwork --backend bpf --label host_bpf \
+	--out "$art/cgroup"
+
+# Bad input for -p, each with a message saying what was probed or why
+# nothing was. run_pid NAME PROGRAM [ENV...]: allocwork-like PROGRAM
+# probed with -p; NAME.stdout, NAME.folded, NAME.err in $art.
+run_pid() {
+	name=$1 prog=$2
+	shift 2
+	env "$@" "$prog" 1.5 0.5 >"$art/$name.stdout" &
+	aw=$!
+	sleep 0.2
+	agent/ember record --backend bpf -e alloc --alloc-rate 8192 -p $aw \
+		-o "$art/$name.folded" 2>"$art/$name.err"
+	wait $aw 2>/dev/null
+}
+# the profile's allocated bytes within 10% of what the program allocated
+# (both left in $tot and $got for the failure message)
+total_10pct() {
+	tot=$(awk '/^CHAIN / { s += $3 } END { print s + 0 }' "$art/$1.stdout")
+	got=$(awk '/\[alloc\]/ { s += $NF } END { print s + 0 }' "$art/$1.folded" 2>/dev/null)
+	awk -v t="$tot" -v g="${got:-0}" 'BEGIN { exit !(t > 0 && g >= 0.9 * t && g <= 1.1 * t) }'
+}
 # a static binary: no libc mapped, its own malloc is probed (found in
 # its symbol table); the bytes are right even though its frames are not
 # named in -p mode (a symbolizer gap for static non-PIE executables)
-agent/gen/tests/allocwork-static 1.5 0.5 >"$art/static.stdout" &
-aw=$!
-sleep 0.2
-agent/ember record --backend bpf -e alloc --alloc-rate 8192 -p $aw \
-	-o "$art/static.folded" 2>"$art/static.err"
-wait $aw 2>/dev/null
-tot=$(awk '/^CHAIN / { s += $3 } END { print s + 0 }' "$art/static.stdout")
-got=$(awk '/\[alloc\]/ { s += $NF } END { print s + 0 }' "$art/static.folded")
+run_pid static agent/gen/tests/allocwork-static
 if grep -q "uprobes on .*allocwork-static's malloc family" "$art/static.err" &&
-	awk -v t="$tot" -v g="$got" 'BEGIN { exit !(t > 0 && g >= 0.9 * t && g <= 1.1 * t) }'; then
+	total_10pct static; then
 	t_pass alloc_static_binary_probed
 else
 	t_fail alloc_static_binary_probed "allocated $tot, profile $got: $(tr '\n' '|' <"$art/static.err" | cut -c1-300)"
 fi
+# the messages name files as /proc/PID/maps does: absolute, resolved
+abs=$(cd "$art" && pwd -P)
+# a libc without a symbol table (stripped: .dynsym is all it keeps)
+mkdir -p "$abs/stripped-libc"
+strip -s -o "$abs/stripped-libc/libc.so.6" /usr/lib/x86_64-linux-gnu/libc.so.6
+run_pid stripped-libc agent/gen/tests/allocwork LD_LIBRARY_PATH="$abs/stripped-libc"
+if grep -q "uprobes on $abs/stripped-libc/libc\.so\.6's malloc family" "$art/stripped-libc.err" &&
+	total_10pct stripped-libc; then
+	t_pass alloc_stripped_libc_probed
+else
+	t_fail alloc_stripped_libc_probed "allocated $tot, profile $got: $(tr '\n' '|' <"$art/stripped-libc.err" | cut -c1-300)"
+fi
+# a stripped static binary: no malloc symbol anywhere, nothing probed,
+# the file read named
+strip -s -o "$abs/allocwork-static-stripped" agent/gen/tests/allocwork-static
+run_pid static-stripped "$abs/allocwork-static-stripped"
+if grep -q "allocator cannot be probed: .*no malloc symbol in $abs/allocwork-static-stripped); nothing probed" "$art/static-stripped.err" &&
+	! grep -q '\[alloc\]' "$art/static-stripped.folded" 2>/dev/null; then
+	t_pass alloc_stripped_static_said
+else
+	t_fail alloc_stripped_static_said "$(tr '\n' '|' <"$art/static-stripped.err" | cut -c1-300)"
+fi
+# its own allocator in the executable: the executable's malloc is probed,
+# not libc's, which it maps too
+run_pid own agent/gen/tests/allocwork-own
+if grep -q "uprobes on $(pwd -P)/agent/gen/tests/allocwork-own's malloc family" "$art/own.err" &&
+	total_10pct own; then
+	t_pass alloc_own_allocator_probed
+else
+	t_fail alloc_own_allocator_probed "allocated $tot, profile $got: $(tr '\n' '|' <"$art/own.err" | cut -c1-300)"
+fi
+
 # no sampler library where ember looks: a clear message, exit 2
 EMBER_ALLOC_LIB=/nonexistent/libember-alloc.so agent/ember record -e alloc \
 	-o "$art/nolib.folded" -- true 2>"$art/nolib.err"

@@ -49,7 +49,8 @@ if make -s agent-e2e unwind-work alloc-work >"$work/agent-build.log" 2>&1; then
 	cp agent/gen/tests/faultwork selftests/faults/check-faults.sh "$work/agent/"
 	# -e alloc ground truth: the uprobe programs through this verifier
 	cp agent/gen/tests/allocwork preload/libember-alloc.so \
-		selftests/alloc/check-alloc.sh "$work/agent/"
+		selftests/alloc/check-alloc.sh selftests/alloc/alloc-common.sh \
+		"$work/agent/"
 	# the rate test's reference timer (the module's VM test uses it too)
 	${CC:-cc} -O2 -Wall -o "$work/agent/ticker" selftests/kmod/ticker.c ||
 		t_fail "bpf-vm: ticker build" "selftests/kmod/ticker.c did not build"

@@ -30,7 +30,8 @@ cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
 	selftests/unwind/check-backends.sh \
 	agent/gen/tests/jit-work agent/gen/tests/allocwork \
 	preload/libember-alloc.so selftests/alloc/check-alloc.sh \
-	selftests/alloc/check-alloc-pid.sh "$work/agent/"
+	selftests/alloc/check-alloc-pid.sh selftests/alloc/alloc-common.sh \
+	"$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc and
 # clang builds)
 cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"
