@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The profile builder (profile_builder.h): aggregation of records by
+ * The profile builder (aggregate.h): aggregation of records by
  * identical (pid, tid, comm, event, stack) while recording, then one
  * symbolization pass per unique address when a profile is frozen
  * (profile_freeze.c).
@@ -23,7 +23,7 @@
 #include "alloc_lib.h"
 #include "container.h"
 #include "live_blocks.h"
-#include "profile_internal.h"
+#include "aggregate_internal.h"
 #include "source.h"
 
 #define PB_DEFAULT_MAX_STACKS	65536
