@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * ring-fuzz: feeds random and mutated records to the reader side of the
- * eBPF backend (deliver(), perfbuf_cb() of agent/source_bpf.c, included
+ * eBPF backend (deliver(), perfbuf_cb() of agent/source/source_bpf.c, included
  * here to reach its static functions), built with ASan/UBSan: nothing may
  * crash or read out of bounds, every record handed to the callback must
  * pass ember_record_valid(), the rest must be counted as corrupt.

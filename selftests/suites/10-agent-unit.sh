@@ -82,7 +82,7 @@ usage_error cli_run_endpoint_v6_unclosed "invalid endpoint 'http://\[::1': no ']
 	$E run --config /dev/null -e 'http://[::1'
 usage_error cli_run_endpoint_v6_unclosed_long "invalid endpoint 'http://\[::1': no ']' closes the IPv6 address" \
 	$E run --config /dev/null --endpoint 'http://[::1'
-# One option table (agent/options.c): an option of the other command is
+# One option table (agent/cli/options.c): an option of the other command is
 # refused, naming the command that takes it; -e URL in ember run (now
 # --event) still works for a release, saying so.
 usage_error cli_run_refuses_record_option "-d is an option of ember record only" \
