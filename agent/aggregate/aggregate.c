@@ -11,6 +11,10 @@
  * still resolve because the symbolizer learns their mappings when the pid
  * is first seen (sym_process_touch/exec) and only forgets them once the
  * profile holding their samples has been built (sym_sweep() at reset).
+ *
+ * One file: the process table and the aggregation table both live in struct
+ * profile_builder and are pruned together at each interval (pb_reset()); the
+ * process table leaves for proc/ with issue 15's process model, not before.
  */
 #include <errno.h>
 #include <limits.h>

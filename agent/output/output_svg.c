@@ -28,6 +28,9 @@
  * escaped, control characters and invalid UTF-8 are replaced.
  *
  * Returns 0, or a negative errno (-ENOMEM, -EIO).
+ *
+ * One file: one writer behind one entry point, output_svg(); the prefix
+ * tree, its layout and its text are private to it.
  */
 #include <errno.h>
 #include <inttypes.h>
