@@ -1,7 +1,9 @@
-# agent/agent.mk: builds agent/ember from every agent/*.c plus the protobuf-c
-# code generated from proto/**/*.proto. Other components join without
-# editing this file: drop a .c into agent/, a .proto under proto/, or a make
-# fragment into agent/mk/ (e.g. rules that embed assets).
+# agent/agent.mk: builds agent/ember from every agent/*/*.c (one folder per
+# pipeline stage, see agent/README.md) plus the protobuf-c code generated
+# from proto/**/*.proto. Other components join without editing this file:
+# drop a .c into a folder of agent/ (a new folder is picked up too, and is
+# on the include path), a .proto under proto/, or a make fragment into
+# agent/mk/ (e.g. rules that embed assets).
 
 AGENT_BIN := agent/ember
 AGENT_PKGS := libnl-genl-3.0 libdw libelf libbpf libprotobuf-c libcurl zlib
@@ -11,10 +13,17 @@ AGENT_PROTOS := $(shell find proto -name '*.proto' 2>/dev/null | sort)
 AGENT_GEN_C := $(patsubst proto/%.proto,agent/gen/%.pb-c.c,$(AGENT_PROTOS))
 AGENT_GEN_H := $(AGENT_GEN_C:.c=.h)
 
-AGENT_SRCS := $(wildcard agent/*.c agent/unwind/*.c)
+# agent/gen/ holds generated code, built by its own rules below.
+AGENT_SRCS := $(filter-out agent/gen/%,$(wildcard agent/*.c agent/*/*.c))
 AGENT_OBJS := $(AGENT_SRCS:.c=.o) $(AGENT_GEN_C:.c=.o)
 # Everything but main(): what unit tests link against.
-AGENT_LIB_OBJS := $(filter-out agent/main.o,$(AGENT_OBJS))
+AGENT_LIB_OBJS := $(filter-out agent/cli/main.o,$(AGENT_OBJS))
+
+# Every folder of agent/ is on the include path, so `#include "x.h"` finds
+# x.h in whichever folder owns it (and a file keeps its includes when it
+# moves). -Iagent stays for "unwind/x.h"; agent/gen for generated headers.
+AGENT_INC_DIRS := $(patsubst %/,%,$(filter-out agent/gen/ agent/mk/,$(sort $(wildcard agent/*/))))
+AGENT_INC := -Iagent $(addprefix -I,$(AGENT_INC_DIRS)) -Iagent/gen
 
 AGENT_PKG_CFLAGS := $(shell pkg-config --cflags $(AGENT_PKGS) 2>/dev/null)
 AGENT_PKG_LIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null)
@@ -24,7 +33,7 @@ AGENT_PKG_LIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null)
 AGENT_WERROR ?= 0
 AGENT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE \
 	-DEMBER_VERSION='"$(AGENT_VERSION)"' \
-	-Iagent -Iagent/gen -Iinclude -Ibpf -Ibpf/.output $(AGENT_PKG_CFLAGS) \
+	$(AGENT_INC) -Iinclude -Ibpf -Ibpf/.output $(AGENT_PKG_CFLAGS) \
 	$(if $(filter 1,$(AGENT_WERROR)),-Werror) $(EXTRA_CFLAGS)
 AGENT_LDLIBS := $(AGENT_PKG_LIBS) -lm
 
@@ -38,11 +47,11 @@ AGENT_TEST_SRCS := $(wildcard selftests/agent/test_*.c)
 AGENT_TEST_BINS := $(patsubst selftests/agent/%.c,agent/gen/tests/%,$(AGENT_TEST_SRCS))
 
 ALL_TARGETS += $(AGENT_BIN)
-CLEAN_FILES += $(AGENT_BIN) agent/*.o agent/unwind/*.o agent/gen $(AGENT_TEST_BINS)
+CLEAN_FILES += $(AGENT_BIN) agent/*.o agent/*/*.o agent/gen $(AGENT_TEST_BINS)
 
 # Relink when the set of objects changes (a file added or removed), not
 # only when one is newer: the eBPF backend is linked weakly, and a binary
-# built while source_bpf.c was absent would otherwise silently stay so.
+# built while source/source_bpf.c was absent would otherwise silently stay so.
 AGENT_OBJS_LIST := agent/gen/objs.list
 $(shell mkdir -p agent/gen && { echo '$(sort $(AGENT_OBJS))' | \
 	cmp -s - $(AGENT_OBJS_LIST) 2>/dev/null || \
@@ -81,9 +90,9 @@ agent/gen/%.pb-c.o: agent/gen/%.pb-c.c agent/gen/%.pb-c.h
 	$(Q)$(CC) $(AGENT_CFLAGS) -Wno-unused-parameter -c -o $@ $<
 
 # The eBPF backend embeds the skeleton built by bpf/bpf.mk.
-ifneq ($(wildcard agent/source_bpf.c),)
+ifneq ($(wildcard agent/source/source_bpf.c),)
 ifneq ($(wildcard bpf/bpf.mk),)
-agent/source_bpf.o: bpf/.output/ember.skel.h
+agent/source/source_bpf.o: bpf/.output/ember.skel.h
 endif
 endif
 

@@ -4,7 +4,7 @@
 #                              (/sys/kernel/btf/vmlinux) with bpftool; CO-RE
 #                              relocates them to the running kernel at load.
 #   bpf/.output/ember.bpf.o    clang -target bpf -O2 -g
-#   bpf/.output/ember.skel.h   bpftool gen skeleton (agent/source_bpf.c)
+#   bpf/.output/ember.skel.h   bpftool gen skeleton (agent/source/source_bpf.c)
 #   make bpf-tests             test programs used by selftests/suites/20-bpf.sh
 #
 # Without BTF on the build host, vmlinux.h comes from bpf/vmlinux-min.h, a
@@ -53,31 +53,32 @@ $(BPF_OUT)/ember.skel.h: $(BPF_OUT)/ember.bpf.o
 # Test programs (selftests/bpf/): the record dumper, linked with the
 # backend exactly as the agent links it, and workloads with known stacks.
 BPF_TEST_OUT := $(BPF_OUT)/tests
-BPF_TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
-	-Iagent -Iinclude -Ibpf -I$(BPF_OUT)
+# Recursive (=): AGENT_INC comes from agent/agent.mk, included after this file.
+BPF_TEST_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
+	$(AGENT_INC) -Iinclude -Ibpf -I$(BPF_OUT)
 BPF_TEST_BINS := $(BPF_TEST_OUT)/bpf-dump $(BPF_TEST_OUT)/ring-fuzz \
 	$(BPF_TEST_OUT)/fp-burn \
 	$(BPF_TEST_OUT)/syscall-burn $(BPF_TEST_OUT)/offcpu-wait
 
 bpf-tests: $(BPF_TEST_BINS)
 
-$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source_bpf.c \
-		agent/source_bpf_unwind.c agent/record.c agent/source.h \
+$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source/source_bpf.c \
+		agent/source/source_bpf_unwind.c agent/source/record.c agent/source/source.h \
 		bpf/ember_bpf.h $(BPF_OUT)/ember.skel.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \
-		agent/source_bpf.c agent/source_bpf_unwind.c agent/record.c \
+		agent/source/source_bpf.c agent/source/source_bpf_unwind.c agent/source/record.c \
 		-lbpf -lelf -lz -lpthread
 
 # The reader fed random records, under ASan/UBSan.
-$(BPF_TEST_OUT)/ring-fuzz: selftests/bpf/ring-fuzz.c agent/source_bpf.c \
-		agent/record.c agent/source.h $(BPF_OUT)/ember.skel.h
+$(BPF_TEST_OUT)/ring-fuzz: selftests/bpf/ring-fuzz.c agent/source/source_bpf.c \
+		agent/source/record.c agent/source/source.h $(BPF_OUT)/ember.skel.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -o $@ selftests/bpf/ring-fuzz.c \
-		agent/source_bpf_unwind.c agent/record.c -lbpf -lelf -lz -lpthread
+		agent/source/source_bpf_unwind.c agent/source/record.c -lbpf -lelf -lz -lpthread
 
 # Frame pointers everywhere, leaf functions included: clang honours
 # -mno-omit-leaf-frame-pointer, gcc 12 does not.

@@ -13,7 +13,7 @@
  *                          emit its interval with its stacks (deferred mode)
  *   ember_back_tp_btf/_raw the same at the end of __schedule
  *                          (sched_exit_tp, 6.16+), no kprobe/fentry needed
- * Two off-CPU designs, measured (see agent/source_bpf.c):
+ * Two off-CPU designs, measured (see agent/source/source_bpf.c):
  *   deferred (default): sched_switch stores only a timestamp; the stacks
  *     are taken when the thread is back on CPU and current again (its user
  *     and kernel stacks are unchanged since it left), and only for

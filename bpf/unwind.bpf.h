@@ -4,7 +4,7 @@
  * tables (include/uapi/ember.h), lookup and step rules as the module and
  * include/ember_unwind.h, within the verifier's limits.
  *
- * Maps, filled by the agent (agent/source_bpf_unwind.c):
+ * Maps, filled by the agent (agent/source/source_bpf_unwind.c):
  *   uw_pages, uw_rows, uw_rules  mmap'able array pools holding every
  *                                loaded table's page index, rows, rules
  *   uw_tables                    table id -> where its parts are in the pools

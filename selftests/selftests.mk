@@ -47,9 +47,9 @@ agent/gen/tests/unwind-%/nofp-work: selftests/unwind/nofp_work.c \
 # agent is linked as built.
 FUZZ_DIR := agent/gen/fuzz
 FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-	-std=gnu11 -D_GNU_SOURCE -Iagent -Iagent/gen -Iinclude -Ibpf $(AGENT_PKG_CFLAGS)
-FUZZ_INSTR_SRCS := agent/record.c agent/profile.c agent/unwind/unwind_check.c \
-	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cmd_decode.c
+	-std=gnu11 -D_GNU_SOURCE $(AGENT_INC) -Iinclude -Ibpf $(AGENT_PKG_CFLAGS)
+FUZZ_INSTR_SRCS := agent/source/record.c agent/aggregate/aggregate.c agent/unwind/unwind_check.c \
+	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cli/cmd_decode.c
 FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))
 FUZZ_REST_OBJS := $(filter-out $(FUZZ_INSTR_SRCS:.c=.o),$(AGENT_LIB_OBJS))
 FUZZERS := $(FUZZ_DIR)/fuzz_cfi $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/fuzz_decode

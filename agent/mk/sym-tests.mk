@@ -13,8 +13,8 @@ AGENT_LDLIBS += -liberty $(shell pkg-config --libs libdebuginfod 2>/dev/null || 
 
 SYM_T := agent/gen/sym-tests
 SYM_S := selftests/agent/sym
-SYM_OBJS := agent/symbolize.o agent/hash_index.o agent/safe_file.o \
-	$(patsubst %.c,%.o,$(wildcard agent/sym_*.c))
+SYM_OBJS := agent/symbolize/symbolize.o agent/lib/hash_index.o agent/lib/safe_file.o \
+	agent/proc/sym_maps.o $(patsubst %.c,%.o,$(wildcard agent/symbolize/sym_*.c))
 SYM_LIBS := $(AGENT_PKG_LIBS) -liberty \
 	$(shell pkg-config --libs libdebuginfod 2>/dev/null || echo -ldebuginfod) -lz
 SYM_TCC := $(CC) -std=gnu11 -Wall -Wextra -Wl,--build-id -L$(SYM_T)
@@ -30,13 +30,13 @@ CLEAN_FILES += $(SYM_T)
 .PHONY: sym-tests
 sym-tests: $(SYM_TEST_BINS)
 
-$(SYM_T)/sym_test: $(SYM_S)/sym_test.c $(SYM_OBJS) agent/sym_internal.h
+$(SYM_T)/sym_test: $(SYM_S)/sym_test.c $(SYM_OBJS) agent/symbolize/sym_internal.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
 
 # Hostile debug links and mapped files, symbolized as root (issue 14).
-$(SYM_T)/sym_hostile: $(SYM_S)/sym_hostile.c $(SYM_OBJS) agent/sym_internal.h
+$(SYM_T)/sym_hostile: $(SYM_S)/sym_hostile.c $(SYM_OBJS) agent/symbolize/sym_internal.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)

@@ -10,6 +10,10 @@
  * offset, the lazy-PLT and stack-realignment expressions, signal frames
  * and the outermost frame; anything else becomes EMBER_CFA_NONE (the
  * unwinder cuts there).
+ *
+ * One file: one pipeline behind one entry point, cfi_compile(): rules from
+ * CFI rows, FDE enumeration and the table's layout, sharing one struct
+ * builder.
  */
 #include <errno.h>
 #include <gelf.h>

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <elfutils/libdwfl.h>
 
-#include "../safe_file.h"
+#include "safe_file.h"
 #include "oracle.h"
 #include "table_cache.h"
 

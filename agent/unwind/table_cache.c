@@ -14,7 +14,7 @@
 #include <elfutils/libdwelf.h>
 
 #include "../../include/ember_unwind.h"
-#include "../safe_file.h"
+#include "safe_file.h"
 #include "cfi_compile.h"
 #include "table_cache.h"
 

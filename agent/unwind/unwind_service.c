@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../deadline.h"
-#include "../hash_index.h"
-#include "../safe_file.h"
-#include "../sym_internal.h"
+#include "deadline.h"
+#include "hash_index.h"
+#include "safe_file.h"
+#include "sym_internal.h"
 #include "table_cache.h"
 #include "unwind_service.h"
 

@@ -18,7 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "../source.h"
+#include "source.h"
 
 struct unwind_service;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The shared FNV-1a hash and hash index (agent/hash_index.h): known hash
+ * The shared FNV-1a hash and hash index (agent/lib/hash_index.h): known hash
  * values (the SVG colours depend on them), colliding hashes told apart by
  * the caller's compare, growth past the initial capacity.
  */

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * agent/live_blocks.c: the table of sampled blocks not freed yet, checked
- * against a plain array on random adds, takes and prunes (backward-shift
- * deletion must never lose or duplicate a block), and its bounds: full is
- * refused, not grown; address 0 and duplicates are refused.
+ * agent/aggregate/live_blocks.c: the table of sampled blocks not freed yet,
+ * checked against a plain array on random adds, takes and prunes
+ * (backward-shift deletion must never lose or duplicate a block), and its
+ * bounds: full is refused, not grown; address 0 and duplicates are refused.
  */
 #include <stdint.h>
 #include <string.h>

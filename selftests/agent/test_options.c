@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The shared option table (agent/options.c): every option is in the --help
+ * The shared option table (agent/cli/options.c): every option is in the --help
  * of each command that takes it and of no other, a config key sets what
  * its flag sets, deprecated spellings still work and say so, an option of
  * the other command is refused saying which command takes it.

@@ -5,7 +5,7 @@
  * records, reset, timestamps.
  */
 #include <string.h>
-#include "profile_builder.h"
+#include "aggregate.h"
 #include "source.h"
 #include "test_util.h"
 

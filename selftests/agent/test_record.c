@@ -6,7 +6,7 @@
  */
 #include <stdint.h>
 #include <string.h>
-#include "profile_builder.h"
+#include "aggregate.h"
 #include "source.h"
 #include "test_util.h"
 

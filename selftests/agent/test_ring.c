@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "profile_builder.h"
+#include "aggregate.h"
 #include "source_kmod.h"
 #include "test_util.h"
 

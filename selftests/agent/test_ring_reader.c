@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The reader thread (agent/ring_reader.c) against a fake backend whose
+ * The reader thread (agent/source/ring_reader.c) against a fake backend whose
  * poll hands out numbered records of varied sizes:
  *  - every record arrives once, in order, with its bytes intact, across
  *    chunk boundaries, while the consumer takes them in small bites;

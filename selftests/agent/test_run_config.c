@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * ember run's configuration (agent/config.c): settings from flags, from a
+ * ember run's configuration (agent/cli/config.c): settings from flags, from a
  * config file and from OTEL_* variables are validated alike, when the
  * configuration is read, with a message naming what is expected.
  */

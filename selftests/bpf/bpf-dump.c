@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * bpf-dump: run ember's eBPF backend (agent/source_bpf.c) and print every
- * record it delivers, one line each, then a STATS line. Used by
+ * bpf-dump: run ember's eBPF backend (agent/source/source_bpf.c) and print
+ * every record it delivers, one line each, then a STATS line. Used by
  * selftests/suites/20-bpf.sh and by anyone who wants to see the records.
  *
  *   bpf-dump [-d secs] [-F hz] [-e on,off,life] [-p pid[,pid..]] [-c cgroup-dir]

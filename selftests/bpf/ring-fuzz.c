@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * ring-fuzz: feeds random and mutated records to the reader side of the
- * eBPF backend (deliver(), perfbuf_cb() of agent/source_bpf.c, included
+ * eBPF backend (deliver(), perfbuf_cb() of agent/source/source_bpf.c, included
  * here to reach its static functions), built with ASan/UBSan: nothing may
  * crash or read out of bounds, every record handed to the callback must
  * pass ember_record_valid(), the rest must be counted as corrupt.
  * Prints "OK delivered=N corrupt=N" and exits 0.
  */
-#include "../../agent/source_bpf.c"
+#include "../../agent/source/source_bpf.c"
 
 static unsigned long delivered, bad;
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile_builder.h"
+#include "aggregate.h"
 #include "profile.h"
 #include "source.h"
 #include "unwind/unwind_check.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Test driver for the exporter (agent/otlp_export.c): enqueue N small but
- * valid ExportProfilesServiceRequests (resource attribute test.seq = i),
+ * Test driver for the exporter (agent/export/otlp_export.c): enqueue N small
+ * but valid ExportProfilesServiceRequests (resource attribute test.seq = i),
  * wait for them to be settled, shut down within a deadline and print the
  * exporter's counters as key=value lines. The receiver (receiver.py)
  * records what arrived; 50-otlp.sh compares both sides.

@@ -24,7 +24,10 @@ done
 flags=$(make -s --no-print-directory -p -n agent/ember 2>/dev/null |
 	sed -n 's/^AGENT_CFLAGS := //p' | head -1)
 bad=()
-for src in agent/*.c agent/unwind/*.c; do
+for src in agent/*.c agent/*/*.c; do
+	# agent/gen/ is generated code; agent/*.c matches nothing today.
+	case $src in agent/gen/*) continue ;; esac
+	[ -e "$src" ] || continue
 	gcc $(eval echo "$flags") -Werror -c -o /dev/null "$src" >/dev/null 2>&1 || bad+=("$src")
 done
 if [ ${#bad[@]} -eq 0 ]; then
@@ -35,7 +38,7 @@ fi
 
 # The exporter's branches for libcurl < 7.85 / 7.66 (CURLOPT_PROTOCOLS,
 # Retry-After from the headers) compile -Werror too, forced on this libcurl.
-t_check otlp_export_old_curl_werror bash -c "gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -c -o /dev/null agent/otlp_export.c && gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -S -o - agent/otlp_export.c | grep -q on_header"
+t_check otlp_export_old_curl_werror bash -c "gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -c -o /dev/null agent/export/otlp_export.c && gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -S -o - agent/export/otlp_export.c | grep -q on_header"
 
 E=agent/ember
 t_check cli_version bash -c "$E --version | grep -q '^ember $(cat VERSION)'"
@@ -79,7 +82,7 @@ usage_error cli_run_endpoint_v6_unclosed "invalid endpoint 'http://\[::1': no ']
 	$E run --config /dev/null -e 'http://[::1'
 usage_error cli_run_endpoint_v6_unclosed_long "invalid endpoint 'http://\[::1': no ']' closes the IPv6 address" \
 	$E run --config /dev/null --endpoint 'http://[::1'
-# One option table (agent/options.c): an option of the other command is
+# One option table (agent/cli/options.c): an option of the other command is
 # refused, naming the command that takes it; -e URL in ember run (now
 # --event) still works for a release, saying so.
 usage_error cli_run_refuses_record_option "-d is an option of ember record only" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 12-outputs: the agent's SVG flame graph and pprof writers
-# (agent/output_svg.c, agent/output_pprof.c) on hand-built profiles
-# (selftests/agent/output/fixtures.c), checked by independent readers:
+# (agent/output/output_svg.c, agent/output/output_pprof.c) on hand-built
+# profiles (selftests/agent/output/fixtures.c), checked by independent readers:
 #   - the writers built with ASan/UBSan and -Werror, full-disk errors;
 #   - SVG: strict XML parse and a Python reimplementation of the flame graph
 #     rules (check_svg.py); headless Chromium loads each SVG without script
@@ -26,8 +26,8 @@ build() {
 	make -s agent/gen/flamegraph_assets.c agent/gen/pprof/profile.pb-c.c &&
 		gcc -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
 			-fsanitize=address,undefined -fno-sanitize-recover=all \
-			-Iagent -Iagent/gen \
-			agent/output_svg.c agent/output_pprof.c agent/hash_index.c \
+			-Iagent $(printf -- '-I%s ' agent/*/) \
+			agent/output/output_svg.c agent/output/output_pprof.c agent/lib/hash_index.c \
 			agent/gen/flamegraph_assets.c agent/gen/pprof/profile.pb-c.c \
 			"$src/fixtures.c" -lprotobuf-c -lz -o "$work/fixtures"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The eBPF backend on this host's kernel: records from bpf/ember.bpf.c read
-# through agent/source_bpf.c by selftests/bpf/bpf-dump, checked by
+# through agent/source/source_bpf.c by selftests/bpf/bpf-dump, checked by
 # selftests/bpf/bpf-check.py against workloads with known stacks and waits.
 # Needs root (CAP_BPF + CAP_PERFMON) and /sys/kernel/btf/vmlinux.
 set -uo pipefail

@@ -39,7 +39,7 @@ static void check(bool ok, const char *name, const char *why)
 }
 
 /*
- * Test-only stand-in for profile.c's prof_frame_label(), same contract.
+ * Test-only stand-in for profile_freeze.c's prof_frame_label(), same contract.
  * It formats into one static buffer on purpose: writers must copy.
  */
 const char *prof_frame_label(const struct profile *p, const struct sym_frame *f)

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "profile.h"
-#include "profile_builder.h"
+#include "aggregate.h"
 #include "source.h"
 #include "symbolize.h"
 #include "unwind/unwind_check.h"

@@ -6,6 +6,9 @@
  * are deduplicated through intern tables keyed by their encoded content, so
  * each table holds a value once; each table's index 0 is interned first as
  * the zero value that receivers require ("" for strings, Mapping{}...).
+ *
+ * One file: one encoder behind one entry point, output_otlp(); every section
+ * below interns into the same dictionary, whose tables index one another.
  */
 #include <errno.h>
 #include <stdio.h>

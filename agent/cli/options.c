@@ -4,6 +4,10 @@
  * what is made from it: getopt_long tables, --help texts, config keys
  * (options.h says why). To add an option: one entry in ember_options[],
  * a field in struct ember_opts, and its use in the command.
+ *
+ * One file: the table and everything made from it (parsers, getopt tables,
+ * config keys, --help) stay side by side, so an option is added in one
+ * place.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -9,6 +9,10 @@
  * A program that looked the descriptor up just before the removal may
  * still read the ranges: they are kept out of reuse for a grace period,
  * and even stale data only ever yields bounded lookups and a cut stack.
+ *
+ * One file: first-fit allocation, publication order and the grace period are
+ * one protocol over the same maps; split, its invariants would live in two
+ * places.
  */
 #include <errno.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The profile builder (profile_builder.h): aggregation of records by
+ * The profile builder (aggregate.h): aggregation of records by
  * identical (pid, tid, comm, event, stack) while recording, then one
  * symbolization pass per unique address when a profile is frozen
  * (profile_freeze.c).
@@ -11,6 +11,10 @@
  * still resolve because the symbolizer learns their mappings when the pid
  * is first seen (sym_process_touch/exec) and only forgets them once the
  * profile holding their samples has been built (sym_sweep() at reset).
+ *
+ * One file: the process table and the aggregation table both live in struct
+ * profile_builder and are pruned together at each interval (pb_reset()); the
+ * process table leaves for proc/ with issue 15's process model, not before.
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,7 +27,7 @@
 #include "alloc_lib.h"
 #include "container.h"
 #include "live_blocks.h"
-#include "profile_internal.h"
+#include "aggregate_internal.h"
 #include "source.h"
 
 #define PB_DEFAULT_MAX_STACKS	65536

@@ -8,6 +8,10 @@
  * (the producer could rewrite it while we look), and validated before the
  * callback sees it. A ring whose consumer/producer counters make no sense
  * is resynchronised to the producer and the skipped bytes counted.
+ *
+ * One file: it is one backend's private state (struct ember_source: the
+ * control socket, the rings, the unwind worker's own socket for table
+ * commands), reached only through source.h's ops.
  */
 #include <errno.h>
 #include <pthread.h>

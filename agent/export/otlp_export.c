@@ -16,6 +16,10 @@
  * even that is not enough the item is sent uncompressed). A new item that
  * does not fit beside the one in flight with nothing else queued is
  * dropped itself: the one in flight cannot be.
+ *
+ * One file: the queue, the HTTP attempt and the sender thread share one
+ * struct otlp_exporter under one mutex; split, its locking would be spread
+ * over files.
  */
 /*
  * libcurl versions: ember builds against Debian 11's 7.74 as well as newer

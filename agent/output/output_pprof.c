@@ -27,6 +27,10 @@
  * are never held in memory in full.
  *
  * Returns 0, or a negative errno (-ENOMEM, -EIO).
+ *
+ * One file: one writer behind one entry point, output_pprof(); its mapping,
+ * location, function and string tables index one another inside one struct
+ * builder.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Inside the profile builder: what profile.c (aggregation of records) and
+ * Inside the profile builder: what aggregate.c (aggregation of records) and
  * profile_freeze.c (symbolization into a struct profile) share. Nothing
  * else includes this.
  */
-#ifndef EMBER_PROFILE_INTERNAL_H
-#define EMBER_PROFILE_INTERNAL_H
+#ifndef EMBER_AGGREGATE_INTERNAL_H
+#define EMBER_AGGREGATE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 #include "live_blocks.h"
-#include "profile_builder.h"
+#include "aggregate.h"
 
 #define PB_MAX_INLINE		16	/* frames per address incl. inlines */
 

@@ -6,6 +6,9 @@
  * Lookups go through an index of every concrete function's address ranges
  * built once per file, then walk only that function's inlined calls; the
  * generic dwarf_getscopes() walk of a whole unit is the fallback.
+ *
+ * One file: the function index and the lookups that use it share a file's
+ * libdw handle and its lifetime (sym_dwarf_open/close).
  */
 #include <errno.h>
 #include <inttypes.h>

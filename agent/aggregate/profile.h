@@ -3,7 +3,7 @@
  * The aggregated, symbolized profile: what every output writer reads
  * (output_folded.c, output_svg.c, output_pprof.c, output_otlp.c).
  *
- * profile.c builds it: raw records are aggregated by identical stack while
+ * aggregate.c builds it: raw records are aggregated by identical stack while
  * recording (bounded memory), then symbolized once per unique address and
  * frozen into this read-only shape. Writers never touch records, rings or
  * ELF files.

@@ -17,8 +17,8 @@
  * A profile refers to strings owned by the symbolizer: free it before
  * sym_free(). Not thread-safe: one thread feeds and finishes a builder.
  */
-#ifndef EMBER_PROFILE_BUILDER_H
-#define EMBER_PROFILE_BUILDER_H
+#ifndef EMBER_AGGREGATE_H
+#define EMBER_AGGREGATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -107,4 +107,4 @@ void pb_reset(struct profile_builder *pb);
 
 void profile_free(struct profile *p);
 
-#endif /* EMBER_PROFILE_BUILDER_H */
+#endif /* EMBER_AGGREGATE_H */

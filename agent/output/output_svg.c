@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * SVG writer: a self-contained interactive flame graph. The file carries its
- * own script and style (agent/flamegraph/, embedded at build time) and
+ * own script and style (agent/output/flamegraph/, embedded at build time) and
  * fetches nothing, so it opens offline in any browser; without script it is
  * still a complete static picture.
  *
@@ -28,6 +28,9 @@
  * escaped, control characters and invalid UTF-8 are replaced.
  *
  * Returns 0, or a negative errno (-ENOMEM, -EIO).
+ *
+ * One file: one writer behind one entry point, output_svg(); the prefix
+ * tree, its layout and its text are private to it.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -10,7 +10,7 @@
 #include <string.h>
 #include "alloc_lib.h"
 #include "container.h"
-#include "profile_internal.h"
+#include "aggregate_internal.h"
 #include "source.h"
 
 /* ---- freezing: symbolization into a struct profile -------------------- */
