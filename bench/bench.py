@@ -123,6 +123,21 @@ def proc_cpu_s(pid):
     return total / 1e9
 
 
+def last_pid():
+    """The last pid the kernel gave out (pids handed out grow it)."""
+    try:
+        return int(open("/proc/loadavg").read().split()[4])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def pid_max():
+    try:
+        return int(open("/proc/sys/kernel/pid_max").read())
+    except (OSError, ValueError):
+        return 1 << 22
+
+
 def proc_status(pid, key):
     """VmRSS/VmHWM of pid in KiB, or None."""
     try:
@@ -607,7 +622,7 @@ class Bench:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
         t0 = time.monotonic()
         warm = min(2.0, p["agent_D"] / 3)
-        samples = []   # (t, cpu_s, rss_kib)
+        samples = []   # (t, cpu_s, rss_kib, anon_kib, last_pid)
         hwm = 0
         while time.monotonic() - t0 < p["agent_D"] and proc.poll() is None:
             time.sleep(0.25)
@@ -616,7 +631,7 @@ class Bench:
             anon = proc_status(proc.pid, "RssAnon")
             hwm = max(hwm, proc_status(proc.pid, "VmHWM") or 0)
             if c is not None and rss is not None:
-                samples.append((t, c, rss, anon or 0))
+                samples.append((t, c, rss, anon or 0, last_pid()))
         if churn:
             churn.kill()
             churn.wait()
@@ -637,6 +652,14 @@ class Bench:
         rss = sorted(s[2] for s in steady[len(steady) // 2:])
         anon = sorted(s[3] for s in steady[len(steady) // 2:])
         self.res.add("agent", cfg, rep, "cpu_share_of_core", share * 100, "%")
+        forks = (steady[-1][4] - steady[0][4]) % pid_max()   # pids wrap
+        if churn and forks > 0:
+            # the load the CPU share is for: new processes (pids) a second,
+            # and the agent's CPU per new process
+            dt = steady[-1][0] - steady[0][0]
+            self.res.add("agent", cfg, rep, "new_pids_per_s", forks / dt, "1/s")
+            self.res.add("agent", cfg, rep, "cpu_us_per_new_pid",
+                         (steady[-1][1] - steady[0][1]) * 1e6 / forks, "us")
         self.res.add("agent", cfg, rep, "steady_rss_mib", rss[len(rss) // 2] / 1024, "MiB")
         # anonymous memory is the agent's own; the rest is mapped files
         # (its libraries, ELF files being symbolized), which the kernel can

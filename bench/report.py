@@ -388,6 +388,14 @@ class Report:
         self.w()
         self.w(f"OTLP exports received from `ember run`: {num(self.m('agent', 'run', 'otlp_exports_received'))}.")
         self.w()
+        for c in self.configs("agent"):
+            rate = self.m("agent", c, "new_pids_per_s")
+            if rate is not None:
+                self.w(f"ember {c[:-2]} {c[-2:]} Hz: {rate:.0f} new processes a second "
+                       f"(pids handed out), "
+                       f"{num(self.m('agent', c, 'cpu_us_per_new_pid'), '{:.0f}')} us of agent CPU "
+                       f"per new process (all of its CPU divided by them).")
+                self.w()
         agents = [c for c in self.configs("agent") if c != "run"]
         if agents:
             worst = max(agents, key=lambda c: self.m("agent", c, "steady_rss_mib") or 0)
@@ -404,7 +412,7 @@ class Report:
                                f"files mapped while symbolizing), which the kernel can share "
                                f"and reclaim.")
             self.verdicts.append(("agent steady RSS < 32 MB", "MET" if ok else "MISSED", detail))
-        for c in ("record19", "run19"):
+        for c in ("record19", "run19", "run+churn19"):
             v = self.m("agent", c, "cpu_share_of_core")
             if v is None:
                 continue
@@ -425,6 +433,11 @@ class Report:
                                   if c.startswith("run") else "")
                                + f") and {per_sample * 19:.2f}% is per-sample work at 19 Hz "
                                f"(from the 19/99 Hz difference; noisy on a shared machine).")
+            rate = self.m("agent", c, "new_pids_per_s")
+            if rate is not None:
+                detail += (f" Load: {rate:.0f} new processes a second, "
+                           f"{num(self.m('agent', c, 'cpu_us_per_new_pid'), '{:.0f}')} us of "
+                           f"agent CPU per new process.")
             self.verdicts.append((f"ember {c[:-2]} CPU < 1% of a core at 19 Hz",
                                   "MET" if ok else "MISSED", detail))
 

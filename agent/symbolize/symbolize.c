@@ -43,6 +43,7 @@
 #define MAPS_MAX_BYTES (16u << 20)
 #define MAPS_MAX_NS (2ull * 1000000000)
 #define MAPS_MAX_LINE (4096 + 256)
+#define MAPS_READ_BUF (64u << 10)
 
 struct sym_map {
 	uint64_t start, end, pgoff;
@@ -60,6 +61,14 @@ struct sym_proc {
 	 */
 	uid_t owners[2];
 	bool owners_known;
+	/*
+	 * Read once: a process keeps its pid namespace across execs. Both
+	 * are learnt only when needed, so a short-lived process of an
+	 * exec-heavy host whose files are all known costs its maps only.
+	 */
+	bool nspid_known;
+	/* it took a sample: its JIT map is worth reading at its exit */
+	bool sampled;
 	/*
 	 * Maps read at an exec record may predate the dynamic loader mapping
 	 * the libraries: the next touch or miss reads them again.
@@ -241,10 +250,18 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 	return p;
 }
 
+/* Who may own its debug files and JIT map, read while it lives. */
+static void proc_learn_owners(struct sym_proc *p)
+{
+	if (!p->owners_known && !p->exited) {
+		safe_proc_owners(p->pid, p->owners);
+		p->owners_known = true;
+	}
+}
+
 struct open_ctx {
 	struct symbolizer *s;
-	uint32_t pid;
-	const uid_t *owners;
+	struct sym_proc *p;
 	const struct sym_map_line *m;
 	char path[4096];	/* m->path, NUL-terminated, without " (deleted)" */
 };
@@ -284,14 +301,14 @@ static void open_mapped_file(void *arg, struct sym_file *f)
 	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
-		 o->pid, o->m->start, o->m->end);
+		 o->p->pid, o->m->start, o->m->end);
 	fd = safe_open_at(NULL, p, &rules, &st, &why);
 	if (fd >= 0 && (uint64_t)st.st_ino != o->m->ino) {
 		close(fd);
 		fd = -1;
 		why = NULL;
 	}
-	snprintf(root, sizeof(root), "/proc/%u/root", o->pid);
+	snprintf(root, sizeof(root), "/proc/%u/root", o->p->pid);
 	if (fd < 0 && !safe_refused(why) && !o->m->deleted && is_file) {
 		rules.flags = SAFE_ANYONE;
 		fd = safe_open_at(root, o->path, &rules, &st, &why);
@@ -312,8 +329,9 @@ static void open_mapped_file(void *arg, struct sym_file *f)
 	}
 	origin.root = root;
 	origin.path = is_file ? o->path : NULL;
-	origin.owners[0] = o->owners[0];
-	origin.owners[1] = o->owners[1];
+	proc_learn_owners(o->p);
+	origin.owners[0] = o->p->owners[0];
+	origin.owners[1] = o->p->owners[1];
 	sym_file_open_fd(f, fd, &origin, &o->s->ctx);
 }
 
@@ -408,8 +426,7 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
 	m->path = ml->path_len ? sym_intern_n(s->strings, ml->path, ml->path_len) : NULL;
 	if (ml->type == SYM_MAP_FILE || ml->type == SYM_MAP_MEMFD) {
 		o.s = s;
-		o.pid = p->pid;
-		o.owners = p->owners;
+		o.p = p;
 		o.m = ml;
 		snprintf(o.path, sizeof(o.path), "%.*s", (int)ml->path_len, ml->path);
 		m->file = sym_cache_get(s->cache, ml->dev, ml->ino, o.path,
@@ -445,11 +462,17 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 		p->exited = true;	/* gone, or not ours to see */
 		return false;
 	}
-	read_nspid(p);
-	if (!p->owners_known) {
-		safe_proc_owners(p->pid, p->owners);
-		p->owners_known = true;
+	if (!p->nspid_known) {
+		read_nspid(p);
+		p->nspid_known = true;
 	}
+	/*
+	 * Whole in one or two read()s: each read of a /proc maps file takes
+	 * the process's mmap lock and finds its place again, and stdio's
+	 * 1 KiB reads made that 4-5 times per exec on a host that starts
+	 * 100 programs a second.
+	 */
+	setvbuf(f, NULL, _IOFBF, MAPS_READ_BUF);
 	safe_lines_init(&lines, f, line_buf, sizeof(line_buf), MAPS_MAX_BYTES,
 			MAPS_MAX_NS);
 	while ((line = safe_line(&lines, NULL))) {
@@ -496,6 +519,12 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 
 	if (!s || !(p = proc_get(s, pid)))
 		return;
+	if (p->exited) {
+		/* the pid may be another process's now: learn it again */
+		p->nspid_known = false;
+		p->owners_known = false;
+		p->owners[0] = p->owners[1] = SAFE_ANY_OWNER;
+	}
 	p->exited = false;
 	p->jit_tried = false;
 	if (p->maps_read) {
@@ -588,6 +617,7 @@ void sym_process_touch(struct symbolizer *s, uint32_t pid)
 
 	if (!s || !(p = proc_get(s, pid)) || p->exited)
 		return;
+	p->sampled = true;
 	if (!p->maps_read) {
 		proc_read_maps(s, p);
 	} else if (p->after_exec && now_ns() - p->read_ns >= AFTER_EXEC_NS) {
@@ -598,14 +628,28 @@ void sym_process_touch(struct symbolizer *s, uint32_t pid)
 
 static void proc_load_jit(struct symbolizer *s, struct sym_proc *p);
 
+static bool proc_maps_anon_code(const struct sym_proc *p)
+{
+	for (size_t i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].type == SYM_MAP_ANON ||
+		    p->maps[i].type == SYM_MAP_MEMFD)
+			return true;
+	return false;
+}
+
 void sym_process_exit(struct symbolizer *s, uint32_t pid)
 {
 	struct sym_proc *p;
 
 	if (!s || !(p = proc_find(s, pid)))
 		return;
-	/* A JIT's map file may sit in a container root that goes away. */
-	if (!p->jit_tried)
+	/*
+	 * A JIT's map file may sit in a container root that goes away. Not
+	 * for a process that neither took a sample nor maps anonymous code:
+	 * on an exec-heavy host those are most exits, and a late sample
+	 * still finds a host map at its lookup.
+	 */
+	if (!p->jit_tried && (p->sampled || proc_maps_anon_code(p)))
 		proc_load_jit(s, p);
 	p->exited = true;
 }
@@ -657,10 +701,7 @@ static struct sym_perfmap *open_perfmap(struct sym_proc *p)
 	struct sym_perfmap *m;
 	char root[48], path[64];
 
-	if (!p->owners_known && !p->exited) {
-		safe_proc_owners(p->pid, p->owners);
-		p->owners_known = true;
-	}
+	proc_learn_owners(p);
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
 	m = sym_perfmap_load(root, path, p->owners);

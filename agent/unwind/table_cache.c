@@ -226,20 +226,32 @@ static struct table_file *from_elf(struct table_cache *c, Elf *elf,
 	return f;
 }
 
+struct table_file *table_cache_find(struct table_cache *c,
+				    const struct stat *st)
+{
+	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+			st->st_mtim.tv_nsec;
+
+	for (uint32_t i = 0; i < c->nr; i++) {
+		struct table_file *f = &c->files[i];
+
+		if (f->dev == st->st_dev && f->ino == st->st_ino &&
+		    f->size == st->st_size && f->mtime_ns == mtime && !f->dropped)
+			return f;
+	}
+	return NULL;
+}
+
 struct table_file *table_cache_get(struct table_cache *c, int fd,
 				   const struct stat *st, const char *name)
 {
 	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 +
 			st->st_mtim.tv_nsec;
-	struct table_file *f;
+	struct table_file *f = table_cache_find(c, st);
 	Elf *elf;
 
-	for (uint32_t i = 0; i < c->nr; i++) {
-		f = &c->files[i];
-		if (f->dev == st->st_dev && f->ino == st->st_ino &&
-		    f->size == st->st_size && f->mtime_ns == mtime && !f->dropped)
-			return f;
-	}
+	if (f)
+		return f;
 	f = new_entry(c);
 	if (!f)
 		return NULL;

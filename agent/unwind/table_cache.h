@@ -64,6 +64,12 @@ void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
  */
 struct table_file *table_cache_get(struct table_cache *c, int fd,
 				   const struct stat *st, const char *name);
+/*
+ * The entry already made for the file st describes (same device, inode,
+ * size and modification time), or NULL: the cheap probe before an open.
+ */
+struct table_file *table_cache_find(struct table_cache *c,
+				    const struct stat *st);
 /* The entry holding the table for f (f itself, or what it aliases). */
 struct table_file *table_cache_owner(struct table_cache *c, struct table_file *f);
 /* The vDSO of this kernel, built from the agent's own mapping. */

@@ -256,6 +256,15 @@ static struct table_file *file_entry(struct unwind_service *us, uint32_t pid,
 
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
+	/*
+	 * A file already in the cache (the same inode, size and mtime: the
+	 * libraries every new process maps) costs one stat, not the ~8
+	 * calls of a safe open: on an exec-heavy host that was most of a
+	 * binding. stat() does not open, so a FIFO is still never opened.
+	 */
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (f = table_cache_find(&us->cache, &st)))
+		return f;
 	fd = safe_open_at(NULL, path, &rules, &st, &why);
 	if (fd < 0) {
 		if (m->type == SYM_MAP_FILE)

@@ -10,16 +10,22 @@
  *    of a new library does; forget unbinds; stop drops every table;
  *  - a library loaded with no request is found by the follow-up reads
  *    of a recently bound process's maps;
- *  - an exec is bound after a short delay, not at once.
+ *  - an exec is bound after a short delay, not at once;
+ *  - bound again from nothing, every file comes from the cache (no table
+ *    built or loaded again); a file changed in place (same inode, new
+ *    mtime) is not taken for the one the cache knows.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,6 +194,121 @@ static void *dlopen_new(void)
 	return NULL;
 }
 
+/* A private copy of a library with CFI, or false. */
+static bool copy_lib(const char *from, const char *to)
+{
+	char buf[65536];
+	ssize_t n = 0;
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+
+	if (in < 0)
+		return false;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	while (out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			n = -1;
+	close(in);
+	if (out >= 0)
+		close(out);
+	return out >= 0 && n == 0;
+}
+
+/*
+ * Rewrites the last byte of lib's build-id in place (same inode): a new
+ * build of the same library. false if it has none.
+ */
+static bool change_build_id(const char *lib)
+{
+	static unsigned char buf[4 << 20];
+	int fd = open(lib, O_RDWR | O_CLOEXEC);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+	const Elf64_Ehdr *eh = (const void *)buf;
+	bool done = false;
+
+	for (int i = 0; len > (ssize_t)sizeof(*eh) && i < eh->e_shnum; i++) {
+		const Elf64_Shdr *sh = (const void *)(buf + eh->e_shoff +
+						      (size_t)i * sizeof(*sh));
+		const Elf64_Nhdr *nh = (const void *)(buf + sh->sh_offset);
+		off_t at;
+
+		if ((char *)(sh + 1) > (char *)buf + len || sh->sh_type != SHT_NOTE ||
+		    sh->sh_offset + sizeof(*nh) > (size_t)len ||
+		    nh->n_type != NT_GNU_BUILD_ID || !nh->n_descsz)
+			continue;
+		at = (off_t)(sh->sh_offset + sizeof(*nh) + ((nh->n_namesz + 3) & ~3u) +
+			     nh->n_descsz - 1);
+		if (at >= len)
+			break;
+		buf[at] ^= 0xff;
+		done = pwrite(fd, &buf[at], 1, at) == 1;
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return done;
+}
+
+/* Tables loaded by a binding of this process made from nothing. */
+static int rebind_loads(struct unwind_service *us)
+{
+	int loads = fk.loads;
+
+	unwind_service_forget(us, (uint32_t)getpid());
+	unwind_service_flush(us, 10000);
+	unwind_service_request(us, (uint32_t)getpid(), 0);
+	unwind_service_flush(us, 10000);
+	return fk.loads - loads;
+}
+
+/*
+ * The cheap path of a known file (a stat, no open) must not serve a
+ * stale table: the same inode with a new mtime is a new file.
+ */
+static void test_file_cache(struct unwind_service *us)
+{
+	char lib[] = "/tmp/ember-ut-XXXXXX";
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+	void *h;
+	int fd = mkstemp(lib), loads;
+
+	loads = rebind_loads(us);
+	T_CHECK("unwind_service_known_files_from_cache", loads == 0 &&
+		fk.nr_maps >= 3 && rule_for((uint64_t)(uintptr_t)&qsort),
+		"%d tables loaded again, %zu mappings", loads, fk.nr_maps);
+	if (fd >= 0)
+		close(fd);
+	/* libz: libelf's own dependency, so present wherever ember runs */
+	if (fd < 0 || !copy_lib("/usr/lib/x86_64-linux-gnu/libz.so.1", lib)) {
+		T_CHECK("unwind_service_changed_file_rebuilt", false,
+			"cannot copy libz.so.1 to %s", lib);
+		unlink(lib);
+		return;
+	}
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	loads = rebind_loads(us);
+	if (h)
+		dlclose(h);
+	/*
+	 * The same inode rewritten (a build step writing its output in
+	 * place): the copy's table was libz's own (same build-id), the
+	 * rewritten file's must be built anew.
+	 */
+	later[1].tv_sec = time(NULL) + 100;
+	if (!change_build_id(lib) || utimensat(AT_FDCWD, lib, later, 0)) {
+		T_CHECK("unwind_service_changed_file_rebuilt", false,
+			"cannot rewrite %s", lib);
+		unlink(lib);
+		return;
+	}
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	T_CHECK("unwind_service_changed_file_rebuilt", h && loads == 0 &&
+		rebind_loads(us) == 1, "copy loaded %d tables, dlopen %s",
+		loads, h ? "ok" : dlerror());
+	if (h)
+		dlclose(h);
+	unlink(lib);
+}
+
 int main(void)
 {
 	struct unwind_service *us = unwind_service_start(&fake_ops, NULL, getenv("V") != NULL);
@@ -267,6 +388,9 @@ int main(void)
 	unwind_service_flush(us, 10000);
 	T_CHECK("unwind_service_forget_unbinds", fk.unbinds == 1 && fk.nr_maps == 0,
 		"unbinds %d", fk.unbinds);
+	test_file_cache(us);
+	unwind_service_forget(us, (uint32_t)getpid());
+	unwind_service_flush(us, 10000);
 	/* an exec is bound a little later, not at once */
 	{
 		struct timespec now;
