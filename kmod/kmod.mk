@@ -121,7 +121,8 @@ kmod-guest: $(KG_PROGS) $(KG_BIN)/fpbusy.nm $(KG_BIN)/sysbusy.nm \
 $(KG_BIN):
 	$(Q)mkdir -p $@
 
-$(KG_BIN)/ember-test: $(KG_DIR)/ember-test.c $(TOP)/include/uapi/ember.h | $(KG_BIN)
+$(KG_BIN)/ember-test: $(KG_DIR)/ember-test.c $(TOP)/include/uapi/ember.h \
+		$(TOP)/include/ember_unwind.h | $(KG_BIN)
 	$(Q)$(CC) $(KG_CFLAGS) $$(pkg-config --cflags libnl-genl-3.0) -o $@ $< \
 		$$(pkg-config --libs libnl-genl-3.0)
 

@@ -52,7 +52,8 @@ FUZZ_INSTR_SRCS := agent/source/record.c agent/aggregate/aggregate.c agent/unwin
 	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cli/cmd_decode.c
 FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))
 FUZZ_REST_OBJS := $(filter-out $(FUZZ_INSTR_SRCS:.c=.o),$(AGENT_LIB_OBJS))
-FUZZERS := $(FUZZ_DIR)/fuzz_cfi $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/fuzz_decode
+FUZZERS := $(FUZZ_DIR)/fuzz_cfi $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/fuzz_decode \
+	$(FUZZ_DIR)/fuzz_table
 .PHONY: fuzzers
 fuzzers: $(FUZZERS)
 
@@ -64,6 +65,13 @@ $(FUZZ_DIR)/fuzz_cfi: selftests/fuzz/fuzz_cfi.c $(FUZZ_DIR)/unwind/cfi_compile.o
 		$(FUZZ_DIR)/unwind/cfa_program.o
 	@echo "  FUZZ    $@"
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw
+
+# the shared table checker alone: a header, instrumented in the harness
+$(FUZZ_DIR)/fuzz_table: selftests/fuzz/fuzz_table.c include/ember_unwind.h \
+		include/uapi/ember.h
+	@echo "  FUZZ    $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $<
 
 $(FUZZ_DIR)/fuzz_%: selftests/fuzz/fuzz_%.c $(FUZZ_INSTR_OBJS) $(FUZZ_REST_OBJS)
 	@echo "  FUZZ    $@"

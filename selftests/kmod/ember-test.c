@@ -53,6 +53,7 @@
 #include <netlink/netlink.h>
 
 #include "uapi/ember.h"
+#include "ember_unwind.h"
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270
@@ -222,7 +223,7 @@ static int parse_info(struct nl_msg *msg, void *arg)
 struct cpu_stats {
 	bool seen, online;
 	uint64_t samples, filtered, records, lost, handler_ns;
-	uint64_t switches, overflow, offcpu_ns, alloc_hits;
+	uint64_t switches, overflow, offcpu_ns, alloc_hits, ucfi;
 };
 static struct cpu_stats stats[MAX_CPUS];
 /* online as seen just before STOP, which turns every CPU off */
@@ -255,6 +256,7 @@ static int parse_stats(struct nl_msg *msg, void *arg)
 	U64(EMBER_STAT_OFFCPU_OVERFLOW, overflow);
 	U64(EMBER_STAT_OFFCPU_NS, offcpu_ns);
 	U64(EMBER_STAT_ALLOC_HITS, alloc_hits);
+	U64(EMBER_STAT_USTACK_CFI, ucfi);
 #undef U64
 	if (st[EMBER_STAT_ONLINE])
 		c->online = nla_get_u8(st[EMBER_STAT_ONLINE]);
@@ -1897,12 +1899,437 @@ static int cmd_alloc_hold(const char *prog, double secs)
 	return 0;
 }
 
+/* ------------------------------------------------- unwind table fuzz */
+
+/*
+ * A valid table shaped like a real libc's: TF_PAGES 64 KiB pages from
+ * vaddr 0, a few hundred rows in most pages (some pages empty), a few
+ * hundred rules of every kind. Mutations start from it so that they reach
+ * the checks behind the header: page index, row order, rule indices and
+ * rule contents.
+ */
+#define TF_PAGES	24
+#define TF_RULES	400
+#define TF_MAX_ROWS	(TF_PAGES * 1200)
+#define TF_EXTRA	8192	/* room to extend the payload */
+#define TF_BUF		(EMBER_UNWIND_TABLE_SIZE(TF_PAGES, TF_MAX_ROWS, \
+							 TF_RULES) + TF_EXTRA)
+
+static unsigned char tf_base[TF_BUF] __attribute__((aligned(8)));
+static unsigned char tf_buf[TF_BUF] __attribute__((aligned(8)));
+static uint32_t tf_base_len;
+
+static struct ember_unwind_table *tf_hdr(void)
+{
+	return (struct ember_unwind_table *)tf_buf;
+}
+
+/* Rows of the pristine layout, whatever the header now claims. */
+static struct ember_unwind_row *tf_rows(void)
+{
+	return (struct ember_unwind_row *)(tf_buf +
+		sizeof(struct ember_unwind_table) + (TF_PAGES + 1) * 4);
+}
+
+static uint32_t tf_nr_rows(void)
+{
+	return ((const struct ember_unwind_table *)tf_base)->nr_rows;
+}
+
+static struct ember_unwind_rule *tf_rules(void)
+{
+	return (struct ember_unwind_rule *)(tf_rows() + tf_nr_rows());
+}
+
+static struct ember_unwind_rule tf_sane_rule(void)
+{
+	static const uint8_t cfa[] = {
+		EMBER_CFA_SP, EMBER_CFA_SP, EMBER_CFA_SP, EMBER_CFA_SP,
+		EMBER_CFA_FP, EMBER_CFA_PLT1, EMBER_CFA_PLT2,
+		EMBER_CFA_DEREF_FP, EMBER_CFA_DEREF_SP, EMBER_CFA_SIGNAL,
+		EMBER_CFA_END, EMBER_CFA_NONE,
+	};
+	struct ember_unwind_rule r = { 0 };
+
+	r.cfa_type = cfa[fz_rand() % sizeof(cfa)];
+	r.fp_type = (uint8_t)(fz_rand() % __EMBER_FP_MAX);
+	r.cfa_off = (int32_t)(8 * (1 + fz_rand() % 64));
+	r.fp_off = r.fp_type == EMBER_FP_AT_CFA ? -16 : 8 * (int)(fz_rand() % 4);
+	if (r.cfa_type == EMBER_CFA_DEREF_FP)
+		r.cfa_off = -8;
+	return r;
+}
+
+static void tf_build_base(void)
+{
+	struct ember_unwind_table *t = (void *)tf_base;
+	uint32_t *page_row = (uint32_t *)(t + 1);
+	struct ember_unwind_row *rows = (void *)(page_row + TF_PAGES + 1);
+	struct ember_unwind_rule *rules;
+	uint32_t p, j, n = 0;
+
+	memset(tf_base, 0, sizeof(tf_base));
+	for (p = 0; p < TF_PAGES; p++) {
+		uint32_t k = fz_rand() % 5 ? 1 + fz_rand() % 1200 : 0;
+		uint32_t step = 65535 / (k ? k : 1), pc = 0;
+
+		page_row[p] = n;
+		for (j = 0; j < k; j++) {
+			rows[n].pc_low = (uint16_t)pc;
+			rows[n].rule = (uint16_t)(fz_rand() % TF_RULES);
+			pc += 1 + fz_rand() % step;
+			n++;
+		}
+	}
+	page_row[TF_PAGES] = n;
+	rules = (void *)(rows + n);
+	for (j = 0; j < TF_RULES; j++)
+		rules[j] = tf_sane_rule();
+	t->magic = EMBER_UNWIND_MAGIC;
+	t->version = EMBER_UNWIND_VERSION;
+	t->nr_pages = TF_PAGES;
+	t->nr_rows = n;
+	t->nr_rules = TF_RULES;
+	t->size = (uint32_t)EMBER_UNWIND_TABLE_SIZE(TF_PAGES, n, TF_RULES);
+	tf_base_len = t->size;
+}
+
+/* A count near a bound: just inside, at, or far beyond it. */
+static uint32_t tf_count(uint32_t now, uint32_t max)
+{
+	const uint32_t v[] = { 0, 1, now - 1, now + 1, max, max + 1,
+			       0x7fffffff, 0xffffffff };
+
+	return v[fz_rand() % (sizeof(v) / sizeof(v[0]))];
+}
+
+static int32_t tf_cfa_off(void)
+{
+	const int32_t v[] = { 0, 8, -8, 7, EMBER_UNWIND_MAX_CFA_OFF,
+			      -EMBER_UNWIND_MAX_CFA_OFF,
+			      EMBER_UNWIND_MAX_CFA_OFF + 1,
+			      -EMBER_UNWIND_MAX_CFA_OFF - 1, INT32_MAX,
+			      INT32_MIN, 4096 };
+
+	return fz_rand() % 4 ? v[fz_rand() % (sizeof(v) / sizeof(v[0]))] :
+			       (int32_t)fz_rand();
+}
+
+/*
+ * One mutation of tf_buf, whose payload is *len bytes. Most are on the
+ * header, the page index, rows or rules; a few resize the payload. Values
+ * are at and beyond every bound ember_unwind_table_check() knows, and
+ * some are valid but odd (offsets at the limit, any rule type), so that
+ * accepted tables make the unwinder read unusual places.
+ */
+static void tf_mutate(uint32_t *len)
+{
+	struct ember_unwind_table *t = tf_hdr();
+	uint32_t *page_row = (uint32_t *)(t + 1);
+	uint32_t nrows = tf_nr_rows(), i = fz_rand();
+	struct ember_unwind_row *row = &tf_rows()[i % nrows];
+	struct ember_unwind_rule *rule = &tf_rules()[i % TF_RULES];
+
+	switch (fz_rand() % 26) {
+	case 0: t->magic ^= 1U << (fz_rand() % 32); break;
+	case 1: t->version = (uint16_t)fz_value(); break;
+	case 2: t->flags = (uint16_t)(1U << (fz_rand() % 16)); break;
+	case 3: t->nr_pages = tf_count(t->nr_pages, EMBER_UNWIND_MAX_PAGES); break;
+	case 4: t->nr_rows = tf_count(t->nr_rows, EMBER_UNWIND_MAX_ROWS); break;
+	case 5: t->nr_rules = tf_count(t->nr_rules, EMBER_UNWIND_MAX_RULES); break;
+	case 6: t->size = fz_rand() % 2 ? t->size + 8 - fz_rand() % 17 :
+				   (uint32_t)fz_value(); break;
+	case 7:
+		t->base = fz_rand() % 2 ? -(1ULL << EMBER_UNWIND_PAGE_SHIFT) :
+					  (fz_value() & ~7ULL);
+		break;
+	case 8:
+		page_row[i % (TF_PAGES + 1)] = fz_rand() % 2 ?
+			tf_count(page_row[i % (TF_PAGES + 1)], nrows) :
+			page_row[i % (TF_PAGES + 1)] + 1;
+		break;
+	case 9:
+		if (i % nrows + 1 < nrows) {
+			struct ember_unwind_row x = row[0];
+
+			row[0] = row[1];
+			row[1] = x;
+		}
+		break;
+	case 10: row->pc_low = (uint16_t)(fz_rand() % 2 ? 0 : 0xffff); break;
+	case 11:
+		row->rule = (uint16_t)(fz_rand() % 2 ? TF_RULES - 1 + fz_rand() % 2 :
+						       0xffff);
+		break;
+	case 12: rule->cfa_type = (uint8_t)(fz_rand() % (__EMBER_CFA_MAX + 2)); break;
+	case 13: rule->fp_type = (uint8_t)(fz_rand() % (__EMBER_FP_MAX + 2)); break;
+	case 14: case 15: rule->cfa_off = tf_cfa_off(); break;
+	case 16:
+		rule->fp_off = (int16_t)(fz_rand() % 4 ? (fz_rand() % 2 ? -32768 : 32760) -
+					 8 * (int)(fz_rand() % 8) : (int)fz_rand());
+		break;
+	case 17:	/* truncated */
+		*len = *len ? fz_rand() % *len : 0;
+		break;
+	case 18:	/* extended with junk */
+		{
+			uint32_t add = 1 + fz_rand() % TF_EXTRA, k;
+
+			for (k = 0; k < add && *len < TF_BUF; k++)
+				tf_buf[(*len)++] = (unsigned char)fz_rand();
+		}
+		break;
+	case 19:	/* fewer rules, consistently: rows may point past them */
+		{
+			uint32_t d = 1 + fz_rand() % 16;
+
+			if (*len < d * sizeof(struct ember_unwind_rule))
+				break;
+			t->nr_rules -= d;
+			t->size -= d * sizeof(struct ember_unwind_rule);
+			*len -= d * sizeof(struct ember_unwind_rule);
+		}
+		break;
+	default:	/* valid, at the bounds: the unwinder reads odd places */
+		rule->cfa_type = (uint8_t)(fz_rand() % __EMBER_CFA_MAX);
+		rule->fp_type = (uint8_t)(fz_rand() % __EMBER_FP_MAX);
+		rule->cfa_off = fz_rand() % 2 ?
+			(int32_t)(fz_rand() % (2 * EMBER_UNWIND_MAX_CFA_OFF + 1)) -
+			EMBER_UNWIND_MAX_CFA_OFF :
+			(fz_rand() % 2 ? 1 : -1) * EMBER_UNWIND_MAX_CFA_OFF;
+		rule->fp_off = (int16_t)(8 * ((int)(fz_rand() % 8192) - 4096));
+		break;
+	}
+}
+
+struct tf_count {
+	unsigned int sent, accepted, refused, pending, mismatch;
+	unsigned int binds, bind_refused, dead;
+};
+
+/*
+ * Sends *len bytes of tf_buf as table id in random chunks. claimed is the
+ * TABLE_SIZE to announce (more than len: the table never completes).
+ * Returns the last answer.
+ */
+static int tf_send(uint32_t id, uint32_t claimed, uint32_t len)
+{
+	uint32_t off = 0, n;
+	int ret = 0;
+
+	do {
+		n = len - off;
+		if (n > EMBER_UNWIND_CHUNK_MAX)
+			n = EMBER_UNWIND_CHUNK_MAX;
+		if (fz_rand() % 3 == 0 && n > 1)
+			n = 1 + fz_rand() % n;
+		ret = uw_load(id, claimed, off, tf_buf + off, n);
+		off += n;
+	} while (!ret && off < len);
+	return ret;
+}
+
+/* The executable mapping of pid's own binary: [lo, hi) at file offset. */
+static int tf_text(pid_t pid, uint64_t *lo, uint64_t *hi, uint64_t *off)
+{
+	char path[64], line[512], perm[8], file[256], self[256];
+	unsigned long a, b, o;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int found = -1;
+	FILE *f;
+
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		file[0] = '\0';
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &a, &b, perm,
+			   &o, file) == 5 && perm[2] == 'x' && !strcmp(file, self)) {
+			*lo = a;
+			*hi = b;
+			*off = o;
+			found = 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Binds the accepted table id to the sampled child: mostly its own text
+ * (the bias makes pc - bias the ELF vaddr, inside the table), sometimes a
+ * random mapping set the module may refuse.
+ */
+static void tf_bind(struct tf_count *c, pid_t pid, uint32_t id, uint64_t lo,
+		    uint64_t hi, uint64_t off)
+{
+	struct ember_unwind_mapping mp[4];
+	size_t n = 1, k;
+
+	memset(mp, 0, sizeof(mp));
+	mp[0] = (struct ember_unwind_mapping){ lo, hi, lo - off, id, 0 };
+	if (fz_rand() % 4 == 0) {
+		n = 1 + fz_rand() % 4;
+		for (k = 0; k < n; k++) {
+			uint64_t s = (lo & ~0xfffULL) + ((uint64_t)(fz_rand() % 64) << 12) -
+				     (32ULL << 12);
+
+			mp[k].start = s + (fz_rand() % 8 ? 0 : fz_rand() % 4096);
+			mp[k].end = s + ((uint64_t)(1 + fz_rand() % 64) << 12);
+			mp[k].bias = fz_rand() % 2 ? lo - off : fz_value();
+			mp[k].table_id = fz_rand() % 4 ? id : fz_rand() % 3;
+			mp[k].flags = fz_rand() % 4 ? 0 : fz_rand() % 5;
+		}
+	}
+	c->binds++;
+	if (uw_bind((uint32_t)pid, mp, n))
+		c->bind_refused++;
+}
+
+/* A child that spins in this (frame-pointer-less -O2) binary. */
+static __attribute__((noinline)) unsigned long tf_spin(unsigned long x)
+{
+	unsigned int i;
+
+	for (i = 0; i < 100000; i++)
+		x = x * 6364136223846793005UL + 1442695040888963407UL;
+	return x;
+}
+
+static pid_t tf_child(void)
+{
+	pid_t pid = fork();
+	volatile unsigned long sink = 1;
+
+	if (pid)
+		return pid;
+	close(nl_socket_get_fd(sk));
+	for (;;) {
+		sink = tf_spin(sink);
+		if (getppid() == 1)
+			_exit(0);
+	}
+}
+
+/* One iteration: mutate, load, compare with the shared checker, walk. */
+static void tf_one(struct tf_count *c, uint32_t id, pid_t pid, uint64_t lo,
+		   uint64_t hi, uint64_t off)
+{
+	uint32_t len = tf_base_len, claimed, k = 1 + fz_rand() % 3;
+	const char *why = "";
+	bool want, loaded;
+	int ret;
+
+	memcpy(tf_buf, tf_base, tf_base_len);
+	while (k--)
+		tf_mutate(&len);
+	claimed = len;
+	if (fz_rand() % 16 == 0)
+		claimed = fz_rand() % 2 ? len + 1 + fz_rand() % 4096 :
+					  EMBER_UNWIND_MAX_TABLE;
+	want = claimed == len && !ember_unwind_table_check(tf_buf, len, &why);
+	c->sent++;
+	ret = len ? tf_send(id, claimed, len) : uw_load(id, claimed, 0, tf_buf, 0);
+	if (ret == -EIO) {
+		c->dead++;
+		return;
+	}
+	loaded = uw_info().uw_tables == 1;
+	if (loaded) {
+		c->accepted++;
+	} else if (ret) {
+		c->refused++;
+	} else {
+		c->pending++;	/* claimed more than it sent */
+	}
+	if (loaded != want) {
+		c->mismatch++;
+		printf("TABLEFUZZ-MISMATCH: module %s, checker %s (%s): len=%u claimed=%u\n",
+		       loaded ? "accepted" : "refused",
+		       want ? "accepts" : "refuses", why, len, claimed);
+	}
+	if (!loaded)
+		return;
+	tf_bind(c, pid, id, lo, hi, off);
+	usleep(fz_rand() % 20000);
+	drain_records();
+	if (fz_rand() % 2) {
+		uw_drop(id);
+		uw_bind((uint32_t)pid, NULL, 0);
+	} else {
+		uw_bind((uint32_t)pid, NULL, 0);
+		uw_drop(id);
+	}
+}
+
+/*
+ * tablefuzz N SEED: N mutated copies of a valid multi-page table (1-3
+ * mutations each) sent over netlink while a frame-pointer-less child is
+ * sampled at 1 kHz. The module must accept exactly the tables the shared
+ * checker (include/ember_unwind.h) accepts; accepted ones are bound to
+ * the child so the unwinder walks with them, then dropped. At the end the
+ * unwind memory is back to 0 and GET_INFO answers.
+ */
+static int cmd_tablefuzz(unsigned int n, uint64_t seed)
+{
+	struct opts o = { .events = EMBER_EV_ONCPU, .freq = 1000,
+			  .have_freq = true };
+	struct tf_count c = { 0 };
+	uint64_t lo, hi, off, cfi, left;
+	struct info in;
+	unsigned int i;
+	pid_t pid;
+	int fd;
+
+	fz_state = seed ? seed : 1;
+	tf_build_base();
+	pid = tf_child();
+	if (pid < 0)
+		return 1;
+	if (do_start(&o, &in)) {
+		kill(pid, SIGKILL);
+		return 1;
+	}
+	fd = map_rings(&in);
+	usleep(20000);
+	if (fd < 0 || tf_text(pid, &lo, &hi, &off)) {
+		fprintf(stderr, "ember-test: tablefuzz: no text mapping of the child\n");
+		kill(pid, SIGKILL);
+		return 1;
+	}
+	for (i = 0; i < n && !c.dead; i++)
+		tf_one(&c, 1 + i % 1000, pid, lo, hi, off);
+	get_stats();
+	cfi = 0;
+	for (i = 0; i < MAX_CPUS; i++)
+		cfi += stats[i].ucfi;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	/* what our drops and unbinds left, before STOP frees the rest */
+	in = uw_info();
+	left = in.uw_used + in.uw_tables + in.uw_bound;
+	transact(req(EMBER_CMD_STOP, NLM_F_ACK), NULL, NULL);
+	memset(&in, 0, sizeof(in));
+	if (transact(req(EMBER_CMD_GET_INFO, NLM_F_ACK), parse_info, &in))
+		c.dead++;
+	printf("tablefuzz seed=%" PRIu64 " rows=%u sent=%u accepted=%u refused=%u pending=%u mismatch=%u binds=%u bind_refused=%u cfi_walks=%" PRIu64 " unwind_left=%" PRIu64 " unwind_bytes_after_stop=%" PRIu64 " dead=%u\n",
+	       seed, tf_nr_rows(), c.sent, c.accepted, c.refused, c.pending,
+	       c.mismatch, c.binds, c.bind_refused, cfi, left, in.uw_used,
+	       c.dead);
+	return c.dead || c.mismatch || left || in.uw_used || in.uw_tables ||
+	       in.running || !c.accepted || !cfi ? 1 : 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME|unwind|alloc PROG|alloc-hold PROG SECONDS\n");
+		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME|unwind|alloc PROG|alloc-hold PROG SECONDS|nlfuzz N SEED|tablefuzz N SEED\n");
 	exit(2);
 }
 
@@ -1992,6 +2419,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "nlfuzz") && argc == 4)
 		return cmd_nlfuzz((unsigned int)strtoul(argv[2], NULL, 0),
 				  strtoull(argv[3], NULL, 0));
+	if (!strcmp(argv[1], "tablefuzz") && argc == 4)
+		return cmd_tablefuzz((unsigned int)strtoul(argv[2], NULL, 0),
+				     strtoull(argv[3], NULL, 0));
 	if (!strcmp(argv[1], "run")) {
 		parse_opts(argc - 1, argv + 1, &o);
 		return cmd_run(&o);

@@ -2,7 +2,9 @@
 # libFuzzer harnesses, each for a bounded time (EMBER_FUZZ_SECONDS, default
 # 45) starting from the corpus in selftests/fuzz/corpus/<name>/, built with
 # ASan/UBSan: an ELF file -> CFI table compiler, ring bytes -> the record
-# path (profile builder, unwind check), files -> `ember decode`. A crash,
+# path (profile builder, unwind check), files -> `ember decode`, bytes ->
+# the shared unwind-table checker and lookup (include/ember_unwind.h, what
+# the module validates netlink tables with). A crash,
 # a leak, a sanitizer report or a table the validator refuses fails; the
 # input that did it is kept in selftests/logs/fuzz/ for a regression.
 set -uo pipefail
@@ -21,7 +23,7 @@ fi
 t_pass fuzz_build
 logs=${EMBER_TEST_LOGS:-selftests/logs}/fuzz
 mkdir -p "$logs"
-for name in cfi record decode; do
+for name in cfi record decode table; do
 	work=$(mktemp -d "${TMPDIR:-/tmp}/ember-fuzz-$name.XXXXXX")
 	log=$logs/$name.log
 	# -max_len: ELF seeds are ~14 KB; records and OTLP files fit in 64 KB

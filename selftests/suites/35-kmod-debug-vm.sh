@@ -33,7 +33,7 @@ TIMEOUT=${EMBER_DEBUG_VM_TIMEOUT:-1800}
 # measures the emulator) and "offcpu-min" (it needs 10 ms sleeps to stay
 # under a 15 ms threshold: the debug kernel stretches them). 30-kmod-vm runs
 # both on Debian's kernels.
-TESTS=${EMBER_DEBUG_TESTS:-ustack kstack compat32 filter-pid filter-change filter-cgroup ring-full poll bogus-consumer owner badreq unwind alloc nonroot cycles hotplug limits unload offcpu-blocks lifecycle exit-once pingpong nlfuzz}
+TESTS=${EMBER_DEBUG_TESTS:-ustack kstack compat32 filter-pid filter-change filter-cgroup ring-full poll bogus-consumer owner badreq unwind alloc nonroot cycles hotplug limits unload offcpu-blocks lifecycle exit-once pingpong nlfuzz tablefuzz}
 logs=${EMBER_TEST_LOGS:-selftests/logs}/vm
 mkdir -p "$logs"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-35.XXXXXX")

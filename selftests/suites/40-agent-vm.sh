@@ -36,6 +36,12 @@ cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
 # clang builds)
 cp -r agent/gen/tests/unwind-gcc agent/gen/tests/unwind-clang "$work/agent/"
 art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-vm
+# Debian's python3.11 for check-real.sh: the interpreter and just the
+# stdlib files its script loads (about 60), not the whole library tree
+py_files=()
+while IFS= read -r f; do
+	py_files+=(--host-file "$f")
+done < <(selftests/unwind/check-real.sh --python-files)
 
 for k in $kernels; do
 	if ! kdir=$(scripts/fetch-kernels.sh --kdir "$k" 2>"$work/fetch.log"); then
@@ -52,7 +58,7 @@ for k in $kernels; do
 	mkdir -p "$art/$k"
 	selftests/vm/run-vm.sh --kernel "$k" --payload "$work/agent" \
 		--module "$work/ember-$k.ko" --host-file /usr/bin/bash \
-		--host-file /usr/bin/xz --host-file /usr/bin/openssl \
+		--host-file /usr/bin/xz --host-file /usr/bin/openssl "${py_files[@]}" \
 		--cmd "sh /payload/agent/guest.sh" --smp 2 --mem 1G --timeout 420 \
 		--out "$art/$k" --log "$art/$k/console.log" --result "$work/result-$k" \
 		>"$art/$k/guest.out" 2>"$art/$k/run-vm.err"

@@ -5,22 +5,35 @@
 #
 #   check-real.sh --ember BIN [--backend B] [--out DIR] [--no-perf]
 #                 [--xz-mb N]    (input of the xz run, default 8 MB)
+#                 [--only "python3.11 xz openssl"]   (default: all three)
+#                 [--py-secs S] [--py-warmup S]  (python's work, default 4 s;
+#                  a sleep before it, default 0: the agent's table build
+#                  for python3.11 takes a while under emulation)
+#   check-real.sh --python-files
 #
 # PASS when ember reaches it in at least 95% of the program's samples.
+# --python-files prints the host files python3.11 reads to run the check's
+# script (interpreter, stdlib modules with their .pyc, lib-dynload
+# extensions) and exits: a VM needs exactly those (40-agent-vm.sh passes
+# them to run-vm.sh --host-file).
 set -uo pipefail
 EMBER= BACKEND=auto OUT=${TMPDIR:-/tmp}/ember-real PERF=1 FREQ=499 XZ_MB=8
+FILES=0 ONLY="python3.11 xz openssl" PY_SECS=4 PY_WARMUP=0
 while [ $# -gt 0 ]; do
 	case $1 in
+	--python-files) FILES=1 ;;
 	--ember) EMBER=$2; shift ;;
 	--backend) BACKEND=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--no-perf) PERF=0 ;;
 	--xz-mb) XZ_MB=$2; shift ;;
+	--only) ONLY=$2; shift ;;
+	--py-secs) PY_SECS=$2; shift ;;
+	--py-warmup) PY_WARMUP=$2; shift ;;
 	*) echo "check-real.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
 done
-mkdir -p "$OUT"
 
 # ember's figure: samples of comm whose stack holds the frame, in percent
 ember_share() {	# folded comm frame
@@ -47,12 +60,12 @@ check() {	# name comm frame command...
 		echo "FAIL: unwind_real_$name: ember record failed: $(tail -n 2 "$OUT/$name.err" | tr '\n' ' ')"
 		return
 	fi
-	read -r pct n < <(ember_share "$folded" "$comm" "$frame")
+	read -r pct n <<<"$(ember_share "$folded" "$comm" "$frame")"
 	local ref=""
 	if [ "$PERF" = 1 ] && command -v perf >/dev/null; then
 		if perf record -q --call-graph dwarf -F "$FREQ" -o "$OUT/$name.perf" -- "$@" \
 			>/dev/null 2>&1; then
-			read -r ppct pn < <(perf_share "$OUT/$name.perf" "$comm" "$frame")
+			read -r ppct pn <<<"$(perf_share "$OUT/$name.perf" "$comm" "$frame")"
 			ref=", perf --call-graph dwarf ${ppct}% of $pn"
 		fi
 		rm -f "$OUT/$name.perf"
@@ -66,10 +79,14 @@ check() {	# name comm frame command...
 }
 
 py=/usr/bin/python3.11
-if [ -x "$py" ]; then
-	cat >"$OUT/work.py" <<'EOF'
-import json, re, time
-end = time.time() + 4
+# the script: a sleep of argv[2] seconds, then json and re for argv[1]
+# seconds; with EMBER_PY_FILES set, then the files of every module it
+# loaded, one a line
+py_script() {
+	cat >"$1" <<'EOF'
+import json, os, re, sys, time
+time.sleep(float(sys.argv[2]))
+end = time.time() + float(sys.argv[1])
 doc = {"k%d" % i: [i, str(i) * 3, {"x": i / 3}] for i in range(300)}
 pat = re.compile(r"(\d+)\1")
 n = 0
@@ -77,20 +94,51 @@ while time.time() < end:
     s = json.dumps(doc)
     d = json.loads(s)
     n += sum(1 for m in pat.finditer(s))
-print(n)
+if not os.environ.get("EMBER_PY_FILES"):
+    print(n)
+    sys.exit(0)
+print(os.__file__)  # the interpreter's landmark for its prefix
+for m in list(sys.modules.values()):
+    for f in (getattr(m, "__file__", None), getattr(m, "__cached__", None)):
+        if f and f.startswith(os.path.dirname(os.__file__) + "/") and \
+           os.path.exists(f):
+            print(f)
 EOF
-	check python3.11 python3.11 Py_BytesMain "$py" "$OUT/work.py"
+}
+
+if [ "$FILES" = 1 ]; then
+	[ -x "$py" ] || exit 0
+	tmp=$(mktemp -d) || exit 1
+	py_script "$tmp/work.py"
+	echo "$py"
+	(cd / && EMBER_PY_FILES=1 "$py" -E "$tmp/work.py" 0 0) | sort -u
+	rc=${PIPESTATUS[0]}
+	rm -rf "$tmp"
+	exit "$rc"
+fi
+mkdir -p "$OUT"
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+if ! want python3.11; then
+	:
+elif [ -x "$py" ]; then
+	py_script "$OUT/work.py"
+	check python3.11 python3.11 Py_BytesMain "$py" "$OUT/work.py" "$PY_SECS" "$PY_WARMUP"
 else
 	echo "SKIP: unwind_real_python3.11: $py not installed"
 fi
-if command -v xz >/dev/null && command -v base64 >/dev/null; then
+if ! want xz; then
+	:
+elif command -v xz >/dev/null && command -v base64 >/dev/null; then
 	head -c $((XZ_MB * 1000000)) /dev/urandom | base64 >"$OUT/xz.in"
 	check xz xz lzma_code xz -6 -k -f -T1 "$OUT/xz.in"
 	rm -f "$OUT/xz.in" "$OUT/xz.in.xz"
 else
 	echo "SKIP: unwind_real_xz: xz not installed"
 fi
-if command -v openssl >/dev/null; then
+if ! want openssl; then
+	:
+elif command -v openssl >/dev/null; then
 	check openssl openssl EVP_Digest openssl speed -seconds 3 -bytes 1024 -evp sha256
 else
 	echo "SKIP: unwind_real_openssl: openssl not installed"

@@ -112,12 +112,13 @@ root=$work/root
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,run,root,home/user,out,payload,lib/modules}
 cp "$BUSYBOX" "$root/bin/busybox"
 
-# Copy a host file to the same path in the guest (following symlinks).
+# Copy a host file to the same path in the guest (following symlinks). The
+# modification time stays: python checks its .pyc files against it.
 copy_to_guest() {
 	local src=$1 dst=$root$1
 	[ -e "$dst" ] && return 0
 	mkdir -p "$(dirname "$dst")"
-	cp -L "$src" "$dst"
+	cp -L --preserve=timestamps "$src" "$dst"
 }
 
 # The shared libraries an ELF needs, as absolute host paths (none when it
