@@ -415,6 +415,17 @@ static __always_inline int uw_step(const struct ember_unwind_rule *r,
 		if (uw_read(w, w->sp + (__s64)r->cfa_off, &cfa))
 			return EMBER_STEP_CUT;
 		break;
+	case EMBER_CFA_DEREF_FP_ADD:
+		if (!w->fp_ok ||
+		    uw_read(w, w->fp + EMBER_CFA_DEREF_OFF(r->cfa_off), &cfa))
+			return EMBER_STEP_CUT;
+		cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
+		break;
+	case EMBER_CFA_DEREF_SP_ADD:
+		if (uw_read(w, w->sp + EMBER_CFA_DEREF_OFF(r->cfa_off), &cfa))
+			return EMBER_STEP_CUT;
+		cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
+		break;
 	case EMBER_CFA_SIGNAL:
 		if (uw_read(w, w->sp + EMBER_SIGFRAME_RIP, &ra) ||
 		    uw_read(w, w->sp + EMBER_SIGFRAME_RSP, &sp) ||

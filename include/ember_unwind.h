@@ -220,6 +220,17 @@ static inline int ember_unwind_step(const struct ember_unwind_rule *r,
 		if (read(ctx, regs->sp + r->cfa_off, &cfa))
 			return EMBER_STEP_CUT;
 		break;
+	case EMBER_CFA_DEREF_FP_ADD:
+		if (!regs->fp_ok ||
+		    read(ctx, regs->fp + EMBER_CFA_DEREF_OFF(r->cfa_off), &cfa))
+			return EMBER_STEP_CUT;
+		cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
+		break;
+	case EMBER_CFA_DEREF_SP_ADD:
+		if (read(ctx, regs->sp + EMBER_CFA_DEREF_OFF(r->cfa_off), &cfa))
+			return EMBER_STEP_CUT;
+		cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
+		break;
 	case EMBER_CFA_SIGNAL: {
 		__u64 sp;
 

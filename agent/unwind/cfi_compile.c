@@ -174,6 +174,31 @@ static bool is_lit(const struct xop *op, unsigned int v)
 }
 
 /*
+ * The saved stack pointer of OpenSSL's and libgcrypt's perlasm (sha256,
+ * aes-gcm, bignum): CFA = *(rsp + N) + M, or from rbp. Both offsets go
+ * into cfa_off (EMBER_CFA_DEREF_PACK), N within 16 bits, M within 8.
+ */
+static bool deref_add_rule(const struct xop *ops, struct ember_unwind_rule *r,
+			   int64_t *off)
+{
+	int64_t pre;
+
+	if (ops[1].atom != DW_OP_deref || ops[2].atom != DW_OP_plus_uconst ||
+	    ops[2].number > 255)
+		return false;
+	if (is_breg(&ops[0], REG_RSP, &pre))
+		r->cfa_type = EMBER_CFA_DEREF_SP_ADD;
+	else if (is_breg(&ops[0], REG_RBP, &pre))
+		r->cfa_type = EMBER_CFA_DEREF_FP_ADD;
+	else
+		return false;
+	if (pre < INT16_MIN || pre > INT16_MAX)
+		return false;
+	*off = EMBER_CFA_DEREF_PACK(pre, ops[2].number);
+	return true;
+}
+
+/*
  * The CFA rule. The PLT expression is what binutils emits for .plt:
  *   rsp + 8 + ((rip & 15) >= 11 ? 8 : 0)   (10 for the IBT .plt.sec form)
  */
@@ -202,6 +227,8 @@ static bool cfa_rule(const struct cfa_state *st, struct ember_unwind_rule *r)
 	} else if (n == 2 && ops[1].atom == DW_OP_deref &&
 		   is_breg(&ops[0], REG_RSP, &off)) {
 		r->cfa_type = EMBER_CFA_DEREF_SP;
+	} else if (n == 3 && deref_add_rule(ops, r, &off)) {
+		/* cfa_off packed by deref_add_rule() */
 	} else if (n == 9 && is_breg(&ops[0], REG_RSP, &off) && off == 8 &&
 		   is_breg(&ops[1], REG_RA, &rip_off) && rip_off == 0 &&
 		   is_lit(&ops[2], 15) && ops[3].atom == DW_OP_and &&

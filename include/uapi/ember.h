@@ -284,8 +284,22 @@ enum ember_cfa_type {
 	EMBER_CFA_SIGNAL	= 7,	/* rt_sigreturn trampoline: the interrupted
 					 * registers are in the ucontext at rsp */
 	EMBER_CFA_END		= 8,	/* outermost frame: the stack is complete */
+	EMBER_CFA_DEREF_FP_ADD	= 9,	/* *(rbp + off) + add, both packed in
+					 * cfa_off (EMBER_CFA_DEREF_OFF/_ADD) */
+	EMBER_CFA_DEREF_SP_ADD	= 10,	/* *(rsp + off) + add: OpenSSL's and
+					 * libgcrypt's perlasm (saved rsp + 8) */
 	__EMBER_CFA_MAX,
 };
+
+/*
+ * The _ADD forms pack two offsets into cfa_off: the low 16 bits (signed)
+ * are added before the load, the high 16 bits (signed) after it. The
+ * |cfa_off| bound still applies, which keeps the second within +-255.
+ */
+#define EMBER_CFA_DEREF_PACK(off, add)					\
+	((__s32)(((__u32)(__u16)(__s16)(add) << 16) | (__u16)(__s16)(off)))
+#define EMBER_CFA_DEREF_OFF(cfa_off)	((__s64)(__s16)((__u32)(cfa_off) & 0xffff))
+#define EMBER_CFA_DEREF_ADD(cfa_off)	((__s64)(__s16)((__u32)(cfa_off) >> 16))
 
 /* Where the caller's rbp is (the return address is always at CFA - 8). */
 enum ember_fp_rule {

@@ -441,6 +441,79 @@ static void test_validator(void)
 	free(good);
 }
 
+/* ---- *(rsp + N) + M: OpenSSL's perlasm saved stack pointer ---- */
+
+static uint64_t fake_stack[64];
+
+static int read_fake(void *ctx, __u64 addr, __u64 *val)
+{
+	uint64_t base = (uint64_t)(uintptr_t)fake_stack;
+
+	(void)ctx;
+	if (addr < base || addr + 8 > base + sizeof(fake_stack) || addr % 8)
+		return -1;
+	*val = fake_stack[(addr - base) / 8];
+	return 0;
+}
+
+static void test_deref_add(void)
+{
+	static const int pairs[][2] = {
+		{ -8, 8 }, { 40, 8 }, { 536, 56 }, { 0, 64 },
+		{ -32768, 255 }, { 32767, 0 }, { 152, -1 },
+	};
+	uint64_t base = (uint64_t)(uintptr_t)fake_stack;
+	struct ember_unwind_rule rule = { EMBER_CFA_DEREF_SP_ADD,
+					  EMBER_FP_AT_CFA, -16, 0 };
+	struct ember_uregs r;
+	size_t len = 0, i, bad = 0, found = 0;
+	struct ember_unwind_table *t;
+	const char *why = "";
+	int s;
+
+	for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		__s32 v = EMBER_CFA_DEREF_PACK(pairs[i][0], pairs[i][1]);
+
+		bad += EMBER_CFA_DEREF_OFF(v) != pairs[i][0] ||
+		       EMBER_CFA_DEREF_ADD(v) != pairs[i][1];
+	}
+	T_CHECK("unwind_deref_add_packs_both_offsets", bad == 0,
+		"%zu of the pairs did not survive packing", bad);
+
+	/* rsp + 40 holds the saved rsp S; CFA = S + 8; ra at S, rbp at S - 8 */
+	memset(fake_stack, 0, sizeof(fake_stack));
+	fake_stack[5] = base + 32 * 8;
+	fake_stack[32] = 0x401234;
+	fake_stack[31] = base + 48 * 8;
+	rule.cfa_off = EMBER_CFA_DEREF_PACK(40, 8);
+	memset(&r, 0, sizeof(r));
+	r.sp = base;
+	r.pc = 0x500000;
+	s = ember_unwind_step(&rule, &r, read_fake, NULL);
+	T_CHECK("unwind_deref_add_step", s == EMBER_STEP_NEXT &&
+		r.pc == 0x401234 && r.sp == base + 33 * 8 &&
+		r.fp == base + 48 * 8,
+		"step %d pc 0x%llx sp +%lld fp +%lld", s,
+		(unsigned long long)r.pc, (long long)(r.sp - base),
+		(long long)(r.fp - base));
+	T_CHECK("unwind_deref_add_rule_valid",
+		ember_unwind_rule_check(&rule) == 0, "refused");
+
+	/* Debian's libcrypto: its sha256/aes-gcm code uses the form */
+	if (access("/usr/lib/x86_64-linux-gnu/libcrypto.so.3", R_OK))
+		return;
+	t = build_file("/usr/lib/x86_64-linux-gnu/libcrypto.so.3", &len);
+	if (t && !ember_unwind_table_check(t, len, &why)) {
+		const struct ember_unwind_rule *rules = ember_unwind_rules(t);
+
+		for (i = 0; i < t->nr_rules; i++)
+			found += rules[i].cfa_type == EMBER_CFA_DEREF_SP_ADD;
+	}
+	T_CHECK("unwind_deref_add_in_libcrypto", found >= 10,
+		"%zu rules of the form (%s)", found, t ? why : "not built");
+	free(t);
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
@@ -452,5 +525,6 @@ int main(void)
 		check_file_against_libdw("/usr/lib/x86_64-linux-gnu/liblzma.so.5",
 					 "liblzma");
 	test_live_stack();
+	test_deref_add();
 	T_EXIT();
 }

@@ -5,7 +5,7 @@
 #
 #   check-real.sh --ember BIN [--backend B] [--out DIR] [--no-perf]
 #                 [--xz-mb N]    (input of the xz run, default 8 MB)
-#                 [--only "python3.11 xz openssl"]   (default: all three)
+#                 [--only "python3.11 xz openssl openssl_nosha"]  (default: all)
 #                 [--py-secs S] [--py-warmup S]  (python's work, default 4 s;
 #                  a sleep before it, default 0: the agent's table build
 #                  for python3.11 takes a while under emulation)
@@ -18,7 +18,7 @@
 # them to run-vm.sh --host-file).
 set -uo pipefail
 EMBER= BACKEND=auto OUT=${TMPDIR:-/tmp}/ember-real PERF=1 FREQ=499 XZ_MB=8
-FILES=0 ONLY="python3.11 xz openssl" PY_SECS=4 PY_WARMUP=0
+FILES=0 ONLY="python3.11 xz openssl openssl_nosha" PY_SECS=4 PY_WARMUP=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--python-files) FILES=1 ;;
@@ -142,4 +142,15 @@ elif command -v openssl >/dev/null; then
 	check openssl openssl EVP_Digest openssl speed -seconds 3 -bytes 1024 -evp sha256
 else
 	echo "SKIP: unwind_real_openssl: openssl not installed"
+fi
+# The same on a CPU without the SHA extensions (most Intel servers before
+# Ice Lake, qemu's default CPU): OpenSSL's AVX2/SSSE3 sha256 finds its
+# caller's frame through CFA = *(rsp + N) + 8, a CFI expression
+if ! want openssl_nosha; then
+	:
+elif command -v openssl >/dev/null; then
+	check openssl_nosha openssl EVP_Digest env OPENSSL_ia32cap=:~0x20000000 \
+		openssl speed -seconds 3 -bytes 1024 -evp sha256
+else
+	echo "SKIP: unwind_real_openssl_nosha: openssl not installed"
 fi
