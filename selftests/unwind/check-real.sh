@@ -9,6 +9,10 @@
 #                 [--py-secs S] [--py-warmup S]  (python's work, default 4 s;
 #                  a sleep before it, default 0: the agent's table build
 #                  for python3.11 takes a while under emulation)
+#                 [--py-attach]  (profile the running python with -p, 1 s
+#                  into its warm-up, as a service is: under emulation its
+#                  own start-up, before the agent has built its tables,
+#                  would otherwise be most of what is measured)
 #   check-real.sh --python-files
 #
 # PASS when ember reaches it in at least 95% of the program's samples.
@@ -19,6 +23,7 @@
 set -uo pipefail
 EMBER= BACKEND=auto OUT=${TMPDIR:-/tmp}/ember-real PERF=1 FREQ=499 XZ_MB=8
 FILES=0 ONLY="python3.11 xz openssl openssl_nosha" PY_SECS=4 PY_WARMUP=0
+PY_ATTACH=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--python-files) FILES=1 ;;
@@ -30,6 +35,7 @@ while [ $# -gt 0 ]; do
 	--only) ONLY=$2; shift ;;
 	--py-secs) PY_SECS=$2; shift ;;
 	--py-warmup) PY_WARMUP=$2; shift ;;
+	--py-attach) PY_ATTACH=1 ;;
 	*) echo "check-real.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -54,9 +60,18 @@ perf_share() {	# perf.data comm frame
 check() {	# name comm frame command...
 	local name=$1 comm=$2 frame=$3
 	shift 3
-	local folded=$OUT/$name.folded
-	if ! "$EMBER" record --backend "$BACKEND" -F "$FREQ" -o "$folded" -- "$@" \
-		>/dev/null 2>"$OUT/$name.err"; then
+	local folded=$OUT/$name.folded target=(-- "$@") pid=""
+	if [ -n "${ATTACH_FOR:-}" ]; then	# -p on the running program
+		"$@" >/dev/null 2>&1 &
+		pid=$!
+		sleep 1
+		target=(-p "$pid" -d "$ATTACH_FOR")
+	fi
+	"$EMBER" record --backend "$BACKEND" -F "$FREQ" -o "$folded" \
+		"${target[@]}" >/dev/null 2>"$OUT/$name.err"
+	local rc=$?
+	[ -z "$pid" ] || wait "$pid"
+	if [ $rc -ne 0 ]; then
 		echo "FAIL: unwind_real_$name: ember record failed: $(tail -n 2 "$OUT/$name.err" | tr '\n' ' ')"
 		return
 	fi
@@ -79,21 +94,24 @@ check() {	# name comm frame command...
 }
 
 py=/usr/bin/python3.11
-# the script: a sleep of argv[2] seconds, then json and re for argv[1]
-# seconds; with EMBER_PY_FILES set, then the files of every module it
+# the script: a sleep of argv[2] seconds, then json, re and sha256 (in
+# libcrypto, whose perlasm CFA is *(rsp + N) + 8 without SHA-NI) for
+# argv[1] seconds; with EMBER_PY_FILES set, then the files of every module it
 # loaded, one a line
 py_script() {
 	cat >"$1" <<'EOF'
-import json, os, re, sys, time
+import hashlib, json, os, re, sys, time
 time.sleep(float(sys.argv[2]))
 end = time.time() + float(sys.argv[1])
 doc = {"k%d" % i: [i, str(i) * 3, {"x": i / 3}] for i in range(300)}
 pat = re.compile(r"(\d+)\1")
+blob = b"ember" * 13107
 n = 0
 while time.time() < end:
     s = json.dumps(doc)
     d = json.loads(s)
     n += sum(1 for m in pat.finditer(s))
+    n += hashlib.sha256(blob).digest()[0]
 if not os.environ.get("EMBER_PY_FILES"):
     print(n)
     sys.exit(0)
@@ -123,7 +141,9 @@ if ! want python3.11; then
 	:
 elif [ -x "$py" ]; then
 	py_script "$OUT/work.py"
+	[ "$PY_ATTACH" = 0 ] || ATTACH_FOR=$((PY_WARMUP + PY_SECS))
 	check python3.11 python3.11 Py_BytesMain "$py" "$OUT/work.py" "$PY_SECS" "$PY_WARMUP"
+	ATTACH_FOR=
 else
 	echo "SKIP: unwind_real_python3.11: $py not installed"
 fi
