@@ -571,6 +571,7 @@ struct alloc_cgroup {
 	} seen[ALLOC_CG_PROCS];
 	size_t nr;
 	bool full_said;
+	bool cap_said;	/* the backend's probes per session ran out */
 };
 
 /* Which program pid runs (its executable's device and inode), 0 if gone. */
@@ -585,12 +586,29 @@ static uint64_t exe_id(uint32_t pid)
 	return ((uint64_t)st.st_dev << 40) ^ (uint64_t)st.st_ino;
 }
 
+/*
+ * The module takes EMBER_MAX_ALLOC_SETS attaches per session (the
+ * sampler's, then one per process and program, kept until the session
+ * ends even when the process is gone): said once, not retried until the
+ * process runs another program.
+ */
+static void alloc_cgroup_cap_hit(struct alloc_cgroup *ac, uint32_t pid,
+				 const char *err)
+{
+	if (!ac->cap_said)
+		fprintf(stderr, "ember: -e alloc: the %s backend takes at most %d allocator probe sets per session (the sampler's, then one per process of cgroup %s and program it ran, exited ones included): process %u and later ones are not probed; --backend bpf takes more (%s)\n",
+			ac->s->ops->name, EMBER_MAX_ALLOC_SETS, ac->dir, pid,
+			err);
+	ac->cap_said = true;
+}
+
 /* Probe pid unless it is known with the same program; say what was done. */
 static void alloc_cgroup_probe(struct alloc_cgroup *ac, uint32_t pid)
 {
 	uint64_t exe = exe_id(pid);
 	char what[PATH_MAX], err[512];
 	size_t i;
+	int r;
 
 	for (i = 0; i < ac->nr && ac->seen[i].pid != pid; i++)
 		;
@@ -614,14 +632,21 @@ static void alloc_cgroup_probe(struct alloc_cgroup *ac, uint32_t pid)
 	if (!exe || maps_file(pid, ac->lib))
 		return;
 	/*
-	 * After an exec the probes of this pid follow it into its new
-	 * program where it maps the same file: probing again would count
-	 * each call twice.
+	 * After an exec the eBPF backend's probes of this pid follow it into
+	 * its new program where it maps the same file: probing again would
+	 * count each call twice. The module's end with the old address
+	 * space: the new program needs its own.
 	 */
-	if (ac->seen[i].probed[0] && maps_file(pid, ac->seen[i].probed))
+	if (ac->s->ops->alloc_pid_follows_exec && ac->seen[i].probed[0] &&
+	    maps_file(pid, ac->seen[i].probed))
 		return;
-	if (session_alloc_attach_entry(ac->s, pid, what, sizeof(what), err,
-				       sizeof(err))) {
+	r = session_alloc_attach_entry(ac->s, pid, what, sizeof(what), err,
+				       sizeof(err));
+	if (r == -ENOSPC) {
+		alloc_cgroup_cap_hit(ac, pid, err);
+		return;
+	}
+	if (r) {
 		/* maybe in the middle of an exec: tried again, said once */
 		if (++ac->seen[i].failures < ALLOC_CG_TRIES)
 			ac->seen[i].exe = 0;
@@ -676,13 +701,6 @@ static int alloc_cgroup_start(struct session *s, const char *dir,
 {
 	struct alloc_cgroup *ac;
 
-	/* the module's per-process entry probes are not tested with a
-	 * cgroup filter yet: refuse rather than promise */
-	if (strcmp(s->ops->name, "bpf")) {
-		snprintf(err, err_len, "-e alloc with --cgroup probes the allocators of the cgroup's processes through the eBPF backend only (use --backend bpf); the %s backend samples only processes started with ember's sampler preloaded",
-			 s->ops->name);
-		return -EOPNOTSUPP;
-	}
 	ac = calloc(1, sizeof(*ac));
 	if (!ac) {
 		snprintf(err, err_len, "out of memory");

@@ -121,6 +121,12 @@ struct ember_source_ops {
 			    const char *path,
 			    const struct ember_alloc_probe *probes, size_t nr,
 			    char *err, size_t err_len);
+	/*
+	 * Whether alloc_attach's probes for a pid stay with it across an
+	 * exec (per task, eBPF) rather than end with its address space
+	 * (the module): decides whether an exec'd process needs them again.
+	 */
+	bool alloc_pid_follows_exec;
 };
 
 extern const struct ember_source_ops ember_source_kmod;

@@ -1251,4 +1251,5 @@ const struct ember_source_ops ember_source_bpf = {
 	.unwind_load = bpf_op_unwind_load,
 	.unwind_drop = bpf_op_unwind_drop,
 	.unwind_bind = bpf_op_unwind_bind,
+	.alloc_pid_follows_exec = true,
 };

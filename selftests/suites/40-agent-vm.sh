@@ -31,6 +31,7 @@ cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
 	agent/gen/tests/jit-work agent/gen/tests/allocwork \
 	preload/libember-alloc.so selftests/alloc/check-alloc.sh \
 	selftests/alloc/check-alloc-pid.sh selftests/alloc/alloc-common.sh \
+	selftests/alloc/check-alloc-cgroup.sh \
 	"$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc and
 # clang builds)

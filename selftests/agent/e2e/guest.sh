@@ -53,6 +53,13 @@ if [ -x ./allocwork ]; then
 		--label kmod_vm --lib /payload/agent/libember-alloc.so --rate 8192 \
 		--warmup 3 --scale 0.5 --compare bpf \
 		--out $out/allocpid
+	# --cgroup: the module's per-process probes on each process of a
+	# cgroup, one joining later, one exec'ing allocwork; a process
+	# outside it untouched
+	sh ./check-alloc-cgroup.sh --ember ./ember --work ./allocwork \
+		--backend kmod --label kmod_vm \
+		--lib /payload/agent/libember-alloc.so --rate 8192 --scale 0.3 \
+		--out $out/alloccg
 fi
 
 # User stacks without frame pointers through the module's CFI unwinder:
