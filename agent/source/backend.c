@@ -65,17 +65,12 @@ static int run_capture(char *const argv[], char *out, size_t out_len)
 }
 
 /*
- * Try to load ember.ko: $EMBER_MODULE (a path, insmod) or the installed
- * module (modprobe). Returns 0 when the module then answers.
+ * Why no module can be loaded on this kernel at all (no module support,
+ * kernel.modules_disabled), or 0.
  */
-static int kmod_try_load(char *why, size_t why_len)
+static int kmod_loading_blocked(char *why, size_t why_len)
 {
-	const char *path = getenv("EMBER_MODULE");
-	char *mp[] = { "modprobe", "ember", NULL };
-	char *im[] = { "insmod", (char *)path, NULL };
-	char out[256], probe_why[160];
 	long disabled = 0;
-	int rc;
 
 	if (access("/proc/modules", F_OK)) {
 		snprintf(why, why_len, "kernel without loadable module support");
@@ -86,6 +81,23 @@ static int kmod_try_load(char *why, size_t why_len)
 			 "module loading disabled (kernel.modules_disabled=1)");
 		return -EPERM;
 	}
+	return 0;
+}
+
+/*
+ * Try to load ember.ko: $EMBER_MODULE (a path, insmod) or the installed
+ * module (modprobe). Returns 0 when the module then answers.
+ */
+static int kmod_try_load(char *why, size_t why_len)
+{
+	const char *path = getenv("EMBER_MODULE");
+	char *mp[] = { "modprobe", "ember", NULL };
+	char *im[] = { "insmod", (char *)path, NULL };
+	char out[256], probe_why[160];
+	int rc = kmod_loading_blocked(why, why_len);
+
+	if (rc)
+		return rc;
 	if (geteuid() != 0) {
 		snprintf(why, why_len,
 			 "the ember module is not loaded and only root can load it");
@@ -121,17 +133,10 @@ static int kmod_loadable(char *why, size_t why_len)
 {
 	char *mp[] = { "modprobe", "-n", "ember", NULL };
 	char out[256];
-	long disabled = 0;
+	int rc = kmod_loading_blocked(why, why_len);
 
-	if (access("/proc/modules", F_OK)) {
-		snprintf(why, why_len, "kernel without loadable module support");
-		return -ENOTSUP;
-	}
-	if (read_int("/proc/sys/kernel/modules_disabled", &disabled) && disabled) {
-		snprintf(why, why_len,
-			 "module loading disabled (kernel.modules_disabled=1)");
-		return -EPERM;
-	}
+	if (rc)
+		return rc;
 	if (run_capture(mp, out, sizeof(out))) {
 		snprintf(why, why_len,
 			 "the ember module is neither loaded nor installed (%s)",
