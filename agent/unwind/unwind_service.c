@@ -18,7 +18,7 @@
 #include "deadline.h"
 #include "hash_index.h"
 #include "safe_file.h"
-#include "sym_internal.h"
+#include "proc_maps.h"
 #include "table_cache.h"
 #include "unwind_service.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
-#include "sym_internal.h"
+#include "proc_maps.h"
 
 static const char DELETED[] = " (deleted)";
 
