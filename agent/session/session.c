@@ -59,7 +59,9 @@ int session_open(struct session *s, const struct session_options *opt,
 	 * which an id comparison here cannot see.
 	 */
 	pbo.include_idle = opt->src.include_idle;
-	s->pb = pb_new(&pbo, s->sym);
+	s->procs = proc_table_new(NULL);
+	pbo.procs = s->procs;
+	s->pb = s->procs ? pb_new(&pbo, s->sym) : NULL;
 	if (!s->pb) {
 		snprintf(err, err_len, "cannot create the profile builder: out of memory");
 		session_close(s);
@@ -353,6 +355,8 @@ void session_close(struct session *s)
 	s->src = NULL;
 	pb_free(s->pb);
 	s->pb = NULL;
+	proc_table_free(s->procs);
+	s->procs = NULL;
 	if (s->sym)
 		sym_free(s->sym);
 	s->sym = NULL;
