@@ -133,16 +133,13 @@ static bool evictable(const struct proc_table *t, const struct proc *p)
 }
 
 /*
- * Room for one more entry. The LRU's tail is the least recently used live
- * process; entries of unwritten generations were used after every older
- * one, so a few from the tail tell whether any can go.
+ * A few entries from a list's tail tell whether any can go: on the LRU,
+ * entries of unwritten generations were used after every older one.
  */
-static bool make_room(struct proc_table *t)
+static bool evict_from(struct proc_table *t, struct list *l)
 {
-	struct proc *p = t->lru.tail;
+	struct proc *p = l->tail;
 
-	if (t->st.procs < t->max)
-		return true;
 	for (int i = 0; p && i < EVICT_SCAN; i++, p = p->prev) {
 		if (evictable(t, p)) {
 			entry_free(t, p);
@@ -150,6 +147,19 @@ static bool make_room(struct proc_table *t)
 			return true;
 		}
 	}
+	return false;
+}
+
+/*
+ * Room for one more entry: first the oldest exited process with nothing
+ * left to write (an exec-heavy host's many processes that never took a
+ * sample), then the least recently used live one.
+ */
+static bool make_room(struct proc_table *t)
+{
+	if (t->st.procs < t->max || evict_from(t, &t->exited) ||
+	    evict_from(t, &t->lru))
+		return true;
 	t->st.refused++;
 	return false;
 }

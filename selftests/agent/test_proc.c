@@ -227,6 +227,16 @@ static void test_cap(void)
 	proc_table_get_stats(t, &st);
 	T_CHECK("proc_cap_after_release", st.procs == 1 && st.released == 3,
 		"procs %u released %llu", st.procs, (unsigned long long)st.released);
+	/* an exited process that never took a sample goes first, oldest exit first */
+	proc_table_sample(t, 1007, 7, "p", true, 0);
+	proc_table_exec(t, 1008, 7, "e", "/bin/e");
+	proc_table_exit(t, 1008, 8, "e", false);
+	proc_table_exec(t, 1009, 7, "e", "/bin/e");
+	proc_table_exit(t, 1009, 9, "e", false);
+	T_CHECK("proc_cap_evicts_oldest_exited",
+		proc_table_sample(t, 1010, 10, "p", true, 0) == 1 &&
+		proc_table_exited(t, 1009) && !proc_table_exited(t, 1008),
+		"not the oldest exited");
 	proc_table_free(t);
 }
 
