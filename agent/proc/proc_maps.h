@@ -31,4 +31,25 @@ struct sym_map_line {
 /* Parses one maps line in place (line is modified). false if malformed. */
 bool sym_maps_parse_line(char *line, struct sym_map_line *m);
 
+/*
+ * An executable mapping of a process, the line parsed in place; return
+ * false to stop reading.
+ */
+typedef bool (*proc_maps_fn)(void *ctx, struct sym_map_line *m);
+
+/*
+ * Read ROOT/PID/maps (root NULL: "/proc") and call fn for each executable
+ * mapping. The file is the kernel's but its size is the process's doing
+ * (up to vm.max_map_count lines, paths as deep as it likes): it is read in
+ * a few large read()s, at most PROC_MAPS_MAX_BYTES and PROC_MAPS_MAX_NS
+ * (fn's time included), and a line longer than a path that can be opened
+ * is skipped. *hash (when not NULL): of the executable lines' text, to
+ * tell whether they changed. 0, or -errno when the file cannot be opened
+ * (the process is gone, or not ours to see).
+ */
+#define PROC_MAPS_MAX_BYTES	(16u << 20)
+#define PROC_MAPS_MAX_NS	(2ull * 1000000000)
+int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
+		   uint64_t *hash);
+
 #endif

@@ -34,16 +34,6 @@
 #define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
 #define DUE_SLOTS	256	/* timed re-reads pending; beyond, lazy ones */
 #define VSYSCALL_BASE 0xffffffffff600000ull
-/*
- * /proc/PID/maps is the kernel's, but its size is the process's doing: up
- * to vm.max_map_count lines, each with a path as deep as it likes. Read at
- * most this much, this long (opening the files is part of the time), and
- * skip a line longer than a path ember can open.
- */
-#define MAPS_MAX_BYTES (16u << 20)
-#define MAPS_MAX_NS (2ull * 1000000000)
-#define MAPS_MAX_LINE (4096 + 256)
-#define MAPS_READ_BUF (64u << 10)
 
 struct sym_map {
 	uint64_t start, end, pgoff;
@@ -441,24 +431,35 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
 	return true;
 }
 
+/* What proc_maps_read() fills, one executable mapping at a time. */
+struct maps_read {
+	struct symbolizer *s;
+	struct sym_proc *p;
+	struct sym_map *maps;
+	size_t n, cap;
+};
+
+static bool maps_read_one(void *ctx, struct sym_map_line *ml)
+{
+	struct maps_read *r = ctx;
+
+	return add_map(r->s, r->p, ml, &r->maps, &r->n, &r->cap);
+}
+
 /*
- * (Re)read /proc/PID/maps. New mappings replace the ones they overlap;
- * old ones that do not overlap anything stay, so samples taken before an
- * exec or a dlclose() still resolve.
+ * (Re)read /proc/PID/maps (proc/proc_maps.c reads it, bounded). New
+ * mappings replace the ones they overlap; old ones that do not overlap
+ * anything stay, so samples taken before an exec or a dlclose() still
+ * resolve.
  */
 static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 {
-	char line_buf[MAPS_MAX_LINE];
-	struct sym_map *maps = NULL;
-	size_t n = 0, cap = 0, keep = 0;
-	struct safe_lines lines;
-	char path[64], *line;
-	FILE *f;
+	struct maps_read r = { .s = s, .p = p };
+	struct sym_map *maps;
+	size_t n, keep = 0;
 
 	p->read_ns = now_ns();
-	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
-	f = fopen(path, "re");
-	if (!f) {
+	if (proc_maps_read(NULL, p->pid, maps_read_one, &r, NULL)) {
 		p->exited = true;	/* gone, or not ours to see */
 		return false;
 	}
@@ -466,25 +467,8 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 		read_nspid(p);
 		p->nspid_known = true;
 	}
-	/*
-	 * Whole in one or two read()s: each read of a /proc maps file takes
-	 * the process's mmap lock and finds its place again, and stdio's
-	 * 1 KiB reads made that 4-5 times per exec on a host that starts
-	 * 100 programs a second.
-	 */
-	setvbuf(f, NULL, _IOFBF, MAPS_READ_BUF);
-	safe_lines_init(&lines, f, line_buf, sizeof(line_buf), MAPS_MAX_BYTES,
-			MAPS_MAX_NS);
-	while ((line = safe_line(&lines, NULL))) {
-		struct sym_map_line ml;
-
-		/* Code is only ever executed from executable mappings. */
-		if (!sym_maps_parse_line(line, &ml) || !ml.exec)
-			continue;
-		if (!add_map(s, p, &ml, &maps, &n, &cap))
-			break;
-	}
-	fclose(f);
+	maps = r.maps;
+	n = r.n;
 	qsort(maps, n, sizeof(*maps), cmp_map);
 	for (size_t i = 0; i < p->nr_maps; i++) {
 		if (map_overlaps(maps, n, &p->maps[i])) {

@@ -4,7 +4,8 @@
  * process's first sample reads, pid reuse (a record after an exit is a new
  * process; a late one belongs to the old), exit with samples not yet
  * written then release, the cap (eviction of written live processes only,
- * refusal counted), malformed and oversized /proc files, and the table
+ * refusal counted), malformed and oversized /proc files, the bounded
+ * maps reader (proc_maps_read(): executable lines, hash), and the table
  * used by several threads at once (run under -fsanitize=thread by
  * selftests/suites/10-agent-unit.sh).
  */
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "proc_maps.h"
 #include "test_util.h"
 
 static char root[64];
@@ -275,6 +277,72 @@ static void test_malformed(void)
 	proc_table_free(t);
 }
 
+struct maps_seen {
+	int n;
+	uint64_t first_start;
+	char last_path[64];
+};
+
+static bool maps_cb(void *ctx, struct sym_map_line *m)
+{
+	struct maps_seen *ms = ctx;
+
+	if (!ms->n++)
+		ms->first_start = m->start;
+	snprintf(ms->last_path, sizeof(ms->last_path), "%.*s",
+		 (int)m->path_len, m->path);
+	return true;
+}
+
+/* proc_maps_read(): executable lines only, bounded, malformed skipped. */
+static void test_maps(void)
+{
+	struct maps_seen ms = { 0 };
+	uint64_t h1 = 0, h2 = 0, h3 = 0;
+	char *text, *p;
+	size_t cap = 64 << 10;
+
+	put(500, "maps",
+	    "00400000-00401000 r-xp 00000000 08:01 42 /usr/bin/prog\n"
+	    "00600000-00601000 rw-p 00000000 08:01 42 /usr/bin/prog\n"
+	    "garbage line\n"
+	    "7f00-7e00 r-xp 00000000 08:01 43 /lib/backwards.so\n"
+	    "7f0000000000-7f0000001000 r-xp 00000000 08:01 44 /lib/libc.so.6 (deleted)\n");
+	T_CHECK("maps_read_ok", proc_maps_read(root, 500, maps_cb, &ms, &h1) == 0,
+		"failed");
+	T_CHECK("maps_exec_only", ms.n == 2 && ms.first_start == 0x400000 &&
+		!strcmp(ms.last_path, "/lib/libc.so.6"), "n %d last '%s'", ms.n,
+		ms.last_path);
+	proc_maps_read(root, 500, maps_cb, &ms, &h2);
+	T_CHECK("maps_hash_stable", h1 == h2, "hash changed");
+	/* a data mapping more: the executable lines are the same */
+	put(500, "maps",
+	    "00400000-00401000 r-xp 00000000 08:01 42 /usr/bin/prog\n"
+	    "00500000-00501000 rw-p 00000000 00:00 0\n"
+	    "7f0000000000-7f0000001000 r-xp 00000000 08:01 44 /lib/libc.so.6 (deleted)\n");
+	proc_maps_read(root, 500, maps_cb, &ms, &h3);
+	T_CHECK("maps_hash_exec_lines", h3 == h1, "hash changed");
+	put(500, "maps", "00400000-00402000 r-xp 00000000 08:01 42 /usr/bin/prog\n");
+	proc_maps_read(root, 500, maps_cb, &ms, &h3);
+	T_CHECK("maps_hash_changes", h3 != h1, "same hash");
+	T_CHECK("maps_gone", proc_maps_read(root, 501, maps_cb, &ms, NULL) < 0,
+		"read a missing file");
+	/* a path longer than any that opens: that line skipped, not the rest */
+	text = malloc(cap);
+	if (!text)
+		return;
+	p = text + sprintf(text, "00400000-00401000 r-xp 00000000 08:01 42 /");
+	memset(p, 'x', 9000);
+	p += 9000;
+	sprintf(p, "\n00800000-00801000 r-xp 00000000 08:01 45 /after\n");
+	put(502, "maps", text);
+	free(text);
+	memset(&ms, 0, sizeof(ms));
+	proc_maps_read(root, 502, maps_cb, &ms, NULL);
+	T_CHECK("maps_long_line_skipped", ms.n == 1 && !strcmp(ms.last_path, "/after"),
+		"n %d '%s'", ms.n, ms.last_path);
+}
+
 /* The aggregation's thread and another (the unwind worker) at once. */
 struct worker {
 	struct proc_table *t;
@@ -339,6 +407,7 @@ int main(void)
 	test_release();
 	test_cap();
 	test_malformed();
+	test_maps();
 	test_threads();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd))

@@ -25,8 +25,9 @@ done
 tsan=agent/gen/tests/test_proc-tsan
 if gcc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Iagent/proc \
 	-Iagent/lib -Iselftests/agent -o "$tsan" selftests/agent/test_proc.c \
-	agent/proc/proc.c agent/proc/proc_read.c agent/proc/container.c \
-	agent/lib/safe_file.c -lpthread >/dev/null 2>&1; then
+	agent/proc/proc.c agent/proc/proc_read.c agent/proc/proc_maps.c \
+	agent/proc/container.c agent/lib/safe_file.c agent/lib/hash_index.c \
+	-lpthread >/dev/null 2>&1; then
 	t_check proc_model_tsan bash -c "TSAN_OPTIONS=halt_on_error=1:exitcode=66 $tsan 2>&1 | { ! grep -E 'FAIL|ThreadSanitizer'; }; [ \${PIPESTATUS[0]} -eq 0 ]"
 else
 	t_fail proc_model_tsan "cannot build test_proc with -fsanitize=thread"
