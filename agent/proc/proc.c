@@ -6,11 +6,14 @@
  * function for a hash lookup and a few field writes; the only I/O under it
  * is the first read of a new process's /proc files (three small files),
  * which the users would otherwise do themselves. Today the main (consumer)
- * thread is its only caller (aggregate/aggregate.c, profile_freeze.c);
- * the reader thread never calls it (it does no file I/O), and the unwind
- * worker may, as the lock makes any caller safe. Nothing is handed out
- * that outlives the lock: proc_table_visit() lends entries to a callback
- * under it.
+ * thread is its only caller (aggregate/aggregate.c, profile_freeze.c,
+ * symbolize/symbolize.c); the reader thread never calls it (it does no
+ * file I/O), and the unwind worker may, as the lock makes any caller
+ * safe. Entries are lent only under the lock (proc_table_visit()), with
+ * one exception: a slot (proc_table_slot()) is a pointer into an entry,
+ * and belongs to the thread that releases and creates entries (the main
+ * thread), since only that can free it; slot free functions run under
+ * the lock. ThreadSanitizer runs test_proc's two-thread case (suite 10).
  *
  * Layout: entries hang in a fixed hash of pid, newest process of a pid
  * first. Live entries are on an LRU list (most recently used first) that
@@ -33,9 +36,11 @@ struct proc {
 	uint32_t last_gen;
 	bool sampled;			/* last_gen is meaningful */
 	bool exited;
+	bool info;			/* comm/exe/cgroup read or given */
 	uint64_t start_ns, start_ticks, exit_ns, cgroup_id;
 	char comm[PROC_COMM_LEN];
 	char *exe_path, *cgroup_path, *container_id;
+	void *slot[PROC_SLOTS];		/* users' data (proc_table_slot()) */
 };
 
 struct list {
@@ -50,6 +55,8 @@ struct proc_table {
 	struct proc *hash[BUCKETS];
 	struct list lru, exited;
 	struct proc_table_stats st;
+	void (*slot_free[PROC_SLOTS])(void *data, void *ctx);
+	void *slot_ctx[PROC_SLOTS];
 };
 
 /* ---- lists and hash ---------------------------------------------------- */
@@ -112,6 +119,9 @@ static void entry_free(struct proc_table *t, struct proc *p)
 		t->st.exited--;
 	t->st.procs--;
 	t->st.bytes -= entry_bytes(p);
+	for (int i = 0; i < PROC_SLOTS; i++)
+		if (p->slot[i] && t->slot_free[i])
+			t->slot_free[i](p->slot[i], t->slot_ctx[i]);
 	free(p->exe_path);
 	free(p->cgroup_path);
 	free(p->container_id);
@@ -176,11 +186,27 @@ static void set_comm(struct proc *p, const char *comm)
 }
 
 /*
- * A new entry for pid, newest of its pid. names: read comm, the start time
- * and the exe link too (an exec record brings the first and the last).
+ * What /proc says of p, once. names: comm, the start time and the exe
+ * link too (an exec record brings the first and the last).
  */
+static void read_info(struct proc_table *t, struct proc *p, bool names)
+{
+	t->st.bytes -= entry_bytes(p);
+	if (names) {
+		proc_read_stat(t->root, p->pid, p->comm, &p->start_ticks);
+		free(p->exe_path);
+		p->exe_path = proc_read_exe(t->root, p->pid);
+	}
+	free(p->cgroup_path);
+	free(p->container_id);
+	proc_read_cgroup(t->root, p->pid, &p->cgroup_path, &p->container_id);
+	p->info = true;
+	t->st.bytes += entry_bytes(p);
+}
+
+/* A new entry for pid, newest of its pid, nothing read yet. */
 static struct proc *entry_new(struct proc_table *t, uint32_t pid,
-			      uint64_t time_ns, const char *comm, bool names)
+			      uint64_t time_ns, const char *comm)
 {
 	struct proc *p;
 
@@ -190,11 +216,6 @@ static struct proc *entry_new(struct proc_table *t, uint32_t pid,
 	p->start_ns = time_ns;
 	if (comm)
 		set_comm(p, comm);
-	if (names) {
-		proc_read_stat(t->root, pid, p->comm, &p->start_ticks);
-		p->exe_path = proc_read_exe(t->root, pid);
-	}
-	proc_read_cgroup(t->root, pid, &p->cgroup_path, &p->container_id);
 	p->hnext = *bucket(t, pid);
 	*bucket(t, pid) = p;
 	list_add(&t->lru, p);
@@ -234,9 +255,14 @@ static struct proc *lookup_or_new(struct proc_table *t, uint32_t pid,
 			list_del(&t->lru, p);
 			list_add(&t->lru, p);
 		}
+		/* made by a slot's user, who reads no /proc file of ours */
+		if (!p->info)
+			read_info(t, p, names);
 		return p;
 	}
-	p = entry_new(t, pid, time_ns, comm, names);
+	p = entry_new(t, pid, time_ns, comm);
+	if (p)
+		read_info(t, p, names);
 	if (p && reused)
 		t->st.reused++;
 	return p;
@@ -331,8 +357,9 @@ void proc_table_exec(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 		/* an exec record older than the exit: nothing new to learn */
 		p = NULL;
 	}
-	if (p) {
+	if (p && comm)
 		set_comm(p, comm);
+	if (p && filename) {
 		exe = strdup(filename);
 		if (exe) {
 			t->st.bytes -= entry_bytes(p);
@@ -352,8 +379,8 @@ void proc_table_exit(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 
 	pthread_mutex_lock(&t->lock);
 	p = owner(t, pid, time_ns, &reused);
-	if (!p && create)
-		p = entry_new(t, pid, time_ns, comm, false);
+	if (!p && create && (p = entry_new(t, pid, time_ns, comm)))
+		read_info(t, p, false);
 	if (p && !p->exited) {
 		list_del(&t->lru, p);
 		p->exited = true;
@@ -383,7 +410,9 @@ void proc_table_keep(struct proc_table *t, uint32_t pid)
 	pthread_mutex_lock(&t->lock);
 	p = newest(t, pid);
 	if (!p)
-		p = entry_new(t, pid, 0, NULL, true);
+		p = entry_new(t, pid, 0, NULL);
+	if (p && !p->info)
+		read_info(t, p, true);
 	if (p)
 		mark(t, p);
 	pthread_mutex_unlock(&t->lock);
@@ -473,5 +502,75 @@ void proc_table_get_stats(struct proc_table *t, struct proc_table_stats *st)
 {
 	pthread_mutex_lock(&t->lock);
 	*st = t->st;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- users' slots ------------------------------------------------------ */
+
+void proc_table_slot_owner(struct proc_table *t, enum proc_slot slot,
+			   void (*free_fn)(void *data, void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&t->lock);
+	t->slot_free[slot] = free_fn;
+	t->slot_ctx[slot] = ctx;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void **proc_table_slot(struct proc_table *t, uint32_t pid,
+		       enum proc_slot slot, bool create)
+{
+	struct proc *p;
+
+	pthread_mutex_lock(&t->lock);
+	p = newest(t, pid);
+	if (!p && create)
+		p = entry_new(t, pid, 0, NULL);
+	pthread_mutex_unlock(&t->lock);
+	return p ? &p->slot[slot] : NULL;
+}
+
+void *proc_table_slot_older(struct proc_table *t, uint32_t pid,
+			    enum proc_slot slot, const void *data)
+{
+	struct proc *p;
+	void *r = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	for (p = *bucket(t, pid); p; p = p->hnext)
+		if (p->pid == pid && p->slot[slot] == data)
+			break;
+	for (p = p ? p->hnext : NULL; p && !r; p = p->hnext)
+		if (p->pid == pid)
+			r = p->slot[slot];
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+int proc_table_slot_visit(struct proc_table *t, enum proc_slot slot,
+			  int (*fn)(void *data, void *ctx), void *ctx)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < BUCKETS && !r; b++)
+		for (struct proc *p = t->hash[b]; p && !r; p = p->hnext)
+			if (p->slot[slot])
+				r = fn(p->slot[slot], ctx);
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void proc_table_slot_drop(struct proc_table *t, enum proc_slot slot)
+{
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < BUCKETS; b++) {
+		for (struct proc *p = t->hash[b]; p; p = p->hnext) {
+			if (p->slot[slot] && t->slot_free[slot])
+				t->slot_free[slot](p->slot[slot], t->slot_ctx[slot]);
+			p->slot[slot] = NULL;
+		}
+	}
+	t->slot_free[slot] = NULL;
+	t->slot_ctx[slot] = NULL;
 	pthread_mutex_unlock(&t->lock);
 }

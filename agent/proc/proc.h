@@ -90,6 +90,7 @@ int proc_table_sample(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 /*
  * pid exec'd filename at time_ns: the record names comm and the file, so
  * /proc is read for the cgroup only (an exec-heavy host pays one open).
+ * comm or filename NULL: unknown, left as they were.
  */
 void proc_table_exec(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 		     const char *comm, const char *filename);
@@ -128,5 +129,40 @@ int proc_table_visit(struct proc_table *t, uint32_t gen,
 		     int (*fn)(const struct proc_info *p, void *ctx), void *ctx);
 
 void proc_table_get_stats(struct proc_table *t, struct proc_table_stats *st);
+
+/*
+ * Users' data on a process (the symbolizer's opened mappings): one slot
+ * per user, which goes with its process (release, eviction, free) through
+ * the user's free function, called under the table's lock (it must not
+ * call back into the table). A slot and its data belong to the thread
+ * that releases the table (the main thread): the pointers returned stay
+ * valid until that thread releases, creates an entry or frees the table.
+ */
+enum proc_slot {
+	PROC_SLOT_SYM,		/* symbolize.c: struct sym_proc */
+	PROC_SLOTS
+};
+
+void proc_table_slot_owner(struct proc_table *t, enum proc_slot slot,
+			   void (*free_fn)(void *data, void *ctx), void *ctx);
+/*
+ * The slot of the newest process of pid; with create, a process not in
+ * the table is added (nothing read: its first sample reads /proc). NULL:
+ * unknown pid, or refused at the cap.
+ */
+void **proc_table_slot(struct proc_table *t, uint32_t pid,
+		       enum proc_slot slot, bool create);
+/*
+ * The data in the slot of the next older process of pid than the one
+ * holding data (a pid reused: the samples of the old process may still
+ * be resolved), NULL when none.
+ */
+void *proc_table_slot_older(struct proc_table *t, uint32_t pid,
+			    enum proc_slot slot, const void *data);
+/* fn on every data of slot; stops at the first nonzero return. */
+int proc_table_slot_visit(struct proc_table *t, enum proc_slot slot,
+			  int (*fn)(void *data, void *ctx), void *ctx);
+/* Free every data of slot and forget its owner (the user goes away). */
+void proc_table_slot_drop(struct proc_table *t, enum proc_slot slot);
 
 #endif /* EMBER_PROC_H */

@@ -5,7 +5,8 @@
  * process; a late one belongs to the old), exit with samples not yet
  * written then release, the cap (eviction of written live processes only,
  * refusal counted), malformed and oversized /proc files, the bounded
- * maps reader (proc_maps_read(): executable lines, hash), and the table
+ * maps reader (proc_maps_read(): executable lines, hash), users' slots
+ * (freed with their process, the older process of a reused pid), and the table
  * used by several threads at once (run under -fsanitize=thread by
  * selftests/suites/10-agent-unit.sh).
  */
@@ -343,6 +344,65 @@ static void test_maps(void)
 		"n %d '%s'", ms.n, ms.last_path);
 }
 
+static int slot_frees;
+
+static void slot_free(void *data, void *ctx)
+{
+	slot_frees += ctx == (void *)&slot_frees;
+	free(data);
+}
+
+static int slot_count(void *data, void *ctx)
+{
+	(void)data;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* A user's data on a process goes with it: release, eviction, drop. */
+static void test_slots(void)
+{
+	struct proc_table_options o = { .root = root, .max_procs = 3 };
+	struct proc_table *t = proc_table_new(&o);
+	void **sl, *old;
+	int n = 0;
+
+	proc_table_slot_owner(t, PROC_SLOT_SYM, slot_free, &slot_frees);
+	fake_proc(600, "slotted", 9);
+	sl = proc_table_slot(t, 600, PROC_SLOT_SYM, true);
+	T_CHECK("slot_created_bare", sl && !*sl && find(t, 600).n == 0, "no slot");
+	*sl = old = malloc(8);
+	/* its first sample reads what the slot's user did not */
+	proc_table_sample(t, 600, 10, NULL, false, 0);
+	T_CHECK("slot_entry_read_at_sample", !strcmp(find(t, 600).comm, "slotted"),
+		"'%s'", find(t, 600).comm);
+	proc_table_exit(t, 600, 20, NULL, false);
+	proc_table_exec(t, 600, 30, "again", "/bin/again");	/* reused */
+	sl = proc_table_slot(t, 600, PROC_SLOT_SYM, false);
+	T_CHECK("slot_new_process_empty", sl && !*sl, "slot of the old process");
+	*sl = malloc(8);
+	T_CHECK("slot_older", proc_table_slot_older(t, 600, PROC_SLOT_SYM, *sl) == old &&
+		!proc_table_slot_older(t, 600, PROC_SLOT_SYM, old), "wrong older");
+	proc_table_release(t, proc_table_advance(t));
+	T_CHECK("slot_freed_at_release", slot_frees == 1, "%d frees", slot_frees);
+	/* evicted with its process at the cap */
+	*proc_table_slot(t, 601, PROC_SLOT_SYM, true) = malloc(8);
+	proc_table_sample(t, 602, 40, "x", true, 0);
+	proc_table_release(t, proc_table_advance(t));
+	proc_table_sample(t, 603, 50, "y", true, 0);
+	/* the least recently used of 600 (exec'd, never sampled) and 601 */
+	T_CHECK("slot_freed_at_eviction", slot_frees == 2 &&
+		!proc_table_slot(t, 600, PROC_SLOT_SYM, false), "%d frees", slot_frees);
+	proc_table_slot_visit(t, PROC_SLOT_SYM, slot_count, &n);
+	T_CHECK("slot_visit", n == 1, "%d", n);
+	proc_table_slot_drop(t, PROC_SLOT_SYM);
+	n = 0;
+	proc_table_slot_visit(t, PROC_SLOT_SYM, slot_count, &n);
+	T_CHECK("slot_drop", slot_frees == 3 && n == 0, "%d frees, %d left",
+		slot_frees, n);
+	proc_table_free(t);
+}
+
 /* The aggregation's thread and another (the unwind worker) at once. */
 struct worker {
 	struct proc_table *t;
@@ -408,6 +468,7 @@ int main(void)
 	test_cap();
 	test_malformed();
 	test_maps();
+	test_slots();
 	test_threads();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd))
