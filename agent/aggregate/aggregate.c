@@ -360,6 +360,10 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		entry_add_time(pb, e, s->time_ns);
 	pb->c.samples[ev]++;
 
+	/* first: the process model decides which process this is */
+	if (proc_table_sample(pb->procs, s->pid, s->time_ns, s->comm,
+			      s->tid == s->pid, s->cgroup_id) == 1)
+		pb->c.processes++;
 	/*
 	 * Every sample, not only the first of a pid: the symbolizer re-reads
 	 * the mappings of a process that just exec'd (its libraries get
@@ -367,9 +371,6 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	 */
 	if (pb->sym && s->pid)
 		sym_process_touch(pb->sym, s->pid);
-	if (proc_table_sample(pb->procs, s->pid, s->time_ns, s->comm,
-			      s->tid == s->pid, s->cgroup_id) == 1)
-		pb->c.processes++;
 	return e;
 }
 
@@ -479,11 +480,12 @@ void pb_add_record(struct profile_builder *pb,
 		/* exec records carry no cgroup: only the pid filter applies */
 		if (!pb_keeps(pb, x->pid, pb->opt.cgroup_id))
 			break;
+		/* first: after an exit, it is a new process (pid reused) */
+		proc_table_exec(pb->procs, x->pid, x->time_ns, x->comm,
+				x->filename);
 		/* new image: re-read mappings now, before it can exit */
 		if (pb->sym)
 			sym_process_exec(pb->sym, x->pid);
-		proc_table_exec(pb->procs, x->pid, x->time_ns, x->comm,
-				x->filename);
 		break;
 	}
 	case EMBER_REC_EXIT: {
