@@ -9,13 +9,14 @@
  * the same few thousand stacks, so resolving each unique address once at
  * the end is far cheaper than resolving every sample. Short-lived processes
  * still resolve because the symbolizer learns their mappings when the pid
- * is first seen (sym_process_touch/exec) and only forgets them once the
- * profile holding their samples has been built (sym_sweep() at reset).
+ * is first seen (sym_process_touch/exec) and keeps them on the process's
+ * entry in the process model (proc/proc.h) until the profile holding its
+ * samples has been built.
  *
- * Processes (comm, exe, cgroup, exit state) are the process model's
- * (proc/proc.h): samples mark theirs in the current generation, and
- * pb_reset() releases the generation whose profile was just built, which
- * frees the processes that exited.
+ * Processes (comm, exe, cgroup, exit state) are the process model's:
+ * samples mark theirs in the current generation, and pb_reset() releases
+ * the generation whose profile was just built, which frees the processes
+ * that exited (and the symbolizer's state of them).
  */
 #include <errno.h>
 #include <limits.h>
