@@ -107,7 +107,8 @@ int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 		if (!sym_maps_parse_line(line, &m) || !m.exec)
 			continue;
 		/* the parse cut nothing safe_line() had not cut already */
-		h = hash_bytes_more(h, line, len);
+		if (hash)
+			h = hash_bytes_more(h, line, len);
 		if (!fn(ctx, &m))
 			break;
 	}

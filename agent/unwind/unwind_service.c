@@ -277,7 +277,7 @@ static void add_mapping(struct unwind_service *us, struct bind_buf *b,
  */
 struct exec_maps {
 	struct sym_map_line *v;
-	uint32_t n;
+	uint32_t n, cap;
 };
 
 static bool exec_maps_add(void *ctx, struct sym_map_line *m)
@@ -288,6 +288,18 @@ static bool exec_maps_add(void *ctx, struct sym_map_line *m)
 	/* one more than a binding holds: the vsyscall line is not bound */
 	if (em->n == EMBER_UNWIND_MAX_MAPPINGS + 1)
 		return false;
+	if (em->n == em->cap) {
+		/* grown as needed: most processes map a few dozen files */
+		uint32_t cap = em->cap ? em->cap * 2 : 64;
+
+		if (cap > EMBER_UNWIND_MAX_MAPPINGS + 1)
+			cap = EMBER_UNWIND_MAX_MAPPINGS + 1;
+		c = realloc(em->v, cap * sizeof(*c));
+		if (!c)
+			return false;
+		em->v = c;
+		em->cap = cap;
+	}
 	c = &em->v[em->n];
 	*c = *m;
 	c->path = strndup(m->path, m->path_len);
@@ -333,9 +345,6 @@ static int bind_proc(struct unwind_service *us, uint32_t pid)
 	uint64_t h, now = mono_ns();
 	int r;
 
-	em.v = malloc((EMBER_UNWIND_MAX_MAPPINGS + 1) * sizeof(*em.v));
-	if (!em.v)
-		return -ENOMEM;
 	if (proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
 		exec_maps_free(&em);
 		return -ESRCH;	/* gone already */
