@@ -9,12 +9,14 @@
  * the same few thousand stacks, so resolving each unique address once at
  * the end is far cheaper than resolving every sample. Short-lived processes
  * still resolve because the symbolizer learns their mappings when the pid
- * is first seen (sym_process_touch/exec) and only forgets them once the
- * profile holding their samples has been built (sym_sweep() at reset).
+ * is first seen (sym_process_touch/exec) and keeps them on the process's
+ * entry in the process model (proc/proc.h) until the profile holding its
+ * samples has been built.
  *
- * One file: the process table and the aggregation table both live in struct
- * profile_builder and are pruned together at each interval (pb_reset()); the
- * process table leaves for proc/ with issue 15's process model, not before.
+ * Processes (comm, exe, cgroup, exit state) are the process model's:
+ * samples mark theirs in the current generation, and pb_reset() releases
+ * the generation whose profile was just built, which frees the processes
+ * that exited (and the symbolizer's state of them).
  */
 #include <errno.h>
 #include <limits.h>
@@ -41,137 +43,6 @@ static int cmp_u32(const void *a, const void *b)
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-/* Read a small /proc file into buf (NUL-terminated, trailing newline cut). */
-static bool read_small(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return false;
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	while (n && (buf[n - 1] == '\n'))
-		buf[--n] = '\0';
-	return n > 0;
-}
-
-static void set_comm(char dst[EMBER_COMM_LEN], const char *src)
-{
-	size_t n = strnlen(src, EMBER_COMM_LEN - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
-/* ---- processes -------------------------------------------------------- */
-
-static struct proc_entry *proc_find(struct profile_builder *pb, uint32_t pid)
-{
-	struct proc_entry *p = pb->proc_buckets[pid % PROC_BUCKETS];
-
-	while (p && p->pid != pid)
-		p = p->next;
-	return p;
-}
-
-/*
- * What /proc knows about a process the first time we see it. An exec
- * record carries the comm and the file itself (names = false): on a host
- * that starts many processes, reading them again was a steady cost.
- */
-static void proc_read_info(struct proc_entry *p, bool names)
-{
-	char path[64], buf[PATH_MAX];
-	ssize_t n;
-
-	if (names) {
-		snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
-		if (read_small(path, buf, sizeof(buf)))
-			set_comm(p->comm, buf);
-
-		snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
-		n = readlink(path, buf, sizeof(buf) - 1);
-		if (n > 0) {
-			buf[n] = '\0';
-			p->exe_path = strdup(buf);
-		}
-	}
-
-	/* cgroup v2: the single "0::/path" line */
-	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
-	if (read_small(path, buf, sizeof(buf))) {
-		char *line = strstr(buf, "0::"), id[CONTAINER_ID_LEN + 1];
-
-		/*
-		 * From the same read (a second open cost ~15 us per new
-		 * process): it also knows cgroup v1 hierarchies, where the v2
-		 * path is "/".
-		 */
-		if (container_id_from_proc_cgroup(buf, id, sizeof(id)))
-			p->container_id = strdup(id);
-		if (line == buf || (line && line[-1] == '\n')) {
-			char *end = strchr(line, '\n');
-
-			if (end)
-				*end = '\0';
-			p->cgroup_path = strdup(line + 3);
-		}
-	}
-}
-
-static struct proc_entry *proc_get_info(struct profile_builder *pb,
-					uint32_t pid, const char *comm,
-					bool names)
-{
-	struct proc_entry *p = proc_find(pb, pid);
-
-	if (p)
-		return p;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	p->pid = pid;
-	set_comm(p->comm, comm ? comm : "");
-	proc_read_info(p, names);
-	p->next = pb->proc_buckets[pid % PROC_BUCKETS];
-	pb->proc_buckets[pid % PROC_BUCKETS] = p;
-	pb->nr_procs++;
-	return p;
-}
-
-static struct proc_entry *proc_get(struct profile_builder *pb, uint32_t pid,
-				   const char *comm)
-{
-	return proc_get_info(pb, pid, comm, true);
-}
-
-static void proc_free_all(struct profile_builder *pb, bool exited_only)
-{
-	for (size_t i = 0; i < PROC_BUCKETS; i++) {
-		struct proc_entry **pp = &pb->proc_buckets[i];
-
-		while (*pp) {
-			struct proc_entry *p = *pp;
-
-			/* keep live processes seen this interval: their
-			 * /proc details stay valid */
-			if (exited_only && !p->exited && p->has_samples) {
-				p->has_samples = false;
-				pp = &p->next;
-				continue;
-			}
-			*pp = p->next;
-			free(p->exe_path);
-			free(p->cgroup_path);
-			free(p->container_id);
-			free(p);
-			pb->nr_procs--;
-		}
-	}
 }
 
 /* A followed block is gone: its in-use entry no longer holds it. */
@@ -204,8 +75,12 @@ struct profile_builder *pb_new(const struct pb_options *opt,
 	pb->sym = sym;
 	pb->nr_buckets = 1024;
 	pb->buckets = calloc(pb->nr_buckets, sizeof(*pb->buckets));
-	pb->proc_buckets = calloc(PROC_BUCKETS, sizeof(*pb->proc_buckets));
-	if (!pb->buckets || !pb->proc_buckets ||
+	pb->procs = pb->opt.procs;
+	if (!pb->procs) {
+		pb->procs = proc_table_new(NULL);
+		pb->own_procs = true;
+	}
+	if (!pb->buckets || !pb->procs ||
 	    pb_set_pids(pb, opt ? opt->pids : NULL, opt ? opt->nr_pids : 0)) {
 		pb_free(pb);
 		return NULL;
@@ -270,9 +145,9 @@ static void table_clear(struct profile_builder *pb, bool keep_live)
 /* A process that exited took its blocks with it: no longer in use. */
 static bool drop_exited(const struct live_block *b, void *ctx)
 {
-	struct proc_entry *p = proc_find(ctx, b->pid);
+	struct profile_builder *pb = ctx;
 
-	if (!p || !p->exited)
+	if (!proc_table_exited(pb->procs, b->pid))
 		return false;
 	in_use_drop(b);
 	return true;
@@ -282,12 +157,8 @@ static bool drop_exited(const struct live_block *b, void *ctx)
 static void keep_live_processes(struct profile_builder *pb)
 {
 	for (size_t i = 0; i < pb->nr_buckets; i++)
-		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next) {
-			struct proc_entry *p = proc_get(pb, e->pid, NULL);
-
-			if (p)
-				p->has_samples = true;
-		}
+		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next)
+			proc_table_keep(pb->procs, e->pid);
 }
 
 void pb_reset(struct profile_builder *pb)
@@ -295,7 +166,8 @@ void pb_reset(struct profile_builder *pb)
 	if (pb->live.used)
 		live_prune(&pb->live, drop_exited, pb);
 	table_clear(pb, true);
-	proc_free_all(pb, true);
+	/* the profile that held their samples is written: exited ones go */
+	proc_table_release(pb->procs, proc_table_advance(pb->procs));
 	if (pb->nr_entries)
 		keep_live_processes(pb);
 	/* the profile that needed exited processes' mappings is gone */
@@ -314,10 +186,9 @@ void pb_free(struct profile_builder *pb)
 		return;
 	if (pb->buckets)
 		table_clear(pb, false);
-	if (pb->proc_buckets)
-		proc_free_all(pb, false);
+	if (pb->own_procs)
+		proc_table_free(pb->procs);
 	free(pb->buckets);
-	free(pb->proc_buckets);
 	free(pb->pids);
 	live_release(&pb->live);
 	free(pb);
@@ -405,7 +276,6 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	size_t nips = (size_t)s->nr_kernel + nr_user, sz;
 	uint64_t h = 0;
 	struct agg_entry *e;
-	struct proc_entry *p;
 	uint8_t state;
 	bool cut;
 
@@ -491,6 +361,10 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		entry_add_time(pb, e, s->time_ns);
 	pb->c.samples[ev]++;
 
+	/* first: the process model decides which process this is */
+	if (proc_table_sample(pb->procs, s->pid, s->time_ns, s->comm,
+			      s->tid == s->pid, s->cgroup_id) == 1)
+		pb->c.processes++;
 	/*
 	 * Every sample, not only the first of a pid: the symbolizer re-reads
 	 * the mappings of a process that just exec'd (its libraries get
@@ -498,19 +372,6 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	 */
 	if (pb->sym && s->pid)
 		sym_process_touch(pb->sym, s->pid);
-	p = proc_get(pb, s->pid, s->tid == s->pid ? s->comm : NULL);
-	if (p) {
-		if (!p->has_samples)
-			pb->c.processes++;
-		p->has_samples = true;
-		if (!p->cgroup_id)
-			p->cgroup_id = s->cgroup_id;
-		/* the leader's comm names the process; it can change (exec) */
-		if (s->tid == s->pid)
-			set_comm(p->comm, s->comm);
-		else if (!p->comm[0])
-			set_comm(p->comm, s->comm);
-	}
 	return e;
 }
 
@@ -616,41 +477,36 @@ void pb_add_record(struct profile_builder *pb,
 		break;
 	case EMBER_REC_EXEC: {
 		const struct ember_exec *x = (const void *)rec;
-		struct proc_entry *p;
 
 		/* exec records carry no cgroup: only the pid filter applies */
 		if (!pb_keeps(pb, x->pid, pb->opt.cgroup_id))
 			break;
+		/* first: after an exit, it is a new process (pid reused) */
+		proc_table_exec(pb->procs, x->pid, x->time_ns, x->comm,
+				x->filename);
 		/* new image: re-read mappings now, before it can exit */
 		if (pb->sym)
 			sym_process_exec(pb->sym, x->pid);
-		p = proc_find(pb, x->pid);
-		if (!p)
-			p = proc_get_info(pb, x->pid, x->comm, false);
-		if (p) {
-			set_comm(p->comm, x->comm);
-			free(p->exe_path);
-			p->exe_path = strdup(x->filename);
-			p->exited = false;
-		}
 		break;
 	}
 	case EMBER_REC_EXIT: {
 		const struct ember_exit *x = (const void *)rec;
-		struct proc_entry *p = proc_find(pb, x->pid);
+		bool kept = pb_keeps(pb, x->pid, pb->opt.cgroup_id);
 
 		/*
 		 * The symbolizer only marks it: samples of this process may
 		 * still sit in other CPUs' rings. It forgets it at
 		 * sym_sweep(), once the profile was built (pb_reset()).
 		 */
-		if (pb->sym && pb_keeps(pb, x->pid, pb->opt.cgroup_id))
+		if (pb->sym && kept)
 			sym_process_exit(pb->sym, x->pid);
-		/* its blocks are dropped from in-use at the next reset */
-		if (!p && pb->live.used && pb_keeps(pb, x->pid, pb->opt.cgroup_id))
-			p = proc_get_info(pb, x->pid, x->comm, false);
-		if (p)
-			p->exited = true;
+		/*
+		 * Kept until the profile with its last samples is written;
+		 * one unknown is added when it may own sampled blocks (they
+		 * are dropped from in-use at the next reset).
+		 */
+		proc_table_exit(pb->procs, x->pid, x->time_ns, x->comm,
+				pb->live.used && kept);
 		break;
 	}
 	case EMBER_REC_LOST:

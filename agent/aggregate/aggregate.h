@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "profile.h"
 #include "symbolize.h"
+#include "proc.h"
 #include "../include/uapi/ember.h"
 
 struct pb_options {
@@ -43,6 +44,11 @@ struct pb_options {
 	size_t max_live_blocks;
 	/* bytes between allocation samples: scales records of weight 0 */
 	uint64_t alloc_rate;
+	/*
+	 * The session's process model (proc/proc.h), shared with the other
+	 * users of processes; NULL: the builder makes its own.
+	 */
+	struct proc_table *procs;
 };
 
 struct pb_counters {

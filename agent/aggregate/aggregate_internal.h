@@ -12,6 +12,7 @@
 #include <time.h>
 #include "live_blocks.h"
 #include "aggregate.h"
+#include "proc.h"
 
 #define PB_MAX_INLINE		16	/* frames per address incl. inlines */
 
@@ -33,18 +34,6 @@ struct agg_entry {
 	uint64_t ips[];			/* kernel leaf..root, user leaf..root */
 };
 
-struct proc_entry {
-	struct proc_entry *next;
-	uint32_t pid;
-	bool has_samples;
-	bool exited;
-	uint64_t cgroup_id;
-	char comm[EMBER_COMM_LEN];
-	char *exe_path;
-	char *cgroup_path;
-	char *container_id;	/* read at first sight: the process may exit */
-};
-
 struct profile_builder {
 	struct pb_options opt;
 	struct symbolizer *sym;
@@ -55,15 +44,13 @@ struct profile_builder {
 	size_t nr_buckets;		/* power of two */
 	size_t nr_entries;
 
-	struct proc_entry **proc_buckets;	/* fixed size */
-	size_t nr_procs;
+	struct proc_table *procs;	/* the process model (proc/proc.h) */
+	bool own_procs;			/* made by pb_new(), freed by pb_free() */
 
 	struct live_blocks live;	/* -e alloc: sampled blocks not freed */
 
 	struct pb_counters c;
 };
-
-#define PROC_BUCKETS 1024
 
 static inline uint64_t pb_mix64(uint64_t h, uint64_t v)
 {

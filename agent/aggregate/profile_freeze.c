@@ -144,36 +144,49 @@ static const char *container_id_of(struct profile_impl *pi, const char *path)
 	return arena_strdup(pi, id);
 }
 
+struct procs_out {
+	struct profile_impl *pi;
+	struct prof_process *procs;
+	size_t n, max;
+};
+
+static int add_process(const struct proc_info *p, void *ctx)
+{
+	struct procs_out *o = ctx;
+	struct prof_process *pp;
+
+	if (o->n == o->max)
+		return 0;	/* the table only grows under another thread */
+	pp = &o->procs[o->n++];
+	memset(pp, 0, sizeof(*pp));
+	pp->pid = p->pid;
+	pp->comm = arena_strdup(o->pi, p->comm);
+	pp->exe_path = arena_strdup(o->pi, p->exe_path);
+	pp->cgroup_id = p->cgroup_id;
+	pp->cgroup_path = arena_strdup(o->pi, p->cgroup_path);
+	pp->container_id = p->container_id ?
+			   arena_strdup(o->pi, p->container_id) :
+			   container_id_of(o->pi, p->cgroup_path);
+	return 0;
+}
+
+/* The processes sampled in this interval, from the process model. */
 static int build_processes(struct profile_builder *pb, struct profile_impl *pi,
 			   struct prof_process **out)
 {
-	struct prof_process *procs;
-	size_t n = 0;
+	struct proc_table_stats st;
+	struct procs_out o = { .pi = pi };
 
-	procs = arena_alloc(pi, (pb->nr_procs + 1) * sizeof(*procs));
-	if (!procs)
+	proc_table_get_stats(pb->procs, &st);
+	o.max = st.procs;
+	o.procs = arena_alloc(pi, (o.max + 1) * sizeof(*o.procs));
+	if (!o.procs)
 		return -ENOMEM;
-	for (size_t i = 0; i < PROC_BUCKETS; i++) {
-		for (struct proc_entry *p = pb->proc_buckets[i]; p; p = p->next) {
-			struct prof_process *pp;
-
-			if (!p->has_samples)
-				continue;
-			pp = &procs[n++];
-			memset(pp, 0, sizeof(*pp));
-			pp->pid = p->pid;
-			pp->comm = arena_strdup(pi, p->comm);
-			pp->exe_path = arena_strdup(pi, p->exe_path);
-			pp->cgroup_id = p->cgroup_id;
-			pp->cgroup_path = arena_strdup(pi, p->cgroup_path);
-			pp->container_id = p->container_id ?
-					   arena_strdup(pi, p->container_id) :
-					   container_id_of(pi, p->cgroup_path);
-		}
-	}
-	pi->pub.processes = procs;
-	pi->pub.nr_processes = n;
-	*out = procs;
+	proc_table_visit(pb->procs, proc_table_generation(pb->procs),
+			 add_process, &o);
+	pi->pub.processes = o.procs;
+	pi->pub.nr_processes = o.n;
+	*out = o.procs;
 	return 0;
 }
 

@@ -31,6 +31,7 @@ int session_open(struct session *s, const struct session_options *opt,
 		 char *err, size_t err_len)
 {
 	struct pb_options pbo = opt->pb;
+	struct sym_options symo = opt->sym;
 	int r;
 
 	memset(s, 0, sizeof(*s));
@@ -47,8 +48,13 @@ int session_open(struct session *s, const struct session_options *opt,
 	s->freq_hz = opt->src.freq_hz ? opt->src.freq_hz : EMBER_DEFAULT_FREQ;
 	s->fault_period = opt->src.fault_period ? opt->src.fault_period :
 			  EMBER_DEFAULT_FAULT_PERIOD;
-	s->sym = sym_new(&opt->sym);
+	/* one process model for the aggregation and the symbolizer */
+	s->procs = proc_table_new(NULL);
+	symo.procs = s->procs;
+	s->sym = s->procs ? sym_new(&symo) : NULL;
 	if (!s->sym) {
+		proc_table_free(s->procs);
+		s->procs = NULL;
 		snprintf(err, err_len, "cannot create the symbolizer: out of memory");
 		return -ENOMEM;
 	}
@@ -59,6 +65,7 @@ int session_open(struct session *s, const struct session_options *opt,
 	 * which an id comparison here cannot see.
 	 */
 	pbo.include_idle = opt->src.include_idle;
+	pbo.procs = s->procs;
 	s->pb = pb_new(&pbo, s->sym);
 	if (!s->pb) {
 		snprintf(err, err_len, "cannot create the profile builder: out of memory");
@@ -353,9 +360,12 @@ void session_close(struct session *s)
 	s->src = NULL;
 	pb_free(s->pb);
 	s->pb = NULL;
+	/* before the process model: it takes its state off the processes */
 	if (s->sym)
 		sym_free(s->sym);
 	s->sym = NULL;
+	proc_table_free(s->procs);
+	s->procs = NULL;
 }
 
 /* ---- pid-filter mode: follow the children of a command ---------------- */

@@ -34,6 +34,7 @@ struct session {
 	struct ember_source *src;
 	struct symbolizer *sym;
 	struct profile_builder *pb;
+	struct proc_table *procs;	/* the process model (proc/proc.h) */
 	struct unwind_service *unwind;	/* CFI tables for the backend, or NULL */
 	struct unwind_check *check;	/* --check-unwind, or NULL */
 	struct ring_reader *reader;	/* the rings' own thread, or NULL */

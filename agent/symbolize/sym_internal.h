@@ -17,6 +17,7 @@
 #include <gelf.h>
 #include <elfutils/libdw.h>
 #include "symbolize.h"
+#include "proc_maps.h"
 
 /* ---- string interning (sym_intern.c) ---- */
 struct sym_strings;
@@ -47,27 +48,7 @@ bool sym_kernel_lookup(struct sym_kernel *k, uint64_t addr,
 		       const char **name, const char **module,
 		       uint64_t *module_offset);
 
-/* ---- /proc/PID/maps (sym_maps.c) ---- */
-enum sym_map_type {
-	SYM_MAP_FILE,		/* a regular file (maybe deleted) */
-	SYM_MAP_MEMFD,		/* "/memfd:NAME (deleted)" */
-	SYM_MAP_ANON,		/* anonymous executable memory: JIT */
-	SYM_MAP_VDSO,
-	SYM_MAP_VSYSCALL,
-	SYM_MAP_OTHER,		/* [stack], [heap], [anon:...] */
-};
-
-struct sym_map_line {
-	uint64_t start, end, pgoff;
-	uint64_t dev, ino;	/* makedev(major, minor), inode */
-	bool exec, deleted;
-	enum sym_map_type type;
-	const char *path;	/* points into the parsed line; "" if none */
-	size_t path_len;	/* without " (deleted)" */
-};
-
-/* Parses one maps line in place (line is modified). false if malformed. */
-bool sym_maps_parse_line(char *line, struct sym_map_line *m);
+/* ---- /proc/PID/maps lines: proc/proc_maps.h ---- */
 
 /* ---- ELF files and their symbols (sym_elf.c) ---- */
 struct sym_load {

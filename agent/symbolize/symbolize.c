@@ -11,8 +11,11 @@
  * Mappings are read from /proc/PID/maps when a process is first seen
  * (exec record, touch, or first lookup) and their files are opened then,
  * through /proc/PID/map_files or /proc/PID/root (containers), so lookups
- * keep working after the process exits. Exited processes are dropped only
- * by sym_sweep() or sym_free(), once the pending profile is built.
+ * keep working after the process exits. A process's state (struct
+ * sym_proc) hangs off its entry in the process model (proc/proc.h) and
+ * goes with it: an exited process once the profile holding its samples
+ * is written (proc_table_release(), or sym_sweep() on a table of our
+ * own), a live one when the table's cap evicts it. Main thread only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,26 +27,16 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "proc.h"
 #include "safe_file.h"
 #include "sym_internal.h"
 
-#define PROC_BUCKETS 4096
 #define DEFAULT_CACHE_BYTES (32u << 20)	/* "tens of MB" for the whole agent */
 #define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
 #define SYM_MALLOC_TRIM_BYTES (1u << 20)
 #define AFTER_EXEC_NS 5000000ull	/* ld.so has mapped the libraries by then */
 #define DUE_SLOTS	256	/* timed re-reads pending; beyond, lazy ones */
 #define VSYSCALL_BASE 0xffffffffff600000ull
-/*
- * /proc/PID/maps is the kernel's, but its size is the process's doing: up
- * to vm.max_map_count lines, each with a path as deep as it likes. Read at
- * most this much, this long (opening the files is part of the time), and
- * skip a line longer than a path ember can open.
- */
-#define MAPS_MAX_BYTES (16u << 20)
-#define MAPS_MAX_NS (2ull * 1000000000)
-#define MAPS_MAX_LINE (4096 + 256)
-#define MAPS_READ_BUF (64u << 10)
 
 struct sym_map {
 	uint64_t start, end, pgoff;
@@ -86,7 +79,6 @@ struct sym_proc {
 	size_t nr_old_maps;
 	struct sym_perfmap *jit;
 	const char *jit_name;	/* "/tmp/perf-PID.map", interned */
-	struct sym_proc *next;
 };
 
 struct symbolizer {
@@ -98,8 +90,9 @@ struct symbolizer {
 	char *kallsyms_path;
 	struct sym_kernel *kernel;
 	bool kernel_tried;
-	struct sym_proc *procs[PROC_BUCKETS];
-	uint32_t nr_procs;
+	/* processes: a sym_proc in each one's PROC_SLOT_SYM */
+	struct proc_table *procs;
+	bool own_procs;		/* made by sym_new(), freed by sym_free() */
 	uint64_t lookups, hits, misses;
 	/* processes whose maps are read again AFTER_EXEC_NS after exec */
 	uint32_t due_pid[DUE_SLOTS];
@@ -132,6 +125,8 @@ int sym_debug_dirs_add(char **list, const char *dir)
 	return 0;
 }
 
+static void proc_slot_free(void *data, void *ctx);
+
 struct symbolizer *sym_new(const struct sym_options *opt)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
@@ -161,6 +156,14 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 	s->cache = sym_cache_new(s->opt.cache_bytes, &s->ctx);
 	if (!s->cache)
 		goto fail;
+	s->procs = s->opt.procs;
+	if (!s->procs) {
+		s->procs = proc_table_new(NULL);
+		s->own_procs = true;
+		if (!s->procs)
+			goto fail;
+	}
+	proc_table_slot_owner(s->procs, PROC_SLOT_SYM, proc_slot_free, s);
 	return s;
 fail:
 	sym_free(s);
@@ -182,17 +185,21 @@ static void proc_free(struct symbolizer *s, struct sym_proc *p)
 	free(p);
 }
 
+/* A process leaves the table (released, evicted): its mappings go. */
+static void proc_slot_free(void *data, void *ctx)
+{
+	proc_free(ctx, data);
+}
+
 void sym_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t b = 0; b < PROC_BUCKETS; b++) {
-		while (s->procs[b]) {
-			struct sym_proc *p = s->procs[b];
-
-			s->procs[b] = p->next;
-			proc_free(s, p);
-		}
+	if (s->procs) {
+		/* before the cache: the mappings hold files of it */
+		proc_table_slot_drop(s->procs, PROC_SLOT_SYM);
+		if (s->own_procs)
+			proc_table_free(s->procs);
 	}
 	sym_cache_free(s->cache);
 	sym_kernel_free(s->kernel);
@@ -219,23 +226,24 @@ void sym_set_kallsyms_path(struct symbolizer *s, const char *path)
 
 /* ------------------------------------------------------------ processes */
 
+/* The state of the newest process of pid (proc/proc.h), if any. */
 static struct sym_proc *proc_find(struct symbolizer *s, uint32_t pid)
 {
-	struct sym_proc *p;
+	void **slot = proc_table_slot(s->procs, pid, PROC_SLOT_SYM, false);
 
-	for (p = s->procs[pid % PROC_BUCKETS]; p; p = p->next)
-		if (p->pid == pid)
-			return p;
-	return NULL;
+	return slot ? *slot : NULL;
 }
 
 static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 {
-	struct sym_proc *p = proc_find(s, pid);
+	void **slot = proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true);
+	struct sym_proc *p;
 	char name[64];
 
-	if (p)
-		return p;
+	if (!slot)
+		return NULL;	/* the process table is full */
+	if (*slot)
+		return *slot;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -244,10 +252,20 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 	p->owners[0] = p->owners[1] = SAFE_ANY_OWNER;
 	snprintf(name, sizeof(name), "/tmp/perf-%u.map", pid);
 	p->jit_name = sym_intern(s->strings, name);
-	p->next = s->procs[pid % PROC_BUCKETS];
-	s->procs[pid % PROC_BUCKETS] = p;
-	s->nr_procs++;
+	*slot = p;
 	return p;
+}
+
+/*
+ * Gone (an exit record, or its maps could not be read). The shared
+ * process model learns exits from the aggregation, with their times; a
+ * table of our own learns them here, for sym_sweep().
+ */
+static void proc_gone(struct symbolizer *s, struct sym_proc *p)
+{
+	p->exited = true;
+	if (s->own_procs)
+		proc_table_exit(s->procs, p->pid, now_ns(), NULL, false);
 }
 
 /* Who may own its debug files and JIT map, read while it lives. */
@@ -441,50 +459,44 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
 	return true;
 }
 
+/* What proc_maps_read() fills, one executable mapping at a time. */
+struct maps_read {
+	struct symbolizer *s;
+	struct sym_proc *p;
+	struct sym_map *maps;
+	size_t n, cap;
+};
+
+static bool maps_read_one(void *ctx, struct sym_map_line *ml)
+{
+	struct maps_read *r = ctx;
+
+	return add_map(r->s, r->p, ml, &r->maps, &r->n, &r->cap);
+}
+
 /*
- * (Re)read /proc/PID/maps. New mappings replace the ones they overlap;
- * old ones that do not overlap anything stay, so samples taken before an
- * exec or a dlclose() still resolve.
+ * (Re)read /proc/PID/maps (proc/proc_maps.c reads it, bounded). New
+ * mappings replace the ones they overlap; old ones that do not overlap
+ * anything stay, so samples taken before an exec or a dlclose() still
+ * resolve.
  */
 static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 {
-	char line_buf[MAPS_MAX_LINE];
-	struct sym_map *maps = NULL;
-	size_t n = 0, cap = 0, keep = 0;
-	struct safe_lines lines;
-	char path[64], *line;
-	FILE *f;
+	struct maps_read r = { .s = s, .p = p };
+	struct sym_map *maps;
+	size_t n, keep = 0;
 
 	p->read_ns = now_ns();
-	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
-	f = fopen(path, "re");
-	if (!f) {
-		p->exited = true;	/* gone, or not ours to see */
+	if (proc_maps_read(NULL, p->pid, maps_read_one, &r, NULL)) {
+		proc_gone(s, p);	/* gone, or not ours to see */
 		return false;
 	}
 	if (!p->nspid_known) {
 		read_nspid(p);
 		p->nspid_known = true;
 	}
-	/*
-	 * Whole in one or two read()s: each read of a /proc maps file takes
-	 * the process's mmap lock and finds its place again, and stdio's
-	 * 1 KiB reads made that 4-5 times per exec on a host that starts
-	 * 100 programs a second.
-	 */
-	setvbuf(f, NULL, _IOFBF, MAPS_READ_BUF);
-	safe_lines_init(&lines, f, line_buf, sizeof(line_buf), MAPS_MAX_BYTES,
-			MAPS_MAX_NS);
-	while ((line = safe_line(&lines, NULL))) {
-		struct sym_map_line ml;
-
-		/* Code is only ever executed from executable mappings. */
-		if (!sym_maps_parse_line(line, &ml) || !ml.exec)
-			continue;
-		if (!add_map(s, p, &ml, &maps, &n, &cap))
-			break;
-	}
-	fclose(f);
+	maps = r.maps;
+	n = r.n;
 	qsort(maps, n, sizeof(*maps), cmp_map);
 	for (size_t i = 0; i < p->nr_maps; i++) {
 		if (map_overlaps(maps, n, &p->maps[i])) {
@@ -517,7 +529,12 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 {
 	struct sym_proc *p;
 
-	if (!s || !(p = proc_get(s, pid)))
+	if (!s)
+		return;
+	/* an exec after an exit is a new process (a shared table knows) */
+	if (s->own_procs)
+		proc_table_exec(s->procs, pid, now_ns(), NULL, NULL);
+	if (!(p = proc_get(s, pid)))
 		return;
 	if (p->exited) {
 		/* the pid may be another process's now: learn it again */
@@ -651,28 +668,17 @@ void sym_process_exit(struct symbolizer *s, uint32_t pid)
 	 */
 	if (!p->jit_tried && (p->sampled || proc_maps_anon_code(p)))
 		proc_load_jit(s, p);
-	p->exited = true;
+	proc_gone(s, p);
 }
 
+/*
+ * A shared process model frees exited processes (and their sym_proc)
+ * when the aggregation releases the generation their samples were in.
+ */
 void sym_sweep(struct symbolizer *s)
 {
-	if (!s)
-		return;
-	for (size_t b = 0; b < PROC_BUCKETS; b++) {
-		struct sym_proc **pp = &s->procs[b];
-
-		while (*pp) {
-			struct sym_proc *p = *pp;
-
-			if (!p->exited) {
-				pp = &p->next;
-				continue;
-			}
-			*pp = p->next;
-			proc_free(s, p);
-			s->nr_procs--;
-		}
-	}
+	if (s && s->own_procs)
+		proc_table_release(s->procs, proc_table_advance(s->procs));
 }
 
 void sym_trim(struct symbolizer *s)
@@ -815,6 +821,28 @@ static int resolve_in_map(struct symbolizer *s, struct sym_proc *p,
 	return 1;
 }
 
+/*
+ * The pid was reused (an exec after its exit): a late sample of the old
+ * process resolves in the maps of that process, which the process model
+ * keeps until its samples are written. *p becomes the one that had it.
+ */
+static const struct sym_map *older_find(struct symbolizer *s,
+					struct sym_proc **p, uint64_t addr)
+{
+	struct sym_proc *o = *p;
+	const struct sym_map *m = NULL;
+
+	while (!m && (o = proc_table_slot_older(s->procs, o->pid,
+						PROC_SLOT_SYM, o))) {
+		m = map_find(o->maps, o->nr_maps, addr);
+		if (!m)
+			m = map_find(o->old_maps, o->nr_old_maps, addr);
+	}
+	if (m)
+		*p = o;
+	return m;
+}
+
 int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 		     bool is_return, struct sym_frame *out, int max)
 {
@@ -849,6 +877,8 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 	}
 	if (!m)
 		m = map_find(p->old_maps, p->nr_old_maps, lookup);
+	if (!m)
+		m = older_find(s, &p, lookup);
 	if (m) {
 		n = resolve_in_map(s, p, m, addr, lookup, out, max);
 	} else if ((name = jit_lookup(s, p, lookup))) {
@@ -938,6 +968,17 @@ const char *sym_frame_name(struct symbolizer *s, const struct sym_frame *f)
 	return s ? sym_intern(s->strings, buf) : NULL;
 }
 
+static int proc_stats(void *data, void *ctx)
+{
+	const struct sym_proc *p = data;
+	struct sym_stats *st = ctx;
+
+	st->cache_bytes += sizeof(*p) + sym_perfmap_bytes(p->jit) +
+		(p->nr_maps + p->nr_old_maps) * sizeof(struct sym_map);
+	st->processes++;
+	return 0;
+}
+
 void sym_get_stats(struct symbolizer *s, struct sym_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -950,9 +991,5 @@ void sym_get_stats(struct symbolizer *s, struct sym_stats *st)
 	st->cache_bytes = sym_cache_bytes(s->cache) + sym_kernel_bytes(s->kernel) +
 		sym_strings_bytes(s->strings) + sizeof(*s);
 	/* Stats are rare: walking the processes is fine. */
-	for (size_t b = 0; b < PROC_BUCKETS; b++)
-		for (const struct sym_proc *p = s->procs[b]; p; p = p->next)
-			st->cache_bytes += sizeof(*p) + sym_perfmap_bytes(p->jit) +
-				(p->nr_maps + p->nr_old_maps) * sizeof(struct sym_map);
-	st->processes = s->nr_procs;
+	proc_table_slot_visit(s->procs, PROC_SLOT_SYM, proc_stats, st);
 }

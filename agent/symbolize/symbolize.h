@@ -58,6 +58,12 @@ struct sym_options {
 	 * "/usr/lib/debug". Tests point it at a temporary tree.
 	 */
 	const char *debug_dirs;
+	/*
+	 * The session's process model (proc/proc.h): the symbolizer's state
+	 * of a process goes with its entry. NULL: a table of its own, whose
+	 * exited processes sym_sweep() frees.
+	 */
+	struct proc_table *procs;
 };
 
 #define SYM_DEFAULT_DEBUG_DIR "/usr/lib/debug"
@@ -95,7 +101,9 @@ uint64_t sym_run_due(struct symbolizer *s);
 /*
  * Forget processes marked by sym_process_exit(). Call it once the profile
  * that may still need their mappings has been built and freed (a daemon
- * calls it after each interval); sym_free() does it too.
+ * calls it after each interval); sym_free() does it too. With a shared
+ * process model (sym_options.procs) it does nothing: releasing the
+ * table's generation frees them.
  */
 void sym_sweep(struct symbolizer *s);
 /*

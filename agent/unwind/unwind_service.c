@@ -5,7 +5,6 @@
  * mappings to loaded tables.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,15 +15,13 @@
 #include <unistd.h>
 
 #include "deadline.h"
-#include "hash_index.h"
 #include "safe_file.h"
-#include "sym_internal.h"
+#include "proc_maps.h"
 #include "table_cache.h"
 #include "unwind_service.h"
 
 #define QUEUE_LEN		1024
 #define MAX_PROCS		8192	/* bound processes tracked */
-#define MAPS_MAX_BYTES		(4U << 20)	/* /proc/PID/maps read cap */
 #define UNWIND_GRACE_S		30	/* unused tables live this long */
 
 /*
@@ -200,40 +197,6 @@ static void forget_proc(struct unwind_service *us, uint32_t pid)
 	pb->pid = 0;
 }
 
-/* /proc/PID/maps, read whole with a size cap: NUL-terminated or NULL. */
-static char *read_maps(uint32_t pid)
-{
-	char path[64], *buf;
-	size_t len = 0, cap = 64 * 1024;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	buf = malloc(cap);
-	while (buf) {
-		ssize_t n = read(fd, buf + len, cap - len - 1);
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (len + 1 == cap) {
-			char *p = cap >= MAPS_MAX_BYTES ? NULL :
-				  realloc(buf, cap * 2);
-
-			if (!p)
-				break;	/* capped: bind what we have */
-			buf = p;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	if (buf)
-		buf[len] = '\0';
-	return buf;
-}
-
 /*
  * The table entry for one file mapping, opened through map_files so that
  * a file in another mount namespace, or deleted, is the one mapped. It is
@@ -307,44 +270,94 @@ static void add_mapping(struct unwind_service *us, struct bind_buf *b,
 	}
 }
 
-static uint64_t exec_lines_hash(const char *maps)
+/*
+ * The executable mappings of a process, copied out of proc_maps_read()'s
+ * buffer: whether they changed is known only once all are read, and an
+ * unchanged set must cost no file lookup.
+ */
+struct exec_maps {
+	struct sym_map_line *v;
+	uint32_t n, cap;
+};
+
+static bool exec_maps_add(void *ctx, struct sym_map_line *m)
 {
-	uint64_t h = HASH_BYTES_INIT;
+	struct exec_maps *em = ctx;
+	struct sym_map_line *c;
 
-	for (const char *l = maps; *l;) {
-		const char *e = strchr(l, '\n');
-		size_t n = e ? (size_t)(e - l) : strlen(l);
+	/* one more than a binding holds: the vsyscall line is not bound */
+	if (em->n == EMBER_UNWIND_MAX_MAPPINGS + 1)
+		return false;
+	if (em->n == em->cap) {
+		/* grown as needed: most processes map a few dozen files */
+		uint32_t cap = em->cap ? em->cap * 2 : 64;
 
-		/* "start-end perms": the perms' third char is x */
-		const char *sp = memchr(l, ' ', n);
-
-		if (sp && (size_t)(sp - l) + 3 < n && sp[3] == 'x')
-			h = hash_bytes_more(h, l, n);
-		l += n + (e ? 1 : 0);
+		if (cap > EMBER_UNWIND_MAX_MAPPINGS + 1)
+			cap = EMBER_UNWIND_MAX_MAPPINGS + 1;
+		c = realloc(em->v, cap * sizeof(*c));
+		if (!c)
+			return false;
+		em->v = c;
+		em->cap = cap;
 	}
-	return h;
+	c = &em->v[em->n];
+	*c = *m;
+	c->path = strndup(m->path, m->path_len);
+	if (!c->path)
+		return false;
+	em->n++;
+	return true;
+}
+
+static void exec_maps_free(struct exec_maps *em)
+{
+	for (uint32_t i = 0; i < em->n; i++)
+		free((char *)em->v[i].path);
+	free(em->v);
+}
+
+static void bind_add(struct unwind_service *us, struct bind_buf *b,
+		     uint32_t pid, const struct sym_map_line *m)
+{
+	switch (m->type) {
+	case SYM_MAP_FILE:
+	case SYM_MAP_MEMFD:
+		add_mapping(us, b, m, file_entry(us, pid, m), 0);
+		break;
+	case SYM_MAP_VDSO:
+		add_mapping(us, b, m, table_cache_vdso(&us->cache),
+			    EMBER_UMF_VDSO);
+		break;
+	case SYM_MAP_VSYSCALL:
+		break;	/* above the user address range */
+	default:
+		add_mapping(us, b, m, NULL, EMBER_UMF_ANON);
+		break;
+	}
 }
 
 static int bind_proc(struct unwind_service *us, uint32_t pid)
 {
 	struct proc_bind *pb;
 	struct bind_buf b = { 0 };
-	char *maps = read_maps(pid), *line, *save = NULL, err[256] = "";
+	struct exec_maps em = { 0 };
+	char err[256] = "";
 	uint64_t h, now = mono_ns();
 	int r;
 
-	if (!maps)
+	if (proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
+		exec_maps_free(&em);
 		return -ESRCH;	/* gone already */
-	h = exec_lines_hash(maps);
+	}
 	pb = find_proc(us, pid, true);
 	if (!pb) {
-		free(maps);
+		exec_maps_free(&em);
 		return -ENOSPC;
 	}
 	/* unchanged since the last bind: the miss is not ours to fix (JIT
 	 * code, a file without CFI), and a storm of them must stay cheap */
 	if (pb->bound_ns && pb->maps_hash == h) {
-		free(maps);
+		exec_maps_free(&em);
 		return 0;	/* nothing new */
 	}
 	pb->recheck_ns = 0;
@@ -354,28 +367,8 @@ static int bind_proc(struct unwind_service *us, uint32_t pid)
 		r = -ENOMEM;
 		goto out;
 	}
-	for (line = strtok_r(maps, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		struct sym_map_line m;
-
-		if (!sym_maps_parse_line(line, &m) || !m.exec)
-			continue;
-		switch (m.type) {
-		case SYM_MAP_FILE:
-		case SYM_MAP_MEMFD:
-			add_mapping(us, &b, &m, file_entry(us, pid, &m), 0);
-			break;
-		case SYM_MAP_VDSO:
-			add_mapping(us, &b, &m, table_cache_vdso(&us->cache),
-				    EMBER_UMF_VDSO);
-			break;
-		case SYM_MAP_VSYSCALL:
-			break;	/* above the user address range */
-		default:
-			add_mapping(us, &b, &m, NULL, EMBER_UMF_ANON);
-			break;
-		}
-	}
+	for (uint32_t i = 0; i < em.n; i++)
+		bind_add(us, &b, pid, &em.v[i]);
 	r = us->ops->unwind_bind(us->src, pid, b.maps, b.nr, err, sizeof(err));
 	/* the new references replace the old ones either way */
 	release_owners(us, pb);
@@ -395,7 +388,7 @@ static int bind_proc(struct unwind_service *us, uint32_t pid)
 out:
 	free(b.maps);
 	free(b.owners);
-	free(maps);
+	exec_maps_free(&em);
 	return r;
 }
 

@@ -19,6 +19,20 @@ for t in agent/gen/tests/test_*; do
 	[ $rc -eq 0 ] || echo "# $t exited with $rc"
 done
 
+# The process model is shared by threads: its test (pid reuse, release,
+# the cap, malformed /proc, two threads at once) again under
+# ThreadSanitizer, built from proc/'s own files.
+tsan=agent/gen/tests/test_proc-tsan
+if gcc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Iagent/proc \
+	-Iagent/lib -Iselftests/agent -o "$tsan" selftests/agent/test_proc.c \
+	agent/proc/proc.c agent/proc/proc_read.c agent/proc/proc_maps.c \
+	agent/proc/container.c agent/lib/safe_file.c agent/lib/hash_index.c \
+	-lpthread >/dev/null 2>&1; then
+	t_check proc_model_tsan bash -c "TSAN_OPTIONS=halt_on_error=1:exitcode=66 $tsan 2>&1 | { ! grep -E 'FAIL|ThreadSanitizer'; }; [ \${PIPESTATUS[0]} -eq 0 ]"
+else
+	t_fail proc_model_tsan "cannot build test_proc with -fsanitize=thread"
+fi
+
 # -Werror: the standard for user-space C (the default build does not stop
 # everyone on a warning, this test reports it).
 flags=$(make -s --no-print-directory -p -n agent/ember 2>/dev/null |

@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The process table (proc.h).
+ *
+ * Threads: one mutex guards the whole table, taken by every public
+ * function for a hash lookup and a few field writes; the only I/O under it
+ * is the first read of a new process's /proc files (three small files),
+ * which the users would otherwise do themselves. Today the main (consumer)
+ * thread is its only caller (aggregate/aggregate.c, profile_freeze.c,
+ * symbolize/symbolize.c); the reader thread never calls it (it does no
+ * file I/O), and the unwind worker may, as the lock makes any caller
+ * safe. Entries are lent only under the lock (proc_table_visit()), with
+ * one exception: a slot (proc_table_slot()) is a pointer into an entry,
+ * and belongs to the thread that releases and creates entries (the main
+ * thread), since only that can free it; slot free functions run under
+ * the lock. ThreadSanitizer runs test_proc's two-thread case (suite 10).
+ *
+ * Layout: entries hang in a fixed hash of pid, newest process of a pid
+ * first. Live entries are on an LRU list (most recently used first) that
+ * the cap evicts from; exited ones move to the exited list, which
+ * proc_table_release() walks.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "proc.h"
+#include "proc_read.h"
+
+#define BUCKETS		4096
+#define EVICT_SCAN	16	/* LRU entries looked at for one eviction */
+
+struct proc {
+	struct proc *hnext;		/* hash chain: newest of a pid first */
+	struct proc *prev, *next;	/* LRU list if live, exited list if not */
+	uint32_t pid;
+	uint32_t last_gen;
+	bool sampled;			/* last_gen is meaningful */
+	bool exited;
+	bool info;			/* comm/exe/cgroup read or given */
+	uint64_t start_ns, start_ticks, exit_ns, cgroup_id;
+	char comm[PROC_COMM_LEN];
+	char *exe_path, *cgroup_path, *container_id;
+	void *slot[PROC_SLOTS];		/* users' data (proc_table_slot()) */
+};
+
+struct list {
+	struct proc *head, *tail;
+};
+
+struct proc_table {
+	pthread_mutex_t lock;
+	char *root;
+	uint32_t max, gen;
+	uint32_t written_gen;		/* last generation released */
+	struct proc *hash[BUCKETS];
+	struct list lru, exited;
+	struct proc_table_stats st;
+	void (*slot_free[PROC_SLOTS])(void *data, void *ctx);
+	void *slot_ctx[PROC_SLOTS];
+};
+
+/* ---- lists and hash ---------------------------------------------------- */
+
+static void list_del(struct list *l, struct proc *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		l->head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		l->tail = p->prev;
+	p->prev = p->next = NULL;
+}
+
+static void list_add(struct list *l, struct proc *p)
+{
+	p->prev = NULL;
+	p->next = l->head;
+	if (l->head)
+		l->head->prev = p;
+	else
+		l->tail = p;
+	l->head = p;
+}
+
+static struct proc **bucket(struct proc_table *t, uint32_t pid)
+{
+	return &t->hash[pid % BUCKETS];
+}
+
+static struct proc *newest(struct proc_table *t, uint32_t pid)
+{
+	struct proc *p = *bucket(t, pid);
+
+	while (p && p->pid != pid)
+		p = p->hnext;
+	return p;
+}
+
+static size_t entry_bytes(const struct proc *p)
+{
+	return sizeof(*p) + (p->exe_path ? strlen(p->exe_path) + 1 : 0) +
+	       (p->cgroup_path ? strlen(p->cgroup_path) + 1 : 0) +
+	       (p->container_id ? strlen(p->container_id) + 1 : 0);
+}
+
+/* Unlink p from its hash chain and list, and free it. */
+static void entry_free(struct proc_table *t, struct proc *p)
+{
+	struct proc **pp = bucket(t, p->pid);
+
+	while (*pp != p)
+		pp = &(*pp)->hnext;
+	*pp = p->hnext;
+	list_del(p->exited ? &t->exited : &t->lru, p);
+	if (p->exited)
+		t->st.exited--;
+	t->st.procs--;
+	t->st.bytes -= entry_bytes(p);
+	for (int i = 0; i < PROC_SLOTS; i++)
+		if (p->slot[i] && t->slot_free[i])
+			t->slot_free[i](p->slot[i], t->slot_ctx[i]);
+	free(p->exe_path);
+	free(p->cgroup_path);
+	free(p->container_id);
+	free(p);
+}
+
+/* ---- the cap --------------------------------------------------------- */
+
+/* gen is at or after the last sample of p (generations wrap). */
+static bool written(const struct proc *p, uint32_t gen)
+{
+	return !p->sampled || (int32_t)(gen - p->last_gen) >= 0;
+}
+
+/* Its samples are all written: the cap may drop a live process. */
+static bool evictable(const struct proc_table *t, const struct proc *p)
+{
+	return written(p, t->written_gen);
+}
+
+/*
+ * A few entries from a list's tail tell whether any can go: on the LRU,
+ * entries of unwritten generations were used after every older one.
+ */
+static bool evict_from(struct proc_table *t, struct list *l)
+{
+	struct proc *p = l->tail;
+
+	for (int i = 0; p && i < EVICT_SCAN; i++, p = p->prev) {
+		if (evictable(t, p)) {
+			entry_free(t, p);
+			t->st.evicted++;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Room for one more entry: first the oldest exited process with nothing
+ * left to write (an exec-heavy host's many processes that never took a
+ * sample), then the least recently used live one.
+ */
+static bool make_room(struct proc_table *t)
+{
+	if (t->st.procs < t->max || evict_from(t, &t->exited) ||
+	    evict_from(t, &t->lru))
+		return true;
+	t->st.refused++;
+	return false;
+}
+
+/* ---- entries --------------------------------------------------------- */
+
+/* comm may come from a record: PROC_COMM_LEN bytes, maybe unterminated. */
+static void set_comm(struct proc *p, const char *comm)
+{
+	size_t n = strnlen(comm, PROC_COMM_LEN - 1);
+
+	memcpy(p->comm, comm, n);
+	p->comm[n] = '\0';
+}
+
+/*
+ * What /proc says of p, once. names: comm, the start time and the exe
+ * link too (an exec record brings the first and the last).
+ */
+static void read_info(struct proc_table *t, struct proc *p, bool names)
+{
+	t->st.bytes -= entry_bytes(p);
+	if (names) {
+		proc_read_stat(t->root, p->pid, p->comm, &p->start_ticks);
+		free(p->exe_path);
+		p->exe_path = proc_read_exe(t->root, p->pid);
+	}
+	free(p->cgroup_path);
+	free(p->container_id);
+	proc_read_cgroup(t->root, p->pid, &p->cgroup_path, &p->container_id);
+	p->info = true;
+	t->st.bytes += entry_bytes(p);
+}
+
+/* A new entry for pid, newest of its pid, nothing read yet. */
+static struct proc *entry_new(struct proc_table *t, uint32_t pid,
+			      uint64_t time_ns, const char *comm)
+{
+	struct proc *p;
+
+	if (!make_room(t) || !(p = calloc(1, sizeof(*p))))
+		return NULL;
+	p->pid = pid;
+	p->start_ns = time_ns;
+	if (comm)
+		set_comm(p, comm);
+	p->hnext = *bucket(t, pid);
+	*bucket(t, pid) = p;
+	list_add(&t->lru, p);
+	t->st.procs++;
+	t->st.created++;
+	t->st.bytes += entry_bytes(p);
+	return p;
+}
+
+/*
+ * The process a record of pid at time_ns belongs to: the newest one,
+ * unless that one exited before time_ns (the pid was reused). NULL: a new
+ * one is to be made (*reused tells why).
+ */
+static struct proc *owner(struct proc_table *t, uint32_t pid,
+			  uint64_t time_ns, bool *reused)
+{
+	struct proc *p = newest(t, pid);
+
+	*reused = false;
+	if (p && p->exited && time_ns && time_ns > p->exit_ns) {
+		*reused = true;
+		return NULL;
+	}
+	return p;
+}
+
+static struct proc *lookup_or_new(struct proc_table *t, uint32_t pid,
+				  uint64_t time_ns, const char *comm,
+				  bool names)
+{
+	bool reused;
+	struct proc *p = owner(t, pid, time_ns, &reused);
+
+	if (p) {
+		if (!p->exited) {	/* most recently used */
+			list_del(&t->lru, p);
+			list_add(&t->lru, p);
+		}
+		/* made by a slot's user, who reads no /proc file of ours */
+		if (!p->info)
+			read_info(t, p, names);
+		return p;
+	}
+	p = entry_new(t, pid, time_ns, comm);
+	if (p)
+		read_info(t, p, names);
+	if (p && reused)
+		t->st.reused++;
+	return p;
+}
+
+/* Its cgroup moved (the sample's id changed): read the path again. */
+static void cgroup_changed(struct proc_table *t, struct proc *p,
+			   uint64_t cgroup_id)
+{
+	t->st.bytes -= entry_bytes(p);
+	free(p->cgroup_path);
+	free(p->container_id);
+	proc_read_cgroup(t->root, p->pid, &p->cgroup_path, &p->container_id);
+	p->cgroup_id = cgroup_id;
+	t->st.bytes += entry_bytes(p);
+}
+
+/* Marked sampled in the current generation: 1 if it was not yet. */
+static int mark(struct proc_table *t, struct proc *p)
+{
+	bool first = !p->sampled || p->last_gen != t->gen;
+
+	p->sampled = true;
+	p->last_gen = t->gen;
+	return first;
+}
+
+/* ---- the interface ----------------------------------------------------- */
+
+struct proc_table *proc_table_new(const struct proc_table_options *opt)
+{
+	struct proc_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->root = strdup(opt && opt->root ? opt->root : "/proc");
+	if (!t->root) {
+		free(t);
+		return NULL;
+	}
+	t->max = opt && opt->max_procs ? opt->max_procs : PROC_DEFAULT_MAX;
+	t->written_gen = t->gen - 1;	/* nothing written yet */
+	pthread_mutex_init(&t->lock, NULL);
+	return t;
+}
+
+void proc_table_free(struct proc_table *t)
+{
+	if (!t)
+		return;
+	while (t->lru.head)
+		entry_free(t, t->lru.head);
+	while (t->exited.head)
+		entry_free(t, t->exited.head);
+	pthread_mutex_destroy(&t->lock);
+	free(t->root);
+	free(t);
+}
+
+int proc_table_sample(struct proc_table *t, uint32_t pid, uint64_t time_ns,
+		      const char *comm, bool leader, uint64_t cgroup_id)
+{
+	struct proc *p;
+	int first = -1;
+
+	pthread_mutex_lock(&t->lock);
+	p = lookup_or_new(t, pid, time_ns, leader ? comm : NULL, true);
+	if (!p)
+		goto out;
+	first = mark(t, p);
+	if (!p->cgroup_id)
+		p->cgroup_id = cgroup_id;
+	else if (first && cgroup_id && cgroup_id != p->cgroup_id)
+		cgroup_changed(t, p, cgroup_id);
+	/* the leader's comm names the process; it can change (exec) */
+	if (comm && (leader || !p->comm[0]))
+		set_comm(p, comm);
+out:
+	pthread_mutex_unlock(&t->lock);
+	return first;
+}
+
+void proc_table_exec(struct proc_table *t, uint32_t pid, uint64_t time_ns,
+		     const char *comm, const char *filename)
+{
+	struct proc *p;
+	char *exe;
+
+	pthread_mutex_lock(&t->lock);
+	p = lookup_or_new(t, pid, time_ns, comm, false);
+	if (p && p->exited) {
+		/* an exec record older than the exit: nothing new to learn */
+		p = NULL;
+	}
+	if (p && comm)
+		set_comm(p, comm);
+	if (p && filename) {
+		exe = strdup(filename);
+		if (exe) {
+			t->st.bytes -= entry_bytes(p);
+			free(p->exe_path);
+			p->exe_path = exe;
+			t->st.bytes += entry_bytes(p);
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+void proc_table_exit(struct proc_table *t, uint32_t pid, uint64_t time_ns,
+		     const char *comm, bool create)
+{
+	struct proc *p;
+	bool reused;
+
+	pthread_mutex_lock(&t->lock);
+	p = owner(t, pid, time_ns, &reused);
+	if (!p && create && (p = entry_new(t, pid, time_ns, comm)))
+		read_info(t, p, false);
+	if (p && !p->exited) {
+		list_del(&t->lru, p);
+		p->exited = true;
+		p->exit_ns = time_ns;
+		list_add(&t->exited, p);
+		t->st.exited++;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+bool proc_table_exited(struct proc_table *t, uint32_t pid)
+{
+	struct proc *p;
+	bool r;
+
+	pthread_mutex_lock(&t->lock);
+	p = newest(t, pid);
+	r = p && p->exited;
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void proc_table_keep(struct proc_table *t, uint32_t pid)
+{
+	struct proc *p;
+
+	pthread_mutex_lock(&t->lock);
+	p = newest(t, pid);
+	if (!p)
+		p = entry_new(t, pid, 0, NULL);
+	if (p && !p->info)
+		read_info(t, p, true);
+	if (p)
+		mark(t, p);
+	pthread_mutex_unlock(&t->lock);
+}
+
+uint32_t proc_table_generation(struct proc_table *t)
+{
+	uint32_t g;
+
+	pthread_mutex_lock(&t->lock);
+	g = t->gen;
+	pthread_mutex_unlock(&t->lock);
+	return g;
+}
+
+void proc_table_release(struct proc_table *t, uint32_t gen)
+{
+	struct proc *p, *next;
+
+	pthread_mutex_lock(&t->lock);
+	if ((int32_t)(gen - t->written_gen) > 0)
+		t->written_gen = gen;
+	for (p = t->exited.head; p; p = next) {
+		next = p->next;
+		if (written(p, gen)) {
+			entry_free(t, p);
+			t->st.released++;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+uint32_t proc_table_advance(struct proc_table *t)
+{
+	uint32_t g;
+
+	pthread_mutex_lock(&t->lock);
+	g = t->gen++;
+	pthread_mutex_unlock(&t->lock);
+	return g;
+}
+
+static void info_of(const struct proc *p, struct proc_info *i)
+{
+	*i = (struct proc_info){
+		.pid = p->pid, .start_ns = p->start_ns,
+		.start_ticks = p->start_ticks, .cgroup_id = p->cgroup_id,
+		.comm = p->comm, .exe_path = p->exe_path,
+		.cgroup_path = p->cgroup_path,
+		.container_id = p->container_id, .exited = p->exited,
+		.exit_ns = p->exit_ns, .last_gen = p->last_gen,
+	};
+}
+
+/* A newer process of the same pid was sampled in gen too: it is shown. */
+static bool shadowed(const struct proc *chain, const struct proc *p,
+		     uint32_t gen)
+{
+	for (; chain != p; chain = chain->hnext)
+		if (chain->pid == p->pid && chain->sampled &&
+		    chain->last_gen == gen)
+			return true;
+	return false;
+}
+
+int proc_table_visit(struct proc_table *t, uint32_t gen,
+		     int (*fn)(const struct proc_info *p, void *ctx), void *ctx)
+{
+	struct proc_info info;
+	int r = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < BUCKETS && !r; b++) {
+		for (struct proc *p = t->hash[b]; p && !r; p = p->hnext) {
+			if (!p->sampled || p->last_gen != gen ||
+			    shadowed(t->hash[b], p, gen))
+				continue;
+			info_of(p, &info);
+			r = fn(&info, ctx);
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void proc_table_get_stats(struct proc_table *t, struct proc_table_stats *st)
+{
+	pthread_mutex_lock(&t->lock);
+	*st = t->st;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- users' slots ------------------------------------------------------ */
+
+void proc_table_slot_owner(struct proc_table *t, enum proc_slot slot,
+			   void (*free_fn)(void *data, void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&t->lock);
+	t->slot_free[slot] = free_fn;
+	t->slot_ctx[slot] = ctx;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void **proc_table_slot(struct proc_table *t, uint32_t pid,
+		       enum proc_slot slot, bool create)
+{
+	struct proc *p;
+
+	pthread_mutex_lock(&t->lock);
+	p = newest(t, pid);
+	if (!p && create)
+		p = entry_new(t, pid, 0, NULL);
+	pthread_mutex_unlock(&t->lock);
+	return p ? &p->slot[slot] : NULL;
+}
+
+void *proc_table_slot_older(struct proc_table *t, uint32_t pid,
+			    enum proc_slot slot, const void *data)
+{
+	struct proc *p;
+	void *r = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	for (p = *bucket(t, pid); p; p = p->hnext)
+		if (p->pid == pid && p->slot[slot] == data)
+			break;
+	for (p = p ? p->hnext : NULL; p && !r; p = p->hnext)
+		if (p->pid == pid)
+			r = p->slot[slot];
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+int proc_table_slot_visit(struct proc_table *t, enum proc_slot slot,
+			  int (*fn)(void *data, void *ctx), void *ctx)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < BUCKETS && !r; b++)
+		for (struct proc *p = t->hash[b]; p && !r; p = p->hnext)
+			if (p->slot[slot])
+				r = fn(p->slot[slot], ctx);
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void proc_table_slot_drop(struct proc_table *t, enum proc_slot slot)
+{
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < BUCKETS; b++) {
+		for (struct proc *p = t->hash[b]; p; p = p->hnext) {
+			if (p->slot[slot] && t->slot_free[slot])
+				t->slot_free[slot](p->slot[slot], t->slot_ctx[slot]);
+			p->slot[slot] = NULL;
+		}
+	}
+	t->slot_free[slot] = NULL;
+	t->slot_ctx[slot] = NULL;
+	pthread_mutex_unlock(&t->lock);
+}

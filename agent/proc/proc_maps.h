@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * /proc/PID/maps (proc_maps.c): one line parsed in place. Used by the
+ * process model (proc.c), the symbolizer and the unwind service.
+ */
+#ifndef EMBER_PROC_MAPS_H
+#define EMBER_PROC_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum sym_map_type {
+	SYM_MAP_FILE,		/* a regular file (maybe deleted) */
+	SYM_MAP_MEMFD,		/* "/memfd:NAME (deleted)" */
+	SYM_MAP_ANON,		/* anonymous executable memory: JIT */
+	SYM_MAP_VDSO,
+	SYM_MAP_VSYSCALL,
+	SYM_MAP_OTHER,		/* [stack], [heap], [anon:...] */
+};
+
+struct sym_map_line {
+	uint64_t start, end, pgoff;
+	uint64_t dev, ino;	/* makedev(major, minor), inode */
+	bool exec, deleted;
+	enum sym_map_type type;
+	const char *path;	/* points into the parsed line; "" if none */
+	size_t path_len;	/* without " (deleted)" */
+};
+
+/* Parses one maps line in place (line is modified). false if malformed. */
+bool sym_maps_parse_line(char *line, struct sym_map_line *m);
+
+/*
+ * An executable mapping of a process, the line parsed in place; return
+ * false to stop reading.
+ */
+typedef bool (*proc_maps_fn)(void *ctx, struct sym_map_line *m);
+
+/*
+ * Read ROOT/PID/maps (root NULL: "/proc") and call fn for each executable
+ * mapping. The file is the kernel's but its size is the process's doing
+ * (up to vm.max_map_count lines, paths as deep as it likes): it is read in
+ * a few large read()s, at most PROC_MAPS_MAX_BYTES and PROC_MAPS_MAX_NS
+ * (fn's time included), and a line longer than a path that can be opened
+ * is skipped. *hash (when not NULL): of the executable lines' text, to
+ * tell whether they changed. 0, or -errno when the file cannot be opened
+ * (the process is gone, or not ours to see).
+ */
+#define PROC_MAPS_MAX_BYTES	(16u << 20)
+#define PROC_MAPS_MAX_NS	(2ull * 1000000000)
+int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
+		   uint64_t *hash);
+
+#endif
