@@ -276,25 +276,16 @@ static __always_inline void emit(void *ctx, void *data, __u64 size,
 }
 
 /*
- * The user registers of the current task: from the sample's own context
- * when it interrupted user mode, else those saved at kernel entry (the
- * syscall or interrupt the task is in), found with bpf_task_pt_regs()
- * where the kernel has it (5.15+) and at the top of the task's stack
- * before that (5.10: no padding there on x86-64).
+ * The current task's user registers saved at kernel entry (the syscall or
+ * interrupt it is in), found with bpf_task_pt_regs() where the kernel has
+ * it (5.15+) and at the top of the task's stack before that (5.10: no
+ * padding there on x86-64). 0, or -1 when they cannot be read.
  */
-static __always_inline int current_uregs(const struct uw_regs *given,
-					 struct uw_state *w)
+static __always_inline int entry_uregs(struct uapi_x86_regs *u)
 {
-	struct uapi_x86_regs u;
 	struct task_struct *task;
 	void *regs;
 
-	if (given) {
-		w->pc = given->pc;
-		w->sp = given->sp;
-		w->fp = given->fp;
-		return 0;
-	}
 	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) &&
 	    bpf_core_enum_value_exists(enum bpf_func_id,
 				       BPF_FUNC_get_current_task_btf)) {
@@ -303,9 +294,27 @@ static __always_inline int current_uregs(const struct uw_regs *given,
 	} else {
 		task = (void *)bpf_get_current_task();
 		regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
-				EMBER_THREAD_SIZE - sizeof(u));
+				EMBER_THREAD_SIZE - sizeof(*u));
 	}
-	if (bpf_probe_read_kernel(&u, sizeof(u), regs))
+	return bpf_probe_read_kernel(u, sizeof(*u), regs) ? -1 : 0;
+}
+
+/*
+ * The user registers of the current task: from the sample's own context
+ * when it interrupted user mode, else those saved at kernel entry.
+ */
+static __always_inline int current_uregs(const struct uw_regs *given,
+					 struct uw_state *w)
+{
+	struct uapi_x86_regs u;
+
+	if (given) {
+		w->pc = given->pc;
+		w->sp = given->sp;
+		w->fp = given->fp;
+		return 0;
+	}
+	if (entry_uregs(&u))
 		return -1;
 	w->pc = u.ip;
 	w->sp = u.sp;
@@ -569,8 +578,6 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 {
 	struct uapi_x86_regs u;
 	struct ember_user_stack *r;
-	struct task_struct *task;
-	void *regs;
 	__u32 got = 0;
 	int i;
 
@@ -596,19 +603,8 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 		u.r14 = c->r14;
 		u.r15 = c->r15;
 		u.ip = c->ip;
-	} else {
-		if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) &&
-		    bpf_core_enum_value_exists(enum bpf_func_id,
-					       BPF_FUNC_get_current_task_btf)) {
-			task = bpf_get_current_task_btf();
-			regs = (void *)bpf_task_pt_regs(task);
-		} else {
-			task = (void *)bpf_get_current_task();
-			regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
-					EMBER_THREAD_SIZE - sizeof(u));
-		}
-		if (bpf_probe_read_kernel(&u, sizeof(u), regs))
-			return;
+	} else if (entry_uregs(&u)) {
+		return;
 	}
 	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
 	if (!r)

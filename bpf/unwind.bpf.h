@@ -408,24 +408,24 @@ static __always_inline int uw_step(const struct ember_unwind_rule *r,
 		cfa = w->sp + 8 + ((w->pc & 15) >= 10 ? 8 : 0);
 		break;
 	case EMBER_CFA_DEREF_FP:
-		if (!w->fp_ok || uw_read(w, w->fp + (__s64)r->cfa_off, &cfa))
-			return EMBER_STEP_CUT;
-		break;
 	case EMBER_CFA_DEREF_SP:
-		if (uw_read(w, w->sp + (__s64)r->cfa_off, &cfa))
-			return EMBER_STEP_CUT;
-		break;
 	case EMBER_CFA_DEREF_FP_ADD:
-		if (!w->fp_ok ||
-		    uw_read(w, w->fp + EMBER_CFA_DEREF_OFF(r->cfa_off), &cfa))
+	case EMBER_CFA_DEREF_SP_ADD: {
+		/* *(base + off) + add: the plain forms add nothing after */
+		int on_fp = r->cfa_type == EMBER_CFA_DEREF_FP ||
+			    r->cfa_type == EMBER_CFA_DEREF_FP_ADD;
+		int packed = r->cfa_type == EMBER_CFA_DEREF_FP_ADD ||
+			     r->cfa_type == EMBER_CFA_DEREF_SP_ADD;
+		__s64 off = packed ? EMBER_CFA_DEREF_OFF(r->cfa_off) :
+				     (__s64)r->cfa_off;
+
+		if ((on_fp && !w->fp_ok) ||
+		    uw_read(w, (on_fp ? w->fp : w->sp) + off, &cfa))
 			return EMBER_STEP_CUT;
-		cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
+		if (packed)
+			cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
 		break;
-	case EMBER_CFA_DEREF_SP_ADD:
-		if (uw_read(w, w->sp + EMBER_CFA_DEREF_OFF(r->cfa_off), &cfa))
-			return EMBER_STEP_CUT;
-		cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
-		break;
+	}
 	case EMBER_CFA_SIGNAL:
 		if (uw_read(w, w->sp + EMBER_SIGFRAME_RIP, &ra) ||
 		    uw_read(w, w->sp + EMBER_SIGFRAME_RSP, &sp) ||

@@ -213,24 +213,23 @@ static inline int ember_unwind_step(const struct ember_unwind_rule *r,
 					   11U : 10U) ? 8 : 0);
 		break;
 	case EMBER_CFA_DEREF_FP:
-		if (!regs->fp_ok || read(ctx, regs->fp + r->cfa_off, &cfa))
-			return EMBER_STEP_CUT;
-		break;
 	case EMBER_CFA_DEREF_SP:
-		if (read(ctx, regs->sp + r->cfa_off, &cfa))
-			return EMBER_STEP_CUT;
-		break;
 	case EMBER_CFA_DEREF_FP_ADD:
-		if (!regs->fp_ok ||
-		    read(ctx, regs->fp + EMBER_CFA_DEREF_OFF(r->cfa_off), &cfa))
+	case EMBER_CFA_DEREF_SP_ADD: {
+		/* *(base + off) + add: the plain forms add nothing after */
+		int on_fp = r->cfa_type == EMBER_CFA_DEREF_FP ||
+			     r->cfa_type == EMBER_CFA_DEREF_FP_ADD;
+		int packed = r->cfa_type == EMBER_CFA_DEREF_FP_ADD ||
+			      r->cfa_type == EMBER_CFA_DEREF_SP_ADD;
+		__s64 off = packed ? EMBER_CFA_DEREF_OFF(r->cfa_off) : r->cfa_off;
+
+		if ((on_fp && !regs->fp_ok) ||
+		    read(ctx, (on_fp ? regs->fp : regs->sp) + off, &cfa))
 			return EMBER_STEP_CUT;
-		cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
+		if (packed)
+			cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
 		break;
-	case EMBER_CFA_DEREF_SP_ADD:
-		if (read(ctx, regs->sp + EMBER_CFA_DEREF_OFF(r->cfa_off), &cfa))
-			return EMBER_STEP_CUT;
-		cfa += EMBER_CFA_DEREF_ADD(r->cfa_off);
-		break;
+	}
 	case EMBER_CFA_SIGNAL: {
 		__u64 sp;
 

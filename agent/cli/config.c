@@ -5,22 +5,12 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "errmsg.h"
 #include "options.h"
-
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 static int set_path(char **dst, const char *v)
 {
@@ -44,11 +34,11 @@ static int load_file(struct ember_opts *c, const char *path, bool must_exist,
 	if (!f) {
 		if (!must_exist && errno == ENOENT)
 			return 0;
-		return fail(err, err_len, "cannot read %s: %s", path, strerror(errno));
+		return errmsg_inval(err, err_len, "cannot read %s: %s", path, strerror(errno));
 	}
 	if (path != c->config_path && set_path(&c->config_path, path)) {
 		fclose(f);
-		return fail(err, err_len, "out of memory");
+		return errmsg_inval(err, err_len, "out of memory");
 	}
 	while (fgets(line, sizeof(line), f)) {
 		char *s = opts_trim(line), *eq;
@@ -60,7 +50,7 @@ static int load_file(struct ember_opts *c, const char *path, bool must_exist,
 		eq = strchr(s, '=');
 		if (!eq) {
 			fclose(f);
-			return fail(err, err_len, "%s: expected 'key = value'", where);
+			return errmsg_inval(err, err_len, "%s: expected 'key = value'", where);
 		}
 		*eq = '\0';
 		r = opts_set_key(c, opts_trim(s), opts_trim(eq + 1), where, NULL, err, err_len);
@@ -147,7 +137,7 @@ int run_config_load(struct ember_opts *c, int argc, char **argv,
 	int ret;
 
 	if (opts_init(c, CMD_RUN))
-		return fail(err, err_len, "out of memory");
+		return errmsg_inval(err, err_len, "out of memory");
 	/* Pass 1: only --config and --help, so the file loads first. */
 	ret = opts_parse_argv(c, CMD_RUN, argc, argv, OPTS_PASS_EARLY, NULL,
 			      err, err_len);

@@ -393,16 +393,27 @@ PARSE(p_pid)
 	return o->nr_pids > n0 ? 0 : bad_value(cx, d, v);
 }
 
+/* Index of v in names[n] (the values an option takes), or -1. */
+static int name_index(const char *v, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (names[i] && !strcmp(v, names[i]))
+			return i;
+	return -1;
+}
+
+#define NAME_INDEX(v, names) \
+	name_index(v, names, (int)(sizeof(names) / sizeof((names)[0])))
+
 PARSE(p_backend)
 {
 	static const char *const names[] = { "auto", "kmod", "bpf" };
+	int i = NAME_INDEX(v, names);
 
-	for (size_t i = 0; i < 3; i++)
-		if (!strcmp(v, names[i])) {
-			o->backend = names[i];
-			return 0;
-		}
-	return bad_value(cx, d, v);
+	if (i < 0)
+		return bad_value(cx, d, v);
+	o->backend = names[i];
+	return 0;
 }
 
 PARSE(p_offcpu_min)
@@ -480,25 +491,26 @@ PARSE(p_format)
 		[OUT_FOLDED] = "folded", [OUT_SVG] = "svg",
 		[OUT_PPROF] = "pprof", [OUT_OTLP] = "otlp",
 	};
+	int f = NAME_INDEX(v, names);
 
-	for (int f = OUT_FOLDED; f <= OUT_OTLP; f++)
-		if (!strcmp(v, names[f])) {
-			o->format = f;
-			return 0;
-		}
-	return bad_value(cx, d, v);
+	if (f < 0)
+		return bad_value(cx, d, v);
+	o->format = f;
+	return 0;
 }
 
 PARSE(p_group_by)
 {
-	if (!strcmp(v, "process"))
-		o->group_by = PROF_GROUP_PROCESS;
-	else if (!strcmp(v, "container"))
-		o->group_by = PROF_GROUP_CONTAINER;
-	else if (!strcmp(v, "none"))
-		o->group_by = PROF_GROUP_NONE;
-	else
+	static const char *const names[] = {
+		[PROF_GROUP_PROCESS] = "process",
+		[PROF_GROUP_CONTAINER] = "container",
+		[PROF_GROUP_NONE] = "none",
+	};
+	int g = NAME_INDEX(v, names);
+
+	if (g < 0)
 		return bad_value(cx, d, v);
+	o->group_by = g;
 	return 0;
 }
 
@@ -602,12 +614,12 @@ PARSE(p_headers)
 
 PARSE(p_compression)
 {
-	if (!strcmp(v, "gzip"))
-		o->gzip = true;
-	else if (!strcmp(v, "none"))
-		o->gzip = false;
-	else
+	static const char *const names[] = { "none", "gzip" };
+	int c = NAME_INDEX(v, names);
+
+	if (c < 0)
 		return bad_value(cx, d, v);
+	o->gzip = c == 1;
 	return 0;
 }
 

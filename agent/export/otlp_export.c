@@ -43,6 +43,7 @@
 #include <time.h>
 #include <zlib.h>
 #include "deadline.h"
+#include "errmsg.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "otlp_export.h"
 
@@ -120,6 +121,42 @@ static char *xstrdup(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* Copies of the four strings into c; false if one given could not be. */
+static bool cfg_set_strings(struct cfg_copy *c, const char *endpoint,
+			    const char *ca_file, const char *client_cert,
+			    const char *client_key)
+{
+	c->endpoint = xstrdup(endpoint);
+	c->ca_file = xstrdup(ca_file);
+	c->client_cert = xstrdup(client_cert);
+	c->client_key = xstrdup(client_key);
+	return (!endpoint || c->endpoint) && (!ca_file || c->ca_file) &&
+	       (!client_cert || c->client_cert) && (!client_key || c->client_key);
+}
+
+/* Append s to *h; out of memory, free the whole list and return false. */
+static bool slist_add(struct curl_slist **h, const char *s)
+{
+	struct curl_slist *t = curl_slist_append(*h, s);
+
+	if (!t) {
+		curl_slist_free_all(*h);
+		*h = NULL;
+		return false;
+	}
+	*h = t;
+	return true;
+}
+
+/* Append a copy of every entry of from to *h, as slist_add. */
+static bool slist_add_all(struct curl_slist **h, const struct curl_slist *from)
+{
+	for (; from; from = from->next)
+		if (!slist_add(h, from->data))
+			return false;
+	return true;
+}
+
 static void cfg_free(struct cfg_copy *c)
 {
 	free(c->endpoint);
@@ -128,16 +165,6 @@ static void cfg_free(struct cfg_copy *c)
 	free(c->client_key);
 	curl_slist_free_all(c->headers);
 	memset(c, 0, sizeof(*c));
-}
-
-static int why_not(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
 }
 
 static bool host_char(char ch)
@@ -154,17 +181,17 @@ int otlp_endpoint_check(const char *url, char *why, size_t why_len)
 
 	for (p = url; *p; p++)
 		if ((unsigned char)*p <= ' ' || *p == 0x7f)
-			return why_not(why, why_len, "it holds a space or control "
-				       "character at offset %zu", (size_t)(p - url));
+			return errmsg_inval(why, why_len, "it holds a space or control "
+					    "character at offset %zu", (size_t)(p - url));
 	p = strstr(url, "://");
 	if (!p)
-		return why_not(why, why_len, "expected http://HOST[:PORT][/PATH] "
-			       "or https://HOST[:PORT][/PATH]");
+		return errmsg_inval(why, why_len, "expected http://HOST[:PORT][/PATH] "
+				    "or https://HOST[:PORT][/PATH]");
 	scheme_len = (size_t)(p - url);
 	if (!(scheme_len == 4 && !strncasecmp(url, "http", 4)) &&
 	    !(scheme_len == 5 && !strncasecmp(url, "https", 5)))
-		return why_not(why, why_len, "scheme '%.*s' is not http or https",
-			       (int)scheme_len, url);
+		return errmsg_inval(why, why_len, "scheme '%.*s' is not http or https",
+				    (int)scheme_len, url);
 	auth = p + 3;
 	auth_end = auth + strcspn(auth, "/?#");
 	host = auth;
@@ -172,36 +199,36 @@ int otlp_endpoint_check(const char *url, char *why, size_t why_len)
 		if (*p == '@')
 			host = p + 1;	/* user:password@ */
 	if (host == auth_end)
-		return why_not(why, why_len, "no host after '://'");
+		return errmsg_inval(why, why_len, "no host after '://'");
 	if (*host == '[') {
 		const char *close = memchr(host, ']', (size_t)(auth_end - host));
 
 		if (!close)
-			return why_not(why, why_len, "no ']' closes the IPv6 address");
+			return errmsg_inval(why, why_len, "no ']' closes the IPv6 address");
 		if (close == host + 1)
-			return why_not(why, why_len, "empty IPv6 address in []");
+			return errmsg_inval(why, why_len, "empty IPv6 address in []");
 		for (p = host + 1; p < close; p++)
 			if (!strchr("0123456789abcdefABCDEF:.%", *p) &&
 			    !host_char(*p))
-				return why_not(why, why_len, "'%c' in the IPv6 address", *p);
+				return errmsg_inval(why, why_len, "'%c' in the IPv6 address", *p);
 		if (!memchr(host + 1, ':', (size_t)(close - host - 1)))
-			return why_not(why, why_len, "not an IPv6 address in []");
+			return errmsg_inval(why, why_len, "not an IPv6 address in []");
 		host_end = close + 1;
 		if (host_end < auth_end && *host_end != ':')
-			return why_not(why, why_len, "'%c' after ']'", *host_end);
+			return errmsg_inval(why, why_len, "'%c' after ']'", *host_end);
 	} else {
 		host_end = memchr(host, ':', (size_t)(auth_end - host));
 		if (!host_end)
 			host_end = auth_end;
 		if (host_end < auth_end &&
 		    memchr(host_end + 1, ':', (size_t)(auth_end - host_end - 1)))
-			return why_not(why, why_len, "an IPv6 address needs brackets, "
-				       "as in http://[::1]:4318");
+			return errmsg_inval(why, why_len, "an IPv6 address needs brackets, "
+					    "as in http://[::1]:4318");
 		if (host_end == host)
-			return why_not(why, why_len, "no host after '://'");
+			return errmsg_inval(why, why_len, "no host after '://'");
 		for (p = host; p < host_end; p++)
 			if (!host_char(*p))
-				return why_not(why, why_len, "'%c' in the host name", *p);
+				return errmsg_inval(why, why_len, "'%c' in the host name", *p);
 	}
 	if (host_end < auth_end)
 		port = host_end + 1;
@@ -209,14 +236,14 @@ int otlp_endpoint_check(const char *url, char *why, size_t why_len)
 		unsigned long v = 0;
 
 		if (port == auth_end)
-			return why_not(why, why_len, "no port after ':'");
+			return errmsg_inval(why, why_len, "no port after ':'");
 		for (p = port; p < auth_end; p++) {
 			if (*p < '0' || *p > '9' || (v = v * 10 + (unsigned long)(*p - '0')) > 65535)
-				return why_not(why, why_len, "port '%.*s' is not a number "
-					       "from 1 to 65535", (int)(auth_end - port), port);
+				return errmsg_inval(why, why_len, "port '%.*s' is not a number "
+						    "from 1 to 65535", (int)(auth_end - port), port);
 		}
 		if (!v)
-			return why_not(why, why_len, "port 0 is not a port to send to");
+			return errmsg_inval(why, why_len, "port 0 is not a port to send to");
 	}
 #if CURL_AT_LEAST_VERSION(7, 62, 0)
 	{
@@ -225,12 +252,12 @@ int otlp_endpoint_check(const char *url, char *why, size_t why_len)
 		CURLUcode rc;
 
 		if (!u)
-			return why_not(why, why_len, "out of memory");
+			return errmsg_inval(why, why_len, "out of memory");
 		rc = curl_url_set(u, CURLUPART_URL, url, 0);
 		curl_url_cleanup(u);
 		if (rc != CURLUE_OK)
-			return why_not(why, why_len, "libcurl cannot parse it "
-				       "(CURLUcode %d)", (int)rc);
+			return errmsg_inval(why, why_len, "libcurl cannot parse it "
+					    "(CURLUcode %d)", (int)rc);
 	}
 #endif
 	return 0;
@@ -239,7 +266,8 @@ int otlp_endpoint_check(const char *url, char *why, size_t why_len)
 static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 		    char *err, size_t err_len)
 {
-	struct curl_slist *h = NULL, *t;
+	struct curl_slist *h = NULL;
+	bool ok;
 	char why[200];
 
 	memset(c, 0, sizeof(*c));
@@ -249,10 +277,8 @@ static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 			 in->endpoint ? why : "none given");
 		return -EINVAL;
 	}
-	c->endpoint = xstrdup(in->endpoint);
-	c->ca_file = xstrdup(in->ca_file);
-	c->client_cert = xstrdup(in->client_cert);
-	c->client_key = xstrdup(in->client_key);
+	ok = cfg_set_strings(c, in->endpoint, in->ca_file, in->client_cert,
+			     in->client_key);
 	c->timeout_ms = in->timeout_ms ? in->timeout_ms : 10000;
 	c->retry_initial_ms = in->retry_initial_ms ? in->retry_initial_ms : 1000;
 	c->retry_max_ms = in->retry_max_ms ? in->retry_max_ms : 30000;
@@ -265,17 +291,10 @@ static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 			     OTLP_QUEUE_MAX_BYTES;
 	c->gzip = in->gzip;
 	c->quiet = in->quiet;
-	for (size_t i = 0; in->headers && in->headers[i]; i++) {
-		t = curl_slist_append(h, in->headers[i]);
-		if (!t) {
-			curl_slist_free_all(h);
-			h = NULL;
-			break;
-		}
-		h = t;
-	}
+	for (size_t i = 0; ok && in->headers && in->headers[i]; i++)
+		ok = slist_add(&h, in->headers[i]);
 	c->headers = h;
-	if (!c->endpoint || (in->headers && in->headers[0] && !h)) {
+	if (!ok) {
 		cfg_free(c);
 		snprintf(err, err_len, "out of memory");
 		return -ENOMEM;
@@ -285,33 +304,21 @@ static int cfg_copy(struct cfg_copy *c, const struct otlp_export_config *in,
 
 static int cfg_dup(struct cfg_copy *d, const struct cfg_copy *s)
 {
-	struct curl_slist *t;
-
 	*d = *s;
-	d->endpoint = xstrdup(s->endpoint);
-	d->ca_file = xstrdup(s->ca_file);
-	d->client_cert = xstrdup(s->client_cert);
-	d->client_key = xstrdup(s->client_key);
 	d->headers = NULL;
-	for (const struct curl_slist *h = s->headers; h; h = h->next) {
-		t = curl_slist_append(d->headers, h->data);
-		if (!t)
-			goto oom;
-		d->headers = t;
+	if (!cfg_set_strings(d, s->endpoint, s->ca_file, s->client_cert,
+			     s->client_key) ||
+	    !slist_add_all(&d->headers, s->headers)) {
+		cfg_free(d);
+		return -ENOMEM;
 	}
-	if (!d->endpoint || (s->ca_file && !d->ca_file) ||
-	    (s->client_cert && !d->client_cert) || (s->client_key && !d->client_key))
-		goto oom;
 	return 0;
-oom:
-	cfg_free(d);
-	return -ENOMEM;
 }
 
 /* The request's headers: fixed ones first, then the user's. */
 static struct curl_slist *request_headers(const struct cfg_copy *c, bool gzipped)
 {
-	struct curl_slist *h = NULL, *t;
+	struct curl_slist *h = NULL;
 	const char *fixed[] = {
 		/* Exactly this Content-Type: Pyroscope matches it verbatim. */
 		"Content-Type: application/x-protobuf",
@@ -320,24 +327,11 @@ static struct curl_slist *request_headers(const struct cfg_copy *c, bool gzipped
 		gzipped ? "Content-Encoding: gzip" : NULL,
 	};
 
-	for (size_t i = 0; i < 3; i++) {
-		if (!fixed[i])
-			continue;
-		t = curl_slist_append(h, fixed[i]);
-		if (!t)
-			goto oom;
-		h = t;
-	}
-	for (const struct curl_slist *u = c->headers; u; u = u->next) {
-		t = curl_slist_append(h, u->data);
-		if (!t)
-			goto oom;
-		h = t;
-	}
+	for (size_t i = 0; i < 3; i++)
+		if (fixed[i] && !slist_add(&h, fixed[i]))
+			return NULL;
+	slist_add_all(&h, c->headers);	/* NULL when out of memory */
 	return h;
-oom:
-	curl_slist_free_all(h);
-	return NULL;
 }
 
 /* ---- time and backoff ---- */
@@ -981,6 +975,15 @@ static void *sender(void *arg)
 	return NULL;
 }
 
+/* Free what otlp_exporter_new made, once its thread is gone (or never was). */
+static void exporter_free(struct otlp_exporter *x)
+{
+	cfg_free(&x->cfg);
+	pthread_mutex_destroy(&x->lock);
+	pthread_cond_destroy(&x->cond);
+	free(x);
+}
+
 struct otlp_exporter *otlp_exporter_new(const struct otlp_export_config *cfg,
 					char *err, size_t err_len)
 {
@@ -1008,10 +1011,7 @@ struct otlp_exporter *otlp_exporter_new(const struct otlp_export_config *cfg,
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&x->thread, NULL, sender, x)) {
 		snprintf(err, err_len, "cannot start the exporter thread");
-		cfg_free(&x->cfg);
-		pthread_mutex_destroy(&x->lock);
-		pthread_cond_destroy(&x->cond);
-		free(x);
+		exporter_free(x);
 		return NULL;
 	}
 	return x;
@@ -1085,8 +1085,5 @@ void otlp_exporter_shutdown(struct otlp_exporter *x, unsigned int deadline_ms,
 		final->queue_bytes = 0;
 		final->in_flight_bytes = 0;
 	}
-	cfg_free(&x->cfg);
-	pthread_mutex_destroy(&x->lock);
-	pthread_cond_destroy(&x->cond);
-	free(x);
+	exporter_free(x);
 }

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "event_frame.h"
 #include "profile.h"
 
 struct folded_line {
@@ -93,22 +94,6 @@ static bool profile_has_both(const struct profile *p)
 	return seen & (seen - 1);
 }
 
-static const char *event_frame(enum prof_event ev)
-{
-	switch (ev) {
-	case PROF_EV_OFFCPU:
-		return ";[offcpu]";
-	case PROF_EV_FAULTS:
-		return ";[faults]";
-	case PROF_EV_ALLOC:
-		return ";[alloc]";
-	case PROF_EV_INUSE:
-		return ";[inuse]";
-	default:
-		return ";[cpu]";
-	}
-}
-
 static int build_line(const struct profile *p, const struct prof_sample *s,
 		      bool both, struct strbuf *b)
 {
@@ -132,10 +117,10 @@ static int build_line(const struct profile *p, const struct prof_sample *s,
 		first = false;
 	}
 	if (!err && both) {
-		/* event_frame() starts with the ';' a first frame must not have */
-		const char *ev = event_frame(s->event);
-
-		err = sb_puts(b, first ? ev + 1 : ev);
+		if (!first)
+			err = sb_putc(b, ';');
+		if (!err)
+			err = sb_puts(b, event_frame(s->event));
 		first = false;
 	}
 	/* frames[] is leaf first: walk it backwards for root first */

@@ -42,16 +42,21 @@ typedef Opentelemetry__Proto__Common__V1__InstrumentationScope PScope;
 typedef Opentelemetry__Proto__Resource__V1__Resource PResource;
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest PRequest;
 
-/* A growable array of message pointers: one dictionary table. */
+/*
+ * One dictionary table: the intern table that gives each distinct key its
+ * index, and the growable array of the messages at those indices.
+ */
 struct table {
+	struct otlp_intern in;
 	void **v;
 	size_t n, cap;
 };
 
+enum { T_STR, T_ATTR, T_FN, T_MAP, T_LOC, T_STACK, T__COUNT };
+
 struct enc {
 	struct otlp_arena a;
-	struct otlp_intern i_str, i_fn, i_map, i_loc, i_stack, i_attr;
-	struct table t_str, t_fn, t_map, t_loc, t_stack, t_attr;
+	struct table t[T__COUNT];
 	int32_t s_thread_id, s_thread_name, s_frame_type, s_build_id, s_state;
 	int32_t a_frame_kernel, a_frame_native;
 	uint64_t start_ns, end_ns;	/* covers meta and every timestamp */
@@ -91,13 +96,14 @@ static int32_t str_idx(struct enc *e, const char *s)
 	if (!s)
 		s = "";
 	/* The single way into string_table: sanitised to UTF-8 there. */
-	idx = otlp_intern_str(&e->i_str, s, &is_new);
+	idx = otlp_intern_str(&e->t[T_STR].in, s, &is_new);
 	if (idx < 0) {
 		e->err = -ENOMEM;
 		return 0;
 	}
 	/* The interned copy is NUL-terminated and lives until the end. */
-	if (is_new && table_push(&e->t_str, (void *)otlp_intern_key(&e->i_str, idx)))
+	if (is_new &&
+	    table_push(&e->t[T_STR], (void *)otlp_intern_key(&e->t[T_STR].in, idx)))
 		e->err = -ENOMEM;
 	return (int32_t)idx;
 }
@@ -136,7 +142,7 @@ struct keybuf {
 
 static void key_put(struct keybuf *k, const void *p, size_t len)
 {
-	if (k->n == SIZE_MAX)
+	if (k->n == SIZE_MAX || !len)
 		return;		/* poisoned by an earlier allocation failure */
 	if (!k->big && k->n + len <= sizeof(k->b)) {
 		memcpy(k->b + k->n, p, len);
@@ -165,20 +171,22 @@ static const void *key_data(const struct keybuf *k)
 	return k->big ? k->big : k->b;
 }
 
-/* Intern key; on a new entry call make() to build the table item. */
-static int32_t intern_item(struct enc *e, struct otlp_intern *it,
-			   struct table *t, struct keybuf *k,
+/*
+ * Intern key k in table id; on a new entry call make() to build the table
+ * item. Frees k's buffer either way.
+ */
+static int32_t intern_item(struct enc *e, int id, struct keybuf *k,
 			   void *(*make)(struct enc *, void *), void *ctx)
 {
-	bool is_new;
-	int64_t idx;
+	struct table *t = &e->t[id];
+	bool is_new = false;
+	int64_t idx = -1;
 	void *item;
 
-	if (k->n == SIZE_MAX) {
-		e->err = -ENOMEM;
-		return 0;
-	}
-	idx = otlp_intern(it, key_data(k), k->n, &is_new);
+	if (k->n != SIZE_MAX)
+		idx = otlp_intern(&t->in, key_data(k), k->n, &is_new);
+	free(k->big);
+	k->big = NULL;
 	if (idx < 0) {
 		e->err = -ENOMEM;
 		return 0;
@@ -252,8 +260,7 @@ static int32_t attr_idx(struct enc *e, int32_t key, bool is_int, int64_t ival,
 		key_put(&k, &ival, sizeof(ival));
 	else if (type == 2)
 		key_put(&k, c.sval, strlen(c.sval));
-	idx = intern_item(e, &e->i_attr, &e->t_attr, &k, make_attr, &c);
-	free(k.big);
+	idx = intern_item(e, T_ATTR, &k, make_attr, &c);
 	free(owned);
 	return idx;
 }
@@ -289,17 +296,24 @@ static int32_t fn_idx(struct enc *e, const struct sym_frame *f)
 		c.file = str_idx(e, f->source_file);
 	}
 	key_put(&k, &c, sizeof(c));
-	return intern_item(e, &e->i_fn, &e->t_fn, &k, make_fn, &c);
+	return intern_item(e, T_FN, &k, make_fn, &c);
 }
 
-/* A one-element index array in the encoder's arena (NULL: out of memory). */
-static int32_t *one_index(struct enc *e, int32_t idx)
+/*
+ * Point a message's attribute_indices at the one attribute attr, if any
+ * (0 is the zero entry: none). False when out of memory.
+ */
+static bool set_one_attr(struct enc *e, int32_t **indices, size_t *n,
+			 int32_t attr)
 {
-	int32_t *a = enc_alloc(e, sizeof(*a));
-
-	if (a)
-		a[0] = idx;
-	return a;
+	if (!attr)
+		return true;
+	*indices = enc_alloc(e, sizeof(**indices));
+	if (!*indices)
+		return false;
+	(*indices)[0] = attr;
+	*n = 1;
+	return true;
 }
 
 struct map_ctx {
@@ -319,12 +333,9 @@ static void *make_map(struct enc *e, void *ctx)
 	m->memory_limit = c->limit;
 	m->file_offset = c->offset;
 	m->filename_strindex = c->file;
-	if (c->build_id_attr) {
-		m->attribute_indices = one_index(e, c->build_id_attr);
-		if (!m->attribute_indices)
-			return NULL;
-		m->n_attribute_indices = 1;
-	}
+	if (!set_one_attr(e, &m->attribute_indices, &m->n_attribute_indices,
+			  c->build_id_attr))
+		return NULL;
 	return m;
 }
 
@@ -346,7 +357,7 @@ static int32_t map_idx(struct enc *e, const struct sym_frame *f)
 					"process.executable.build_id.gnu"), false, 0, f->build_id);
 	}
 	key_put(&k, &c, sizeof(c));
-	return intern_item(e, &e->i_map, &e->t_map, &k, make_map, &c);
+	return intern_item(e, T_MAP, &k, make_map, &c);
 }
 
 struct loc_ctx {
@@ -367,12 +378,9 @@ static void *make_loc(struct enc *e, void *ctx)
 	opentelemetry__proto__profiles__v1development__location__init(l);
 	l->mapping_index = c->mapping;
 	l->address = c->address;
-	if (c->kind_attr) {
-		l->attribute_indices = one_index(e, c->kind_attr);
-		if (!l->attribute_indices)
-			return NULL;
-		l->n_attribute_indices = 1;
-	}
+	if (!set_one_attr(e, &l->attribute_indices, &l->n_attribute_indices,
+			  c->kind_attr))
+		return NULL;
 	if (c->nr_lines) {
 		l->lines = enc_alloc(e, c->nr_lines * sizeof(*l->lines));
 		if (!l->lines)
@@ -394,6 +402,19 @@ static void *make_loc(struct enc *e, void *ctx)
 
 #define MAX_INLINE 64	/* inline levels kept per location */
 
+/* Intern the location c describes (also the zero location, at dict_init). */
+static int32_t loc_intern(struct enc *e, struct loc_ctx *c)
+{
+	struct keybuf k = { .n = 0 };
+
+	key_put(&k, &c->mapping, sizeof(c->mapping));
+	key_put(&k, &c->kind_attr, sizeof(c->kind_attr));
+	key_put(&k, &c->address, sizeof(c->address));
+	key_put(&k, c->fns, c->nr_lines * sizeof(c->fns[0]));
+	key_put(&k, c->lines, c->nr_lines * sizeof(c->lines[0]));
+	return intern_item(e, T_LOC, &k, make_loc, c);
+}
+
 /*
  * One location for frames[0..n-1]: all but the last are inline frames
  * inside the last (same address); lines go innermost first.
@@ -405,8 +426,6 @@ static int32_t loc_idx(struct enc *e, const struct sym_frame *const *frames,
 	int32_t fns[MAX_INLINE];
 	int64_t lines[MAX_INLINE];
 	struct loc_ctx c = { 0, 0, 0, 0, fns, lines };
-	struct keybuf k = { .n = 0 };
-	int32_t idx;
 
 	if (n > MAX_INLINE)
 		n = MAX_INLINE;
@@ -422,14 +441,7 @@ static int32_t loc_idx(struct enc *e, const struct sym_frame *const *frames,
 		lines[c.nr_lines] = frames[i]->line;
 		c.nr_lines++;
 	}
-	key_put(&k, &c.mapping, sizeof(c.mapping));
-	key_put(&k, &c.kind_attr, sizeof(c.kind_attr));
-	key_put(&k, &c.address, sizeof(c.address));
-	key_put(&k, fns, c.nr_lines * sizeof(fns[0]));
-	key_put(&k, lines, c.nr_lines * sizeof(lines[0]));
-	idx = intern_item(e, &e->i_loc, &e->t_loc, &k, make_loc, &c);
-	free(k.big);
-	return idx;
+	return loc_intern(e, &c);
 }
 
 struct stack_ctx {
@@ -455,12 +467,20 @@ static void *make_stack(struct enc *e, void *ctx)
 	return s;
 }
 
+/* Intern the stack of locations c describes (none: the zero stack). */
+static int32_t stack_intern(struct enc *e, struct stack_ctx *c)
+{
+	struct keybuf k = { .n = 0 };
+
+	key_put(&k, c->locs, c->n * sizeof(c->locs[0]));
+	return intern_item(e, T_STACK, &k, make_stack, c);
+}
+
 /* The stack of a sample: leaf first, as frames[] already is. */
 static int32_t stack_idx(struct enc *e, const struct prof_sample *s)
 {
 	int32_t *locs = NULL;
 	struct stack_ctx c = { NULL, 0 };
-	struct keybuf k = { .n = 0 };
 	int32_t idx;
 	uint32_t i = 0;
 
@@ -486,9 +506,7 @@ static int32_t stack_idx(struct enc *e, const struct prof_sample *s)
 		i = j + 1;
 	}
 	c.locs = locs;
-	key_put(&k, locs ? (const void *)locs : (const void *)"", c.n * sizeof(int32_t));
-	idx = intern_item(e, &e->i_stack, &e->t_stack, &k, make_stack, &c);
-	free(k.big);
+	idx = stack_intern(e, &c);
 	free(locs);
 	return idx;
 }
@@ -507,17 +525,23 @@ static PValueType *value_type(struct enc *e, const char *type, const char *unit)
 	return vt;
 }
 
-static PSample *new_sample(struct enc *e, int32_t stack, int32_t *attrs,
-			   size_t nr_attrs)
+/*
+ * Append to prof a copy of tmpl (stack and attributes) with room for n
+ * values, which the caller fills. NULL when out of memory.
+ */
+static PSample *add_sample(struct enc *e, PProfile *prof, const PSample *tmpl,
+			   size_t n)
 {
 	PSample *ps = enc_alloc(e, sizeof(*ps));
 
 	if (!ps)
 		return NULL;
-	opentelemetry__proto__profiles__v1development__sample__init(ps);
-	ps->stack_index = stack;
-	ps->attribute_indices = attrs;
-	ps->n_attribute_indices = nr_attrs;
+	*ps = *tmpl;
+	ps->values = enc_alloc(e, n * sizeof(*ps->values));
+	if (!ps->values)
+		return NULL;
+	ps->n_values = n;
+	prof->samples[prof->n_samples++] = ps;
 	return ps;
 }
 
@@ -532,7 +556,7 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 	int32_t *attrs = enc_alloc(e, 3 * sizeof(int32_t));
 	size_t nr_attrs = 0;
 	uint64_t nr_ts = s->timestamps_ns ? s->nr_timestamps : 0;
-	PSample *ps;
+	PSample tmpl, *ps;
 
 	if (!attrs)
 		return;
@@ -549,41 +573,37 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 					     false, 0,
 					     prof_offcpu_state_name(s->offcpu_state));
 
+	opentelemetry__proto__profiles__v1development__sample__init(&tmpl);
+	tmpl.stack_index = stack;
+	tmpl.attribute_indices = attrs;
+	tmpl.n_attribute_indices = nr_attrs;
 	if (s->event == PROF_EV_OFFCPU || s->event == PROF_EV_FAULTS ||
 	    s->event == PROF_EV_ALLOC || s->event == PROF_EV_INUSE) {
 		/* nanoseconds off CPU, or bytes faulted in, allocated, in use */
-		ps = new_sample(e, stack, attrs, nr_attrs);
-		if (!ps || !(ps->values = enc_alloc(e, sizeof(int64_t))))
-			return;
-		ps->values[0] = (int64_t)s->weight_ns;
-		ps->n_values = 1;
-		prof->samples[prof->n_samples++] = ps;
+		ps = add_sample(e, prof, &tmpl, 1);
+		if (ps)
+			ps->values[0] = (int64_t)s->weight_ns;
 		return;
 	}
 	if (nr_ts > s->count)
 		nr_ts = s->count;
 	if (nr_ts) {
-		ps = new_sample(e, stack, attrs, nr_attrs);
+		ps = add_sample(e, prof, &tmpl, nr_ts);
 		if (!ps)
 			return;
-		ps->values = enc_alloc(e, nr_ts * sizeof(int64_t));
 		ps->timestamps_unix_nano = enc_alloc(e, nr_ts * sizeof(uint64_t));
-		if (!ps->values || !ps->timestamps_unix_nano)
+		if (!ps->timestamps_unix_nano)
 			return;
 		for (uint64_t i = 0; i < nr_ts; i++) {
 			ps->values[i] = 1;
 			ps->timestamps_unix_nano[i] = s->timestamps_ns[i];
 		}
-		ps->n_values = ps->n_timestamps_unix_nano = nr_ts;
-		prof->samples[prof->n_samples++] = ps;
+		ps->n_timestamps_unix_nano = nr_ts;
 	}
 	if (s->count > nr_ts) {
-		ps = new_sample(e, stack, attrs, nr_attrs);
-		if (!ps || !(ps->values = enc_alloc(e, sizeof(int64_t))))
-			return;
-		ps->values[0] = (int64_t)(s->count - nr_ts);
-		ps->n_values = 1;
-		prof->samples[prof->n_samples++] = ps;
+		ps = add_sample(e, prof, &tmpl, 1);
+		if (ps)
+			ps->values[0] = (int64_t)(s->count - nr_ts);
 	}
 }
 
@@ -648,27 +668,8 @@ static PProfile *new_profile(struct enc *e, const struct profile *p,
 
 /* ---- resources ---- */
 
-static PKeyValue *kv_str(struct enc *e, const char *key, const char *val)
-{
-	PKeyValue *kv = enc_alloc(e, sizeof(*kv));
-	PAnyValue *v = enc_alloc(e, sizeof(*v));
-
-	if (!kv || !v)
-		return NULL;
-	opentelemetry__proto__common__v1__key_value__init(kv);
-	opentelemetry__proto__common__v1__any_value__init(v);
-	kv->key = otlp_arena_strdup(&e->a, key);
-	v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-	v->string_value = otlp_arena_strdup(&e->a, val ? val : "");
-	if (!kv->key || !v->string_value) {
-		e->err = -ENOMEM;
-		return NULL;
-	}
-	kv->value = v;
-	return kv;
-}
-
-static PKeyValue *kv_int(struct enc *e, const char *key, int64_t val)
+/* A KeyValue named key with an empty value for the caller to set. */
+static PKeyValue *kv_new(struct enc *e, const char *key)
 {
 	PKeyValue *kv = enc_alloc(e, sizeof(*kv));
 	PAnyValue *v = enc_alloc(e, sizeof(*v));
@@ -682,9 +683,33 @@ static PKeyValue *kv_int(struct enc *e, const char *key, int64_t val)
 		e->err = -ENOMEM;
 		return NULL;
 	}
-	v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-	v->int_value = val;
 	kv->value = v;
+	return kv;
+}
+
+static PKeyValue *kv_str(struct enc *e, const char *key, const char *val)
+{
+	PKeyValue *kv = kv_new(e, key);
+
+	if (!kv)
+		return NULL;
+	kv->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+	kv->value->string_value = otlp_arena_strdup(&e->a, val ? val : "");
+	if (!kv->value->string_value) {
+		e->err = -ENOMEM;
+		return NULL;
+	}
+	return kv;
+}
+
+static PKeyValue *kv_int(struct enc *e, const char *key, int64_t val)
+{
+	PKeyValue *kv = kv_new(e, key);
+
+	if (!kv)
+		return NULL;
+	kv->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
+	kv->value->int_value = val;
 	return kv;
 }
 
@@ -830,31 +855,16 @@ static PResProf *make_resource_profiles(struct enc *e, const struct profile *p,
 
 static int dict_init(struct enc *e)
 {
-	struct keybuf k = { .n = 0 };
-	static const unsigned char zeros[sizeof(struct map_ctx)];
-	struct map_ctx mz;
-	struct loc_ctx lz;
-	struct fn_ctx fz = { 0, 0 };
+	struct loc_ctx lz = { 0, 0, 0, 0, NULL, NULL };
 	struct stack_ctx sz = { NULL, 0 };
 
 	/* Index 0 of every table: the zero value meaning "unset". */
 	str_idx(e, "");
 	attr_idx(e, 0, false, 0, NULL);
-	key_put(&k, &fz, sizeof(fz));
-	intern_item(e, &e->i_fn, &e->t_fn, &k, make_fn, &fz);
-	memset(&mz, 0, sizeof(mz));
-	k.n = 0;
-	key_put(&k, zeros, sizeof(mz));
-	intern_item(e, &e->i_map, &e->t_map, &k, make_map, &mz);
-	memset(&lz, 0, sizeof(lz));
-	k.n = 0;
-	key_put(&k, &lz.mapping, sizeof(lz.mapping));
-	key_put(&k, &lz.kind_attr, sizeof(lz.kind_attr));
-	key_put(&k, &lz.address, sizeof(lz.address));
-	intern_item(e, &e->i_loc, &e->t_loc, &k, make_loc, &lz);
-	k.n = 0;
-	intern_item(e, &e->i_stack, &e->t_stack, &k, make_stack, &sz);
-
+	fn_idx(e, NULL);
+	map_idx(e, NULL);
+	loc_intern(e, &lz);
+	stack_intern(e, &sz);
 	return e->err;
 }
 
@@ -873,35 +883,27 @@ static PDict *make_dict(struct enc *e)
 		return NULL;
 	d->link_table[0] = link0;
 	d->n_link_table = 1;
-	d->mapping_table = (PMapping **)e->t_map.v;
-	d->n_mapping_table = e->t_map.n;
-	d->location_table = (PLocation **)e->t_loc.v;
-	d->n_location_table = e->t_loc.n;
-	d->function_table = (PFunction **)e->t_fn.v;
-	d->n_function_table = e->t_fn.n;
-	d->string_table = (char **)e->t_str.v;
-	d->n_string_table = e->t_str.n;
-	d->attribute_table = (PAttr **)e->t_attr.v;
-	d->n_attribute_table = e->t_attr.n;
-	d->stack_table = (PStack **)e->t_stack.v;
-	d->n_stack_table = e->t_stack.n;
+	d->mapping_table = (PMapping **)e->t[T_MAP].v;
+	d->n_mapping_table = e->t[T_MAP].n;
+	d->location_table = (PLocation **)e->t[T_LOC].v;
+	d->n_location_table = e->t[T_LOC].n;
+	d->function_table = (PFunction **)e->t[T_FN].v;
+	d->n_function_table = e->t[T_FN].n;
+	d->string_table = (char **)e->t[T_STR].v;
+	d->n_string_table = e->t[T_STR].n;
+	d->attribute_table = (PAttr **)e->t[T_ATTR].v;
+	d->n_attribute_table = e->t[T_ATTR].n;
+	d->stack_table = (PStack **)e->t[T_STACK].v;
+	d->n_stack_table = e->t[T_STACK].n;
 	return d;
 }
 
 static void enc_free(struct enc *e)
 {
-	otlp_intern_free(&e->i_str);
-	otlp_intern_free(&e->i_fn);
-	otlp_intern_free(&e->i_map);
-	otlp_intern_free(&e->i_loc);
-	otlp_intern_free(&e->i_stack);
-	otlp_intern_free(&e->i_attr);
-	free(e->t_str.v);
-	free(e->t_fn.v);
-	free(e->t_map.v);
-	free(e->t_loc.v);
-	free(e->t_stack.v);
-	free(e->t_attr.v);
+	for (int i = 0; i < T__COUNT; i++) {
+		otlp_intern_free(&e->t[i].in);
+		free(e->t[i].v);
+	}
 	otlp_arena_free(&e->a);
 }
 

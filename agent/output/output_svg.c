@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "array.h"
+#include "event_frame.h"
 #include "hash_index.h"
 #include "profile.h"
 #include "flamegraph/assets.h"
@@ -190,22 +191,6 @@ static uint64_t sample_value(const struct tree *t, const struct prof_sample *s)
 	return t->microseconds ? s->weight_ns : s->count;
 }
 
-static const char *event_box(enum prof_event ev)
-{
-	switch (ev) {
-	case PROF_EV_OFFCPU:
-		return "[offcpu]";
-	case PROF_EV_FAULTS:
-		return "[faults]";
-	case PROF_EV_ALLOC:
-		return "[alloc]";
-	case PROF_EV_INUSE:
-		return "[inuse]";
-	default:
-		return "[cpu]";
-	}
-}
-
 static int add_sample(struct tree *t, const struct prof_sample *s)
 {
 	bool both = t->several;
@@ -229,7 +214,7 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 			t->nodes[at].value += v;
 	}
 	if (at >= 0 && both) {
-		at = child(t, at, event_box(s->event), NODE_META, false);
+		at = child(t, at, event_frame(s->event), NODE_META, false);
 		if (at >= 0)
 			t->nodes[at].value += v;
 	}
