@@ -822,13 +822,22 @@ static __always_inline void fault_record(void *ctx, struct pt_regs *regs,
 	emit(ctx, s, size, st);
 }
 
+/* A fault in the kernel with page faults disabled: a nofault read. */
+static __always_inline bool kernel_nofault(void)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+
+	return BPF_CORE_READ(task, pagefault_disabled) != 0;
+}
+
 /*
  * Attached to both page_fault_user and page_fault_kernel (one program:
  * one more verification, not two); regs->cs tells which, as it tells the
- * kernel. A fault on a kernel address (vmalloc, a probe's own read) is
- * not a page-fault event for perf and is not counted here either.
- * busy: a fault in this program's own user-stack reads runs it again on
- * this CPU; that one only counts.
+ * kernel. A fault on a kernel address (vmalloc) or with page faults
+ * disabled (a nofault read, any BPF program's user-stack read included)
+ * is not a page-fault event for perf and is not counted here either.
+ * busy: the kernel's recursion check does not cover 5.10, where a fault
+ * in this program's own reads would run it again on this CPU.
  */
 SEC("raw_tp")
 int BPF_PROG(ember_fault_tp, unsigned long address, struct pt_regs *regs,
@@ -841,11 +850,11 @@ int BPF_PROG(ember_fault_tp, unsigned long address, struct pt_regs *regs,
 	fc = bpf_map_lookup_elem(&fault_count, &zero);
 	if (!fc)
 		return 0;
-	if ((long)address < 0 && !(BPF_CORE_READ(regs, cs) & 3))
+	user_mode = BPF_CORE_READ(regs, cs) & 3;
+	if (!user_mode && ((long)address < 0 || kernel_nofault()))
 		return 0;
 	if (++fc->seen < fault_period || fc->busy)
 		return 0;
-	user_mode = BPF_CORE_READ(regs, cs) & 3;
 	fc->seen -= fault_period;
 	fc->busy = 1;
 	fault_record(ctx, regs, user_mode);
