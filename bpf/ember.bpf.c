@@ -771,7 +771,8 @@ struct {
 } fault_count SEC(".maps");
 
 /* The record of a sampled fault: regs are the faulting context's. */
-static __always_inline void fault_record(void *ctx, struct pt_regs *regs,
+static __always_inline void fault_record(void *ctx,
+					 const struct uapi_x86_regs *regs,
 					 bool user_mode)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
@@ -804,9 +805,13 @@ static __always_inline void fault_record(void *ctx, struct pt_regs *regs,
 	/* as in perf_sample: a huge-page fault counts as one base page */
 	s->weight_ns = (__u64)fault_period * fault_page_size;
 	if (user_mode) {
-		ur.pc = BPF_CORE_READ(regs, ip);
-		ur.sp = BPF_CORE_READ(regs, sp);
-		ur.fp = BPF_CORE_READ(regs, bp);
+		struct uapi_x86_regs u;
+
+		if (bpf_probe_read_kernel(&u, sizeof(u), regs))
+			return;
+		ur.pc = u.ip;
+		ur.sp = u.sp;
+		ur.fp = u.bp;
 	}
 	/*
 	 * A fault from user mode has no kernel stack of its own (the perf
@@ -840,17 +845,19 @@ static __always_inline bool kernel_nofault(void)
  * in this program's own reads would run it again on this CPU.
  */
 SEC("raw_tp")
-int BPF_PROG(ember_fault_tp, unsigned long address, struct pt_regs *regs,
-	     unsigned long error_code)
+int BPF_PROG(ember_fault_tp, unsigned long address,
+	     const struct uapi_x86_regs *regs, unsigned long error_code)
 {
 	struct fault_count *fc;
 	__u32 zero = 0;
+	__u64 cs = 0;
 	bool user_mode;
 
 	fc = bpf_map_lookup_elem(&fault_count, &zero);
 	if (!fc)
 		return 0;
-	user_mode = BPF_CORE_READ(regs, cs) & 3;
+	bpf_probe_read_kernel(&cs, sizeof(cs), (const void *)&regs->cs);
+	user_mode = cs & 3;
 	if (!user_mode && ((long)address < 0 || kernel_nofault()))
 		return 0;
 	if (++fc->seen < fault_period || fc->busy)
