@@ -841,8 +841,9 @@ static __always_inline bool kernel_nofault(void)
  * kernel. A fault on a kernel address (vmalloc) or with page faults
  * disabled (a nofault read, any BPF program's user-stack read included)
  * is not a page-fault event for perf and is not counted here either.
- * busy: the kernel's recursion check does not cover 5.10, where a fault
- * in this program's own reads would run it again on this CPU.
+ * busy: a fault in this program's own reads is such a nofault read and
+ * returns above; the flag only guards the slot should one ever get
+ * through (5.10 has no recursion check of its own for raw_tp).
  */
 SEC("raw_tp")
 int BPF_PROG(ember_fault_tp, unsigned long address,
