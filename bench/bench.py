@@ -375,24 +375,29 @@ class Bench:
     # ---- page-fault profiling cost (-e faults) ---------------------------
     def faults(self):
         """touch (a minor page fault per page, mapped and unmapped in a
-        loop) alone, under `ember record -e faults` at the default period,
-        and under perf record -e page-faults at the same period with
+        loop) alone, under `ember record -e faults` at the default period
+        (ember: the software perf event, its default; ember-tp: the
+        page-fault tracepoints, EMBER_FAULTS_HOOK=tp, for comparison), and
+        under perf record -e page-faults at the same period with
         frame-pointer call chains."""
         p = self.p
-        configs = ["none", "ember"] + (["perf"] if self.have["perf"] else [])
+        configs = ["none", "ember", "ember-tp"] + (["perf"] if self.have["perf"] else [])
         log(f"page-fault cost: {len(configs)} configurations x {p['alloc_reps']} "
             f"repetitions of {p['alloc_D']} s")
         for rep in range(p["alloc_reps"]):
             for cfg in rotate(configs, rep):
                 wl = [TOUCH, "-d", str(p["alloc_D"]), "-w", "0.5"]
-                if cfg == "ember":
+                env = dict(os.environ)
+                if cfg == "ember-tp":
+                    env["EMBER_FAULTS_HOOK"] = "tp"
+                if cfg.startswith("ember"):
                     wl = [EMBER, "record", "-e", "faults",
                           "-o", os.path.join(self.tmp, "faults.folded"), "--"] + wl
                 elif cfg == "perf":
                     wl = ["perf", "record", "-q", "-e", "page-faults",
                           "-c", str(DEFAULT_FAULT_PERIOD), "-g",
                           "-o", os.path.join(self.tmp, "faults.data"), "--"] + wl
-                self.workload_cost("faults", cfg, rep, wl, dict(os.environ),
+                self.workload_cost("faults", cfg, rep, wl, env,
                                    r"(\d+) page-fault samples")
 
     # ---- per-sample kernel cost (eBPF run time) --------------------------

@@ -502,13 +502,16 @@ class Report:
         self.w("Workload: `touch` (bench/workloads/touch.c), one thread mapping 4 MiB, "
                "writing a byte per page (a minor fault each) and unmapping it, in a loop: "
                "as fault-heavy as a program gets. Configurations: alone; under `ember "
-               "record -e faults -- touch` at the default period; under `perf record -e "
+               "record -e faults -- touch` at the default period, through the software "
+               "perf event (ember, the default) and through the page-fault tracepoints "
+               "(ember-tp, `EMBER_FAULTS_HOOK=tp`: a per-CPU count, dearer on this host, "
+               "docs/NOTES.md); under `perf record -e "
                "page-faults -g` at the same period (frame-pointer call chains). Slowdown "
                "as in section 8.")
         self.w()
         self.w("| config | slowdown | ns per page (fault + zeroing) | pages/s | samples/s |")
         self.w("|---|---|---|---|---|")
-        for cfg in ("none", "ember", "perf"):
+        for cfg in ("none", "ember", "ember-tp", "perf"):
             if not self.vals("faults", cfg, "ns_per_op"):
                 continue
             o = None if cfg == "none" else self.overhead("faults", cfg, "ops_per_workload_cpu_s")
@@ -523,7 +526,9 @@ class Report:
             self.verdicts.append((
                 "-e faults: under 1% slowdown on a page-fault-heavy workload at the "
                 "default period", "MET" if o[0] < 0.01 else "MISSED",
-                f"ember {self.fo(o)}; perf at the same period "
+                f"ember {self.fo(o)}; tracepoint hook "
+                f"{self.fo(self.overhead('faults', 'ember-tp', 'ops_per_workload_cpu_s'))}; "
+                f"perf at the same period "
                 f"{self.fo(self.overhead('faults', 'perf', 'ops_per_workload_cpu_s'))}"))
 
     def vm_section(self):

@@ -37,6 +37,8 @@ enum ember_bpf_slot {
 	EMBER_SLOT_OFFCPU,
 	EMBER_SLOT_LIFECYCLE,
 	EMBER_SLOT_ALLOC,	/* uprobes: task context, preemptible */
+	EMBER_SLOT_FAULT,	/* page-fault tracepoints: inside any program's
+				 * faulting user read, the perf one's too */
 	EMBER_NR_SLOTS,
 };
 

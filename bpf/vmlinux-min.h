@@ -67,6 +67,7 @@ struct task_struct {
 	struct signal_struct *signal;
 	struct css_set *cgroups;
 	void *stack;
+	int pagefault_disabled;
 };
 
 struct linux_binprm {

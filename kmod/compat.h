@@ -146,4 +146,27 @@ static inline void ember_uprobe_sync(void)
 #endif
 }
 
+/*
+ * x86's exceptions:page_fault_user/_kernel tracepoints (the probe checks
+ * their prototype: address, regs, error_code); without them faults.c
+ * keeps the page-fault software perf event.
+ */
+typedef void (*ember_fault_probe_t)(void *data, unsigned long address,
+				    struct pt_regs *regs,
+				    unsigned long error_code);
+#ifdef EMBER_HAVE_FAULT_TRACEPOINTS
+#include <asm/trace/exceptions.h>
+#define EMBER_FAULT_TRACEPOINTS	true
+static inline void ember_check_fault_probe(ember_fault_probe_t fn)
+{
+	check_trace_callback_type_page_fault_user(fn);
+	check_trace_callback_type_page_fault_kernel(fn);
+}
+#else
+#define EMBER_FAULT_TRACEPOINTS	false
+static inline void ember_check_fault_probe(ember_fault_probe_t fn)
+{
+}
+#endif
+
 #endif /* EMBER_COMPAT_H */

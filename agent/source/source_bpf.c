@@ -95,7 +95,7 @@ struct ember_source {
 	struct perf_buffer *pb;
 	struct bpf_link **links;	/* perf_event links: per online CPU, per event */
 	int nr_links;
-	struct bpf_link *tp_links[3];
+	struct bpf_link *tp_links[5];	/* exec, exit, switch, 2 fault tps */
 	/* allocation probes (EMBER_EV_ALLOC), attach..stop */
 	struct bpf_link **alloc_links;
 	int nr_alloc_links, cap_alloc_links;
@@ -190,6 +190,19 @@ static int perf_open_clock(int cpu, uint32_t freq, bool cycles)
 	};
 
 	return syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/*
+ * EMBER_FAULTS_HOOK=tp: page faults through x86's
+ * exceptions:page_fault_user/_kernel tracepoints instead of the software
+ * perf event. Not the default: on the 6.18 host the raw_tp call on every
+ * fault cost more than the whole perf event (docs/NOTES.md, bench 9).
+ */
+static bool faults_hook_tp(void)
+{
+	const char *hook = getenv("EMBER_FAULTS_HOOK");
+
+	return hook && !strcmp(hook, "tp");
 }
 
 /* Every period-th page fault on cpu (any task), for ember_faults. */
@@ -490,6 +503,8 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	skel->rodata->fixed_weight_ns =
 		s->clock_event == EMBER_CLOCK_CYCLES ? 1000000000ull / cfg->freq_hz : 0;
 	skel->rodata->fault_page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	skel->rodata->fault_period = cfg->fault_period ? cfg->fault_period :
+				     EMBER_DEFAULT_FAULT_PERIOD;
 	skel->rodata->offcpu_min_ns = cfg->offcpu_min_ns;
 	skel->rodata->offcpu_ppm = cfg->offcpu_sample_ppm;
 	skel->rodata->inflight_value_size = vsize;
@@ -532,7 +547,10 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		bpf_unwind_size(&um, !cfg->no_unwind_tables, cfg->nr_pids > 0);
 	}
 	bpf_program__set_autoload(skel->progs.ember_oncpu, cfg->events & EMBER_EV_ONCPU);
-	bpf_program__set_autoload(skel->progs.ember_faults, cfg->events & EMBER_EV_FAULTS);
+	bpf_program__set_autoload(skel->progs.ember_faults,
+				  (cfg->events & EMBER_EV_FAULTS) && !faults_hook_tp());
+	bpf_program__set_autoload(skel->progs.ember_fault_tp,
+				  (cfg->events & EMBER_EV_FAULTS) && faults_hook_tp());
 	bpf_program__set_autoload(skel->progs.ember_alloc, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_free, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_entry_rdi, cfg->events & EMBER_EV_ALLOC);
@@ -981,6 +999,58 @@ static int attach_tp(struct ember_source *s, int slot, struct bpf_program *btf,
 	return s->tp_links[slot] ? 0 : -errno;
 }
 
+/* Every period-th page fault on each CPU through the software event. */
+static int attach_faults_perf(struct ember_source *s, uint32_t period)
+{
+	struct bpf_program *p = s->skel->progs.ember_faults;
+	int fd, ret;
+
+	for (int i = 0; i < s->nr_online; i++) {
+		fd = perf_open_faults(s->online[i], period);
+		if (fd < 0) {
+			ret = -errno;
+			fprintf(stderr, "ember: perf_event_open(page-faults) on CPU %d: %s\n",
+				s->online[i], strerror(-ret));
+			return ret;
+		}
+		s->links[s->nr_links] = bpf_program__attach_perf_event(p, fd);
+		if (!s->links[s->nr_links]) {
+			ret = -errno;
+			close(fd);
+			return ret;
+		}
+		s->nr_links++;
+	}
+	return 0;
+}
+
+/* Page faults through the tracepoints when asked, else the perf event. */
+static int attach_faults(struct ember_source *s)
+{
+	static const char *const tps[] = { "page_fault_user", "page_fault_kernel" };
+	struct bpf_program *p = s->skel->progs.ember_fault_tp;
+	uint32_t period = s->cfg.fault_period ? s->cfg.fault_period :
+			  EMBER_DEFAULT_FAULT_PERIOD;
+	bool perf = !faults_hook_tp();
+	int ret;
+
+	for (int i = 0; i < 2 && !perf; i++) {
+		s->tp_links[3 + i] = bpf_program__attach_raw_tracepoint(p, tps[i]);
+		if (s->tp_links[3 + i])
+			continue;
+		ret = -errno;
+		/* bpf_stop() drops the link already made */
+		fprintf(stderr, "ember: bpf: cannot attach to the %s tracepoint: %s\n",
+			tps[i], strerror(-ret));
+		return ret;
+	}
+	if (getenv("EMBER_BPF_VERBOSE"))
+		fprintf(stderr, "ember: bpf: page faults through %s, 1 in %u\n",
+			perf ? "the perf software event" :
+			"the page_fault_user/kernel tracepoints", period);
+	return perf ? attach_faults_perf(s, period) : 0;
+}
+
 static int bpf_start(struct ember_source *s)
 {
 	const struct ember_source_config *cfg = &s->cfg;
@@ -1029,26 +1099,9 @@ static int bpf_start(struct ember_source *s)
 		}
 	}
 	if (cfg->events & EMBER_EV_FAULTS) {
-		uint32_t period = cfg->fault_period ? cfg->fault_period :
-				  EMBER_DEFAULT_FAULT_PERIOD;
-
-		for (int i = 0; i < s->nr_online; i++) {
-			fd = perf_open_faults(s->online[i], period);
-			if (fd < 0) {
-				ret = -errno;
-				fprintf(stderr, "ember: perf_event_open(page-faults) on CPU %d: %s\n",
-					s->online[i], strerror(-ret));
-				goto fail;
-			}
-			s->links[s->nr_links] =
-				bpf_program__attach_perf_event(k->progs.ember_faults, fd);
-			if (!s->links[s->nr_links]) {
-				ret = -errno;
-				close(fd);
-				goto fail;
-			}
-			s->nr_links++;
-		}
+		ret = attach_faults(s);
+		if (ret)
+			goto fail;
 	}
 	s->running = true;
 	return 0;

@@ -80,6 +80,11 @@ if [ -x /payload/agent/ember ]; then
 		sh ./check-faults.sh --ember ./ember --work ./faultwork --backend bpf \
 			--label bpf_vm --rounds 8 --out /tmp/faults 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+		# the same through the page-fault tracepoint hook (opt-in)
+		EMBER_FAULTS_HOOK=tp sh ./check-faults.sh --ember ./ember \
+			--work ./faultwork --backend bpf --label bpf_tp_vm \
+			--rounds 8 --out /tmp/faults-tp 2>&1 |
+			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 	fi
 	# -e alloc: the sampler preloaded, uprobes on its probe points
 	if [ -x ./allocwork ]; then

@@ -65,6 +65,12 @@ selftests/agent/e2e/e2e.sh --backend "$backend" --ember agent/ember \
 # -e faults: bytes per call chain and in total against faultwork's truth
 selftests/faults/check-faults.sh --ember agent/ember --backend "$backend" \
 	--work agent/gen/tests/faultwork --label "host_$backend" --out "$art/faults"
+# the same through the page-fault tracepoint hook (eBPF: opt-in)
+if [ "$backend" = bpf ]; then
+	EMBER_FAULTS_HOOK=tp selftests/faults/check-faults.sh --ember agent/ember \
+		--backend bpf --work agent/gen/tests/faultwork --label host_bpf_tp \
+		--out "$art/faults-tp"
+fi
 # short-lived processes under -a come out named like long-lived ones
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
 	--out "$art/shortlived"
