@@ -513,6 +513,12 @@ static bool maps_file(uint32_t pid, const char *path)
 }
 
 /*
+ * What following sampled blocks to their free adds under -p: a return
+ * probe on each entry point and a probe on free (bench section 4).
+ */
+#define ALLOC_INUSE_COST "in-use bytes followed: returns and frees trap too, about twice the cost of the entry probes alone"
+
+/*
  * Probes on the sampler library: the command ember starts preloads it;
  * running processes (-p) must have been started with it, which is said
  * per process rather than silently giving an empty profile.
@@ -536,8 +542,8 @@ static int record_alloc_start(struct session *s, const struct ember_opts *o,
 				o->pids[i], lib, err);
 			continue;
 		}
-		fprintf(stderr, "ember: -e alloc: process %u runs without ember's sampler: uprobes on %s's malloc family trap on every call (about 1-10 us each: an allocation-heavy program can run many times slower; in-use bytes are not followed); start it with LD_PRELOAD=%s to sample in the process instead\n",
-			o->pids[i], what, lib);
+		fprintf(stderr, "ember: -e alloc: process %u runs without ember's sampler: uprobes on %s's malloc family trap on every call (about 1-10 us each: an allocation-heavy program can run many times slower; %s); start it with LD_PRELOAD=%s to sample in the process instead\n",
+			o->pids[i], what, err[0] ? err : ALLOC_INUSE_COST, lib);
 	}
 	err[0] = '\0';
 	if (!o->command && !o->nr_pids && !o->cgroup_path)
@@ -656,8 +662,8 @@ static void alloc_cgroup_probe(struct alloc_cgroup *ac, uint32_t pid)
 		return;
 	}
 	snprintf(ac->seen[i].probed, sizeof(ac->seen[i].probed), "%s", what);
-	fprintf(stderr, "ember: -e alloc: process %u of cgroup %s runs without ember's sampler: uprobes on %s's malloc family (for this process only) trap on every call\n",
-		pid, ac->dir, what);
+	fprintf(stderr, "ember: -e alloc: process %u of cgroup %s runs without ember's sampler: uprobes on %s's malloc family (for this process only) trap on every call (%s)\n",
+		pid, ac->dir, what, err[0] ? err : ALLOC_INUSE_COST);
 }
 
 static void alloc_cgroup_walk(struct alloc_cgroup *ac, const char *dir,

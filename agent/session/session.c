@@ -171,6 +171,9 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 			       EMBER_MAX_ALLOC_PROBES, err, err_len);
 	if (n < 0)
 		return n;
+	/* on success: what the backend could not follow, if anything */
+	if (err_len)
+		err[0] = '\0';
 	return s->ops->alloc_attach(s->src, pid, path, probes, (size_t)n, err,
 				    err_len);
 }

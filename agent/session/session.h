@@ -80,7 +80,8 @@ int session_alloc_attach(struct session *s, const char *lib, char *err,
 /*
  * -e alloc for a process running without the sampler: uprobes on its
  * allocator's entry points (alloc_entry_probes()), every call trapping;
- * what gets the allocator's file name.
+ * what gets the allocator's file name. On success err is empty, or says
+ * that in-use bytes are not followed (the backend cannot).
  */
 int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 			       size_t what_len, char *err, size_t err_len);

@@ -115,7 +115,10 @@ struct ember_source_ops {
 	 * none): uprobes on the file path at the probes' file offsets, for
 	 * process pid only, or every process mapping it when pid is 0 (the
 	 * filters apply), until stop(). All or none; 0 or a negative errno
-	 * with a sentence in err.
+	 * with a sentence in err. With pid, the entry points come with
+	 * EMBER_PROBE_ENTRY_FREE/REALLOC for in-use; a backend that cannot
+	 * follow blocks to their free probes the entry points alone and,
+	 * on success, says so in err (left as it was otherwise).
 	 */
 	int (*alloc_attach)(struct ember_source *src, uint32_t pid,
 			    const char *path,
