@@ -769,6 +769,7 @@ int cmd_record(int argc, char **argv)
 	so.src.fault_period = o.fault_period;
 	so.src.alloc_rate = o.alloc_rate ? o.alloc_rate : EMBER_ALLOC_DEFAULT_RATE;
 	so.pb.alloc_rate = so.src.alloc_rate;
+	so.src.alloc_no_inuse = o.alloc_no_inuse;
 	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
 	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
 	so.src.pids = o.pids;
@@ -851,6 +852,7 @@ int cmd_record(int argc, char **argv)
 		s.nr_watch_pids = o.nr_pids;
 		s.alloc_rate = o.alloc_rate ? o.alloc_rate :
 					      EMBER_ALLOC_DEFAULT_RATE;
+		s.alloc_no_inuse = o.alloc_no_inuse;
 		r = session_start(&s, err, sizeof(err));
 		if (!r && (o.events & EMBER_EV_ALLOC))
 			r = record_alloc_start(&s, &o, alloc_lib, err,

@@ -160,7 +160,7 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 {
 	struct ember_alloc_probe probes[EMBER_MAX_ALLOC_PROBES];
 	char path[128];
-	int n;
+	int n, r;
 
 	if (!s->ops->alloc_attach) {
 		snprintf(err, err_len, "the %s backend has no allocation probes",
@@ -171,11 +171,16 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 			       EMBER_MAX_ALLOC_PROBES, err, err_len);
 	if (n < 0)
 		return n;
-	/* on success: what the backend could not follow, if anything */
+	if (s->alloc_no_inuse)
+		n = (int)alloc_probes_without_inuse(probes, (size_t)n);
+	/* on success: what is not followed, if anything */
 	if (err_len)
 		err[0] = '\0';
-	return s->ops->alloc_attach(s->src, pid, path, probes, (size_t)n, err,
-				    err_len);
+	r = s->ops->alloc_attach(s->src, pid, path, probes, (size_t)n, err,
+				 err_len);
+	if (!r && s->alloc_no_inuse)
+		snprintf(err, err_len, "in-use bytes not followed (--alloc-no-inuse)");
+	return r;
 }
 
 /*

@@ -43,6 +43,7 @@ struct session {
 	uint32_t freq_hz;
 	uint32_t fault_period;
 	uint64_t alloc_rate;		/* -e alloc: bytes between samples */
+	bool alloc_no_inuse;		/* -e alloc: entry points only */
 	uint64_t start_real_ns;		/* CLOCK_REALTIME of start/last reset */
 	uint64_t lost_base;		/* source lost count at start/last reset */
 	uint64_t corrupt_base;

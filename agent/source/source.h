@@ -27,6 +27,7 @@ struct ember_source_config {
 	uint32_t offcpu_sample_ppm;	/* 0 = keep all */
 	uint32_t fault_period;		/* page faults per sample, 0 = default */
 	uint64_t alloc_rate;		/* bytes per allocation sample, 0 = default */
+	bool alloc_no_inuse;		/* entry probes not followed to free */
 	uint32_t ring_bytes;		/* per CPU, 0 = backend default */
 	/*
 	 * Test mode: follow each sample with EMBER_REC_USER_STACK (the user

@@ -545,8 +545,9 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	if (cfg->alloc_rate)
 		skel->data->alloc_rate = cfg->alloc_rate;
 	/* the entry probes follow sampled blocks to their free (-p) */
-	skel->rodata->alloc_inuse = cfg->events & EMBER_EV_ALLOC;
-	if (!(cfg->events & EMBER_EV_ALLOC)) {
+	skel->rodata->alloc_inuse = (cfg->events & EMBER_EV_ALLOC) &&
+				    !cfg->alloc_no_inuse;
+	if (!skel->rodata->alloc_inuse) {
 		bpf_map__set_max_entries(skel->maps.alloc_pending, 1);
 		bpf_map__set_max_entries(skel->maps.alloc_live, 1);
 	}
@@ -972,7 +973,7 @@ static int bpf_alloc_attach(struct ember_source *s, uint32_t pid,
 			goto undo;
 		}
 		s->alloc_links[s->nr_alloc_links++] = l;
-		if (!returns_block(probes[i].kind))
+		if (!returns_block(probes[i].kind) || s->cfg.alloc_no_inuse)
 			continue;
 		/* where a sampled call's record gets its address */
 		o.retprobe = true;

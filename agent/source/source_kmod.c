@@ -864,7 +864,8 @@ static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 	uint64_t rate = src->cfg.alloc_rate ? src->cfg.alloc_rate :
 			EMBER_DEFAULT_ALLOC_RATE;
 	struct ember_alloc_probe own[EMBER_MAX_ALLOC_PROBES];
-	bool inuse = pid && (src->info.caps & EMBER_CAP_ALLOC_INUSE);
+	bool inuse = pid && (src->info.caps & EMBER_CAP_ALLOC_INUSE) &&
+		     !src->cfg.alloc_no_inuse;
 	struct nl_msg *msg;
 	int r;
 
@@ -895,7 +896,7 @@ static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 		return -ENOMEM;
 	}
 	r = genl_request_err(src->sk, msg, false, NULL, NULL, err, err_len);
-	if (!r && pid && !inuse)
+	if (!r && pid && !(src->info.caps & EMBER_CAP_ALLOC_INUSE))
 		snprintf(err, err_len,
 			 "this ember module does not follow sampled blocks to their free (older than in-use under -p): no in-use bytes for this process");
 	return r;
