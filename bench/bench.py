@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -370,13 +371,19 @@ class Bench:
         wl = subprocess.Popen([MALLOCS, "-d", str(self.p["trace_D"]), "-w", "1"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
+        # reaped as soon as it exits: -p ends when the process is gone,
+        # and a zombie is not gone
+        got = []
+        reaper = threading.Thread(target=lambda: got.extend(wl.communicate()))
+        reaper.start()
         time.sleep(0.3)
         cmd = [EMBER, "record", "-e", "alloc", "-p", str(wl.pid),
                "-o", os.path.join(self.tmp, "allocp.folded")]
         if cfg == "pid-noinuse":
-            cmd.insert(3, "--alloc-no-inuse")
-        e = run(cmd)
-        out, err = wl.communicate()
+            cmd.insert(2, "--alloc-no-inuse")
+        e = run(cmd, timeout=60)
+        reaper.join()
+        out, err = got if len(got) == 2 else ("", "")
         self.workload_result("alloc", cfg, rep, out, (err or "") + e.stderr,
                              r"(\d+) allocation samples")
 

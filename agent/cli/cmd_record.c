@@ -514,9 +514,10 @@ static bool maps_file(uint32_t pid, const char *path)
 
 /*
  * What following sampled blocks to their free adds under -p: a return
- * probe on each entry point and a probe on free (bench section 4).
+ * probe on each entry point and a probe on free (bench section 8:
+ * 2565 ns an allocation against 1022 without, 142 unprobed).
  */
-#define ALLOC_INUSE_COST "in-use bytes followed: returns and frees trap too, about twice the cost of the entry probes alone"
+#define ALLOC_INUSE_COST "in-use bytes followed: returns and frees trap too, 2-3 times the cost of the entry probes alone; --alloc-no-inuse leaves them out"
 
 /*
  * Probes on the sampler library: the command ember starts preloads it;
