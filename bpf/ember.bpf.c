@@ -914,8 +914,10 @@ struct {
 static __always_inline int alloc_entry(void *ctx, __u64 size, __u64 memptr)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct ember_bpf_stats *st;
 	struct ember_sample *s;
 	__s64 *left, first;
+	__u32 len;
 
 	if (!size)
 		return 0;
@@ -931,11 +933,18 @@ static __always_inline int alloc_entry(void *ctx, __u64 size, __u64 memptr)
 	if (*left > 0)
 		return 0;
 	*left = next_distance();
-	if (!alloc_inuse)	/* weighed by the reader, not followed */
-		return emit_alloc(ctx, 0, 0, size);
-	s = build_alloc(ctx, 0, memptr, size);
+	/* one unwinder inlined, whichever way the record goes */
+	s = build_alloc(ctx, 0, alloc_inuse ? memptr : 0, size);
 	if (!s)
 		return 0;
+	if (!alloc_inuse) {
+		/* weighed by the reader, not followed to its free */
+		st = get_stats();
+		len = s->hdr.size;
+		if (st && len <= sizeof(struct scratch))
+			emit(ctx, s, len, st);
+		return 0;
+	}
 	if (memptr)
 		s->__reserved = ALLOC_PEND_MEMPTR;
 	bpf_map_update_elem(&alloc_pending, &tid, s, BPF_ANY);
