@@ -9,7 +9,8 @@
 # or SIGKILL) it reads as the file again. In use: the shares of the bytes
 # still in use at the end within 5 points of allocwork's, the blocks
 # followed to their free (return probes on the entry points, probes on
-# free). POSIX sh, for the guests'
+# free; the probes on free are in the allocator's text too, so the
+# removal check covers them). POSIX sh, for the guests'
 # busybox.
 #
 # usage: check-alloc-pid.sh --ember PATH --work PATH --backend kmod|bpf
