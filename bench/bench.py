@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -317,10 +318,14 @@ class Bench:
     def alloc(self):
         """mallocs (~10M allocations/s) alone, with the sampler preloaded
         but nobody attached, under `ember record -e alloc` at the default
-        rate, and under a full tracer (perf's uprobes on libc's malloc and
-        free, every call trapping, as bcc's memleak does)."""
+        rate, under `ember record -e alloc -p` (uprobes on libc's entry
+        points, with in-use and without), and under a full tracer (perf's
+        uprobes on libc's malloc and free, every call trapping, as bcc's
+        memleak does)."""
         p = self.p
-        configs = ["none", "preload", "ember"]
+        # -p: uprobes on a running process's allocator, with in-use
+        # (returns and free probed too) and without
+        configs = ["none", "preload", "ember", "pid", "pid-noinuse"]
         probes = False
         if self.have["perf"]:
             r = run(["perf", "probe", "-q", "-x", LIBC, "-a", "malloc", "-a", "free"])
@@ -342,6 +347,9 @@ class Bench:
 
     def alloc_one(self, cfg, rep):
         p = self.p
+        if cfg.startswith("pid"):
+            self.alloc_pid(cfg, rep)
+            return
         d = p["trace_D"] if cfg == "fulltrace" else p["alloc_D"]
         wl = [MALLOCS, "-d", str(d), "-w", "0.5"]
         env = dict(os.environ)
@@ -357,18 +365,43 @@ class Bench:
             cmd = wl
         self.workload_cost("alloc", cfg, rep, cmd, env, r"(\d+) allocation samples")
 
+    def alloc_pid(self, cfg, rep):
+        """mallocs started alone, then `ember record -e alloc -p` on it
+        while it waits: every call of the malloc family traps."""
+        wl = subprocess.Popen([MALLOCS, "-d", str(self.p["trace_D"]), "-w", "1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+        # reaped as soon as it exits: -p ends when the process is gone,
+        # and a zombie is not gone
+        got = []
+        reaper = threading.Thread(target=lambda: got.extend(wl.communicate()))
+        reaper.start()
+        time.sleep(0.3)
+        cmd = [EMBER, "record", "-e", "alloc", "-p", str(wl.pid),
+               "-o", os.path.join(self.tmp, "allocp.folded")]
+        if cfg == "pid-noinuse":
+            cmd.insert(2, "--alloc-no-inuse")
+        e = run(cmd, timeout=60)
+        reaper.join()
+        out, err = got if len(got) == 2 else ("", "")
+        self.workload_result("alloc", cfg, rep, out, (err or "") + e.stderr,
+                             r"(\d+) allocation samples")
+
     def workload_cost(self, sec, cfg, rep, cmd, env, samples_re):
         """Run cmd (a workload printing ops, secs, cpu_s, perhaps under a
         profiler that starts it) and record its throughput per CPU-second."""
         r = run(cmd, env=env)
-        w = kv(r.stdout)
+        self.workload_result(sec, cfg, rep, r.stdout, r.stderr, samples_re)
+
+    def workload_result(self, sec, cfg, rep, stdout, stderr, samples_re):
+        w = kv(stdout)
         if "ops" not in w or not w.get("cpu_s"):
-            self.note(f"{sec} {cfg}: workload failed: {(r.stderr or '').strip()[-200:]}")
+            self.note(f"{sec} {cfg}: workload failed: {(stderr or '').strip()[-200:]}")
             return
         self.res.add(sec, cfg, rep, "ops_per_s", w["ops"] / w["secs"], "ops/s")
         self.res.add(sec, cfg, rep, "ops_per_workload_cpu_s", w["ops"] / w["cpu_s"], "ops/s")
         self.res.add(sec, cfg, rep, "ns_per_op", 1e9 * w["cpu_s"] / w["ops"], "ns")
-        m = re.search(samples_re, r.stderr or "")
+        m = re.search(samples_re, stderr or "")
         if m:
             self.res.add(sec, cfg, rep, "samples_per_s", int(m.group(1)) / w["secs"])
 

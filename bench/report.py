@@ -468,7 +468,10 @@ class Report:
                "Configurations: alone; with ember's sampler preloaded and nobody "
                "attached (what a service that opts in pays between recordings); under "
                "`ember record -e alloc -- mallocs` at the default rate (one sample per "
-               "512 KiB); under a full tracer, perf's uprobes on libc's malloc and free "
+               "512 KiB); under `ember record -e alloc -p` on mallocs started alone "
+               "(pid: uprobes on libc's malloc family, their returns and free, in-use "
+               "followed; pid-noinuse: the entry points alone, `--alloc-no-inuse`); "
+               "under a full tracer, perf's uprobes on libc's malloc and free "
                "(every call traps, as bcc's memleak does). **Slowdown** = 1 - allocations "
                "per CPU-second of the workload / the same alone (its exact CPU time holds "
                "the probes' traps and eBPF programs), paired per repetition.")
@@ -476,7 +479,7 @@ class Report:
         self.w("| config | slowdown | ns per allocation (malloc + free + work) | "
                "allocations/s | samples/s |")
         self.w("|---|---|---|---|---|")
-        for cfg in ("none", "preload", "ember", "fulltrace"):
+        for cfg in ("none", "preload", "ember", "pid", "pid-noinuse", "fulltrace"):
             if not self.vals("alloc", cfg, "ns_per_op"):
                 continue
             o = None if cfg == "none" else self.overhead("alloc", cfg, "ops_per_workload_cpu_s")

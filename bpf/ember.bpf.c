@@ -877,12 +877,15 @@ int BPF_PROG(ember_fault_tp, unsigned long address,
 #define R(ctx)	((const struct uapi_x86_regs *)(ctx))
 
 /*
- * An EMBER_REC_ALLOC for the current task, its user stack unwound from the
- * uprobe's registers, when the filters pass: weight bytes (0: the reader
- * scales it by the rate), the block's address (0: not followed) and size.
+ * An EMBER_REC_ALLOC for the current task in its CPU's scratch slot, its
+ * user stack unwound from the uprobe's registers, when the filters pass:
+ * weight bytes (0: the reader scales it by the rate), the block's address
+ * (0: not followed) and size. NULL when filtered or it does not fit.
  */
-static __always_inline int emit_alloc(void *ctx, __u64 weight, __u64 addr,
-				      __u64 size)
+static __always_inline struct ember_sample *build_alloc(void *ctx,
+							 __u64 weight,
+							 __u64 addr,
+							 __u64 size)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 id = bpf_get_current_pid_tgid();
@@ -894,15 +897,15 @@ static __always_inline int emit_alloc(void *ctx, __u64 weight, __u64 addr,
 	__u32 at;
 
 	if (!st)
-		return 0;
+		return NULL;
 	if (!pass_filters(task, tgid)) {
 		st->filtered++;
-		return 0;
+		return NULL;
 	}
 	st->alloc_hits++;
 	sc = get_scratch(EMBER_SLOT_ALLOC);
 	if (!sc)
-		return 0;
+		return NULL;
 	s = (void *)sc;
 	fill_common(s, EMBER_REC_ALLOC, bpf_ktime_get_ns(), tgid, tid);
 	s->weight_ns = weight;
@@ -913,13 +916,28 @@ static __always_inline int emit_alloc(void *ctx, __u64 weight, __u64 addr,
 	/* the block's address and size follow the frames */
 	at = s->nr_kernel + s->nr_user;
 	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
-		return 0;
+		return NULL;
 	sc->raw[SCRATCH_IPS + at] = addr;
 	sc->raw[SCRATCH_IPS + at + 1] = size;
 	s->hdr.size += 2 * sizeof(__u64);
 	if (s->hdr.size > sizeof(*sc))
+		return NULL;
+	return s;
+}
+
+static __always_inline int emit_alloc(void *ctx, __u64 weight, __u64 addr,
+				      __u64 size)
+{
+	struct ember_sample *s = build_alloc(ctx, weight, addr, size);
+	struct ember_bpf_stats *st = get_stats();
+	__u32 len;
+
+	if (!s || !st)
 		return 0;
-	emit(ctx, s, s->hdr.size, st);
+	/* read once and bounded here: the verifier checks the emit */
+	len = s->hdr.size;
+	if (len <= sizeof(struct scratch))
+		emit(ctx, s, len, st);
 	return 0;
 }
 
@@ -976,10 +994,52 @@ static __always_inline __s64 next_distance(void)
 	return (__s64)(alloc_rate * neg_ln_1024(bpf_get_prandom_u32()) >> 10) + 1;
 }
 
-static __always_inline int alloc_entry(void *ctx, __u64 size)
+/*
+ * In-use tracking (EMBER_PROBE_ENTRY_FREE/REALLOC; alloc_inuse set by
+ * the loader): a sampled entry's record, stack and all, waits in
+ * alloc_pending under its thread's id until the call returns
+ * (ember_entry_ret, a uretprobe on the same entry), which writes the
+ * address in, emits it and puts the address in alloc_live, where the
+ * free probes look for it. A thread is in one sampled call at a time (a
+ * nested one, glibc's realloc(NULL) entering malloc, takes the slot over:
+ * one record). LRU: a call that never returns (probes removed meanwhile)
+ * leaves a slot that ages out. alloc_live is a plain hash: full, the
+ * block is not followed and its record says so.
+ */
+const volatile bool alloc_inuse;	/* set by the loader (.rodata) */
+
+/* ember_sample.__reserved of a parked record: its address slot holds
+ * where the call stores the address (posix_memalign's memptr) */
+#define ALLOC_PEND_MEMPTR	1
+
+struct alloc_live_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 addr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);		/* 1 without in-use (loader) */
+	__type(key, __u32);			/* tid */
+	__type(value, struct scratch);
+} alloc_pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EMBER_ALLOC_LIVE_MAX);	/* 1 without in-use */
+	__type(key, struct alloc_live_key);
+	__type(value, __u8);
+} alloc_live SEC(".maps");
+
+/* memptr: posix_memalign's, where the address will be; 0 otherwise */
+static __always_inline int alloc_entry(void *ctx, __u64 size, __u64 memptr)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct ember_bpf_stats *st;
+	struct ember_sample *s;
 	__s64 *left, first;
+	__u32 len;
 
 	if (!size)
 		return 0;
@@ -995,20 +1055,34 @@ static __always_inline int alloc_entry(void *ctx, __u64 size)
 	if (*left > 0)
 		return 0;
 	*left = next_distance();
-	/* weighed by the reader, not followed to its free */
-	return emit_alloc(ctx, 0, 0, size);
+	/* one unwinder inlined, whichever way the record goes */
+	s = build_alloc(ctx, 0, alloc_inuse ? memptr : 0, size);
+	if (!s)
+		return 0;
+	if (!alloc_inuse) {
+		/* weighed by the reader, not followed to its free */
+		st = get_stats();
+		len = s->hdr.size;
+		if (st && len <= sizeof(struct scratch))
+			emit(ctx, s, len, st);
+		return 0;
+	}
+	if (memptr)
+		s->__reserved = ALLOC_PEND_MEMPTR;
+	bpf_map_update_elem(&alloc_pending, &tid, s, BPF_ANY);
+	return 0;
 }
 
 SEC("uprobe")
 int ember_entry_rdi(void *ctx)
 {
-	return alloc_entry(ctx, R(ctx)->di);
+	return alloc_entry(ctx, R(ctx)->di, 0);
 }
 
 SEC("uprobe")
 int ember_entry_rsi(void *ctx)
 {
-	return alloc_entry(ctx, R(ctx)->si);
+	return alloc_entry(ctx, R(ctx)->si, 0);
 }
 
 SEC("uprobe")
@@ -1020,13 +1094,102 @@ int ember_entry_nmemb(void *ctx)
 	 * 4G elements or 4 GiB each) are not sampled */
 	if ((n | size) >> 32)
 		return 0;
-	return alloc_entry(ctx, n * size);
+	return alloc_entry(ctx, n * size, 0);
 }
 
 SEC("uprobe")
 int ember_entry_rdx(void *ctx)
 {
-	return alloc_entry(ctx, R(ctx)->dx);
+	/* posix_memalign(memptr, alignment, size) */
+	return alloc_entry(ctx, R(ctx)->dx, R(ctx)->di);
+}
+
+/*
+ * The return of an entry probe's call: a parked record gets the address
+ * and goes out. Without one (the call was not sampled) this is the whole
+ * cost: one lookup.
+ */
+SEC("uretprobe")
+int ember_entry_ret(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct alloc_live_key k = { .tgid = id >> 32 };
+	struct ember_bpf_stats *st = get_stats();
+	struct ember_sample *s;
+	struct scratch *sc;
+	__u8 one = 1;
+	__u32 at, len;
+
+	sc = bpf_map_lookup_elem(&alloc_pending, &tid);
+	if (!sc || !st)
+		return 0;
+	s = (void *)sc;
+	at = s->nr_kernel + s->nr_user;
+	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
+		goto out;
+	k.addr = R(ctx)->ax;
+	if (s->__reserved == ALLOC_PEND_MEMPTR) {
+		/* posix_memalign returns 0 and stores the address */
+		s->__reserved = 0;
+		if (k.addr || bpf_probe_read_user(&k.addr, sizeof(k.addr),
+				(const void *)sc->raw[SCRATCH_IPS + at]))
+			k.addr = 0;
+	}
+	len = s->hdr.size;
+	/* NULL: nothing was allocated */
+	if (!k.addr || len > sizeof(*sc))
+		goto out;
+	if (bpf_map_update_elem(&alloc_live, &k, &one, BPF_ANY)) {
+		st->alloc_untracked++;
+		s->flags |= EMBER_SF_ALLOC_UNTRACKED;
+		k.addr = 0;
+	}
+	sc->raw[SCRATCH_IPS + at] = k.addr;
+	emit(ctx, s, len, st);
+out:
+	bpf_map_delete_elem(&alloc_pending, &tid);
+	return 0;
+}
+
+/* A free of addr in the current process: a record if it was followed. */
+static __always_inline int alloc_free(void *ctx, __u64 addr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct alloc_live_key k = { .tgid = id >> 32, .addr = addr };
+	struct ember_bpf_stats *st;
+	struct ember_free f = {
+		.hdr = { .type = EMBER_REC_FREE, .size = sizeof(f) },
+		.pid = id >> 32,
+		.tid = (__u32)id,
+		.addr = addr,
+	};
+
+	/* most frees end here: not a sampled block */
+	if (!addr || bpf_map_delete_elem(&alloc_live, &k))
+		return 0;
+	st = get_stats();
+	if (!st)
+		return 0;
+	st->alloc_hits++;
+	f.time_ns = bpf_ktime_get_ns();
+	emit(ctx, &f, sizeof(f), st);
+	return 0;
+}
+
+SEC("uprobe")
+int ember_entry_free(void *ctx)
+{
+	return alloc_free(ctx, R(ctx)->di);
+}
+
+SEC("uprobe")
+int ember_entry_realloc(void *ctx)
+{
+	/* realloc(ptr, size): ptr is gone once it returns (or moved into
+	 * the new block, which is followed anew if sampled) */
+	alloc_free(ctx, R(ctx)->di);
+	return alloc_entry(ctx, R(ctx)->si, 0);
 }
 
 SEC("uprobe")

@@ -24,6 +24,8 @@ struct ember_bpf_stats {
 	__u64 unwind_miss;	/* miss records emitted */
 	__u64 unwind_miss_limited;	/* misses not reported (rate limit) */
 	__u64 alloc_hits;	/* allocation probe runs (EMBER_EV_ALLOC) */
+	__u64 alloc_untracked;	/* sampled blocks not followed to their
+				 * free: alloc_live was full */
 };
 
 /*

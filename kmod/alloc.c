@@ -35,10 +35,31 @@
  * thread's bytes a countdown consumes: per CPU needs no table, no lookup
  * and no allocation in the handler. The record is the sampled probe's,
  * with weight 0 (the reader scales by the rate, as for the eBPF backend's
- * entry programs) and address 0: no uretprobe, the block is not followed
- * to its free (neither does the eBPF backend).
+ * entry programs).
+ *
+ * With ALLOC_INUSE the blocks are followed to their free, as the eBPF
+ * backend does. Each entry probe's consumer has a ret_handler too (a
+ * uretprobe): a sampled entry parks its size in the set's pend[] slot of
+ * its thread, and the return writes the record then, its stack as at the
+ * entry (the function's address, then the caller's stack from the return
+ * regs), with the address returned, which goes into the set's blocks[]
+ * table. ENTRY_FREE probes (free, operator delete) and ENTRY_REALLOC
+ * (its old pointer) take addresses out of blocks[] and write EMBER_REC_FREE
+ * for them. A set is one address space: addresses alone are the keys.
+ * blocks[] is open addressing (EMBER_ALLOC_LIVE_SLOTS, a lookup looks at
+ * EMBER_ALLOC_LIVE_PROBE slots from the hash): the many frees of blocks
+ * never sampled read it without a lock (a block is returned before any
+ * thread can free it, so the entry a free looks for is never being
+ * written); changes take blocks_lock. Full there, or a thread's pend[]
+ * slot held by another thread, the record is written without an address
+ * and with EMBER_SF_ALLOC_UNTRACKED (the reader counts them). Nothing is
+ * allocated in the handlers; both tables are allocated at ATTACH.
  */
 #include <linux/fs.h>
+#include <linux/hash.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 #include <linux/pid.h>
 #include <linux/random.h>
 #include <linux/sched/mm.h>
@@ -59,6 +80,23 @@
 
 struct ember_alloc_set;
 
+#define EMBER_ALLOC_LIVE_BITS	14	/* sampled blocks followed, per set */
+#define EMBER_ALLOC_LIVE_SLOTS	BIT(EMBER_ALLOC_LIVE_BITS)
+#define EMBER_ALLOC_LIVE_PROBE	32	/* slots a lookup looks at */
+#define EMBER_ALLOC_FREED	1	/* a blocks[] slot freed (tombstone) */
+#define EMBER_ALLOC_PEND_BITS	8	/* threads in a sampled call at once */
+#define EMBER_ALLOC_PEND_SLOTS	BIT(EMBER_ALLOC_PEND_BITS)
+/* a slot held this long is a call that never returned: taken over */
+#define EMBER_ALLOC_PEND_STALE_NS	NSEC_PER_SEC
+
+/* A sampled call between its entry and its return. */
+struct ember_alloc_pend {
+	u32 tid;		/* 0: free; taken with cmpxchg */
+	u64 since;		/* when it was taken */
+	u64 size;
+	u64 memptr;		/* posix_memalign: where the address goes */
+};
+
 struct ember_alloc_uprobe {
 	struct ember_uprobe u;		/* u.uc is what the handler gets */
 	struct ember_alloc_set *set;
@@ -76,6 +114,9 @@ struct ember_alloc_set {
 	struct mm_struct *mm;		/* ALLOC_PID's (mmgrab); NULL: all */
 	u64 rate;			/* entry probes: mean bytes per sample */
 	u64 __percpu *left;		/* entry probes: bytes to the next one */
+	struct ember_alloc_pend *pend;	/* ALLOC_INUSE: by thread, or NULL */
+	u64 *blocks;			/* ALLOC_INUSE: sampled blocks */
+	spinlock_t blocks_lock;		/* changes of blocks[] */
 	bool live;			/* handlers write records (READ_ONCE) */
 	bool stopped;			/* ember_lock: moved to ember_alloc_gone */
 	unsigned int nr;
@@ -155,10 +196,118 @@ static u64 ember_alloc_entry_size(u32 kind, const struct pt_regs *regs)
 	}
 }
 
+/* An allocator entry point sampled by bytes (realloc too). */
 static bool ember_alloc_is_entry(u32 kind)
 {
-	return kind >= EMBER_PROBE_ENTRY_SIZE_RDI &&
-	       kind <= EMBER_PROBE_ENTRY_SIZE_RDX;
+	return (kind >= EMBER_PROBE_ENTRY_SIZE_RDI &&
+		kind <= EMBER_PROBE_ENTRY_SIZE_RDX) ||
+	       kind == EMBER_PROBE_ENTRY_REALLOC;
+}
+
+/* A kind that frees rdi (ALLOC_INUSE only). */
+static bool ember_alloc_frees(u32 kind)
+{
+	return kind == EMBER_PROBE_ENTRY_FREE ||
+	       kind == EMBER_PROBE_ENTRY_REALLOC;
+}
+
+/* blocks[] holds addr: take it out. Whether it did. */
+static bool ember_alloc_live_take(struct ember_alloc_set *set, u64 addr)
+{
+	u32 h = hash_64(addr, EMBER_ALLOC_LIVE_BITS);
+	bool found = false;
+	unsigned int i;
+
+	if (addr <= EMBER_ALLOC_FREED)
+		return false;
+	for (i = 0; i < EMBER_ALLOC_LIVE_PROBE; i++) {
+		u64 *slot = &set->blocks[(h + i) & (EMBER_ALLOC_LIVE_SLOTS - 1)];
+		u64 v = READ_ONCE(*slot);
+
+		if (!v)		/* never used: addr is not further on */
+			return false;
+		if (v != addr)
+			continue;
+		spin_lock(&set->blocks_lock);
+		/* a double free may race with itself: one wins */
+		if (*slot == addr) {
+			WRITE_ONCE(*slot, EMBER_ALLOC_FREED);
+			found = true;
+		}
+		spin_unlock(&set->blocks_lock);
+		return found;
+	}
+	return false;
+}
+
+/* Puts addr in blocks[]; false when its slots are all taken. */
+static bool ember_alloc_live_put(struct ember_alloc_set *set, u64 addr)
+{
+	u32 h = hash_64(addr, EMBER_ALLOC_LIVE_BITS);
+	u64 *free_slot = NULL;
+	unsigned int i;
+
+	if (addr <= EMBER_ALLOC_FREED)
+		return false;
+	spin_lock(&set->blocks_lock);
+	for (i = 0; i < EMBER_ALLOC_LIVE_PROBE; i++) {
+		u64 *slot = &set->blocks[(h + i) & (EMBER_ALLOC_LIVE_SLOTS - 1)];
+
+		if (*slot == addr) {	/* its free was missed: reused */
+			free_slot = NULL;
+			break;
+		}
+		if (*slot <= EMBER_ALLOC_FREED && !free_slot)
+			free_slot = slot;
+		if (!*slot)
+			break;
+	}
+	if (free_slot)
+		WRITE_ONCE(*free_slot, addr);
+	spin_unlock(&set->blocks_lock);
+	return free_slot || i < EMBER_ALLOC_LIVE_PROBE;
+}
+
+/*
+ * A sampled entry of the current thread: its size parked until the
+ * return. False when another thread holds the slot.
+ */
+static bool ember_alloc_park(struct ember_alloc_set *set, u64 size,
+			     u64 memptr, u64 now)
+{
+	u32 tid = current->pid;
+	struct ember_alloc_pend *pd =
+		&set->pend[hash_32(tid, EMBER_ALLOC_PEND_BITS)];
+	u32 old = READ_ONCE(pd->tid);
+
+	if (old != tid) {
+		if (old && now - READ_ONCE(pd->since) < EMBER_ALLOC_PEND_STALE_NS)
+			return false;
+		if (cmpxchg(&pd->tid, old, tid) != old)
+			return false;
+	}
+	/* the slot is this thread's: only its own return reads these */
+	pd->since = now;
+	pd->size = size;
+	pd->memptr = memptr;
+	return true;
+}
+
+/* The current thread's parked call, taken out; its size, 0 for none. */
+static u64 ember_alloc_unpark(struct ember_alloc_set *set, u64 *memptr)
+{
+	u32 tid = current->pid;
+	struct ember_alloc_pend *pd =
+		&set->pend[hash_32(tid, EMBER_ALLOC_PEND_BITS)];
+	u64 size;
+
+	if (READ_ONCE(pd->tid) != tid)
+		return 0;
+	size = pd->size;
+	*memptr = pd->memptr;
+	/* read before another thread may take the slot and write them */
+	smp_store_release(&pd->tid, 0);
+	return size;
 }
 
 /* Only set for a set with ALLOC_PID: its address space alone. */
@@ -170,6 +319,25 @@ static bool ember_alloc_filter(EMBER_UPROBE_FILTER_PROTO)
 	return p->set->mm == mm;
 }
 
+/*
+ * A free of a followed block (ALLOC_INUSE): its record. Preemptible:
+ * takes the live lock, then preemption off for the ring.
+ */
+static void ember_alloc_freed(struct ember_alloc_set *set, u64 addr)
+{
+	struct ember_cpu_stats *st;
+
+	if (!ember_alloc_live_take(set, addr))
+		return;
+	preempt_disable();
+	if (READ_ONCE(set->live)) {
+		st = this_cpu_ptr(ember_stats);
+		local64_inc(&st->alloc_hits);
+		ember_emit_free(ktime_get_mono_fast_ns(), addr, st);
+	}
+	preempt_enable();
+}
+
 static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 {
 	struct ember_alloc_uprobe *p =
@@ -177,6 +345,7 @@ static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 	struct ember_alloc_set *set = p->set;
 	struct ember_cpu_stats *st;
 	u64 now, size = 0, *left;
+	u16 untracked = 0;
 
 	/*
 	 * Another process has the breakpoint (a fork of the profiled one
@@ -187,6 +356,11 @@ static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 		return UPROBE_HANDLER_REMOVE;
 	/* the probe kinds take x86_64 ABI arguments */
 	if (!user_64bit_mode(regs))
+		return 0;
+	/* free(ptr), realloc(ptr, size): only blocks[] is looked at */
+	if (set->blocks && ember_alloc_frees(p->kind))
+		ember_alloc_freed(set, regs->di);
+	if (p->kind == EMBER_PROBE_ENTRY_FREE)
 		return 0;
 	if (ember_alloc_is_entry(p->kind)) {
 		size = ember_alloc_entry_size(p->kind, regs);
@@ -216,8 +390,16 @@ static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 		}
 		*left = ember_alloc_distance(set->rate);
 	}
-	local64_inc(&st->alloc_hits);
 	now = ktime_get_mono_fast_ns();
+	if (size && set->pend) {
+		/* the record waits for the address (the return) */
+		if (ember_alloc_park(set, size, p->kind ==
+				     EMBER_PROBE_ENTRY_SIZE_RDX ? regs->di : 0,
+				     now))
+			goto out;
+		untracked = EMBER_SF_ALLOC_UNTRACKED;
+	}
+	local64_inc(&st->alloc_hits);
 	switch (p->kind) {
 	case EMBER_PROBE_SAMPLED_ALLOC:
 		/* ember_alloc_probe(ptr, size, weight) */
@@ -229,7 +411,7 @@ static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 		break;
 	default:
 		/* weighed by the reader, not followed to its free */
-		ember_emit_alloc(regs, now, 0, 0, size, st);
+		ember_emit_alloc_at(regs, 0, now, 0, 0, size, untracked, st);
 		break;
 	}
 out:
@@ -237,25 +419,80 @@ out:
 	return 0;
 }
 
+/*
+ * The return of an entry point (ALLOC_INUSE): the thread's parked call,
+ * if it was sampled, gets its record now, with the block's address.
+ */
+static int ember_alloc_ret_handler(EMBER_UPROBE_RET_HANDLER_PROTO)
+{
+	struct ember_alloc_uprobe *p =
+		container_of(self, struct ember_alloc_uprobe, u.uc);
+	struct ember_alloc_set *set = p->set;
+	struct ember_cpu_stats *st;
+	u64 size, memptr = 0, addr;
+	u16 untracked = 0;
+
+	/* a fork's copy of a pending return: not the profiled process */
+	if (current->mm != set->mm || !user_64bit_mode(regs))
+		return 0;
+	size = ember_alloc_unpark(set, &memptr);
+	if (!size)
+		return 0;	/* not sampled: most returns end here */
+	addr = regs->ax;
+	if (memptr) {
+		/* posix_memalign returns 0 and stores the address */
+		if (addr || copy_from_user_nofault(&addr,
+						   (const void __user *)memptr,
+						   sizeof(addr)))
+			addr = 0;
+	}
+	if (!addr)
+		return 0;	/* nothing was allocated */
+	if (!ember_alloc_live_put(set, addr)) {
+		untracked = EMBER_SF_ALLOC_UNTRACKED;
+		addr = 0;
+	}
+	preempt_disable();
+	if (READ_ONCE(set->live)) {
+		st = this_cpu_ptr(ember_stats);
+		local64_inc(&st->alloc_hits);
+		ember_emit_alloc_at(regs, func, ktime_get_mono_fast_ns(), 0,
+				    addr, size, untracked, st);
+	}
+	preempt_enable();
+	return 0;
+}
+
 /* What needs no file: kinds, reserved fields, alignment, duplicates. */
 static int ember_alloc_check_probes(const struct ember_alloc_probe *p,
-				    unsigned int nr, u32 pid,
+				    unsigned int nr, u32 pid, bool inuse,
 				    struct netlink_ext_ack *extack)
 {
 	unsigned int i, j;
 
+	if (inuse && !pid) {
+		NL_SET_ERR_MSG(extack, "ALLOC_INUSE needs ALLOC_PID");
+		return -EINVAL;
+	}
 	for (i = 0; i < nr; i++) {
 		if (p[i].kind != EMBER_PROBE_SAMPLED_ALLOC &&
 		    p[i].kind != EMBER_PROBE_SAMPLED_FREE &&
-		    !ember_alloc_is_entry(p[i].kind)) {
+		    !ember_alloc_is_entry(p[i].kind) &&
+		    !ember_alloc_frees(p[i].kind)) {
 			NL_SET_ERR_MSG(extack,
 				       "ALLOC_PROBES: unknown probe kind");
 			return -EINVAL;
 		}
-		if (ember_alloc_is_entry(p[i].kind) && !pid) {
+		if ((ember_alloc_is_entry(p[i].kind) ||
+		     ember_alloc_frees(p[i].kind)) && !pid) {
 			/* a library every process maps: all would trap */
 			NL_SET_ERR_MSG(extack,
 				       "ALLOC_PROBES: allocator entry points need ALLOC_PID");
+			return -EINVAL;
+		}
+		if (ember_alloc_frees(p[i].kind) && !inuse) {
+			NL_SET_ERR_MSG(extack,
+				       "ALLOC_PROBES: ENTRY_FREE and ENTRY_REALLOC need ALLOC_INUSE");
 			return -EINVAL;
 		}
 		if (p[i].__reserved) {
@@ -386,6 +623,8 @@ static void ember_alloc_free(struct ember_alloc_set *set)
 {
 	if (set->mm)
 		mmdrop(set->mm);
+	kvfree(set->blocks);
+	kvfree(set->pend);
 	free_percpu(set->left);
 	if (set->path.dentry)
 		path_put(&set->path);
@@ -430,9 +669,21 @@ static struct mm_struct *ember_alloc_pid_mm(u32 nr,
 	return mm;
 }
 
+/* ALLOC_INUSE's tables (ember_alloc_free() frees them). */
+static int ember_alloc_inuse_init(struct ember_alloc_set *set)
+{
+	spin_lock_init(&set->blocks_lock);
+	set->pend = kvcalloc(EMBER_ALLOC_PEND_SLOTS, sizeof(*set->pend),
+			     GFP_KERNEL);
+	set->blocks = kvcalloc(EMBER_ALLOC_LIVE_SLOTS, sizeof(*set->blocks),
+			       GFP_KERNEL);
+	return set->pend && set->blocks ? 0 : -ENOMEM;
+}
+
 int ember_alloc_attach(const char *path, const struct ember_alloc_probe *req,
-		       unsigned int nr, u32 pid, u64 rate, u32 portid,
-		       struct net *net, struct netlink_ext_ack *extack)
+		       unsigned int nr, u32 pid, u64 rate, bool inuse,
+		       u32 portid, struct net *net,
+		       struct netlink_ext_ack *extack)
 {
 	struct ember_alloc_set *set;
 	struct inode *inode;
@@ -440,12 +691,17 @@ int ember_alloc_attach(const char *path, const struct ember_alloc_probe *req,
 	unsigned int i, cpu;
 	int ret;
 
-	ret = ember_alloc_check_probes(req, nr, pid, extack);
+	ret = ember_alloc_check_probes(req, nr, pid, inuse, extack);
 	if (ret)
 		return ret;
 	set = kzalloc(sizeof(*set), GFP_KERNEL);
 	if (!set)
 		return -ENOMEM;
+	if (inuse) {
+		ret = ember_alloc_inuse_init(set);
+		if (ret)
+			goto free;
+	}
 	set->rate = rate;
 	set->left = alloc_percpu(u64);
 	if (!set->left) {
@@ -493,6 +749,9 @@ int ember_alloc_attach(const char *path, const struct ember_alloc_probe *req,
 		struct ember_alloc_uprobe *p = &set->probes[i];
 
 		p->u.uc.handler = ember_alloc_handler;
+		/* where a sampled call's record gets its address */
+		if (inuse && ember_alloc_is_entry(req[i].kind))
+			p->u.uc.ret_handler = ember_alloc_ret_handler;
 		if (set->mm)
 			p->u.uc.filter = ember_alloc_filter;
 		p->set = set;

@@ -20,11 +20,12 @@ bool ember_alloc_available(void);
 /*
  * Commands. Take ember_alloc_lock and ember_lock themselves, so the
  * caller holds neither; path, probes and pid are the request's,
- * unchecked; rate is 1..EMBER_MAX_ALLOC_RATE.
+ * unchecked; rate is 1..EMBER_MAX_ALLOC_RATE; inuse: ALLOC_INUSE.
  */
 int ember_alloc_attach(const char *path, const struct ember_alloc_probe *p,
-		       unsigned int nr, u32 pid, u64 rate, u32 portid,
-		       struct net *net, struct netlink_ext_ack *extack);
+		       unsigned int nr, u32 pid, u64 rate, bool inuse,
+		       u32 portid, struct net *net,
+		       struct netlink_ext_ack *extack);
 int ember_alloc_detach(u32 portid, struct net *net,
 		       struct netlink_ext_ack *extack);
 

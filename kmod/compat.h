@@ -84,12 +84,19 @@ struct ember_uprobe {
 #endif
 };
 
+/* ret_handler (a uretprobe) got the same __u64 *data in 6.13 */
 #ifdef EMBER_HAVE_UPROBE_HANDLER_DATA
 #define EMBER_UPROBE_HANDLER_PROTO					\
 	struct uprobe_consumer *self, struct pt_regs *regs, u64 *data
+#define EMBER_UPROBE_RET_HANDLER_PROTO					\
+	struct uprobe_consumer *self, unsigned long func,		\
+	struct pt_regs *regs, u64 *data
 #else
 #define EMBER_UPROBE_HANDLER_PROTO					\
 	struct uprobe_consumer *self, struct pt_regs *regs
+#define EMBER_UPROBE_RET_HANDLER_PROTO					\
+	struct uprobe_consumer *self, unsigned long func,		\
+	struct pt_regs *regs
 #endif
 
 /*

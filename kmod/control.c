@@ -83,6 +83,7 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_ALLOC_PROBES]		= { .type = NLA_BINARY },
 	[EMBER_A_ALLOC_PID]		= { .type = NLA_U32 },
 	[EMBER_A_ALLOC_RATE]		= { .type = NLA_U64 },
+	[EMBER_A_ALLOC_INUSE]		= { .type = NLA_FLAG },
 };
 
 static struct genl_family ember_family;
@@ -534,8 +535,8 @@ static int ember_cmd_alloc_attach(struct sk_buff *skb, struct genl_info *info)
 		return -EINVAL;
 	}
 	return ember_alloc_attach(nla_data(path), nla_data(probes), nr, pid,
-				  rate, info->snd_portid, genl_info_net(info),
-				  extack);
+				  rate, nla_get_flag(info->attrs[EMBER_A_ALLOC_INUSE]),
+				  info->snd_portid, genl_info_net(info), extack);
 }
 
 static int ember_cmd_alloc_detach(struct sk_buff *skb, struct genl_info *info)

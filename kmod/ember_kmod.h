@@ -97,6 +97,9 @@ void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 		       u64 weight_ns, struct ember_cpu_stats *st);
 void ember_emit_alloc(struct pt_regs *regs, u64 time_ns, u64 weight,
 		      u64 addr, u64 size, struct ember_cpu_stats *st);
+void ember_emit_alloc_at(struct pt_regs *regs, u64 lead, u64 time_ns,
+			 u64 weight, u64 addr, u64 size, u16 flags,
+			 struct ember_cpu_stats *st);
 void ember_emit_free(u64 time_ns, u64 addr, struct ember_cpu_stats *st);
 void *ember_scratch_get(unsigned int *level);
 void ember_scratch_put(unsigned int level);

@@ -72,7 +72,8 @@ static int __init ember_init(void)
 	if (ember_faults_available())
 		ember_caps |= EMBER_CAP_FAULTS;
 	if (ember_alloc_available())
-		ember_caps |= EMBER_CAP_ALLOC | EMBER_CAP_ALLOC_ENTRY;
+		ember_caps |= EMBER_CAP_ALLOC | EMBER_CAP_ALLOC_ENTRY |
+			      EMBER_CAP_ALLOC_INUSE;
 
 	ret = ember_session_init();
 	if (ret)

@@ -193,15 +193,30 @@ static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *
 }
 
 /*
+ * How an allocation's user stack starts: at_entry, regs are at a
+ * function's first instruction (uprobe); else with lead nonzero, regs are
+ * at that function's return (uretprobe), and lead, its address, is the
+ * first frame, as it would have been at its entry. flags are added to
+ * the record's.
+ */
+struct ember_stack_how {
+	bool at_entry;
+	u64 lead;
+	u16 flags;
+};
+
+/*
  * A stack sample of current at regs: kernel frames when regs are in the
  * kernel, then the user stack; nr_tail u64 follow ips[] (hdr.size counts
- * them). at_entry: regs are at a function's first instruction (uprobe).
- * Preemption must be off.
+ * them). how: NULL for an interrupted task. Preemption must be off.
  */
-static void ember_emit_stack(u16 type, struct pt_regs *regs, bool at_entry,
+static void ember_emit_stack(u16 type, struct pt_regs *regs,
+			     const struct ember_stack_how *how,
 			     u64 time_ns, u64 weight_ns, const u64 *tail,
 			     unsigned int nr_tail, struct ember_cpu_stats *st)
 {
+	bool at_entry = how && how->at_entry;
+	u64 lead = how && !at_entry ? how->lead : 0;
 	struct task_struct *t = current;
 	struct ember_sample *s;
 	unsigned int level, nk = 0, nu = 0, i;
@@ -225,8 +240,11 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs, bool at_entry,
 		struct pt_regs *uregs = regs && user_mode(regs) ?
 					regs : task_pt_regs(t);
 
-		nu = ember_unwind_user(uregs, at_entry, s->ips + nk,
-				       ember_umax, &flags);
+		if (lead)
+			s->ips[nk + nu++] = lead;
+		if (ember_umax > nu)
+			nu += ember_unwind_user(uregs, at_entry, s->ips + nk + nu,
+						ember_umax - nu, &flags);
 		if (flags & EMBER_SF_USER_CFI)
 			local64_inc(&st->ustack_cfi);
 		if (flags & EMBER_SF_USER_FP)
@@ -234,7 +252,7 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs, bool at_entry,
 		if (flags & EMBER_SF_USER_CUT)
 			local64_inc(&st->ustack_cut);
 	}
-	s->flags = flags;
+	s->flags = flags | (how ? how->flags : 0);
 	s->nr_kernel = nk;
 	s->nr_user = nu;
 	/* the slot holds 2 * EMBER_MAX_FRAMES: room for a short tail */
@@ -256,7 +274,7 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs, bool at_entry,
 void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 		       u64 weight_ns, struct ember_cpu_stats *st)
 {
-	ember_emit_stack(type, regs, false, time_ns, weight_ns, NULL, 0, st);
+	ember_emit_stack(type, regs, NULL, time_ns, weight_ns, NULL, 0, st);
 }
 
 /*
@@ -268,9 +286,25 @@ void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
 void ember_emit_alloc(struct pt_regs *regs, u64 time_ns, u64 weight,
 		      u64 addr, u64 size, struct ember_cpu_stats *st)
 {
+	ember_emit_alloc_at(regs, 0, time_ns, weight, addr, size, 0, st);
+}
+
+/*
+ * The same with lead nonzero: regs at the return of the function at lead
+ * (a uretprobe), the stack as at its entry; flags: EMBER_SF_* added.
+ */
+void ember_emit_alloc_at(struct pt_regs *regs, u64 lead, u64 time_ns,
+			 u64 weight, u64 addr, u64 size, u16 flags,
+			 struct ember_cpu_stats *st)
+{
+	const struct ember_stack_how how = {
+		.at_entry = !lead,
+		.lead = lead,
+		.flags = flags,
+	};
 	const u64 tail[2] = { addr, size };
 
-	ember_emit_stack(EMBER_REC_ALLOC, regs, true, time_ns, weight, tail,
+	ember_emit_stack(EMBER_REC_ALLOC, regs, &how, time_ns, weight, tail,
 			 ARRAY_SIZE(tail), st);
 }
 

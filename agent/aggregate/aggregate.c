@@ -416,8 +416,13 @@ static void add_alloc(struct profile_builder *pb, const struct ember_sample *s)
 		objects = UINT32_MAX;
 	if (!add_sample_as(pb, s, PROF_EV_ALLOC, objects, weight))
 		return;
-	if (!addr)
-		return;	/* not followed to its free: no in-use */
+	if (!addr) {
+		/* not followed to its free: no in-use; the backend's table
+		 * was full, or it does not follow blocks at all */
+		if (s->flags & EMBER_SF_ALLOC_UNTRACKED)
+			pb->c.inuse_untracked++;
+		return;
+	}
 	if (!pb->live.cap && live_init(&pb->live, pb->opt.max_live_blocks)) {
 		pb->c.inuse_untracked++;
 		return;

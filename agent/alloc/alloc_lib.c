@@ -195,10 +195,12 @@ out:
 
 /*
  * Most used first: a file with more than EMBER_MAX_ALLOC_PROBES of them
- * loses the last (valloc, pvalloc). C++'s operator new and new[] only in
- * a malloc library (jemalloc, tcmalloc define them apart from malloc);
- * elsewhere (libstdc++, a static executable) they call malloc, and a
- * probe on both would count each block twice.
+ * loses the last (valloc, pvalloc). C++'s operator new and new[] (and
+ * delete, plain and sized) only in a malloc library (jemalloc, tcmalloc
+ * define them apart from malloc); elsewhere (libstdc++, a static
+ * executable) they call malloc and free, and a probe on both would count
+ * each block twice. free and delete follow sampled blocks to their end
+ * (in-use); realloc frees its old block.
  */
 static const struct {
 	const char *name;
@@ -207,9 +209,14 @@ static const struct {
 } entry_points[] = {
 	{ "malloc", EMBER_PROBE_ENTRY_SIZE_RDI, false },
 	{ "calloc", EMBER_PROBE_ENTRY_NMEMB_SIZE, false },
-	{ "realloc", EMBER_PROBE_ENTRY_SIZE_RSI, false },
+	{ "realloc", EMBER_PROBE_ENTRY_REALLOC, false },
+	{ "free", EMBER_PROBE_ENTRY_FREE, false },
 	{ "_Znwm", EMBER_PROBE_ENTRY_SIZE_RDI, true },	/* new(size_t) */
 	{ "_Znam", EMBER_PROBE_ENTRY_SIZE_RDI, true },	/* new[](size_t) */
+	{ "_ZdlPv", EMBER_PROBE_ENTRY_FREE, true },	/* delete(void *) */
+	{ "_ZdaPv", EMBER_PROBE_ENTRY_FREE, true },	/* delete[](void *) */
+	{ "_ZdlPvm", EMBER_PROBE_ENTRY_FREE, true },	/* delete(void *, size_t) */
+	{ "_ZdaPvm", EMBER_PROBE_ENTRY_FREE, true },	/* delete[](void *, size_t) */
 	{ "posix_memalign", EMBER_PROBE_ENTRY_SIZE_RDX, false },
 	{ "aligned_alloc", EMBER_PROBE_ENTRY_SIZE_RSI, false },
 	{ "memalign", EMBER_PROBE_ENTRY_SIZE_RSI, false },
@@ -279,6 +286,34 @@ static bool counted_already(Elf *elf, int fd, uint64_t off, GElf_Addr vaddr,
 }
 
 /*
+ * Where to probe a free at off: past a leading "test %rdi,%rdi; je" (glibc's
+ * free: free(NULL) is nothing to follow), whose test is not an instruction
+ * uprobes emulate: each hit would be single-stepped out of line, a second
+ * trap (~10 us a free on a paravirtualised host, bench section 4). The
+ * push that follows is emulated, and rdi is still the pointer there.
+ */
+static uint64_t free_probe_offset(int fd, uint64_t off)
+{
+	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	static const unsigned char test_rdi[3] = { 0x48, 0x85, 0xff };
+	unsigned char b[13];
+	size_t at = 0;
+
+	if (pread(fd, b, sizeof(b), (off_t)off) != (ssize_t)sizeof(b))
+		return off;
+	if (!memcmp(b, endbr64, sizeof(endbr64)))
+		at = sizeof(endbr64);
+	if (memcmp(b + at, test_rdi, sizeof(test_rdi)))
+		return off;
+	at += sizeof(test_rdi);
+	if (b[at] == 0x74)			/* je rel8 */
+		return off + at + 2;
+	if (b[at] == 0x0f && b[at + 1] == 0x84)	/* je rel32 */
+		return off + at + 6;
+	return off;
+}
+
+/*
  * The malloc-family entry points of the ELF file at path (map_files), of
  * allocator_rank() rank: an executable's symbol table is read too.
  */
@@ -297,6 +332,8 @@ static int entry_points_of(const char *path, int rank,
 	Elf *elf;
 	int fd;
 
+	/* not only after alloc_lib_probes(): libelf refuses work before */
+	elf_version(EV_CURRENT);
 	fd = safe_open_at(NULL, path, &rules, NULL, &why);
 	if (fd < 0)
 		return -EACCES;
@@ -316,6 +353,8 @@ static int entry_points_of(const char *path, int rank,
 			    alloc_elf_file_offset(elf, addr[k], &off) ||
 			    counted_already(elf, fd, off, addr[k], probes, n))
 				continue;
+			if (entry_points[k].kind == EMBER_PROBE_ENTRY_FREE)
+				off = free_probe_offset(fd, off);
 			probes[n++] = (struct ember_alloc_probe){
 				.offset = off,
 				.kind = entry_points[k].kind,
@@ -398,4 +437,19 @@ int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
 		return -ENOENT;
 	}
 	return n;
+}
+
+size_t alloc_probes_without_inuse(struct ember_alloc_probe *probes, size_t n)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n && kept < ALLOC_PROBES_WITHOUT_INUSE; i++) {
+		if (probes[i].kind == EMBER_PROBE_ENTRY_FREE)
+			continue;
+		probes[kept] = probes[i];
+		if (probes[kept].kind == EMBER_PROBE_ENTRY_REALLOC)
+			probes[kept].kind = EMBER_PROBE_ENTRY_SIZE_RSI;
+		kept++;
+	}
+	return kept;
 }

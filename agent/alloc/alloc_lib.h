@@ -61,4 +61,13 @@ int alloc_entry_probes(uint32_t pid, char *path, size_t path_len,
 		       struct ember_alloc_probe *probes, size_t max,
 		       char *err, size_t err_len);
 
+/*
+ * For a backend that cannot follow blocks to their free (a module without
+ * EMBER_CAP_ALLOC_INUSE): alloc_entry_probes()' probes, in place, without
+ * the frees, realloc sampled as an entry point alone, at most the 8 such
+ * a backend takes. Returns how many are left.
+ */
+#define ALLOC_PROBES_WITHOUT_INUSE	8
+size_t alloc_probes_without_inuse(struct ember_alloc_probe *probes, size_t n);
+
 #endif /* EMBER_ALLOC_LIB_H */

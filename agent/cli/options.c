@@ -743,6 +743,11 @@ const struct ember_option ember_options[] = {
 	  .expected = "a file",
 	  .help = "-e alloc: the sampler library (default: found next to ember, "
 		  "or in " EMBER_ALLOC_LIB_DIR ")" },
+	{ "alloc-no-inuse", 0, NULL, CMD_RECORD, 0, F_FLAG,
+	  FIELD(alloc_no_inuse), .expected = "true or false",
+	  .help = "-e alloc with -p/--cgroup, a process without the sampler: "
+		  "probe its allocator's entry points only, not their returns "
+		  "and free (about half the cost; no inuse_space)" },
 	{ "verbose-cfi", 0, NULL, CMD_RECORD, 0, F_FLAG, FIELD(verbose_cfi),
 	  .expected = "true or false",
 	  .help = "say which unwind tables are built and their sizes" },

@@ -66,6 +66,7 @@ struct ember_opts {
 	enum out_format format;
 	uint64_t alloc_rate;		/* 0: the default */
 	char *alloc_lib;		/* NULL: found */
+	bool alloc_no_inuse;		/* -p/--cgroup: entry points only */
 	bool offcpu_state;
 	int group_by;			/* enum prof_group_by */
 	bool verbose_cfi;

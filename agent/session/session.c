@@ -167,7 +167,7 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 {
 	struct ember_alloc_probe probes[EMBER_MAX_ALLOC_PROBES];
 	char path[128];
-	int n;
+	int n, r;
 
 	if (!s->ops->alloc_attach) {
 		snprintf(err, err_len, "the %s backend has no allocation probes",
@@ -178,8 +178,16 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 			       EMBER_MAX_ALLOC_PROBES, err, err_len);
 	if (n < 0)
 		return n;
-	return s->ops->alloc_attach(s->src, pid, path, probes, (size_t)n, err,
-				    err_len);
+	if (s->alloc_no_inuse)
+		n = (int)alloc_probes_without_inuse(probes, (size_t)n);
+	/* on success: what is not followed, if anything */
+	if (err_len)
+		err[0] = '\0';
+	r = s->ops->alloc_attach(s->src, pid, path, probes, (size_t)n, err,
+				 err_len);
+	if (!r && s->alloc_no_inuse)
+		snprintf(err, err_len, "in-use bytes not followed (--alloc-no-inuse)");
+	return r;
 }
 
 /*

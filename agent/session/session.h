@@ -44,6 +44,7 @@ struct session {
 	uint32_t freq_hz;
 	uint32_t fault_period;
 	uint64_t alloc_rate;		/* -e alloc: bytes between samples */
+	bool alloc_no_inuse;		/* -e alloc: entry points only */
 	uint64_t start_real_ns;		/* CLOCK_REALTIME of start/last reset */
 	uint64_t lost_base;		/* source lost count at start/last reset */
 	uint64_t corrupt_base;
@@ -81,7 +82,8 @@ int session_alloc_attach(struct session *s, const char *lib, char *err,
 /*
  * -e alloc for a process running without the sampler: uprobes on its
  * allocator's entry points (alloc_entry_probes()), every call trapping;
- * what gets the allocator's file name.
+ * what gets the allocator's file name. On success err is empty, or says
+ * that in-use bytes are not followed (the backend cannot).
  */
 int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 			       size_t what_len, char *err, size_t err_len);

@@ -27,6 +27,7 @@ struct ember_source_config {
 	uint32_t offcpu_sample_ppm;	/* 0 = keep all */
 	uint32_t fault_period;		/* page faults per sample, 0 = default */
 	uint64_t alloc_rate;		/* bytes per allocation sample, 0 = default */
+	bool alloc_no_inuse;		/* entry probes not followed to free */
 	uint32_t ring_bytes;		/* per CPU, 0 = backend default */
 	/*
 	 * Test mode: follow each sample with EMBER_REC_USER_STACK (the user
@@ -115,7 +116,10 @@ struct ember_source_ops {
 	 * none): uprobes on the file path at the probes' file offsets, for
 	 * process pid only, or every process mapping it when pid is 0 (the
 	 * filters apply), until stop(). All or none; 0 or a negative errno
-	 * with a sentence in err.
+	 * with a sentence in err. With pid, the entry points come with
+	 * EMBER_PROBE_ENTRY_FREE/REALLOC for in-use; a backend that cannot
+	 * follow blocks to their free probes the entry points alone and,
+	 * on success, says so in err (left as it was otherwise).
 	 */
 	int (*alloc_attach)(struct ember_source *src, uint32_t pid,
 			    const char *path,

@@ -557,8 +557,18 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	bpf_program__set_autoload(skel->progs.ember_entry_rsi, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_entry_nmemb, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_entry_rdx, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_entry_ret, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_entry_free, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_entry_realloc, cfg->events & EMBER_EV_ALLOC);
 	if (cfg->alloc_rate)
 		skel->data->alloc_rate = cfg->alloc_rate;
+	/* the entry probes follow sampled blocks to their free (-p) */
+	skel->rodata->alloc_inuse = (cfg->events & EMBER_EV_ALLOC) &&
+				    !cfg->alloc_no_inuse;
+	if (!skel->rodata->alloc_inuse) {
+		bpf_map__set_max_entries(skel->maps.alloc_pending, 1);
+		bpf_map__set_max_entries(skel->maps.alloc_live, 1);
+	}
 	bpf_program__set_autoload(skel->progs.ember_switch_btf, off && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_switch_raw, off && s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_exec_btf, life && !s->raw_tp);
@@ -876,7 +886,8 @@ fail:
 }
 
 /* uprobes for every process of a file plus per-process ones: bounded */
-#define MAX_ALLOC_LINKS	512
+/* (each one an fd: under the usual 1024 open files) */
+#define MAX_ALLOC_LINKS	896
 
 static void alloc_detach(struct ember_source *s)
 {
@@ -902,9 +913,23 @@ static struct bpf_program *alloc_prog(struct ember_source *s, uint32_t kind)
 		return s->skel->progs.ember_entry_nmemb;
 	case EMBER_PROBE_ENTRY_SIZE_RDX:
 		return s->skel->progs.ember_entry_rdx;
+	case EMBER_PROBE_ENTRY_FREE:
+		return s->skel->progs.ember_entry_free;
+	case EMBER_PROBE_ENTRY_REALLOC:
+		return s->skel->progs.ember_entry_realloc;
 	default:
 		return NULL;
 	}
+}
+
+/* An allocator entry point whose return gives the block (in-use). */
+static bool returns_block(uint32_t kind)
+{
+	return kind == EMBER_PROBE_ENTRY_SIZE_RDI ||
+	       kind == EMBER_PROBE_ENTRY_SIZE_RSI ||
+	       kind == EMBER_PROBE_ENTRY_NMEMB_SIZE ||
+	       kind == EMBER_PROBE_ENTRY_SIZE_RDX ||
+	       kind == EMBER_PROBE_ENTRY_REALLOC;
 }
 
 /*
@@ -924,17 +949,18 @@ static int bpf_alloc_attach(struct ember_source *s, uint32_t pid,
 		say(err, err_len, "allocation probes need a running session with -e alloc");
 		return -EINVAL;
 	}
+	/* an entry point takes two links: its probe and its return's */
 	if (!nr || nr > EMBER_MAX_ALLOC_PROBES ||
-	    s->nr_alloc_links + nr > MAX_ALLOC_LINKS) {
+	    s->nr_alloc_links + 2 * nr > MAX_ALLOC_LINKS) {
 		say(err, err_len, "%zu more allocation probes: at most %d at once, %d in all",
 		    nr, EMBER_MAX_ALLOC_PROBES, MAX_ALLOC_LINKS);
 		return -E2BIG;
 	}
-	if (s->nr_alloc_links + (int)nr > s->cap_alloc_links) {
+	if (s->nr_alloc_links + 2 * (int)nr > s->cap_alloc_links) {
 		int cap = s->cap_alloc_links ? 2 * s->cap_alloc_links : 16;
 		void *p;
 
-		while (cap < s->nr_alloc_links + (int)nr)
+		while (cap < s->nr_alloc_links + 2 * (int)nr)
 			cap *= 2;
 		p = realloc(s->alloc_links, cap * sizeof(*s->alloc_links));
 		if (!p)
@@ -960,6 +986,22 @@ static int bpf_alloc_attach(struct ember_source *s, uint32_t pid,
 		if (!l) {
 			e = -errno;
 			say(err, err_len, "cannot put a uprobe on %s+0x%llx: %s",
+			    path, (unsigned long long)probes[i].offset,
+			    strerror(-e));
+			goto undo;
+		}
+		s->alloc_links[s->nr_alloc_links++] = l;
+		if (!returns_block(probes[i].kind) || s->cfg.alloc_no_inuse)
+			continue;
+		/* where a sampled call's record gets its address */
+		o.retprobe = true;
+		o.ref_ctr_offset = 0;
+		l = bpf_program__attach_uprobe_opts(s->skel->progs.ember_entry_ret,
+						    pid ? (int)pid : -1, path,
+						    probes[i].offset, &o);
+		if (!l) {
+			e = -errno;
+			say(err, err_len, "cannot put a return probe on %s+0x%llx: %s",
 			    path, (unsigned long long)probes[i].offset,
 			    strerror(-e));
 			goto undo;

@@ -28,6 +28,7 @@
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
+#include "../alloc/alloc_lib.h"
 #include "source.h"
 #include "source_kmod.h"
 
@@ -862,12 +863,22 @@ static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 {
 	uint64_t rate = src->cfg.alloc_rate ? src->cfg.alloc_rate :
 			EMBER_DEFAULT_ALLOC_RATE;
+	struct ember_alloc_probe own[EMBER_MAX_ALLOC_PROBES];
+	bool inuse = pid && (src->info.caps & EMBER_CAP_ALLOC_INUSE) &&
+		     !src->cfg.alloc_no_inuse;
 	struct nl_msg *msg;
+	int r;
 
 	if (pid && !(src->info.caps & EMBER_CAP_ALLOC_ENTRY)) {
 		snprintf(err, err_len,
 			 "this ember module cannot probe a running process's allocator (older than -e alloc -p): load a newer ember.ko, or use --backend bpf");
 		return -EOPNOTSUPP;
+	}
+	if (pid && !inuse && nr <= EMBER_MAX_ALLOC_PROBES) {
+		/* an older module: entry points only, said on success */
+		memcpy(own, probes, nr * sizeof(*probes));
+		nr = alloc_probes_without_inuse(own, nr);
+		probes = own;
 	}
 	if (!nr || nr > EMBER_MAX_ALLOC_PROBES) {
 		snprintf(err, err_len, "%zu allocation probes: 1 to %d", nr,
@@ -879,11 +890,16 @@ static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 	    nla_put(msg, EMBER_A_ALLOC_PROBES, (int)(nr * sizeof(*probes)),
 		    probes) ||
 	    (pid && (nla_put_u32(msg, EMBER_A_ALLOC_PID, pid) ||
-		     nla_put_u64(msg, EMBER_A_ALLOC_RATE, rate)))) {
+		     nla_put_u64(msg, EMBER_A_ALLOC_RATE, rate))) ||
+	    (inuse && nla_put_flag(msg, EMBER_A_ALLOC_INUSE))) {
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	return genl_request_err(src->sk, msg, false, NULL, NULL, err, err_len);
+	r = genl_request_err(src->sk, msg, false, NULL, NULL, err, err_len);
+	if (!r && pid && !(src->info.caps & EMBER_CAP_ALLOC_INUSE))
+		snprintf(err, err_len,
+			 "this ember module does not follow sampled blocks to their free (older than in-use under -p): no in-use bytes for this process");
+	return r;
 }
 
 static void kmod_close(struct ember_source *src)

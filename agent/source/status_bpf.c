@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "../include/uapi/ember.h"
 #include "../bpf/ember_bpf.h"
 #include "bpf_stats.h"
 #include "status_bpf.h"
@@ -119,8 +120,10 @@ static void print_stats(int fd)
 	       PRIu64 "\n", (uint64_t)st.ustack_cfi, (uint64_t)st.ustack_fp,
 	       (uint64_t)st.ustack_cut, (uint64_t)st.unwind_miss);
 	if (st.alloc_hits)
-		printf("    allocation probes: %" PRIu64 " records (-e alloc)\n",
-		       (uint64_t)st.alloc_hits);
+		printf("    allocation probes: %" PRIu64 " records (-e alloc), %"
+		       PRIu64 " sampled blocks not followed to their free "
+		       "(table of %u full)\n", (uint64_t)st.alloc_hits,
+		       (uint64_t)st.alloc_untracked, EMBER_ALLOC_LIVE_MAX);
 }
 
 /* The process holding prog id `id` open (ember's skeleton keeps its

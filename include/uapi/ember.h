@@ -77,6 +77,9 @@ struct ember_rec_header {
 #define EMBER_SF_USER_COMPLETE	(1U << 10)	/* reached the outermost frame
 						 * (CFI says the return address
 						 * is undefined: _start, clone) */
+#define EMBER_SF_ALLOC_UNTRACKED (1U << 11)	/* EMBER_REC_ALLOC whose block
+						 * could not be followed to its
+						 * free (the table was full) */
 
 /* ember_sample.state for EMBER_REC_OFFCPU: how the thread left the CPU */
 enum ember_offcpu_state {
@@ -440,6 +443,7 @@ enum ember_clock_event {
 #define EMBER_CAP_FAULTS	(1ULL << 8)	/* EMBER_EV_FAULTS */
 #define EMBER_CAP_ALLOC		(1ULL << 9)	/* EMBER_EV_ALLOC, EMBER_CMD_ALLOC_* */
 #define EMBER_CAP_ALLOC_ENTRY	(1ULL << 10)	/* EMBER_PROBE_ENTRY_*, ALLOC_PID/RATE */
+#define EMBER_CAP_ALLOC_INUSE	(1ULL << 11)	/* ENTRY_FREE/REALLOC, ALLOC_INUSE */
 
 /*
  * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.
@@ -465,6 +469,22 @@ enum ember_alloc_probe_kind {
 	EMBER_PROBE_ENTRY_SIZE_RSI	= 4,
 	EMBER_PROBE_ENTRY_NMEMB_SIZE	= 5,
 	EMBER_PROBE_ENTRY_SIZE_RDX	= 6,
+	/*
+	 * In-use tracking under ALLOC_PID (EMBER_CAP_ALLOC_INUSE): with
+	 * EMBER_A_ALLOC_INUSE every EMBER_PROBE_ENTRY_* also gets a return
+	 * probe, and a sampled call's EMBER_REC_ALLOC (the stack of its
+	 * entry) is written at its return, with the address it returned
+	 * (posix_memalign: the one it stored), which goes into a bounded
+	 * table of the session's (EMBER_ALLOC_LIVE_MAX blocks; full: the
+	 * record has address 0 and EMBER_SF_ALLOC_UNTRACKED). A NULL
+	 * return is no allocation: no record.
+	 * ENTRY_FREE: free(ptr), operator delete (sized too): rdi is freed;
+	 * an EMBER_REC_FREE when it is in the table.
+	 * ENTRY_REALLOC: realloc(ptr, size): frees rdi as ENTRY_FREE does,
+	 * then samples size (rsi) as ENTRY_SIZE_RSI.
+	 */
+	EMBER_PROBE_ENTRY_FREE		= 7,
+	EMBER_PROBE_ENTRY_REALLOC	= 8,
 };
 
 struct ember_alloc_probe {
@@ -474,7 +494,10 @@ struct ember_alloc_probe {
 	__u32 kind;		/* enum ember_alloc_probe_kind */
 	__u32 __reserved;	/* 0 */
 };
-#define EMBER_MAX_ALLOC_PROBES	8
+#define EMBER_MAX_ALLOC_PROBES	12	/* 8 before EMBER_CAP_ALLOC_INUSE */
+/* sampled blocks followed to their free at once (about 32 GiB in use at
+ * the default rate); more are reported with EMBER_SF_ALLOC_UNTRACKED */
+#define EMBER_ALLOC_LIVE_MAX	65536
 #define EMBER_MAX_ALLOC_SETS	16	/* ALLOC_ATTACHes per session */
 #define EMBER_DEFAULT_ALLOC_RATE	(512 * 1024)	/* no ALLOC_RATE */
 #define EMBER_MAX_ALLOC_RATE	(1ULL << 40)
@@ -519,6 +542,8 @@ enum ember_attr {
 					 * gets the probes; 0 or none = all */
 	EMBER_A_ALLOC_RATE,		/* u64: mean bytes between entry probe
 					 * samples, 1..EMBER_MAX_ALLOC_RATE */
+	EMBER_A_ALLOC_INUSE,		/* flag: follow sampled blocks of the
+					 * entry probes to their free */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)

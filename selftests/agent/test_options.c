@@ -83,6 +83,7 @@ static bool same(const struct ember_opts *a, const struct ember_opts *b)
 	       a->duration_ms == b->duration_ms && str_eq(a->output, b->output) &&
 	       a->format == b->format && a->alloc_rate == b->alloc_rate &&
 	       str_eq(a->alloc_lib, b->alloc_lib) && a->offcpu_state == b->offcpu_state &&
+	       a->alloc_no_inuse == b->alloc_no_inuse &&
 	       a->group_by == b->group_by && a->verbose_cfi == b->verbose_cfi &&
 	       a->check_unwind == b->check_unwind &&
 	       str_eq(a->endpoint, b->endpoint) && a->timeout_ms == b->timeout_ms &&

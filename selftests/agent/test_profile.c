@@ -117,6 +117,24 @@ static void test_alloc(void)
 		p ? (unsigned long long)p->meta.samples[PROF_EV_INUSE] : 0ull);
 	profile_free(p);
 
+	/* a backend's table was full: allocated, not in use, said */
+	pb_reset(pb);
+	{
+		struct ember_sample *s = (void *)alloc_rec(A, 0x700, 0, 64, 6400);
+
+		s->flags |= EMBER_SF_ALLOC_UNTRACKED;
+		pb_add_record(pb, &s->hdr);
+	}
+	pb_add_record(pb, alloc_rec(A, 0x700, 0, 64, 6400));	/* not followed */
+	p = pb_finish(pb, NULL);
+	sum_event(p, PROF_EV_ALLOC, &b, &o);
+	T_CHECK("alloc_untracked_still_allocated", b == 2 * 6400, "%llu bytes",
+		(unsigned long long)b);
+	T_CHECK("alloc_untracked_counted", p && p->meta.inuse_untracked == 1,
+		"%llu untracked",
+		p ? (unsigned long long)p->meta.inuse_untracked : 0ull);
+	profile_free(p);
+
 	/* the next interval: nothing allocated, the blocks still in use */
 	pb_reset(pb);
 	pb_add_record(pb, free_rec(A, 0x1010));

@@ -93,3 +93,42 @@ shares_ok() {
 		       tt[2] >= 0.9 * tt[1] && tt[2] <= 1.1 * tt[1])
 	}'
 }
+
+# Bytes per chain of KIND (alloc: allocated, the CHAIN lines' third
+# field; inuse: still in use at the end, the fourth), allocwork's truth
+# TRUTH against the profile FOLDED: "chain=truth%/profile% ... bytes=B
+# worst=W", B the profile's bytes of the chains
+kind_shares() {
+	awk -v kind="$1" '
+	FNR == NR && /^CHAIN / {
+		t[$2] += kind == "alloc" ? $3 : $4; tsum += kind == "alloc" ? $3 : $4
+		next
+	}
+	FNR != NR && index($0, ";[" kind "];") {
+		for (c in t)
+			if (index($0, ";" c ";")) { g[c] += $NF; gsum += $NF; break }
+	}
+	END {
+		worst = 0
+		for (c in t) {
+			tp = tsum ? 100 * t[c] / tsum : 0
+			gp = gsum ? 100 * g[c] / gsum : 0
+			d = tp > gp ? tp - gp : gp - tp
+			if (d > worst) worst = d
+			printf "%s=%.1f%%/%.1f%% ", c, tp, gp
+		}
+		printf "bytes=%d worst=%.2f\n", gsum, worst
+	}' "$2" "$3"
+}
+
+# Whether kind_shares' output $1 has its worst share within $2 points
+within() { awk -v w="${1##*worst=}" -v lim="$2" 'BEGIN { exit !(w <= lim) }'; }
+
+# kind_shares inuse' verdict on TRUTH and FOLDED: every chain's share of
+# the bytes in use within 5 points; prints the shares
+inuse_ok() {
+	u=$(kind_shares inuse "$1" "$2")
+	echo "$u"
+	case $u in *"bytes=0 "*) return 1 ;; esac
+	within "$u" 5
+}

@@ -5,7 +5,8 @@
 # probes follow it with eBPF, the module probes its new program: counted
 # once, not twice). Checked against allocwork's
 # own accounting summed over the three: shares within 3 points, total
-# within 10%, each process named with the file probed. A process outside
+# within 10%, in-use shares within 5 points (blocks followed to their
+# free), each process named with the file probed. A process outside
 # the cgroup, mapping the same libc, is never trapped (its libc text reads
 # as the file while ember runs) and is not in the profile. With the
 # module, a cgroup of 17 processes: 15 probed (16 probe sets per session,
@@ -74,6 +75,13 @@ if [ $rc -eq 0 ] && [ $named -eq 3 ] && shares_ok "$shares"; then
 else
 	fail shares_3pp_total_10pct "rc=$rc, $named of 3 processes named; $shares; $(tr '\n' '|' <"$OUT/cg.err" | cut -c1-400)"
 fi
+if u=$(inuse_ok "$OUT/cg.truth" "$OUT/cg.folded") &&
+	[ "$(grep -c "in-use bytes followed" "$OUT/cg.err")" -ge 3 ]; then
+	pass inuse_shares_5pp
+else
+	fail inuse_shares_5pp "$u; $(grep -o 'trap on every call ([^)]*)' "$OUT/cg.err" | sort -u | tr '\n' '|')"
+fi
+echo "# ${T}: in use (truth/profile): $u"
 if [ "$outside" = same ] && grep -q '^CHAIN' "$OUT/outside.stdout" &&
 	! grep -q '^allocwork-outsi' "$OUT/cg.folded"; then
 	pass outside_untouched

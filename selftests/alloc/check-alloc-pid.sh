@@ -6,7 +6,11 @@
 # accounting and the total within 10%. Then nothing stays attached: while
 # probed, the allocator's code as the process reads it (/proc/PID/mem)
 # differs from the file (the breakpoints), and once ember stops (its end,
-# or SIGKILL) it reads as the file again. POSIX sh, for the guests'
+# or SIGKILL) it reads as the file again. In use: the shares of the bytes
+# still in use at the end within 5 points of allocwork's, the blocks
+# followed to their free (return probes on the entry points, probes on
+# free; the probes on free are in the allocator's text too, so the
+# removal check covers them). POSIX sh, for the guests'
 # busybox.
 #
 # usage: check-alloc-pid.sh --ember PATH --work PATH --backend kmod|bpf
@@ -43,6 +47,14 @@ if [ $rc -eq 0 ] &&
 else
 	fail shares_3pp_total_10pct "rc=$rc $shares; $(tr '\n' '|' <"$OUT/pmode.err" | cut -c1-300)"
 fi
+# the blocks followed to their free: what is still in use at the end
+if u=$(inuse_ok "$OUT/pmode.stdout" "$OUT/pmode.folded") &&
+	grep -q "in-use bytes followed" "$OUT/pmode.err"; then
+	pass inuse_shares_5pp
+else
+	fail inuse_shares_5pp "$u; $(grep -o 'trap on every call ([^)]*)' "$OUT/pmode.err")"
+fi
+echo "# ${T}: in use (truth/profile): $u"
 
 # What a call costs (informational, never a verdict: emulated guests are
 # noisy): allocwork's rounds per call unprobed, probed with -p through

@@ -36,28 +36,6 @@ if [ $rc -ne 0 ] || ! grep -q '^CHAIN chain_big' "$OUT/alloc.stdout" ||
 fi
 pass record
 
-# KIND: alloc or inuse; prints "chain=truth%/profile% ... worst=N"
-shares() {
-	awk -v kind="$1" '
-	FNR == NR && /^CHAIN / {
-		t[$2] = kind == "alloc" ? $3 : $4; tsum += t[$2]; next
-	}
-	FNR != NR && index($0, ";[" kind "];") {
-		for (c in t)
-			if (index($0, ";" c ";")) { g[c] += $NF; gsum += $NF; break }
-	}
-	END {
-		worst = 0
-		for (c in t) {
-			tp = tsum ? 100 * t[c] / tsum : 0
-			gp = gsum ? 100 * g[c] / gsum : 0
-			d = tp > gp ? tp - gp : gp - tp
-			if (d > worst) worst = d
-			printf "%s=%.1f%%/%.1f%% ", c, tp, gp
-		}
-		printf "bytes=%d worst=%.2f\n", gsum, worst
-	}' "$OUT/alloc.stdout" "$OUT/alloc.folded"
-}
 # the allocator preloaded after the sampler served the blocks (by its
 # own count of bytes in use, at least those allocwork kept)
 if [ -n "$SERVED" ]; then
@@ -70,11 +48,10 @@ if [ -n "$SERVED" ]; then
 	fi
 fi
 
-a=$(shares alloc)
-u=$(shares inuse)
+a=$(kind_shares alloc "$OUT/alloc.stdout" "$OUT/alloc.folded")
+u=$(kind_shares inuse "$OUT/alloc.stdout" "$OUT/alloc.folded")
 echo "# ${T}: allocated (truth/profile): $a"
 echo "# ${T}: in use (truth/profile): $u"
-within() { awk -v w="${1##*worst=}" -v lim="$2" 'BEGIN { exit !(w <= lim) }'; }
 case $a in *"bytes=0 "*) fail alloc_shares_3pp "no allocation of the chains: $a" ;;
 *) within "$a" 3 && pass alloc_shares_3pp || fail alloc_shares_3pp "$a" ;; esac
 case $u in *"bytes=0 "*) fail inuse_shares_5pp "nothing in use: $u" ;;

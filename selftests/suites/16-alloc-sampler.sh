@@ -106,6 +106,22 @@ selftests/alloc/check-alloc-pid.sh --ember agent/ember \
 	--work agent/gen/tests/allocwork-cxx --backend bpf \
 	--label host_bpf_cxx --allocator 'libc\.so\.6' --out "$art/pid-cxx"
 
+# --alloc-no-inuse: the entry points alone (no return or free probes),
+# said when it starts; allocations profiled, nothing in use
+agent/gen/tests/allocwork 1.5 0.5 >"$art/noinuse.stdout" &
+aw=$!
+sleep 0.2
+agent/ember record --backend bpf -e alloc --alloc-no-inuse --alloc-rate 8192 \
+	-p $aw -o "$art/noinuse.folded" 2>"$art/noinuse.err"
+wait $aw 2>/dev/null
+if grep -q "trap on every call (.*in-use bytes not followed (--alloc-no-inuse))" "$art/noinuse.err" &&
+	grep -q '^allocwork;\[alloc\];' "$art/noinuse.folded" &&
+	! grep -q '\[inuse\]' "$art/noinuse.folded"; then
+	t_pass alloc_pid_no_inuse
+else
+	t_fail alloc_pid_no_inuse "$(tr '\n' '|' <"$art/noinuse.err" | cut -c1-300); $(grep -c '\[inuse\]' "$art/noinuse.folded") in-use lines"
+fi
+
 # --cgroup: the cgroup's processes probed one by one (joining and exec'ing
 # ones too), one outside it with the same libc untouched
 selftests/alloc/check-alloc-cgroup.sh --ember agent/ember \
