@@ -1742,8 +1742,12 @@ static int cmd_alloc(const char *prog)
 	p[1].ref_ctr_offset++;
 	al_refused("odd ref_ctr_offset", alloc_attach(prog, p, 2, 0), "even");
 	good_probes(p);
-	p[1].kind = 7;
+	/* past the last kind, and 0, which was never one */
+	p[1].kind = EMBER_PROBE_ENTRY_REALLOC + 1;
 	al_refused("unknown kind", alloc_attach(prog, p, 2, 0),
+		   "unknown probe kind");
+	p[1].kind = 0;
+	al_refused("kind 0", alloc_attach(prog, p, 2, 0),
 		   "unknown probe kind");
 	good_probes(p);
 	p[0].__reserved = 1;
