@@ -4,15 +4,16 @@
  *
  * Loaded with LD_PRELOAD into a program ember starts (`ember record -e
  * alloc -- CMD`) or a service that opts in, it wraps the malloc family and
- * decides in-process which calls to sample, the way tcmalloc and Go do: a
- * per-thread byte countdown with exponentially distributed (Poisson)
- * spacing, EMBER_ALLOC_RATE bytes on average (default 512 KiB). An
- * unsampled call costs a subtraction and a branch. A sampled call calls
- * ember_alloc_probe() with the bytes it stands for, so totals stay
- * unbiased; ember puts a uprobe there (with ember_alloc_semaphore as its
- * reference counter, so the kernel sets it while a probe is attached) and
- * records the stack. When nobody is attached the semaphore is 0 and even a
- * sampled call only draws its next distance.
+ * C++'s operator new and delete, and decides in-process which calls to
+ * sample, the way tcmalloc and Go do: a per-thread byte countdown with
+ * exponentially distributed (Poisson) spacing, EMBER_ALLOC_RATE bytes on
+ * average (default 512 KiB). An unsampled call costs a subtraction and a
+ * branch. A sampled call calls ember_alloc_probe() with the bytes it
+ * stands for, so totals stay unbiased; ember puts a uprobe there (with
+ * ember_alloc_semaphore as its reference counter, so the kernel sets it
+ * while a probe is attached) and records the stack. When nobody is
+ * attached the semaphore is 0 and even a sampled call only draws its next
+ * distance.
  *
  * Frees of sampled blocks are found in a fixed table of sampled addresses
  * (no allocation of ours, ever) and reported through ember_free_probe(),
