@@ -4,15 +4,16 @@
  *
  * Loaded with LD_PRELOAD into a program ember starts (`ember record -e
  * alloc -- CMD`) or a service that opts in, it wraps the malloc family and
- * decides in-process which calls to sample, the way tcmalloc and Go do: a
- * per-thread byte countdown with exponentially distributed (Poisson)
- * spacing, EMBER_ALLOC_RATE bytes on average (default 512 KiB). An
- * unsampled call costs a subtraction and a branch. A sampled call calls
- * ember_alloc_probe() with the bytes it stands for, so totals stay
- * unbiased; ember puts a uprobe there (with ember_alloc_semaphore as its
- * reference counter, so the kernel sets it while a probe is attached) and
- * records the stack. When nobody is attached the semaphore is 0 and even a
- * sampled call only draws its next distance.
+ * C++'s operator new and delete, and decides in-process which calls to
+ * sample, the way tcmalloc and Go do: a per-thread byte countdown with
+ * exponentially distributed (Poisson) spacing, EMBER_ALLOC_RATE bytes on
+ * average (default 512 KiB). An unsampled call costs a subtraction and a
+ * branch. A sampled call calls ember_alloc_probe() with the bytes it
+ * stands for, so totals stay unbiased; ember puts a uprobe there (with
+ * ember_alloc_semaphore as its reference counter, so the kernel sets it
+ * while a probe is attached) and records the stack. When nobody is
+ * attached the semaphore is 0 and even a sampled call only draws its next
+ * distance.
  *
  * Frees of sampled blocks are found in a fixed table of sampled addresses
  * (no allocation of ours, ever) and reported through ember_free_probe(),
@@ -333,3 +334,224 @@ EXPORT void *valloc(size_t size)
 {
 	return memalign((size_t)sysconf(_SC_PAGESIZE), size);
 }
+
+/* ---- C++'s operator new and delete -------------------------------------- */
+
+/*
+ * jemalloc and tcmalloc define operator new and delete themselves, not
+ * through malloc and free, so a C++ program's blocks under them would pass
+ * the wrappers above by: the sampler defines them too (by their mangled
+ * names; no C++ runtime of ours) and forwards each to the next definition,
+ * found once with dlsym(RTLD_NEXT), only observing the result, so the
+ * next new keeps its semantics (new_handler loop, std::bad_alloc). Under
+ * glibc that next new is libstdc++'s, which calls malloc, ours: sampled
+ * once, in new (see new_enter).
+ */
+enum cxx_op {
+	OP_NEW, OP_NEW_ARR, OP_NEW_NT, OP_NEW_ARR_NT,
+	OP_NEW_AL, OP_NEW_ARR_AL, OP_NEW_AL_NT, OP_NEW_ARR_AL_NT,
+	OP_DEL, OP_DEL_ARR, OP_DEL_SZ, OP_DEL_ARR_SZ, OP_DEL_NT, OP_DEL_ARR_NT,
+	OP_DEL_AL, OP_DEL_ARR_AL, OP_DEL_SZ_AL, OP_DEL_ARR_SZ_AL,
+	OP_DEL_AL_NT, OP_DEL_ARR_AL_NT,
+	NR_CXX_OPS
+};
+
+static const char *const cxx_names[NR_CXX_OPS] = {
+	"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+	"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+	"_ZnwmSt11align_val_tRKSt9nothrow_t",
+	"_ZnamSt11align_val_tRKSt9nothrow_t",
+	"_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
+	"_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
+	"_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t",
+	"_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+	"_ZdlPvSt11align_val_tRKSt9nothrow_t",
+	"_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+
+static void *cxx_next[NR_CXX_OPS];
+
+/*
+ * No next definition: a C++ library dlopen'ed with RTLD_LOCAL (a Python
+ * extension) whose libstdc++ is outside the global scope RTLD_NEXT
+ * searches, while its references bind to ours. Then the C allocator
+ * serves, as libstdc++'s new itself would; a throwing new that gets
+ * nothing aborts, the one thing we cannot do as it would (throw).
+ */
+static void *fallback_new(size_t size)
+{
+	void *p = next()->malloc(size ? size : 1);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+static void *fallback_new_nt(size_t size, const void *nt)
+{
+	(void)nt;
+	return next()->malloc(size ? size : 1);
+}
+
+static void *fallback_new_al(size_t size, size_t align)
+{
+	void *p = next()->memalign(align, size ? size : 1);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+static void *fallback_new_al_nt(size_t size, size_t align, const void *nt)
+{
+	(void)nt;
+	return next()->memalign(align, size ? size : 1);
+}
+
+/*
+ * Every delete's first argument is the block; the rest (size, alignment)
+ * only hint, and a callee ignores the extra argument registers (SysV ABI).
+ */
+static void fallback_delete(void *p)
+{
+	next()->free(p);
+}
+
+static void *const cxx_fallback[NR_CXX_OPS] = {
+	[OP_NEW] = fallback_new, [OP_NEW_ARR] = fallback_new,
+	[OP_NEW_NT] = fallback_new_nt, [OP_NEW_ARR_NT] = fallback_new_nt,
+	[OP_NEW_AL] = fallback_new_al, [OP_NEW_ARR_AL] = fallback_new_al,
+	[OP_NEW_AL_NT] = fallback_new_al_nt,
+	[OP_NEW_ARR_AL_NT] = fallback_new_al_nt,
+	[OP_DEL ... OP_DEL_ARR_AL_NT] = fallback_delete,
+};
+
+static __attribute__((noinline)) void *resolve_cxx(enum cxx_op op)
+{
+	void *f = dlsym(RTLD_NEXT, cxx_names[op]);
+
+	if (!f)
+		f = cxx_fallback[op];
+	__atomic_store_n(&cxx_next[op], f, __ATOMIC_RELEASE);
+	return f;
+}
+
+static inline void *next_cxx(enum cxx_op op)
+{
+	void *f = __atomic_load_n(&cxx_next[op], __ATOMIC_ACQUIRE);
+
+	return LIKELY(f != NULL) ? f : resolve_cxx(op);
+}
+
+/*
+ * The reentrancy guard, in the countdown itself: while the next new runs,
+ * this thread's countdown sits at NEW_GUARD, which no allocation it makes
+ * can bring to zero, so a malloc inside (libstdc++'s new) is not counted
+ * a second time, at no cost to malloc. A new of ours inside (libstdc++'s
+ * new[], nothrow and aligned news call its new) sees the guard and only
+ * forwards. new_exit puts the real countdown back and counts the block
+ * once. Should the next new throw out of ours, the guard stays: the next
+ * new of this thread whose frame is not below the one that threw (where
+ * a live outer new of ours would be: stacks grow down) draws a fresh
+ * distance; until then this thread's allocations are not sampled.
+ */
+#define NEW_GUARD	(INT64_MAX / 2)
+#define NEW_STALE	(INT64_MAX / 4)
+
+static TLS uintptr_t new_frame;	/* the outermost new of ours running */
+
+/* Whether this new, whose frame is at here, counts; its saved countdown */
+static inline int new_enter(uintptr_t here, int64_t *saved)
+{
+	if (UNLIKELY(countdown > NEW_STALE)) {
+		if (new_frame > here)
+			return 0;		/* inside an outer new of ours */
+		countdown = next_distance();	/* left by an exception */
+	}
+	new_frame = here;
+	*saved = countdown;
+	countdown = NEW_GUARD;
+	return 1;
+}
+
+static inline void *new_exit(int64_t saved, void *p, size_t size)
+{
+	new_frame = 0;
+	countdown = saved;
+	if (p)
+		account(p, size);
+	return p;
+}
+
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
+typedef void (*del_fn)(void *);
+typedef void (*del_sz_fn)(void *, size_t);
+typedef void (*del_nt_fn)(void *, const void *);
+typedef void (*del_sz_al_fn)(void *, size_t, size_t);
+typedef void (*del_al_nt_fn)(void *, size_t, const void *);
+
+/* One new: forwarded, guarded, the block it returns counted once. */
+#define CXX_NEW(name, op, type, params, args)				\
+	EXPORT void *name params;					\
+	EXPORT void *name params					\
+	{								\
+		int64_t saved;						\
+									\
+		if (!new_enter((uintptr_t)__builtin_frame_address(0),	\
+			       &saved))					\
+			return ((type)next_cxx(op)) args;		\
+		return new_exit(saved, ((type)next_cxx(op)) args, size); \
+	}
+
+CXX_NEW(_Znwm, OP_NEW, new_fn, (size_t size), (size))
+CXX_NEW(_Znam, OP_NEW_ARR, new_fn, (size_t size), (size))
+CXX_NEW(_ZnwmRKSt9nothrow_t, OP_NEW_NT, new_nt_fn,
+	(size_t size, const void *nt), (size, nt))
+CXX_NEW(_ZnamRKSt9nothrow_t, OP_NEW_ARR_NT, new_nt_fn,
+	(size_t size, const void *nt), (size, nt))
+CXX_NEW(_ZnwmSt11align_val_t, OP_NEW_AL, new_al_fn,
+	(size_t size, size_t al), (size, al))
+CXX_NEW(_ZnamSt11align_val_t, OP_NEW_ARR_AL, new_al_fn,
+	(size_t size, size_t al), (size, al))
+CXX_NEW(_ZnwmSt11align_val_tRKSt9nothrow_t, OP_NEW_AL_NT, new_al_nt_fn,
+	(size_t size, size_t al, const void *nt), (size, al, nt))
+CXX_NEW(_ZnamSt11align_val_tRKSt9nothrow_t, OP_NEW_ARR_AL_NT, new_al_nt_fn,
+	(size_t size, size_t al, const void *nt), (size, al, nt))
+
+/*
+ * One delete: the sampled block forgotten (and reported) before it goes
+ * back, as free does. No guard: should the next delete call our free
+ * (libstdc++'s does), the block is no longer in the table and is not
+ * reported again.
+ */
+#define CXX_DELETE(name, op, type, params, args)			\
+	EXPORT void name params;					\
+	EXPORT void name params						\
+	{								\
+		check_free(p);						\
+		((type)next_cxx(op)) args;				\
+	}
+
+CXX_DELETE(_ZdlPv, OP_DEL, del_fn, (void *p), (p))
+CXX_DELETE(_ZdaPv, OP_DEL_ARR, del_fn, (void *p), (p))
+CXX_DELETE(_ZdlPvm, OP_DEL_SZ, del_sz_fn, (void *p, size_t n), (p, n))
+CXX_DELETE(_ZdaPvm, OP_DEL_ARR_SZ, del_sz_fn, (void *p, size_t n), (p, n))
+CXX_DELETE(_ZdlPvRKSt9nothrow_t, OP_DEL_NT, del_nt_fn,
+	   (void *p, const void *nt), (p, nt))
+CXX_DELETE(_ZdaPvRKSt9nothrow_t, OP_DEL_ARR_NT, del_nt_fn,
+	   (void *p, const void *nt), (p, nt))
+CXX_DELETE(_ZdlPvSt11align_val_t, OP_DEL_AL, del_sz_fn,
+	   (void *p, size_t al), (p, al))
+CXX_DELETE(_ZdaPvSt11align_val_t, OP_DEL_ARR_AL, del_sz_fn,
+	   (void *p, size_t al), (p, al))
+CXX_DELETE(_ZdlPvmSt11align_val_t, OP_DEL_SZ_AL, del_sz_al_fn,
+	   (void *p, size_t n, size_t al), (p, n, al))
+CXX_DELETE(_ZdaPvmSt11align_val_t, OP_DEL_ARR_SZ_AL, del_sz_al_fn,
+	   (void *p, size_t n, size_t al), (p, n, al))
+CXX_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, OP_DEL_AL_NT, del_al_nt_fn,
+	   (void *p, size_t al, const void *nt), (p, al, nt))
+CXX_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, OP_DEL_ARR_AL_NT,
+	   del_al_nt_fn, (void *p, size_t al, const void *nt), (p, al, nt))

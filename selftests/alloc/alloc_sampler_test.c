@@ -8,7 +8,10 @@
  *  - the sampled weights add up to the bytes allocated, per size class
  *    (the estimator is unbiased: within 10%, about 3 standard deviations);
  *  - in-use bytes (sampled minus freed) match what is still allocated;
- *  - no sample when the semaphore is off; fork and threads are fine.
+ *  - no sample when the semaphore is off; fork and threads are fine;
+ *  - C++'s new and new[] (libstdc++'s, loaded here: they call malloc,
+ *    and new[] calls new, all of them the sampler's) are counted once,
+ *    and their deletes followed.
  * Prints PASS/FAIL lines and one "# cost" line (ns per malloc+free pair).
  */
 #include <dlfcn.h>
@@ -106,6 +109,53 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+typedef void *(*new_fn)(size_t);
+typedef void (*delete_fn)(void *);
+typedef void (*sized_delete_fn)(void *, size_t);
+
+/* new and new[] of 100 kB blocks, half deleted: weights and in-use */
+static void cxx_checks(void)
+{
+	static void *blk[2000];
+	new_fn nw, na;
+	sized_delete_fn dl;
+	delete_fn da;
+
+	if (!dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL)) {
+		check("alloc_sampler_cxx_loaded", 0, "%s%.0f", 0, 0);
+		return;
+	}
+	nw = (new_fn)dlsym(RTLD_DEFAULT, "_Znwm");
+	na = (new_fn)dlsym(RTLD_DEFAULT, "_Znam");
+	dl = (sized_delete_fn)dlsym(RTLD_DEFAULT, "_ZdlPvm");
+	da = (delete_fn)dlsym(RTLD_DEFAULT, "_ZdaPv");
+	if (!nw || !na || !dl || !da) {
+		check("alloc_sampler_cxx_loaded", 0, "no operator new%.0f%.0f", 0, 0);
+		return;
+	}
+	pthread_mutex_lock(&lock);
+	w_mid = inuse_mid = 0;
+	nr_mid_sampled = 0;
+	pthread_mutex_unlock(&lock);
+	for (int i = 0; i < 2000; i++)
+		blk[i] = (i & 1 ? na : nw)(100000);
+	for (int i = 0; i < 2000; i += 4) {
+		dl(blk[i], 100000);
+		da(blk[i + 1]);
+	}
+	for (int i = 0; i < nr_mid_sampled; i++)
+		if (mid_sampled[i])
+			inuse_mid += mid_weight[i];
+	check("alloc_sampler_cxx_new_counted_once", near(w_mid, 2000.0 * 100000, 0.10),
+	      "new/new[] of 100 kB: sampled weight %.0f, allocated %.0f", w_mid, 2000.0 * 100000);
+	check("alloc_sampler_cxx_delete_followed", near(inuse_mid, 1000.0 * 100000, 0.10),
+	      "in use after deleting half: %.0f, truth %.0f", inuse_mid, 1000.0 * 100000);
+	for (int i = 2; i < 2000; i += 4) {
+		dl(blk[i], 100000);
+		da(blk[i + 1]);
+	}
+}
+
 int main(void)
 {
 	static void *mid[2000];
@@ -150,6 +200,7 @@ int main(void)
 	      "in use after freeing half: %.0f, truth %.0f", inuse_mid, 1000.0 * 100000);
 	for (int i = 1; i < 2000; i += 2)
 		free(mid[i]);
+	cxx_checks();
 
 	/* threads and fork: this stand-in probe's lock is held across fork
 	 * (the library has no lock; the kernel's probe has none either) */

@@ -1,8 +1,10 @@
 #!/bin/sh
-# -e alloc against allocwork's own accounting (selftests/alloc/allocwork.c):
+# -e alloc against allocwork's own accounting (selftests/alloc/allocwork.c,
+# or allocwork-cxx.cc: the same CHAIN lines, through operator new too):
 # bytes allocated per call chain within 3 points, bytes still in use per
 # chain within 5, complete chains (main -> run_rounds -> chain -> the
-# malloc-family function as the leaf, the sampler's own frames trimmed),
+# malloc-family function or operator new as the leaf, the sampler's own
+# frames trimmed),
 # and the total within 10% of what was allocated. Runs on the host (eBPF)
 # and in the VMs (module); POSIX sh, for the guests' busybox. Sampling
 # noise: the smallest chain's share has a standard deviation of about
@@ -29,7 +31,9 @@ LD_PRELOAD=$PRELOAD "$E" record --backend "$B" -e alloc --alloc-rate "$RATE" \
 	${LIB:+--alloc-lib "$LIB"} -o "$OUT/alloc.folded" -- "$W" "$WARMUP" "$SCALE" \
 	>"$OUT/alloc.stdout" 2>"$OUT/alloc.stderr"
 rc=$?
-if [ $rc -ne 0 ] || ! grep -q '^CHAIN chain_big' "$OUT/alloc.stdout" ||
+# the profile's root: the workload's comm
+root=$(basename "$W" | cut -c1-15)
+if [ $rc -ne 0 ] || ! grep -q '^CHAIN chain_' "$OUT/alloc.stdout" ||
 	! grep -q 'allocation samples' "$OUT/alloc.stderr"; then
 	fail record "rc=$rc: $(tail -n 3 "$OUT/alloc.stderr" | tr '\n' ' ')"
 	exit 0
@@ -57,11 +61,14 @@ case $a in *"bytes=0 "*) fail alloc_shares_3pp "no allocation of the chains: $a"
 case $u in *"bytes=0 "*) fail inuse_shares_5pp "nothing in use: $u" ;;
 *) within "$u" 5 && pass inuse_shares_5pp || fail inuse_shares_5pp "$u" ;; esac
 
-# complete chains with the allocator's entry as the leaf
-awk '
-/^allocwork;\[alloc\];/ {
+# complete chains with the allocator's entry as the leaf: one of the
+# workload's chains (its CHAIN lines), under main and run_rounds
+chains=$(awk '/^CHAIN / { printf "%s%s", n++ ? "|" : "", $2 }' "$OUT/alloc.stdout")
+awk -v root="$root" -v chains="$chains" '
+BEGIN { want = ";main;run_rounds;(" chains ");(malloc|calloc|_Znwm|_Znam) [0-9]+$" }
+index($0, root ";[alloc];") == 1 {
 	all += $NF
-	if ($0 ~ /;main;run_rounds;chain_(small|page|big);(malloc|calloc) [0-9]+$/)
+	if ($0 ~ want)
 		ok += $NF
 }
 END { printf "%d %d\n", ok, all }' "$OUT/alloc.folded" >"$OUT/complete"
@@ -69,12 +76,12 @@ read -r ok all <"$OUT/complete"
 if [ "${all:-0}" -gt 0 ] && [ $((ok * 100)) -ge $((all * 95)) ]; then
 	pass complete_chains_95
 else
-	fail complete_chains_95 "$ok of $all allocated bytes under main;run_rounds;chain_*;malloc|calloc; top lines: $(grep '^allocwork;\[alloc\]' "$OUT/alloc.folded" | sort -t' ' -k2 -nr | head -n 3 | tr '\n' '|' | cut -c1-400)"
+	fail complete_chains_95 "$ok of $all allocated bytes under main;run_rounds;($chains);malloc|calloc|_Znwm|_Znam; top lines: $(grep -F "$root;[alloc];" "$OUT/alloc.folded" | sort -t' ' -k2 -nr | head -n 3 | tr '\n' '|' | cut -c1-400)"
 fi
 
 # the total stands for what was allocated (Poisson sampling is unbiased)
 tot=$(awk '/^CHAIN / { s += $3 } END { print s + 0 }' "$OUT/alloc.stdout")
-got=$(awk '/^allocwork;\[alloc\];/ { s += $NF } END { print s + 0 }' "$OUT/alloc.folded")
+got=$(awk -v root="$root" 'index($0, root ";[alloc];") == 1 { s += $NF } END { print s + 0 }' "$OUT/alloc.folded")
 if awk -v t="$tot" -v g="$got" 'BEGIN { exit !(t > 0 && g >= 0.9 * t && g <= 1.1 * t) }'; then
 	pass total_bytes_10pct
 else

@@ -94,14 +94,24 @@ for a in jemalloc:libjemalloc.so.2 tcmalloc:libtcmalloc_minimal.so.4; do
 		--work agent/gen/tests/allocwork --backend bpf \
 		--label "bpf_host_$name" --rate 16384 --preload "$file" \
 		--served "$name" --out "$art/$name"
-	# C++: their operator new is not their malloc (and jemalloc's new[]
-	# jumps to new: probed once)
+	# C++: their operator new is not their malloc, so the sampler
+	# defines new and delete too and forwards them to the library's
+	# (-- CMD); -p probes the library's (jemalloc's new[] jumps to new:
+	# probed once)
+	sh selftests/alloc/check-alloc.sh --ember agent/ember \
+		--work agent/gen/tests/allocwork-cxx --backend bpf \
+		--label "bpf_host_${name}_cxx" --rate 8192 --preload "$file" \
+		--out "$art/$name-cxx"
 	selftests/alloc/check-alloc-pid.sh --ember agent/ember \
 		--work agent/gen/tests/allocwork-cxx --backend bpf \
 		--label "host_bpf_${name}_cxx" --allocator "$re" --preload "$file" \
 		--out "$art/pid-$name-cxx"
 done
-# ... while with glibc, libstdc++'s new calls malloc: counted once
+# ... while with glibc, libstdc++'s new calls malloc (and new[] calls
+# new): counted once, by the sampler (the total within 10%) and by -p
+sh selftests/alloc/check-alloc.sh --ember agent/ember \
+	--work agent/gen/tests/allocwork-cxx --backend bpf \
+	--label bpf_host_cxx --rate 8192 --out "$art/cxx"
 selftests/alloc/check-alloc-pid.sh --ember agent/ember \
 	--work agent/gen/tests/allocwork-cxx --backend bpf \
 	--label host_bpf_cxx --allocator 'libc\.so\.6' --out "$art/pid-cxx"
