@@ -417,6 +417,24 @@ static int write_profile(const struct profile *p, enum out_format fmt,
 	return r;
 }
 
+/*
+ * Processes the table could not keep lose their comm, exe and container
+ * in the profile: say so, the one case an operator must hear about.
+ */
+static void report_proc_table(struct proc_table *t)
+{
+	struct proc_table_stats st;
+
+	if (!t)
+		return;
+	proc_table_get_stats(t, &st);
+	if (st.evicted || st.refused)
+		fprintf(stderr, "ember: process table full: %" PRIu64 " new "
+			"processes refused (their samples have no comm, exe or "
+			"container), %" PRIu64 " live ones evicted (read again "
+			"when seen again)\n", st.refused, st.evicted);
+}
+
 static void print_summary(const struct profile *p, const struct ember_opts *o,
 			  int written)
 {
@@ -907,6 +925,7 @@ int cmd_record(int argc, char **argv)
 			rc = 1;
 		profile_free(p);
 	}
+	report_proc_table(s.procs);
 	if (s.check)
 		unwind_check_report(s.check, stderr);
 	if (o.verbose_cfi && s.unwind) {

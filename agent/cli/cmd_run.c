@@ -56,7 +56,43 @@ struct run_counters {
 	struct otlp_exporter *x;
 	const char *backend;
 	struct unwind_service *unwind;	/* thread-safe stats, or NULL */
+	struct proc_table *procs;	/* the process model: locked stats */
 };
+
+/* The process table's part of /metrics: processes kept, made, dropped. */
+static void fill_proc_metrics(FILE *f, struct proc_table *t)
+{
+	struct proc_table_stats p;
+
+	proc_table_get_stats(t, &p);
+	fprintf(f,
+		"# HELP ember_proc_table_processes Processes in the process table now, exited ones included.\n"
+		"# TYPE ember_proc_table_processes gauge\n"
+		"ember_proc_table_processes %u\n"
+		"# HELP ember_proc_table_exited Exited processes kept until their last samples are written.\n"
+		"# TYPE ember_proc_table_exited gauge\n"
+		"ember_proc_table_exited %u\n"
+		"# HELP ember_proc_table_bytes Bytes of the process table's entries and their strings.\n"
+		"# TYPE ember_proc_table_bytes gauge\n"
+		"ember_proc_table_bytes %zu\n"
+		"# HELP ember_proc_table_created_total Processes added to the table.\n"
+		"# TYPE ember_proc_table_created_total counter\n"
+		"ember_proc_table_created_total %" PRIu64 "\n"
+		"# HELP ember_proc_table_reused_total Processes added for a pid reused after an exit.\n"
+		"# TYPE ember_proc_table_reused_total counter\n"
+		"ember_proc_table_reused_total %" PRIu64 "\n"
+		"# HELP ember_proc_table_released_total Exited processes freed once their samples were written.\n"
+		"# TYPE ember_proc_table_released_total counter\n"
+		"ember_proc_table_released_total %" PRIu64 "\n"
+		"# HELP ember_proc_table_evicted_total Live processes dropped at the table's cap.\n"
+		"# TYPE ember_proc_table_evicted_total counter\n"
+		"ember_proc_table_evicted_total %" PRIu64 "\n"
+		"# HELP ember_proc_table_refused_total New processes not kept: table full, nothing to evict.\n"
+		"# TYPE ember_proc_table_refused_total counter\n"
+		"ember_proc_table_refused_total %" PRIu64 "\n",
+		p.procs, p.exited, p.bytes, p.created, p.reused, p.released,
+		p.evicted, p.refused);
+}
 
 /* The unwind service's part of /metrics: tables and process bindings. */
 static void fill_unwind_metrics(FILE *f, struct unwind_service *us)
@@ -172,6 +208,8 @@ static void fill_metrics(FILE *f, void *ctx)
 		st.queue_depth + st.in_flight, st.queue_bytes, st.last_status,
 		metrics_self_rss_bytes(), metrics_self_cpu_seconds(),
 		snap.backend ? snap.backend : "");
+	if (snap.procs)
+		fill_proc_metrics(f, snap.procs);
 	if (snap.unwind)
 		fill_unwind_metrics(f, snap.unwind);
 }
@@ -405,6 +443,7 @@ int cmd_run(int argc, char **argv)
 	counters.x = x;
 	counters.backend = s.ops->name;
 	counters.unwind = s.unwind;
+	counters.procs = s.procs;
 	if (rc.metrics_addr) {
 		ms = metrics_start(rc.metrics_addr, fill_metrics, &counters, err,
 				   sizeof(err));

@@ -689,6 +689,27 @@ if grep -qE '^ember_export_queue_bytes [0-9]+$' <<<"$metrics" &&
 else
 	t_fail otlp-run-metrics-queue-bytes "$(grep -E 'queue|dropped' <<<"$metrics" | tr '\n' ' ')"
 fi
+# The process table's counters: the busy loop was sampled, so it is kept;
+# nothing was refused on a table far from its cap.
+if grep -qE '^ember_proc_table_processes [1-9]' <<<"$metrics" &&
+	grep -qE '^ember_proc_table_created_total [1-9]' <<<"$metrics" &&
+	grep -qE '^ember_proc_table_bytes [1-9]' <<<"$metrics" &&
+	grep -qE '^ember_proc_table_(exited|reused_total|released_total) [0-9]+$' <<<"$metrics" &&
+	grep -q '^ember_proc_table_evicted_total 0$' <<<"$metrics" &&
+	grep -q '^ember_proc_table_refused_total 0$' <<<"$metrics"; then
+	t_pass otlp-run-metrics-proc-table
+else
+	t_fail otlp-run-metrics-proc-table "$(grep proc_table <<<"$metrics" | tr '\n' ' ')"
+fi
+# Every sample line is NAME[{LABELS}] VALUE, its NAME declared by a TYPE.
+bad=$(awk '/^# TYPE /{t[$3]=1; next} /^#/{next}
+	{n=$1; sub(/\{.*/, "", n)
+	 if (NF != 2 || n !~ /^[a-z_][a-z0-9_]*$/ || $2 !~ /^[0-9.e+-]+$/ || !t[n]) print}' <<<"$metrics")
+if [ -n "$metrics" ] && [ -z "$bad" ]; then
+	t_pass otlp-run-metrics-format
+else
+	t_fail otlp-run-metrics-format "$(head -c 300 <<<"$bad")"
+fi
 
 # --alloc: a process started with the allocation sampler preloaded is
 # profiled by bytes, exported as alloc_space and inuse_space profiles.
