@@ -2248,7 +2248,14 @@ static void tf_one(struct tf_count *c, uint32_t id, pid_t pid, uint64_t lo,
 	} else if (ret) {
 		c->refused++;
 	} else {
-		c->pending++;	/* claimed more than it sent */
+		/*
+		 * Claimed more than it sent: the module holds it as its one
+		 * pending table until another load starts. Start one of size
+		 * 0 (refused), which must free it: otherwise the last
+		 * iteration's pending table would count as memory left.
+		 */
+		c->pending++;
+		uw_load(id, 0, 0, tf_buf, 0);
 	}
 	if (loaded != want) {
 		c->mismatch++;
