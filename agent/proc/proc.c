@@ -5,14 +5,15 @@
  * Threads: one mutex guards the whole table, taken by every public
  * function for a hash lookup and a few field writes; the only I/O under it
  * is the first read of a new process's /proc files (three small files),
- * which the users would otherwise do themselves. Today the main (consumer)
- * thread is its only caller (aggregate/aggregate.c, profile_freeze.c,
- * symbolize/symbolize.c); the reader thread never calls it (it does no
- * file I/O), and the unwind worker may, as the lock makes any caller
- * safe. Entries are lent only under the lock (proc_table_visit()), with
- * one exception: a slot (proc_table_slot()) is a pointer into an entry,
- * and belongs to the thread that releases and creates entries (the main
- * thread), since only that can free it; slot free functions run under
+ * which the users would otherwise do themselves. Callers: the main
+ * (consumer) thread (aggregate/aggregate.c, profile_freeze.c,
+ * symbolize/symbolize.c) and the unwind worker (unwind/unwind_service.c,
+ * through the slot calls of another thread); the reader thread never
+ * calls it (it does no file I/O). Entries are lent only under the lock
+ * (proc_table_visit()), with one exception: a slot (proc_table_slot()) is
+ * a pointer into an entry, and belongs to the thread that releases and
+ * evicts entries (the main thread), since only that can free it; the
+ * worker's entries therefore never evict. Slot free functions run under
  * the lock. ThreadSanitizer runs test_proc's two-thread case (suite 10).
  *
  * Layout: entries hang in a fixed hash of pid, newest process of a pid
@@ -165,10 +166,10 @@ static bool evict_from(struct proc_table *t, struct list *l)
  * left to write (an exec-heavy host's many processes that never took a
  * sample), then the least recently used live one.
  */
-static bool make_room(struct proc_table *t)
+static bool make_room(struct proc_table *t, bool evict)
 {
-	if (t->st.procs < t->max || evict_from(t, &t->exited) ||
-	    evict_from(t, &t->lru))
+	if (t->st.procs < t->max ||
+	    (evict && (evict_from(t, &t->exited) || evict_from(t, &t->lru))))
 		return true;
 	t->st.refused++;
 	return false;
@@ -204,13 +205,16 @@ static void read_info(struct proc_table *t, struct proc *p, bool names)
 	t->st.bytes += entry_bytes(p);
 }
 
-/* A new entry for pid, newest of its pid, nothing read yet. */
+/*
+ * A new entry for pid, newest of its pid, nothing read yet. evict: the
+ * cap may drop another process (only the main thread's calls).
+ */
 static struct proc *entry_new(struct proc_table *t, uint32_t pid,
-			      uint64_t time_ns, const char *comm)
+			      uint64_t time_ns, const char *comm, bool evict)
 {
 	struct proc *p;
 
-	if (!make_room(t) || !(p = calloc(1, sizeof(*p))))
+	if (!make_room(t, evict) || !(p = calloc(1, sizeof(*p))))
 		return NULL;
 	p->pid = pid;
 	p->start_ns = time_ns;
@@ -260,7 +264,7 @@ static struct proc *lookup_or_new(struct proc_table *t, uint32_t pid,
 			read_info(t, p, names);
 		return p;
 	}
-	p = entry_new(t, pid, time_ns, comm);
+	p = entry_new(t, pid, time_ns, comm, true);
 	if (p)
 		read_info(t, p, names);
 	if (p && reused)
@@ -379,7 +383,7 @@ void proc_table_exit(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 
 	pthread_mutex_lock(&t->lock);
 	p = owner(t, pid, time_ns, &reused);
-	if (!p && create && (p = entry_new(t, pid, time_ns, comm)))
+	if (!p && create && (p = entry_new(t, pid, time_ns, comm, true)))
 		read_info(t, p, false);
 	if (p && !p->exited) {
 		list_del(&t->lru, p);
@@ -410,7 +414,7 @@ void proc_table_keep(struct proc_table *t, uint32_t pid)
 	pthread_mutex_lock(&t->lock);
 	p = newest(t, pid);
 	if (!p)
-		p = entry_new(t, pid, 0, NULL);
+		p = entry_new(t, pid, 0, NULL, true);
 	if (p && !p->info)
 		read_info(t, p, true);
 	if (p)
@@ -524,7 +528,7 @@ void **proc_table_slot(struct proc_table *t, uint32_t pid,
 	pthread_mutex_lock(&t->lock);
 	p = newest(t, pid);
 	if (!p && create)
-		p = entry_new(t, pid, 0, NULL);
+		p = entry_new(t, pid, 0, NULL, true);
 	pthread_mutex_unlock(&t->lock);
 	return p ? &p->slot[slot] : NULL;
 }
@@ -573,4 +577,62 @@ void proc_table_slot_drop(struct proc_table *t, enum proc_slot slot)
 	t->slot_free[slot] = NULL;
 	t->slot_ctx[slot] = NULL;
 	pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- slots of another thread ------------------------------------------- */
+
+void *proc_table_slot_attach(struct proc_table *t, uint32_t pid,
+			     uint64_t time_ns, enum proc_slot slot,
+			     void *fresh)
+{
+	struct proc *p;
+	bool reused;
+	void *r = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	p = owner(t, pid, time_ns, &reused);
+	if (!p && fresh && (p = entry_new(t, pid, time_ns, NULL, false)) &&
+	    reused)
+		t->st.reused++;
+	if (p) {
+		if (!p->slot[slot])
+			p->slot[slot] = fresh;
+		r = p->slot[slot];
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+bool proc_table_slot_detach(struct proc_table *t, uint32_t pid,
+			    enum proc_slot slot, const void *data)
+{
+	struct proc *p;
+	bool r = false;
+
+	pthread_mutex_lock(&t->lock);
+	for (p = *bucket(t, pid); p && !r; p = p->hnext) {
+		if (p->pid == pid && p->slot[slot] == data) {
+			p->slot[slot] = NULL;
+			r = true;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+bool proc_table_slot_adopt(struct proc_table *t, uint32_t pid,
+			   enum proc_slot slot, void *data, void **held)
+{
+	struct proc *p;
+	bool r = false;
+
+	pthread_mutex_lock(&t->lock);
+	p = newest(t, pid);
+	*held = p ? p->slot[slot] : NULL;
+	if (p && !p->exited && !p->slot[slot]) {
+		p->slot[slot] = data;
+		r = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
 }

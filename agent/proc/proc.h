@@ -140,6 +140,7 @@ void proc_table_get_stats(struct proc_table *t, struct proc_table_stats *st);
  */
 enum proc_slot {
 	PROC_SLOT_SYM,		/* symbolize.c: struct sym_proc */
+	PROC_SLOT_UNWIND,	/* unwind_service.c: struct unwind_proc */
 	PROC_SLOTS
 };
 
@@ -164,5 +165,42 @@ int proc_table_slot_visit(struct proc_table *t, enum proc_slot slot,
 			  int (*fn)(void *data, void *ctx), void *ctx);
 /* Free every data of slot and forget its owner (the user goes away). */
 void proc_table_slot_drop(struct proc_table *t, enum proc_slot slot);
+
+/*
+ * A slot of another thread (the unwind worker's): its data belongs to that
+ * thread alone and is never freed by the table. When its process goes
+ * (released, evicted, the table freed) the free function runs on the
+ * thread that made it go and must hand the data back to its owner, who
+ * frees it on its own thread. The owner reaches its data only through
+ * the three calls below, each atomic under the table's lock, and keeps the
+ * pointer returned: it stays valid until the owner frees it.
+ */
+
+/*
+ * The data in slot of the process a record of pid at time_ns (0: the
+ * newest process of pid) belongs to, as for a sample; when the slot is
+ * empty, fresh is put there first. A process not in the table is added
+ * with nothing read (fresh NULL: only looked up), but never by evicting
+ * another (the evicting thread would free the main thread's slots): NULL
+ * at the cap.
+ */
+void *proc_table_slot_attach(struct proc_table *t, uint32_t pid,
+			     uint64_t time_ns, enum proc_slot slot,
+			     void *fresh);
+/*
+ * Take data off the process of pid that holds it: true when it was
+ * there (the owner may free it now), false when that process went and
+ * the free function has it.
+ */
+bool proc_table_slot_detach(struct proc_table *t, uint32_t pid,
+			    enum proc_slot slot, const void *data);
+/*
+ * Data handed back by the free function: put it on the newest process of
+ * pid if that one is live and its slot empty (true: a binding made
+ * before the table knew of a reused pid belongs there). false: not put,
+ * *held says what that process holds (NULL: nothing, or no process).
+ */
+bool proc_table_slot_adopt(struct proc_table *t, uint32_t pid,
+			   enum proc_slot slot, void *data, void **held);
 
 #endif /* EMBER_PROC_H */

@@ -121,7 +121,7 @@ int session_start(struct session *s, char *err, size_t err_len)
 	}
 	s->started = true;
 	if (s->want_unwind) {
-		s->unwind = unwind_service_start(s->ops, s->src,
+		s->unwind = unwind_service_start(s->ops, s->src, s->procs,
 						 s->verbose_unwind);
 		unwind_service_exclude(s->unwind, (uint32_t)getpid());
 		for (size_t i = 0; i < s->nr_watch_pids; i++)
@@ -249,7 +249,8 @@ static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
 		break;
 	case EMBER_REC_EXIT:
 		unwind_service_forget(s->unwind,
-				      ((const struct ember_exit *)rec)->pid);
+				      ((const struct ember_exit *)rec)->pid,
+				      ((const struct ember_exit *)rec)->time_ns);
 		break;
 	default:
 		break;

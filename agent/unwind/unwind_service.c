@@ -42,9 +42,21 @@ static const uint32_t recheck_ms[] = { 100, 500, 2000 };
  */
 #define EXEC_BIND_DELAY_MS	10
 
-/* What the worker remembers of a bound process. */
-struct proc_bind {
-	uint32_t pid;			/* 0: free slot */
+/*
+ * What the worker remembers of a process: its binding. It lives in the
+ * process model (proc/proc.h), in the process's PROC_SLOT_UNWIND slot,
+ * so that a pid reused is a new process here too, and it belongs to this
+ * thread alone: when its process goes from the table, proc_gone() hands
+ * it back through the orphans list and this thread unbinds and frees it.
+ *
+ * Which process a record names is the table's guess (pid plus time, the
+ * exit known only once the main thread has read it); a wrong guess costs
+ * a rebind or an early unbind that the next miss repairs, never a wrong
+ * table: a binding is always made from the pid's maps as they are now.
+ */
+struct unwind_proc {
+	uint32_t pid;
+	bool dead;			/* unbound, its process gone: free it */
 	uint64_t maps_hash;		/* of its executable mappings */
 	uint64_t bound_ns;
 	uint64_t recheck_ns;		/* next follow-up read of its maps, 0: none */
@@ -52,6 +64,8 @@ struct proc_bind {
 	uint32_t rechecks;		/* follow-ups done since the last change */
 	uint32_t *owners;		/* table_cache entries it holds refs on */
 	uint32_t nr_owners;
+	struct unwind_proc *prev, *next;	/* us->live (worker) */
+	struct unwind_proc *orphan_next;	/* us->orphans (under lock) */
 };
 
 struct unwind_service {
@@ -67,10 +81,14 @@ struct unwind_service {
 	uint32_t head, tail;
 	bool busy, stopping;
 	struct unwind_service_stats st;	/* under lock */
+	/* handed back by the process model (proc_gone()), under lock */
+	struct unwind_proc *orphans;
 	/* worker-only state */
+	struct proc_table *procs;	/* the process model the bindings live in */
 	struct table_cache cache;
-	struct proc_bind *procs;
-	uint32_t nr_procs, cap_procs;
+	struct unwind_proc *live;	/* every binding this thread owns */
+	struct unwind_proc *spare;	/* allocated, not yet attached */
+	uint32_t nr_live;
 	uint32_t excluded;		/* never bound (the agent itself) */
 	uint64_t trimmed_at;		/* cache.build_ns at the last trim */
 };
@@ -130,71 +148,130 @@ void unwind_service_exclude(struct unwind_service *us, uint32_t pid)
 		us->excluded = pid;
 }
 
-void unwind_service_forget(struct unwind_service *us, uint32_t pid)
+void unwind_service_forget(struct unwind_service *us, uint32_t pid,
+			   uint64_t since_ns)
 {
 	if (us && pid && !(pid & (FORGET_BIT | EXEC_BIT)))
-		enqueue(us, pid | FORGET_BIT, 0);
+		enqueue(us, pid | FORGET_BIT, since_ns);
 }
 
 /* ---- process bindings (worker thread only) ---- */
 
-static struct proc_bind *find_proc(struct unwind_service *us, uint32_t pid,
-				   bool create)
+/*
+ * The binding of the process a record of pid at time_ns names, made if
+ * it has none (but never past MAX_PROCS bindings): NULL when the process
+ * model has no room for the process.
+ */
+static struct unwind_proc *proc_attach(struct unwind_service *us,
+				       uint32_t pid, uint64_t time_ns)
 {
-	struct proc_bind *free_slot = NULL;
+	struct unwind_proc *up, *fresh = us->spare;
 
-	for (uint32_t i = 0; i < us->nr_procs; i++) {
-		if (us->procs[i].pid == pid)
-			return &us->procs[i];
-		if (!us->procs[i].pid && !free_slot)
-			free_slot = &us->procs[i];
+	if (!fresh && us->nr_live < MAX_PROCS)
+		fresh = us->spare = calloc(1, sizeof(*fresh));
+	up = proc_table_slot_attach(us->procs, pid, time_ns, PROC_SLOT_UNWIND,
+				    fresh);
+	if (up && up == fresh) {
+		us->spare = NULL;
+		up->pid = pid;
+		up->next = us->live;
+		if (us->live)
+			us->live->prev = up;
+		us->live = up;
+		us->nr_live++;
 	}
-	if (!create)
-		return NULL;
-	if (!free_slot) {
-		if (us->nr_procs == MAX_PROCS)
-			return NULL;
-		if (us->nr_procs == us->cap_procs) {
-			uint32_t cap = us->cap_procs ? us->cap_procs * 2 : 64;
-			void *p = realloc(us->procs, cap * sizeof(*us->procs));
-
-			if (!p)
-				return NULL;
-			us->procs = p;
-			us->cap_procs = cap;
-		}
-		free_slot = &us->procs[us->nr_procs++];
-	}
-	memset(free_slot, 0, sizeof(*free_slot));
-	free_slot->pid = pid;
-	return free_slot;
+	return up;
 }
 
-static void release_owners(struct unwind_service *us, struct proc_bind *pb)
+static void release_owners(struct unwind_service *us, struct unwind_proc *up)
 {
 	uint64_t now = mono_ns();
 
-	for (uint32_t i = 0; i < pb->nr_owners; i++) {
-		struct table_file *f = &us->cache.files[pb->owners[i]];
+	for (uint32_t i = 0; i < up->nr_owners; i++) {
+		struct table_file *f = &us->cache.files[up->owners[i]];
 
 		if (f->refs && !--f->refs)
 			f->idle_since_ns = now;
 	}
-	free(pb->owners);
-	pb->owners = NULL;
-	pb->nr_owners = 0;
+	free(up->owners);
+	up->owners = NULL;
+	up->nr_owners = 0;
 }
 
-static void forget_proc(struct unwind_service *us, uint32_t pid)
+/* Unbind, if bound: an exec that died before its binding has none. */
+static void unbind(struct unwind_service *us, struct unwind_proc *up)
 {
-	struct proc_bind *pb = find_proc(us, pid, false);
+	if (up->bound_ns)
+		us->ops->unwind_bind(us->src, up->pid, NULL, 0, NULL, 0);
+	release_owners(us, up);
+	up->bound_ns = up->recheck_ns = up->exec_ns = 0;
+}
 
-	if (!pb)
-		return;
-	if (pb->bound_ns)	/* an exec that died before its binding: none */
-		us->ops->unwind_bind(us->src, pid, NULL, 0, NULL, 0);
-	release_owners(us, pb);
-	pb->pid = 0;
+static void proc_free(struct unwind_service *us, struct unwind_proc *up)
+{
+	release_owners(us, up);
+	if (up->prev)
+		up->prev->next = up->next;
+	else
+		us->live = up->next;
+	if (up->next)
+		up->next->prev = up->prev;
+	us->nr_live--;
+	free(up);
+}
+
+/* The process exited: unbind, and free unless the table has handed it back. */
+static void forget_proc(struct unwind_service *us, struct unwind_proc *up)
+{
+	unbind(us, up);
+	if (proc_table_slot_detach(us->procs, up->pid, PROC_SLOT_UNWIND, up))
+		proc_free(us, up);
+	else
+		up->dead = true;	/* on the orphans list: freed from there */
+}
+
+/*
+ * PROC_SLOT_UNWIND's free function: the process went from the table (on
+ * the main thread, under the table's lock). Handed to the worker.
+ */
+static void proc_gone(void *data, void *ctx)
+{
+	struct unwind_service *us = ctx;
+	struct unwind_proc *up = data;
+
+	pthread_mutex_lock(&us->lock);
+	up->orphan_next = us->orphans;
+	us->orphans = up;
+	pthread_cond_signal(&us->wake);
+	pthread_mutex_unlock(&us->lock);
+}
+
+/*
+ * Bindings whose process went from the table. One made for a pid the
+ * table did not know was reused yet moves to the newest process of that
+ * pid; any other is unbound (unless the pid has another binding) and
+ * freed.
+ */
+static void take_orphans(struct unwind_service *us)
+{
+	struct unwind_proc *up, *next;
+	void *held;
+
+	pthread_mutex_lock(&us->lock);
+	up = us->orphans;
+	us->orphans = NULL;
+	pthread_mutex_unlock(&us->lock);
+	for (; up; up = next) {
+		next = up->orphan_next;
+		up->orphan_next = NULL;
+		if (!up->dead &&
+		    proc_table_slot_adopt(us->procs, up->pid, PROC_SLOT_UNWIND,
+					  up, &held))
+			continue;
+		if (!up->dead && !held)
+			unbind(us, up);
+		proc_free(us, up);
+	}
 }
 
 /*
@@ -336,9 +413,15 @@ static void bind_add(struct unwind_service *us, struct bind_buf *b,
 	}
 }
 
-static int bind_proc(struct unwind_service *us, uint32_t pid)
+/*
+ * Bind pid's mappings as /proc/PID/maps shows them now, in up, or when up
+ * is NULL in the binding of the process a record at time_ns names. 1: a
+ * new binding, 0: nothing changed, < 0: an error (-ESRCH: gone).
+ */
+static int bind_proc(struct unwind_service *us, uint32_t pid,
+		     uint64_t time_ns, struct unwind_proc *up)
 {
-	struct proc_bind *pb;
+	struct unwind_proc *pb;
 	struct bind_buf b = { 0 };
 	struct exec_maps em = { 0 };
 	char err[256] = "";
@@ -349,7 +432,7 @@ static int bind_proc(struct unwind_service *us, uint32_t pid)
 		exec_maps_free(&em);
 		return -ESRCH;	/* gone already */
 	}
-	pb = find_proc(us, pid, true);
+	pb = up ? up : proc_attach(us, pid, time_ns);
 	if (!pb) {
 		exec_maps_free(&em);
 		return -ENOSPC;
@@ -398,8 +481,8 @@ static void publish_stats(struct unwind_service *us)
 {
 	uint32_t bound = 0;
 
-	for (uint32_t i = 0; i < us->nr_procs; i++)
-		bound += us->procs[i].pid != 0;
+	for (struct unwind_proc *up = us->live; up; up = up->next)
+		bound += up->bound_ns != 0;
 	pthread_mutex_lock(&us->lock);
 	us->st.tables_loaded = us->cache.loaded;
 	us->st.tables_failed = us->cache.failed;
@@ -426,12 +509,19 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 	int r;
 
 	if (v & FORGET_BIT) {
-		forget_proc(us, v & ~FORGET_BIT);
+		/* the exited process's binding, if it has one (since: the
+		 * exit's time, which it came before) */
+		struct unwind_proc *up =
+			proc_table_slot_attach(us->procs, v & ~FORGET_BIT, since,
+					       PROC_SLOT_UNWIND, NULL);
+
+		if (up)
+			forget_proc(us, up);
 		publish_stats(us);
 		return;
 	}
 	if (v & EXEC_BIT) {
-		struct proc_bind *pb = find_proc(us, v & ~EXEC_BIT, true);
+		struct unwind_proc *pb = proc_attach(us, v & ~EXEC_BIT, since);
 
 		/* a new image: bound at its first miss or EXEC_BIND_DELAY_MS
 		 * from now, whichever comes first */
@@ -443,7 +533,7 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 		}
 		return;
 	}
-	r = bind_proc(us, v);
+	r = bind_proc(us, v, since, NULL);
 	lat = mono_ns() - since;
 	pthread_mutex_lock(&us->lock);
 	if (r == 1) {
@@ -469,13 +559,13 @@ static uint64_t recheck_due(struct unwind_service *us)
 	uint64_t now = mono_ns(), next = 0;
 	uint32_t done = 0;
 
-	for (uint32_t i = 0; i < us->nr_procs; i++) {
-		struct proc_bind *pb = &us->procs[i];
-		uint32_t n, pid;
+	for (struct unwind_proc *pb = us->live, *nx; pb; pb = nx) {
+		uint32_t n;
 		uint64_t exec_ns;
 		int r;
 
-		if (!pb->pid || !pb->recheck_ns)
+		nx = pb->next;	/* pb may be freed below */
+		if (!pb->recheck_ns)
 			continue;
 		if (pb->recheck_ns > now) {
 			if (!next || pb->recheck_ns < next)
@@ -486,12 +576,10 @@ static uint64_t recheck_due(struct unwind_service *us)
 			return 1;
 		done++;
 		n = ++pb->rechecks;
-		pid = pb->pid;
 		exec_ns = pb->exec_ns;
 		pb->recheck_ns = n < NR_RECHECKS ? now + recheck_ms[n] * 1000000ull : 0;
 		pb->exec_ns = 0;
-		/* pid has its entry: neither call moves us->procs */
-		r = bind_proc(us, pid);
+		r = bind_proc(us, pb->pid, 0, pb);
 		pthread_mutex_lock(&us->lock);
 		if (exec_ns && r == 1) {
 			/* the delayed binding of an exec (EXEC_BIND_DELAY_MS) */
@@ -503,7 +591,7 @@ static uint64_t recheck_due(struct unwind_service *us)
 		}
 		pthread_mutex_unlock(&us->lock);
 		if (r == -ESRCH)
-			forget_proc(us, pid);
+			forget_proc(us, pb);
 		else if (pb->recheck_ns && (!next || pb->recheck_ns < next))
 			next = pb->recheck_ns;
 	}
@@ -517,7 +605,13 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&us->lock);
 	while (!us->stopping) {
-		if (us->head == us->tail) {
+		if (us->orphans) {
+			us->busy = true;
+			pthread_mutex_unlock(&us->lock);
+			take_orphans(us);
+			publish_stats(us);
+			pthread_mutex_lock(&us->lock);
+		} else if (us->head == us->tail) {
 			uint64_t next, wait_ns = 1000000000ull;
 			struct timespec ts;
 
@@ -536,7 +630,7 @@ static void *worker(void *arg)
 			pthread_mutex_unlock(&us->lock);
 			next = recheck_due(us);
 			pthread_mutex_lock(&us->lock);
-			if (next == 1 || us->head != us->tail)
+			if (next == 1 || us->head != us->tail || us->orphans)
 				continue;	/* one done: look again */
 			if (next) {
 				uint64_t now = mono_ns();
@@ -573,22 +667,28 @@ static void *worker(void *arg)
 
 struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 					    struct ember_source *src,
+					    struct proc_table *procs,
 					    bool verbose)
 {
 	struct unwind_service *us;
 
-	if (!ops->unwind_load || !ops->unwind_drop || !ops->unwind_bind)
+	if (!procs || !ops->unwind_load || !ops->unwind_drop ||
+	    !ops->unwind_bind)
 		return NULL;
 	us = calloc(1, sizeof(*us));
 	if (!us)
 		return NULL;
 	us->ops = ops;
 	us->src = src;
+	us->procs = procs;
 	table_cache_init(&us->cache, ops, src, verbose);
 	pthread_mutex_init(&us->lock, NULL);
 	pthread_cond_init(&us->wake, NULL);
 	pthread_cond_init(&us->idle, NULL);
+	proc_table_slot_owner(procs, PROC_SLOT_UNWIND, proc_gone, us);
 	if (pthread_create(&us->thread, NULL, worker, us)) {
+		proc_table_slot_drop(procs, PROC_SLOT_UNWIND);
+		table_cache_free(&us->cache);
 		free(us);
 		return NULL;
 	}
@@ -603,7 +703,7 @@ void unwind_service_flush(struct unwind_service *us, int timeout_ms)
 		return;
 	ts = deadline_after_ns(CLOCK_REALTIME, (uint64_t)timeout_ms * 1000000u);
 	pthread_mutex_lock(&us->lock);
-	while ((us->head != us->tail || us->busy) &&
+	while ((us->head != us->tail || us->busy || us->orphans) &&
 	       pthread_cond_timedwait(&us->idle, &us->lock, &ts) != ETIMEDOUT)
 		;
 	pthread_mutex_unlock(&us->lock);
@@ -629,13 +729,18 @@ void unwind_service_stop(struct unwind_service *us)
 	pthread_cond_signal(&us->wake);
 	pthread_mutex_unlock(&us->lock);
 	pthread_join(us->thread, NULL);
-	for (uint32_t i = 0; i < us->nr_procs; i++) {
-		if (us->procs[i].pid)
-			us->ops->unwind_bind(us->src, us->procs[i].pid, NULL, 0,
-					     NULL, 0);
-		free(us->procs[i].owners);
+	/*
+	 * This thread owns the bindings now: the table hands every one back
+	 * (on the orphans list, all of them on the live list too), and each
+	 * is unbound and freed here.
+	 */
+	proc_table_slot_drop(us->procs, PROC_SLOT_UNWIND);
+	us->orphans = NULL;
+	while (us->live) {
+		unbind(us, us->live);
+		proc_free(us, us->live);
 	}
-	free(us->procs);
+	free(us->spare);
 	table_cache_free(&us->cache);
 	pthread_cond_destroy(&us->wake);
 	pthread_cond_destroy(&us->idle);

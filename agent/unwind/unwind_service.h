@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "proc.h"
 #include "source.h"
 
 struct unwind_service;
@@ -44,10 +45,13 @@ struct unwind_service_stats {
 
 /*
  * Start the worker for this backend; NULL (and no error) when the backend
- * has no unwind ops. verbose: one stderr line per table built.
+ * has no unwind ops. Its bindings live in procs, the process model, in
+ * PROC_SLOT_UNWIND (stop the service before freeing procs). verbose: one
+ * stderr line per table built.
  */
 struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 					    struct ember_source *src,
+					    struct proc_table *procs,
 					    bool verbose);
 /*
  * A process needs (new) bindings; cheap, never blocks on I/O. since_ns:
@@ -69,8 +73,9 @@ void unwind_service_exec(struct unwind_service *us, uint32_t pid,
  * keep the frame-pointer walk.
  */
 void unwind_service_exclude(struct unwind_service *us, uint32_t pid);
-/* A process exited: release its binding. */
-void unwind_service_forget(struct unwind_service *us, uint32_t pid);
+/* A process exited at since_ns (0: unknown): release its binding. */
+void unwind_service_forget(struct unwind_service *us, uint32_t pid,
+			   uint64_t since_ns);
 /* Wait until every queued request is done (tests, `record -- CMD` start). */
 void unwind_service_flush(struct unwind_service *us, int timeout_ms);
 void unwind_service_get_stats(struct unwind_service *us,

@@ -403,6 +403,82 @@ static void test_slots(void)
 	proc_table_free(t);
 }
 
+/* What a slot of another thread got back from the table. */
+static void *slot_gone[4];
+static int nr_slot_gone;
+
+static void slot_hand_back(void *data, void *ctx)
+{
+	(void)ctx;
+	if (nr_slot_gone < 4)
+		slot_gone[nr_slot_gone++] = data;
+}
+
+/*
+ * The unwind worker's slot: attached by pid and time like a sample, never
+ * evicting, taken off again, handed back (not freed) when its process
+ * goes, and adopted by the newest process of a reused pid.
+ */
+static void test_other_thread_slots(void)
+{
+	struct proc_table_options o = { .root = root, .max_procs = 3 };
+	struct proc_table *t = proc_table_new(&o);
+	struct proc_table_stats st;
+	int a, b, c;
+	void *held = &a;
+
+	proc_table_slot_owner(t, PROC_SLOT_UNWIND, slot_hand_back, NULL);
+	T_CHECK("other_slot_lookup_adds_nothing",
+		!proc_table_slot_attach(t, 700, 10, PROC_SLOT_UNWIND, NULL) &&
+		find(t, 700).n == 0, "made a process");
+	T_CHECK("other_slot_attached",
+		proc_table_slot_attach(t, 700, 10, PROC_SLOT_UNWIND, &a) == &a &&
+		proc_table_slot_attach(t, 700, 11, PROC_SLOT_UNWIND, &b) == &a,
+		"second attach replaced the first");
+	/* a record before the exit is the old process's, after it a new one's */
+	proc_table_exit(t, 700, 20, NULL, false);
+	T_CHECK("other_slot_late_record_old_process",
+		proc_table_slot_attach(t, 700, 15, PROC_SLOT_UNWIND, &b) == &a,
+		"not the old process");
+	T_CHECK("other_slot_reused_pid_new_process",
+		proc_table_slot_attach(t, 700, 30, PROC_SLOT_UNWIND, &b) == &b,
+		"same process");
+	proc_table_get_stats(t, &st);
+	T_CHECK("other_slot_reuse_counted", st.reused == 1 && st.procs == 2,
+		"reused %llu procs %u", (unsigned long long)st.reused, st.procs);
+	/* at the cap: refused, nothing evicted */
+	proc_table_sample(t, 701, 31, "x", true, 0);
+	proc_table_release(t, proc_table_advance(t));	/* frees old 700 */
+	T_CHECK("other_slot_handed_back_at_release",
+		nr_slot_gone == 1 && slot_gone[0] == &a, "%d handed back",
+		nr_slot_gone);
+	proc_table_sample(t, 702, 32, "y", true, 0);
+	proc_table_release(t, proc_table_advance(t));
+	held = proc_table_slot_attach(t, 703, 40, PROC_SLOT_UNWIND, &c);
+	proc_table_get_stats(t, &st);
+	T_CHECK("other_slot_never_evicts", !held && st.evicted == 0 &&
+		st.procs == 3, "evicted %llu", (unsigned long long)st.evicted);
+	/* taken off, then adopted by the live newest process of its pid */
+	T_CHECK("other_slot_detach",
+		proc_table_slot_detach(t, 700, PROC_SLOT_UNWIND, &b) &&
+		!proc_table_slot_detach(t, 700, PROC_SLOT_UNWIND, &b),
+		"detached twice");
+	T_CHECK("other_slot_adopted",
+		proc_table_slot_adopt(t, 700, PROC_SLOT_UNWIND, &a, &held) &&
+		!held && proc_table_slot_attach(t, 700, 0, PROC_SLOT_UNWIND,
+						 NULL) == &a, "not adopted");
+	T_CHECK("other_slot_not_adopted_when_held",
+		!proc_table_slot_adopt(t, 700, PROC_SLOT_UNWIND, &b, &held) &&
+		held == &a, "replaced");
+	proc_table_exit(t, 701, 50, NULL, false);
+	T_CHECK("other_slot_not_adopted_by_exited",
+		!proc_table_slot_adopt(t, 701, PROC_SLOT_UNWIND, &c, &held) &&
+		!held, "adopted by an exited process");
+	proc_table_free(t);
+	T_CHECK("other_slot_handed_back_at_free", nr_slot_gone == 2 &&
+		slot_gone[1] == &a, "%d handed back", nr_slot_gone);
+}
+
 /* The aggregation's thread and another (the unwind worker) at once. */
 struct worker {
 	struct proc_table *t;
@@ -424,6 +500,14 @@ static void *hammer(void *arg)
 		int n = 0;
 
 		proc_table_sample(w->t, pid, 2 * i + 1, "h", true, 0);
+		/* the unwind worker's calls, against the other thread's */
+		if (i % 3 == 0) {
+			void *d = proc_table_slot_attach(w->t, pid, 2 * i + 1,
+							 PROC_SLOT_UNWIND, w);
+
+			if (d)
+				proc_table_slot_detach(w->t, pid, PROC_SLOT_UNWIND, d);
+		}
 		if (i % 7 == 0)
 			proc_table_exit(w->t, pid, 2 * i + 2, "h", false);
 		if (i % 1000 == 0) {
@@ -469,6 +553,7 @@ int main(void)
 	test_malformed();
 	test_maps();
 	test_slots();
+	test_other_thread_slots();
 	test_threads();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd))

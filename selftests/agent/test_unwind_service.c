@@ -253,7 +253,7 @@ static int rebind_loads(struct unwind_service *us)
 {
 	int loads = fk.loads;
 
-	unwind_service_forget(us, (uint32_t)getpid());
+	unwind_service_forget(us, (uint32_t)getpid(), 0);
 	unwind_service_flush(us, 10000);
 	unwind_service_request(us, (uint32_t)getpid(), 0);
 	unwind_service_flush(us, 10000);
@@ -309,9 +309,52 @@ static void test_file_cache(struct unwind_service *us)
 	unlink(lib);
 }
 
+static void *binding_of(struct proc_table *procs)
+{
+	return proc_table_slot_attach(procs, (uint32_t)getpid(), 0,
+				      PROC_SLOT_UNWIND, NULL);
+}
+
+/*
+ * The binding lives in the process model: a binding made before the
+ * table knew the pid was reused moves to the newer process, and one whose
+ * process goes from the table (its exit written) is unbound.
+ */
+static void test_process_model(struct unwind_service *us,
+			       struct proc_table *procs)
+{
+	uint32_t me = (uint32_t)getpid();
+	struct unwind_service_stats st;
+	int unbinds = fk.unbinds;
+	struct timespec now;
+	uint64_t t;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	T_CHECK("unwind_service_binding_in_process_model", binding_of(procs) &&
+		fk.nr_maps > 0, "no binding on the process");
+	proc_table_exit(procs, me, t, NULL, false);
+	proc_table_sample(procs, me, t + 1, "again", true, 0);
+	proc_table_release(procs, proc_table_advance(procs));
+	unwind_service_flush(us, 10000);
+	T_CHECK("unwind_service_binding_adopted_by_reused_pid",
+		fk.unbinds == unbinds && binding_of(procs) && fk.nr_maps > 0,
+		"unbinds %d", fk.unbinds - unbinds);
+	proc_table_exit(procs, me, t + 2, NULL, false);
+	proc_table_release(procs, proc_table_advance(procs));
+	unwind_service_flush(us, 10000);
+	unwind_service_get_stats(us, &st);
+	T_CHECK("unwind_service_unbound_when_process_released",
+		fk.unbinds == unbinds + 1 && fk.nr_maps == 0 && st.bound == 0 &&
+		!binding_of(procs), "unbinds %d, %u bound",
+		fk.unbinds - unbinds, st.bound);
+}
+
 int main(void)
 {
-	struct unwind_service *us = unwind_service_start(&fake_ops, NULL, getenv("V") != NULL);
+	struct proc_table *procs = proc_table_new(NULL);
+	struct unwind_service *us = unwind_service_start(&fake_ops, NULL, procs,
+							 getenv("V") != NULL);
 	struct unwind_service_stats st;
 	bool sorted = true, vdso = false, bias_ok = false;
 	int v[4] = { 3, 1, 2, 0 }, binds;
@@ -384,12 +427,12 @@ int main(void)
 		"binds %d, %" PRIu64 " rechecks, %" PRIu64 " of them bound",
 		fk.binds - binds, st.rechecks, st.recheck_binds);
 
-	unwind_service_forget(us, (uint32_t)getpid());
+	unwind_service_forget(us, (uint32_t)getpid(), 0);
 	unwind_service_flush(us, 10000);
 	T_CHECK("unwind_service_forget_unbinds", fk.unbinds == 1 && fk.nr_maps == 0,
 		"unbinds %d", fk.unbinds);
 	test_file_cache(us);
-	unwind_service_forget(us, (uint32_t)getpid());
+	unwind_service_forget(us, (uint32_t)getpid(), 0);
 	unwind_service_flush(us, 10000);
 	/* an exec is bound a little later, not at once */
 	{
@@ -410,9 +453,15 @@ int main(void)
 		T_CHECK("unwind_service_exec_bound_after_delay", fk.binds == before + 1,
 			"bound %d times", fk.binds - before);
 	}
+	test_process_model(us, procs);
 	unwind_service_stop(us);
 	T_CHECK("unwind_service_stop_drops_tables", fk.nr_tables == 0,
 		"%d tables left", fk.nr_tables);
+	T_CHECK("unwind_service_stop_leaves_no_binding",
+		!proc_table_slot_attach(procs, (uint32_t)getpid(), 0,
+					PROC_SLOT_UNWIND, NULL),
+		"a binding left in the process model");
+	proc_table_free(procs);
 	if (h)
 		dlclose(h);
 	if (h2)
