@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The unwind worker's bindings (unwind_service_internal.h): a process's
+ * binding lives in the process model, is made from /proc/PID/maps and the
+ * table cache, and is unbound when its process exits or goes from the
+ * table. Worker thread only, but for unwind_proc_gone().
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safe_file.h"
+#include "proc_maps.h"
+#include "unwind_service_internal.h"
+
+/*
+ * The binding of the process a record of pid at time_ns names, made if
+ * it has none (but never past MAX_PROCS bindings): NULL when the process
+ * model has no room for the process.
+ */
+struct unwind_proc *unwind_proc_attach(struct unwind_service *us,
+				       uint32_t pid, uint64_t time_ns)
+{
+	struct unwind_proc *up, *fresh = us->spare;
+
+	if (!fresh && us->nr_live < MAX_PROCS)
+		fresh = us->spare = calloc(1, sizeof(*fresh));
+	up = proc_table_slot_attach(us->procs, pid, time_ns, PROC_SLOT_UNWIND,
+				    fresh);
+	if (up && up == fresh) {
+		us->spare = NULL;
+		up->pid = pid;
+		up->next = us->live;
+		if (us->live)
+			us->live->prev = up;
+		us->live = up;
+		us->nr_live++;
+	}
+	return up;
+}
+
+static void release_owners(struct unwind_service *us, struct unwind_proc *up)
+{
+	uint64_t now = mono_ns();
+
+	for (uint32_t i = 0; i < up->nr_owners; i++) {
+		struct table_file *f = &us->cache.files[up->owners[i]];
+
+		if (f->refs && !--f->refs)
+			f->idle_since_ns = now;
+	}
+	free(up->owners);
+	up->owners = NULL;
+	up->nr_owners = 0;
+}
+
+/* Unbind, if bound: an exec that died before its binding has none. */
+void unwind_proc_unbind(struct unwind_service *us, struct unwind_proc *up)
+{
+	if (up->bound_ns)
+		us->ops->unwind_bind(us->src, up->pid, NULL, 0, NULL, 0);
+	release_owners(us, up);
+	up->bound_ns = up->recheck_ns = up->exec_ns = 0;
+}
+
+void unwind_proc_free(struct unwind_service *us, struct unwind_proc *up)
+{
+	release_owners(us, up);
+	if (up->prev)
+		up->prev->next = up->next;
+	else
+		us->live = up->next;
+	if (up->next)
+		up->next->prev = up->prev;
+	us->nr_live--;
+	free(up);
+}
+
+/* The process exited: unbind, and free unless the table has handed it back. */
+void unwind_proc_forget(struct unwind_service *us, struct unwind_proc *up)
+{
+	unwind_proc_unbind(us, up);
+	if (proc_table_slot_detach(us->procs, up->pid, PROC_SLOT_UNWIND, up))
+		unwind_proc_free(us, up);
+	else
+		up->dead = true;	/* on the orphans list: freed from there */
+}
+
+/*
+ * PROC_SLOT_UNWIND's free function: the process went from the table (on
+ * the main thread, under the table's lock). Handed to the worker.
+ */
+void unwind_proc_gone(void *data, void *ctx)
+{
+	struct unwind_service *us = ctx;
+	struct unwind_proc *up = data;
+
+	pthread_mutex_lock(&us->lock);
+	up->orphan_next = us->orphans;
+	us->orphans = up;
+	pthread_cond_signal(&us->wake);
+	pthread_mutex_unlock(&us->lock);
+}
+
+/*
+ * Bindings whose process went from the table. One made for a pid the
+ * table did not know was reused yet moves to the newest process of that
+ * pid; any other is unbound (unless the pid has another binding) and
+ * freed.
+ */
+void unwind_take_orphans(struct unwind_service *us)
+{
+	struct unwind_proc *up, *next;
+	void *held;
+
+	pthread_mutex_lock(&us->lock);
+	up = us->orphans;
+	us->orphans = NULL;
+	pthread_mutex_unlock(&us->lock);
+	for (; up; up = next) {
+		next = up->orphan_next;
+		up->orphan_next = NULL;
+		if (!up->dead &&
+		    proc_table_slot_adopt(us->procs, up->pid, PROC_SLOT_UNWIND,
+					  up, &held))
+			continue;
+		if (!up->dead && !held)
+			unwind_proc_unbind(us, up);
+		unwind_proc_free(us, up);
+	}
+}
+
+/*
+ * The table entry for one file mapping, opened through map_files so that
+ * a file in another mount namespace, or deleted, is the one mapped. It is
+ * examined before it is opened (safe_open_at()): a mapped device is never
+ * opened, and a sparse file or one over the cap costs one warning.
+ */
+static struct table_file *file_entry(struct unwind_service *us, uint32_t pid,
+				     const struct sym_map_line *m)
+{
+	const struct safe_rules rules = {
+		.max_bytes = TABLE_FILE_MAX_BYTES,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_FOLLOW | SAFE_ANYONE,
+	};
+	struct table_file *f;
+	const char *why;
+	struct stat st;
+	char path[96];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	/*
+	 * A file already in the cache (the same inode, size and mtime: the
+	 * libraries every new process maps) costs one stat, not the ~8
+	 * calls of a safe open: on an exec-heavy host that was most of a
+	 * binding. stat() does not open, so a FIFO is still never opened.
+	 */
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (f = table_cache_find(&us->cache, &st)))
+		return f;
+	fd = safe_open_at(NULL, path, &rules, &st, &why);
+	if (fd < 0) {
+		if (m->type == SYM_MAP_FILE)
+			safe_warn("mapped file", NULL, m->path, why);
+		return NULL;
+	}
+	f = table_cache_get(&us->cache, fd, &st, m->path);
+	close(fd);
+	return f;
+}
+
+struct bind_buf {
+	struct ember_unwind_mapping *maps;
+	uint32_t *owners;
+	uint32_t nr, nr_owners;
+};
+
+static void add_mapping(struct unwind_service *us, struct bind_buf *b,
+			const struct sym_map_line *m, struct table_file *f,
+			uint32_t flags)
+{
+	struct ember_unwind_mapping *um;
+	struct table_file *owner = f ? table_cache_owner(&us->cache, f) : NULL;
+	uint64_t bias = 0;
+
+	if (b->nr == EMBER_UNWIND_MAX_MAPPINGS)
+		return;
+	um = &b->maps[b->nr++];
+	memset(um, 0, sizeof(*um));
+	um->start = m->start;
+	um->end = m->end;
+	um->flags = flags;
+	if (owner && owner->table_id &&
+	    table_file_bias(f, m->start, m->type == SYM_MAP_VDSO ? 0 : m->pgoff,
+			    &bias)) {
+		um->table_id = owner->table_id;
+		um->bias = bias;
+		b->owners[b->nr_owners++] = (uint32_t)(owner - us->cache.files);
+		owner->refs++;
+	}
+}
+
+/*
+ * The executable mappings of a process, copied out of proc_maps_read()'s
+ * buffer: whether they changed is known only once all are read, and an
+ * unchanged set must cost no file lookup.
+ */
+struct exec_maps {
+	struct sym_map_line *v;
+	uint32_t n, cap;
+};
+
+static bool exec_maps_add(void *ctx, struct sym_map_line *m)
+{
+	struct exec_maps *em = ctx;
+	struct sym_map_line *c;
+
+	/* one more than a binding holds: the vsyscall line is not bound */
+	if (em->n == EMBER_UNWIND_MAX_MAPPINGS + 1)
+		return false;
+	if (em->n == em->cap) {
+		/* grown as needed: most processes map a few dozen files */
+		uint32_t cap = em->cap ? em->cap * 2 : 64;
+
+		if (cap > EMBER_UNWIND_MAX_MAPPINGS + 1)
+			cap = EMBER_UNWIND_MAX_MAPPINGS + 1;
+		c = realloc(em->v, cap * sizeof(*c));
+		if (!c)
+			return false;
+		em->v = c;
+		em->cap = cap;
+	}
+	c = &em->v[em->n];
+	*c = *m;
+	c->path = strndup(m->path, m->path_len);
+	if (!c->path)
+		return false;
+	em->n++;
+	return true;
+}
+
+static void exec_maps_free(struct exec_maps *em)
+{
+	for (uint32_t i = 0; i < em->n; i++)
+		free((char *)em->v[i].path);
+	free(em->v);
+}
+
+static void bind_add(struct unwind_service *us, struct bind_buf *b,
+		     uint32_t pid, const struct sym_map_line *m)
+{
+	switch (m->type) {
+	case SYM_MAP_FILE:
+	case SYM_MAP_MEMFD:
+		add_mapping(us, b, m, file_entry(us, pid, m), 0);
+		break;
+	case SYM_MAP_VDSO:
+		add_mapping(us, b, m, table_cache_vdso(&us->cache),
+			    EMBER_UMF_VDSO);
+		break;
+	case SYM_MAP_VSYSCALL:
+		break;	/* above the user address range */
+	default:
+		add_mapping(us, b, m, NULL, EMBER_UMF_ANON);
+		break;
+	}
+}
+
+/*
+ * Bind pid's mappings as /proc/PID/maps shows them now, in up, or when up
+ * is NULL in the binding of the process a record at time_ns names. 1: a
+ * new binding, 0: nothing changed, < 0: an error (-ESRCH: gone).
+ */
+int unwind_bind_proc(struct unwind_service *us, uint32_t pid,
+		     uint64_t time_ns, struct unwind_proc *up)
+{
+	struct unwind_proc *pb;
+	struct bind_buf b = { 0 };
+	struct exec_maps em = { 0 };
+	char err[256] = "";
+	uint64_t h, now = mono_ns();
+	int r;
+
+	if (proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
+		exec_maps_free(&em);
+		return -ESRCH;	/* gone already */
+	}
+	pb = up ? up : unwind_proc_attach(us, pid, time_ns);
+	if (!pb) {
+		exec_maps_free(&em);
+		return -ENOSPC;
+	}
+	/* unchanged since the last bind: the miss is not ours to fix (JIT
+	 * code, a file without CFI), and a storm of them must stay cheap */
+	if (pb->bound_ns && pb->maps_hash == h) {
+		exec_maps_free(&em);
+		return 0;	/* nothing new */
+	}
+	pb->recheck_ns = 0;
+	b.maps = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.maps));
+	b.owners = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.owners));
+	if (!b.maps || !b.owners) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < em.n; i++)
+		bind_add(us, &b, pid, &em.v[i]);
+	r = us->ops->unwind_bind(us->src, pid, b.maps, b.nr, err, sizeof(err));
+	/* the new references replace the old ones either way */
+	release_owners(us, pb);
+	pb->owners = b.owners;
+	pb->nr_owners = b.nr_owners;
+	b.owners = NULL;
+	if (!r) {
+		pb->maps_hash = h;
+		pb->bound_ns = now;
+		pb->rechecks = 0;
+		pb->recheck_ns = now + recheck_ms[0] * 1000000ull;
+		r = 1;
+	} else if (r != -ESRCH) {
+		fprintf(stderr, "ember: cannot bind unwind tables of pid %u: %s\n",
+			pid, err[0] ? err : strerror(-r));
+	}
+out:
+	free(b.maps);
+	free(b.owners);
+	exec_maps_free(&em);
+	return r;
+}
