@@ -20,6 +20,10 @@
  * first. Live entries are on an LRU list (most recently used first) that
  * the cap evicts from; exited ones move to the exited list, which
  * proc_table_release() walks.
+ *
+ * One file (~640 lines): the hash, the two lists, the cap and the slots
+ * are one structure under one lock, and every function keeps all of them
+ * consistent at once.
  */
 #include <pthread.h>
 #include <stdlib.h>

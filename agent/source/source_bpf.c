@@ -8,6 +8,11 @@
  * perf buffers (EMBER_BPF_TRANSPORT=perfbuf, kept for measurement). Records
  * the programs cannot write are counted per CPU in the "stats" map; poll()
  * turns new losses into EMBER_REC_LOST records.
+ *
+ * One file (~1350 lines): it is one backend's private state (struct
+ * ember_source: the skeleton, links, transports, filters, allocation
+ * probes), reached only through the ops table at its end; the unwind
+ * tables' maps are source_bpf_unwind.c, `ember status` status_bpf.c.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -16,6 +16,10 @@
  * goes with it: an exited process once the profile holding its samples
  * is written (proc_table_release(), or sym_sweep() on a table of our
  * own), a live one when the table's cap evicts it. Main thread only.
+ *
+ * One file (~1000 lines): the per-process state (mappings, their opened
+ * files, JIT maps, re-read timers) and the lookups over it change
+ * together; the file layers below it (sym_cache.c and down) are apart.
  */
 #include <errno.h>
 #include <fcntl.h>
