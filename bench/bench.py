@@ -60,18 +60,19 @@ MODES = {
                  off_D=8, off_reps=7, agent_D=25, agent_reps=2,
                  run_interval=10, sym_D=5, sym_reps=3, cost_D=4,
                  vm_D=4, vm_reps=3, agent_freqs=[19, 99],
-                 alloc_D=4, alloc_reps=5, trace_D=1),
+                 alloc_D=4, alloc_reps=5, trace_D=1, edge_D=60, edge_interval=5),
     "quick": dict(D=2, W=1.5, reps=3, freqs=[19, 99, 999],
                   loss_freqs=[999, 4999], loss_D=3,
                   off_D=3, off_reps=4, agent_D=8, agent_reps=1,
                   run_interval=5, sym_D=3, sym_reps=1, cost_D=2,
                   vm_D=2, vm_reps=1, agent_freqs=[19, 99],
-                  alloc_D=2, alloc_reps=3, trace_D=0.5),
+                  alloc_D=2, alloc_reps=3, trace_D=0.5, edge_D=15, edge_interval=5),
     "dry": dict(D=0.3, W=1.0, reps=1, freqs=[99],
                 loss_freqs=[999], loss_D=0.5, agent_freqs=[19],
                 off_D=0.3, off_reps=1, agent_D=2, agent_reps=1,
                 run_interval=1, sym_D=0.5, sym_reps=1, cost_D=0.5,
-                vm_D=0.3, vm_reps=1, alloc_D=0.3, alloc_reps=1, trace_D=0.2),
+                vm_D=0.3, vm_reps=1, alloc_D=0.3, alloc_reps=1, trace_D=0.2,
+                edge_D=3, edge_interval=1),
 }
 
 
@@ -635,14 +636,49 @@ class Bench:
             for rep in range(p["agent_reps"]):
                 for cmd, f in rotate(configs, rep):
                     self.agent_one(cmd, f, rep, port)
-        finally:
             wl.kill()
             wl.wait()
+            self.agent_edges(port)
+        finally:
+            if wl.poll() is None:
+                wl.kill()
+                wl.wait()
             if recv:
                 recv.terminate()
                 recv.wait()
         exports = len([n for n in os.listdir(rdir) if n.endswith(".json")])
         self.res.add("agent", "run", 0, "otlp_exports_received", exports)
+
+    def agent_edges(self, port):
+        """ember run at 999 Hz on every busy CPU, a profile every
+        edge_interval s for edge_D s: at each interval edge a profile is
+        symbolized, encoded and exported while the rings keep filling; the
+        backend's own counters say how many records were lost."""
+        p = self.p
+        D, iv = p["edge_D"], p["edge_interval"]
+        log(f"agent: ember run -F 999 -i {iv} for {D} s, every CPU busy: records lost at interval edges")
+        wl = subprocess.Popen([SPIN, "-d", str(D + 10)], stdout=subprocess.DEVNULL)
+        err = os.path.join(self.tmp, "edges.err")
+        try:
+            with open(err, "w") as ef:
+                proc = subprocess.Popen([EMBER, "run", "-c", "/dev/null", "--endpoint",
+                                         f"http://127.0.0.1:{port}", "-i", str(iv), "-F", "999"],
+                                        stdout=subprocess.DEVNULL, stderr=ef)
+                time.sleep(D + 0.5)
+                proc.send_signal(signal.SIGTERM)
+                proc.wait()
+        finally:
+            wl.kill()
+            wl.wait()
+        text = open(err).read()
+        m = re.search(r"stopped: (\d+) intervals, profiles exported (\d+)", text)
+        lost = re.search(r"records lost (\d+)", text)
+        if not m or not lost:
+            self.note(f"ember run -F 999 -i {iv}: no summary: {text.strip()[-200:]}")
+            return
+        self.res.add("agent", "edges999", 0, "intervals", int(m.group(1)))
+        self.res.add("agent", "edges999", 0, "exported", int(m.group(2)))
+        self.res.add("agent", "edges999", 0, "lost", int(lost.group(1)))
 
     def agent_one(self, cmd, freq, rep, port):
         p = self.p

@@ -377,7 +377,7 @@ class Report:
         self.w("| agent | CPU share of one core | steady RSS | of which anonymous | peak RSS while running | peak RSS incl. exit |")
         self.w("|---|---|---|---|---|---|")
         for c in self.configs("agent"):
-            if c == "run":
+            if c in ("run", "edges999"):
                 continue
             self.w(f"| ember {c[:-2]} {c[-2:]} Hz "
                    f"| {num(self.m('agent', c, 'cpu_share_of_core'), '{:.2f}%')} "
@@ -396,7 +396,8 @@ class Report:
                        f"{num(self.m('agent', c, 'cpu_us_per_new_pid'), '{:.0f}')} us of agent CPU "
                        f"per new process (all of its CPU divided by them).")
                 self.w()
-        agents = [c for c in self.configs("agent") if c != "run"]
+        self.edges_result(p)
+        agents = [c for c in self.configs("agent") if c not in ("run", "edges999")]
         if agents:
             worst = max(agents, key=lambda c: self.m("agent", c, "steady_rss_mib") or 0)
             worst_rss = self.m("agent", worst, "steady_rss_mib") or 0
@@ -440,6 +441,21 @@ class Report:
                            f"agent CPU per new process.")
             self.verdicts.append((f"ember {c[:-2]} CPU < 1% of a core at 19 Hz",
                                   "MET" if ok else "MISSED", detail))
+
+    def edges_result(self, p):
+        lost = self.m("agent", "edges999", "lost")
+        if lost is None:
+            return
+        D, iv = p.get("edge_D"), p.get("edge_interval")
+        n = self.m("agent", "edges999", "intervals")
+        self.w(f"Interval edges: `ember run -F 999 -i {iv}` for {D} s with every CPU busy: "
+               f"{num(n)} intervals, {num(self.m('agent', 'edges999', 'exported'))} profiles "
+               f"exported, **{num(lost)} records lost** (the backend's own counters, over the "
+               f"whole run).")
+        self.w()
+        self.verdicts.append((f"ember run 999 Hz -i {iv}: no records lost at interval edges",
+                              "MET" if lost == 0 else "MISSED",
+                              f"{lost:.0f} lost over {num(n)} intervals in {D} s"))
 
     def sym_section(self):
         self.w("## 6. Time to symbolize a cold profile")
