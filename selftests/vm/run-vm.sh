@@ -261,6 +261,20 @@ qemu_args=(
 	-append "console=ttyS0 panic=-1 cryptomgr.notests$append"
 	-serial "file:$console" -serial "file:$outser"
 )
+# EMBER_VM_ICOUNT=N (opt-in, for cost measurements): qemu's -icount
+# shift=N,sleep=off,align=off: the guest's clocks advance 2^N ns per guest
+# instruction executed, not with host time, so guest CPU times count
+# instructions and do not depend on the host's load (bench/fault-icount.sh).
+# Idle time is skipped (sleep=off). Instruction counts model no cache,
+# branch-predictor or return-thunk (Retpoline, SRSO) costs. Round-robin
+# TCG advances one clock for all vCPUs: use --smp 1 for per-process counts.
+if [ -n "${EMBER_VM_ICOUNT:-}" ]; then
+	case $EMBER_VM_ICOUNT in
+	*[!0-9]* | ???*) die "EMBER_VM_ICOUNT must be a shift value, 0 to 10 (2^N ns per instruction)" ;;
+	esac
+	[ "$EMBER_VM_ICOUNT" -le 10 ] || die "EMBER_VM_ICOUNT must be a shift value, 0 to 10"
+	qemu_args+=(-icount "shift=$EMBER_VM_ICOUNT,sleep=off,align=off")
+fi
 # EMBER_VM_QEMU_ARGS: extra qemu options for debugging (e.g. "-s" for gdb).
 # shellcheck disable=SC2206
 [ -z "${EMBER_VM_QEMU_ARGS:-}" ] || qemu_args+=($EMBER_VM_QEMU_ARGS)
