@@ -436,7 +436,7 @@ __noinline int uw_frames(__u32 slot)
 			r = uw_step(&rule, w);
 		} else {
 			w->flags |= EMBER_SF_USER_FP;
-			r = uw_fp_step(w);
+			r = uw_fp_step_at(w);
 			if (r == EMBER_STEP_NEXT &&
 			    !uw_mapping_at(w->pslot, w->pc - 1, mi))
 				r = EMBER_STEP_CUT;

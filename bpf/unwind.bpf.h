@@ -492,6 +492,37 @@ static __always_inline int uw_fp_step(struct uw_state *w)
 	return EMBER_STEP_NEXT;
 }
 
+/*
+ * The frame-pointer step from the interrupted instruction itself, which
+ * may be a frame-pointer prologue or a ret (ember_unwind_leaf_fp()).
+ */
+static __always_inline int uw_fp_step_at(struct uw_state *w)
+{
+	__u32 insn;
+	__u64 ra;
+	int k;
+
+	if (!w->exact ||
+	    bpf_probe_read_user(&insn, sizeof(insn), (const void *)w->pc))
+		return uw_fp_step(w);
+	k = ember_unwind_leaf_fp(insn);
+	if (k == EMBER_LEAF_AT_RA) {
+		if (uw_read(w, w->sp, &ra))
+			return EMBER_STEP_CUT;
+		if (!ra)
+			return EMBER_STEP_END;
+		w->sp += 8;
+		w->pc = ra;
+		w->exact = 0;
+		return EMBER_STEP_NEXT;
+	}
+	if (k == EMBER_LEAF_PUSHED) {
+		w->fp = w->sp;
+		w->fp_ok = 1;
+	}
+	return uw_fp_step(w);
+}
+
 /* Ask the agent for a binding, at most every UW_MISS_INTERVAL_NS. */
 static __always_inline bool uw_miss_allowed(__u32 tgid, __u64 now)
 {

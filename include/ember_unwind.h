@@ -285,4 +285,30 @@ static inline __u64 ember_unwind_lookup_pc(const struct ember_uregs *regs)
 	return regs->exact ? regs->pc : regs->pc - 1;
 }
 
+/*
+ * Code without tables (a JIT) is walked by frame pointers, and a frame at
+ * the interrupted instruction itself (the leaf, or under a signal frame)
+ * may stand where rbp is not yet, or no longer, its own: the plain
+ * frame-pointer step would then skip its caller. The first bytes at the
+ * PC (little-endian) tell: at endbr64, push %rbp or ret the return address
+ * is at rsp (EMBER_LEAF_AT_RA); at mov %rsp,%rbp, right after the push,
+ * rsp is the new frame (EMBER_LEAF_PUSHED: saved rbp at rsp, return
+ * address above it); anywhere else rbp is the frame (EMBER_LEAF_FRAME).
+ */
+enum {
+	EMBER_LEAF_FRAME,
+	EMBER_LEAF_AT_RA,
+	EMBER_LEAF_PUSHED,
+};
+
+static inline int ember_unwind_leaf_fp(__u32 insn)
+{
+	if ((insn & 0xff) == 0x55 || (insn & 0xff) == 0xc3 ||
+	    insn == 0xfa1e0ff3)
+		return EMBER_LEAF_AT_RA;
+	if ((insn & 0xffffff) == 0xe58948)
+		return EMBER_LEAF_PUSHED;
+	return EMBER_LEAF_FRAME;
+}
+
 #endif /* EMBER_UNWIND_H */

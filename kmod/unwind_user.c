@@ -248,6 +248,31 @@ static int ember_fp_step(struct ember_uregs *r)
 	return EMBER_STEP_NEXT;
 }
 
+/*
+ * The frame-pointer step from the interrupted instruction itself, which
+ * may be a frame-pointer prologue or a ret (ember_unwind_leaf_fp()).
+ */
+static int ember_fp_step_at(struct ember_uregs *r)
+{
+	u32 insn;
+
+	if (r->exact &&
+	    !copy_from_user_nofault(&insn, (const void __user *)r->pc,
+				    sizeof(insn))) {
+		switch (ember_unwind_leaf_fp(insn)) {
+		case EMBER_LEAF_AT_RA:
+			return ember_entry_step(r);
+		case EMBER_LEAF_PUSHED:
+			r->fp = r->sp;
+			r->fp_ok = 1;
+			break;
+		default:
+			break;
+		}
+	}
+	return ember_fp_step(r);
+}
+
 static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 				   struct pt_regs *regs, bool at_entry,
 				   u64 *ips, unsigned int max, u16 *flags)
@@ -293,7 +318,7 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 				s = EMBER_STEP_CUT;
 		} else {
 			*flags |= EMBER_SF_USER_FP;
-			s = ember_fp_step(&r);
+			s = ember_fp_step_at(&r);
 			if (s == EMBER_STEP_NEXT &&
 			    !ember_unwind_mapping(w->b, r.pc - 1))
 				s = EMBER_STEP_CUT;

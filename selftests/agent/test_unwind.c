@@ -514,9 +514,44 @@ static void test_deref_add(void)
 	free(t);
 }
 
+/*
+ * Where frame pointers are walked (no table: JIT code), the instruction
+ * at an interrupted PC tells whether rbp is its frame yet: read from the
+ * code gcc and a JIT emit.
+ */
+static void test_leaf_fp(void)
+{
+	static const struct {
+		unsigned char code[4];
+		int want;
+	} cases[] = {
+		{ { 0x55, 0x48, 0x89, 0xe5 }, EMBER_LEAF_AT_RA },	/* push %rbp */
+		{ { 0xc3, 0xcc, 0xcc, 0xcc }, EMBER_LEAF_AT_RA },	/* ret */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa }, EMBER_LEAF_AT_RA },	/* endbr64 */
+		{ { 0x48, 0x89, 0xe5, 0x48 }, EMBER_LEAF_PUSHED },	/* mov %rsp,%rbp */
+		{ { 0x48, 0x89, 0xe0, 0x90 }, EMBER_LEAF_FRAME },	/* mov %rsp,%rax */
+		{ { 0x5d, 0xc3, 0x90, 0x90 }, EMBER_LEAF_FRAME },	/* pop %rbp: rbp still ours */
+		{ { 0xc9, 0xc3, 0x90, 0x90 }, EMBER_LEAF_FRAME },	/* leave */
+		{ { 0xf3, 0x0f, 0x1e, 0xfb }, EMBER_LEAF_FRAME },	/* endbr32 */
+		{ { 0x48, 0x83, 0xc0, 0x01 }, EMBER_LEAF_FRAME },	/* add $1,%rax */
+	};
+	int bad = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		__u32 insn;
+
+		memcpy(&insn, cases[i].code, sizeof(insn));
+		bad += ember_unwind_leaf_fp(insn) != cases[i].want;
+	}
+	T_CHECK("unwind_leaf_fp_prologue_and_ret", bad == 0,
+		"%d of %zu instructions misread", bad,
+		sizeof(cases) / sizeof(cases[0]));
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
+	test_leaf_fp();
 	load_self_maps();
 	test_validator();
 	check_file_against_libdw("/proc/self/exe", "self");

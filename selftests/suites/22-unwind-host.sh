@@ -50,6 +50,8 @@ done
 selftests/unwind/check-real.sh --ember agent/ember --out "$art"
 selftests/unwind/check-jit.sh --ember agent/ember --work agent/gen/tests/jit-work \
 	--label host --out "$art"
+selftests/unwind/check-jit.sh --ember agent/ember --work agent/gen/tests/jit-work \
+	--label host --out "$art" --tiny
 
 # Garbage in the eBPF maps, past the agent's validation (a bug there):
 # random table data, then huge counts in the descriptors too. The

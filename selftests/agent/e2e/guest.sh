@@ -96,6 +96,8 @@ if [ -x ./unwind-gcc/nofp-work ]; then
 	# JIT code named by a perf map, called from no-FP C
 	sh ./check-jit.sh --ember ./ember --work ./jit-work --label kmod_vm \
 		--backend kmod --warmup 3 --out /tmp
+	sh ./check-jit.sh --ember ./ember --work ./jit-work --label kmod_vm \
+		--backend kmod --warmup 3 --out /tmp --tiny
 fi
 
 # Module loading disallowed: auto must fall back to eBPF by itself.
