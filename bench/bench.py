@@ -671,13 +671,19 @@ class Bench:
             wl.kill()
             wl.wait()
         text = open(err).read()
-        m = re.search(r"stopped: (\d+) intervals, profiles exported (\d+)", text)
+        m = re.search(r"stopped: (\d+) intervals, profiles exported (\d+), failed (\d+), "
+                      r"dropped (\d+)", text)
+        empty = re.search(r"empty intervals (\d+)", text)
         lost = re.search(r"records lost (\d+)", text)
         if not m or not lost:
             self.note(f"ember run -F 999 -i {iv}: no summary: {text.strip()[-200:]}")
             return
         self.res.add("agent", "edges999", 0, "intervals", int(m.group(1)))
         self.res.add("agent", "edges999", 0, "exported", int(m.group(2)))
+        self.res.add("agent", "edges999", 0, "export_failed", int(m.group(3)))
+        self.res.add("agent", "edges999", 0, "export_dropped", int(m.group(4)))
+        if empty:
+            self.res.add("agent", "edges999", 0, "empty", int(empty.group(1)))
         self.res.add("agent", "edges999", 0, "lost", int(lost.group(1)))
 
     def agent_one(self, cmd, freq, rep, port):

@@ -450,7 +450,10 @@ class Report:
         n = self.m("agent", "edges999", "intervals")
         self.w(f"Interval edges: `ember run -F 999 -i {iv}` for {D} s with every CPU busy: "
                f"{num(n)} intervals, {num(self.m('agent', 'edges999', 'exported'))} profiles "
-               f"exported, **{num(lost)} records lost** (the backend's own counters, over the "
+               f"exported ({num(self.m('agent', 'edges999', 'export_failed'))} failed, "
+               f"{num(self.m('agent', 'edges999', 'export_dropped'))} dropped, "
+               f"{num(self.m('agent', 'edges999', 'empty'))} intervals empty), "
+               f"**{num(lost)} records lost** (the backend's own counters, over the "
                f"whole run).")
         self.w()
         self.verdicts.append((f"ember run 999 Hz -i {iv}: no records lost at interval edges",
@@ -639,13 +642,17 @@ class Report:
         l999 = self.m("loss", "ember999", "lost")
         h.append(f"| lost at 999 Hz; highest zero-loss Hz tried | {num(l999)}; {max(zero) if zero else 'none'} | | 0 at 999 Hz |")
         for c in self.configs("agent"):
-            if c == "run":
+            if c in ("run", "edges999"):
                 continue
             h.append(f"| ember {c[:-2]} {c[-2:]} Hz: CPU; steady / peak RSS "
                      f"| {num(self.m('agent', c, 'cpu_share_of_core'), '{:.2f}%')}; "
                      f"{num(self.m('agent', c, 'steady_rss_mib'), '{:.1f}')} / "
                      f"{num(self.m('agent', c, 'peak_rss_mib'), '{:.1f}')} MiB | | "
                      f"{'< 1% and < 32 MB' if c.endswith('19') else '< 32 MB'} |")
+        lost = self.m("agent", "edges999", "lost")
+        if lost is not None:
+            h.append(f"| ember run -F 999 -i {self.meta['params'].get('edge_interval')}: "
+                     f"records lost at interval edges | {num(lost)} | | 0 |")
         v = self.m("symbolize", "ember99", "stop_to_written_s")
         h.append(f"| cold symbolize + write (99 Hz, all processes) | {num(v, '{:.2f} s')} | | |")
         return h

@@ -33,6 +33,9 @@
 
 #define BUCKETS		4096
 #define EVICT_SCAN	16	/* LRU entries looked at for one eviction */
+/* an exited process that never took a sample stays this long (record time) */
+#define UNSAMPLED_GRACE_NS	1000000000ull
+#define SWEEP_EVERY_NS		100000000ull
 
 struct proc {
 	struct proc *hnext;		/* hash chain: newest of a pid first */
@@ -57,6 +60,7 @@ struct proc_table {
 	char *root;
 	uint32_t max, gen;
 	uint32_t written_gen;		/* last generation released */
+	uint64_t swept_ns;		/* record time of the last sweep_unsampled() */
 	struct proc *hash[BUCKETS];
 	struct list lru, exited;
 	struct proc_table_stats st;
@@ -298,6 +302,33 @@ static int mark(struct proc_table *t, struct proc *p)
 	return first;
 }
 
+/*
+ * Exited processes that never took a sample have nothing to write: on an
+ * exec-heavy host they are most of the table, and their symbolizer state
+ * (the maps read at their exec) most of the agent's memory. They go
+ * UNSAMPLED_GRACE_NS after their exit rather than when the interval is
+ * written: until then a sample still in another CPU's ring finds them.
+ * The exited list is in exit order, oldest at its tail; sampled ones wait
+ * for proc_table_release(). now_ns: the newest exit record's time.
+ */
+static void sweep_unsampled(struct proc_table *t, uint64_t now_ns)
+{
+	struct proc *p, *prev;
+
+	if (now_ns < t->swept_ns + SWEEP_EVERY_NS)
+		return;
+	t->swept_ns = now_ns;
+	for (p = t->exited.tail; p; p = prev) {
+		prev = p->prev;
+		if (!p->exit_ns || p->exit_ns + UNSAMPLED_GRACE_NS > now_ns)
+			break;
+		if (!p->sampled) {
+			entry_free(t, p);
+			t->st.released++;
+		}
+	}
+}
+
 /* ---- the interface ----------------------------------------------------- */
 
 struct proc_table *proc_table_new(const struct proc_table_options *opt)
@@ -396,6 +427,8 @@ void proc_table_exit(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 		list_add(&t->exited, p);
 		t->st.exited++;
 	}
+	if (time_ns)
+		sweep_unsampled(t, time_ns);
 	pthread_mutex_unlock(&t->lock);
 }
 

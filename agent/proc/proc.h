@@ -15,7 +15,8 @@
  * was written: samples mark it with the table's generation (the interval
  * being aggregated); proc_table_release(gen) frees the exited processes
  * last sampled in generation gen or before, once that interval's profile
- * is written.
+ * is written. One that never took a sample has nothing to write: it goes
+ * a second (of record time) after its exit, at a later exit record.
  *
  * Bounded: at most max_procs entries. A new process past the cap evicts
  * the least recently used live process whose samples are all written;

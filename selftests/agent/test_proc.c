@@ -403,6 +403,42 @@ static void test_slots(void)
 	proc_table_free(t);
 }
 
+/*
+ * An exited process that never took a sample goes a second after its
+ * exit (at a later exit record), not at the interval's end; one with
+ * samples waits for its release.
+ */
+static void test_unsampled_exit(void)
+{
+	struct proc_table_options o = { .root = root };
+	struct proc_table *t = proc_table_new(&o);
+	const uint64_t s1 = 1000000000ull;
+	struct proc_table_stats st;
+
+	proc_table_exec(t, 800, 1 * s1, "quick", "/bin/quick");
+	proc_table_exit(t, 800, 1 * s1 + 5, NULL, false);
+	proc_table_sample(t, 801, 1 * s1, "sampled", true, 0);
+	proc_table_exit(t, 801, 1 * s1 + 6, NULL, false);
+	proc_table_exec(t, 802, 1 * s1 + 500000000ull, "later", "/bin/later");
+	proc_table_exit(t, 802, 1 * s1 + 600000000ull, NULL, false);
+	proc_table_get_stats(t, &st);
+	T_CHECK("unsampled_exit_kept_in_grace", st.procs == 3 && st.released == 0,
+		"procs %u released %llu", st.procs, (unsigned long long)st.released);
+	/* another exit 1.5 s later: 800 goes, 801 (sampled) and 802 stay */
+	proc_table_exec(t, 803, 2 * s1 + 500000000ull, "x", "/bin/x");
+	proc_table_exit(t, 803, 2 * s1 + 500000000ull, NULL, false);
+	proc_table_get_stats(t, &st);
+	T_CHECK("unsampled_exit_freed_after_grace",
+		st.procs == 3 && st.released == 1 && !proc_table_exited(t, 800) &&
+		proc_table_exited(t, 801) && proc_table_exited(t, 802),
+		"procs %u released %llu", st.procs, (unsigned long long)st.released);
+	proc_table_release(t, proc_table_advance(t));
+	proc_table_get_stats(t, &st);
+	T_CHECK("unsampled_exit_sampled_at_release", st.procs == 0,
+		"procs %u", st.procs);
+	proc_table_free(t);
+}
+
 /* What a slot of another thread got back from the table. */
 static void *slot_gone[4];
 static int nr_slot_gone;
@@ -554,6 +590,7 @@ int main(void)
 	test_maps();
 	test_slots();
 	test_other_thread_slots();
+	test_unsampled_exit();
 	test_threads();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd))
