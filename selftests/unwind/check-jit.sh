@@ -14,7 +14,7 @@
 # usage: check-jit.sh --ember PATH --work PATH/jit-work --label L [--out DIR]
 #                     [--backend B] [--warmup S] [--tiny]
 ember=ember work=jit-work label=host out=${TMPDIR:-/tmp} backend=auto warmup=0
-mode= outer=jit_outer inner=jit_inner
+mode= outer=jit_outer inner=jit_inner secs=3 min=100
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) ember=$2; shift ;;
@@ -23,7 +23,12 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift ;;
 	--backend) backend=$2; shift ;;
 	--warmup) warmup=$2; shift ;;
-	--tiny) mode=tiny outer=jit_loop inner=jit_tiny ;;
+	# fewer samples land in jit_tiny under qemu TCG, which takes the
+	# timer interrupt between translated blocks (65 in 3 s on 6.12,
+	# against ~1,400 on the host): a longer run and a lower floor, which
+	# still tells the fix from the bug (before it, every sample there
+	# lost jit_loop)
+	--tiny) mode=tiny outer=jit_loop inner=jit_tiny secs=5 min=30 ;;
 	*) echo "check-jit.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -32,7 +37,7 @@ T=unwind_${label}_jit${mode:+_prologue}
 f=$out/jit-$label$mode.folded
 # --warmup: the workload sleeps that long with its JIT code in place, so
 # a slow agent (emulated VMs) binds the process with the JIT mapping
-"$ember" record --backend "$backend" -F 499 -o "$f" -- "$work" 3 "$warmup" $mode \
+"$ember" record --backend "$backend" -F 499 -o "$f" -- "$work" "$secs" "$warmup" $mode \
 	>"$out/jit-$label$mode.out" 2>"$out/jit-$label$mode.err"
 rc=$?
 pid=$(sed -n 's/^jit_work: pid \([0-9]*\),.*/\1/p' "$out/jit-$label$mode.out")
@@ -45,7 +50,7 @@ cut=$(grep ";$inner " "$f" | grep '\[cut\]' | awk '{ s += $NF } END { print s + 
 odd=$(grep ";$inner " "$f" | grep -v ";$chain " |
 	grep -v '\[cut\]' | awk '{ s += $NF } END { print s + 0 }')
 echo "# $T: $jit samples in $inner, $full with $chain, $cut cut, $odd other"
-if [ $rc -eq 0 ] && [ "$jit" -ge 100 ] && [ $((full * 100)) -ge $((jit * 95)) ] &&
+if [ $rc -eq 0 ] && [ "$jit" -ge "$min" ] && [ $((full * 100)) -ge $((jit * 95)) ] &&
 	[ "$odd" -eq 0 ]; then
 	echo "PASS: $T"
 else
