@@ -609,7 +609,11 @@ class Bench:
         os.makedirs(rdir, exist_ok=True)
         pf = os.path.join(self.tmp, "port")
         if os.path.exists(RECEIVER):
-            recv = subprocess.Popen([sys.executable, RECEIVER, "--port-file", pf, "--dir", rdir],
+            # the receiver exits after --lifetime (300 s by default), shorter
+            # than this section at full length
+            life = 5 * p["agent_reps"] * (p["agent_D"] + 10) + p["edge_D"] + 300
+            recv = subprocess.Popen([sys.executable, RECEIVER, "--port-file", pf, "--dir", rdir,
+                                     "--lifetime", str(life)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for _ in range(50):
                 if os.path.exists(pf) and open(pf).read().strip():
@@ -658,7 +662,8 @@ class Bench:
         D, iv = p["edge_D"], p["edge_interval"]
         log(f"agent: ember run -F 999 -i {iv} for {D} s, every CPU busy: records lost at interval edges")
         wl = subprocess.Popen([SPIN, "-d", str(D + 10)], stdout=subprocess.DEVNULL)
-        err = os.path.join(self.tmp, "edges.err")
+        # kept with the report: its export errors say why an export failed
+        err = os.path.join(self.args.out, "edges-ember-run.err")
         try:
             with open(err, "w") as ef:
                 proc = subprocess.Popen([EMBER, "run", "-c", "/dev/null", "--endpoint",
