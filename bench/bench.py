@@ -603,6 +603,13 @@ class Bench:
     # ---- agent CPU and memory --------------------------------------------
     def agent(self):
         p = self.p
+        configs = []
+        for f in p["agent_freqs"]:
+            configs.append(("record", f))
+            configs.append(("run", f))
+        # a host that also starts programs all the time (builds, shell
+        # pipelines): every exec is a new process to learn
+        configs.append(("run+churn", p["agent_freqs"][0]))
         port = None
         recv = None
         rdir = os.path.join(self.tmp, "otlp")
@@ -611,7 +618,7 @@ class Bench:
         if os.path.exists(RECEIVER):
             # the receiver exits after --lifetime (300 s by default), shorter
             # than this section at full length
-            life = 5 * p["agent_reps"] * (p["agent_D"] + 10) + p["edge_D"] + 300
+            life = len(configs) * p["agent_reps"] * (p["agent_D"] + 10) + p["edge_D"] + 300
             recv = subprocess.Popen([sys.executable, RECEIVER, "--port-file", pf, "--dir", rdir,
                                      "--lifetime", str(life)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -626,13 +633,6 @@ class Bench:
             s.bind(("127.0.0.1", 0))
             port = str(s.getsockname()[1])
             s.close()
-        configs = []
-        for f in p["agent_freqs"]:
-            configs.append(("record", f))
-            configs.append(("run", f))
-        # a host that also starts programs all the time (builds, shell
-        # pipelines): every exec is a new process to learn
-        configs.append(("run+churn", p["agent_freqs"][0]))
         log(f"agent: CPU and RSS of ember record -a / ember run at {p['agent_freqs']} Hz, {p['agent_D']} s each, busy system")
         wl = subprocess.Popen([SPIN, "-d", str(10 + len(configs) * p["agent_reps"] * (p["agent_D"] + 6))],
                               stdout=subprocess.DEVNULL)
