@@ -15,6 +15,13 @@
  * inside the process's root, never a FIFO, device, link or sparse file:
  * safe_open_at()), and separate debug files are found by build-id under
  * /usr/lib/debug only (root's tree), as the table cache finds them.
+ *
+ * The vDSO is reported here too: dwfl_linux_proc_maps_report() leaves
+ * [vdso] out when it is handed the maps as a stream (it knows neither the
+ * pid nor AT_SYSINFO_EHDR), and libdwfl then walks a vDSO frame by rbp,
+ * which is right inside the vDSO's framed code and wrong at its entry and
+ * after its epilogue's pop (elfutils 0.188: every such sample disagreed).
+ * Its bytes are read from the process's memory once per report.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <elfutils/libdwfl.h>
 
 #include "safe_file.h"
@@ -32,6 +41,8 @@
 
 #define ORACLE_MAPS_MAX_BYTES	(16u << 20)
 #define ORACLE_MAPS_MAX_LINE	(4096 + 256)
+/* x86-64's vDSO is two pages; anything much larger is not one */
+#define ORACLE_VDSO_MAX_BYTES	(1u << 20)
 
 struct oracle_proc {
 	uint32_t pid;
@@ -39,6 +50,7 @@ struct oracle_proc {
 	char *maps;			/* what was reported, bounded lines */
 	const struct oracle_stack *cur;	/* the sample being unwound */
 	bool thread_given;
+	char *vdso;			/* the [vdso] bytes libdwfl's Elf uses */
 };
 
 struct oracle {
@@ -51,9 +63,10 @@ struct oracle {
  * dwfl_getthread_frames() with no pointer of ours. The oracle is used
  * from one thread.
  */
-static const struct oracle_proc *oracle_cur;
+static struct oracle_proc *oracle_cur;
 
-/* The maps line starting at base, else the first naming name. */
+/* The maps line starting at base, else the first naming name (a path, or
+ * a [pseudo] name). */
 static bool map_range(const char *maps, uint64_t base, const char *name,
 		      uint64_t *start, uint64_t *end)
 {
@@ -66,7 +79,7 @@ static bool map_range(const char *maps, uint64_t base, const char *name,
 
 			nl = strchr(l, '\n');
 			n = nl ? (size_t)(nl - l) : strlen(l);
-			path = memchr(l, '/', n);
+			path = len ? memchr(l, name[0], n) : NULL;
 			if (sscanf(l, "%" SCNx64 "-%" SCNx64, start, end) != 2)
 				continue;
 			if (pass == 0 ? *start == base :
@@ -78,10 +91,37 @@ static bool map_range(const char *maps, uint64_t base, const char *name,
 	return false;
 }
 
+/*
+ * The vDSO image from the process's memory, as an Elf over a buffer the
+ * process entry owns (libdwfl ends the Elf, never the buffer).
+ */
+static int vdso_elf(struct oracle_proc *p, uint64_t base, Elf **elfp)
+{
+	uint64_t start, end;
+	char path[48];
+	ssize_t n = -1;
+	int fd;
+
+	*elfp = NULL;
+	if (p->vdso || !map_range(p->maps, base, "[vdso]", &start, &end) ||
+	    start != base || end - start > ORACLE_VDSO_MAX_BYTES)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%u/mem", p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	p->vdso = fd >= 0 ? malloc(end - start) : NULL;
+	if (p->vdso)
+		n = pread(fd, p->vdso, end - start, (off_t)start);
+	if (fd >= 0)
+		close(fd);
+	if (n == (ssize_t)(end - start))
+		*elfp = elf_memory(p->vdso, (size_t)n);
+	return -1;
+}
+
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		    Dwarf_Addr base, char **file_name, Elf **elfp)
 {
-	const struct oracle_proc *p = oracle_cur;
+	struct oracle_proc *p = oracle_cur;
 	struct safe_rules rules = {
 		.max_bytes = TABLE_FILE_MAX_BYTES,
 		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
@@ -93,7 +133,8 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	uint64_t start, end;
 	int fd = -1;
 
-	/* [vdso]: libdwfl reads it from the process's memory */
+	if (p && !strcmp(modname, "[vdso]"))
+		return vdso_elf(p, base, elfp);
 	if (!p || modname[0] != '/')
 		return dwfl_linux_proc_find_elf(mod, userdata, modname, base,
 						file_name, elfp);
@@ -202,8 +243,19 @@ static void proc_drop(struct oracle_proc *p)
 {
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
+	free(p->vdso);
 	free(p->maps);
 	memset(p, 0, sizeof(*p));
+}
+
+/* The [vdso] line, if the process has one, as a module of its own. */
+static bool report_vdso(struct oracle_proc *p)
+{
+	uint64_t start, end;
+
+	if (!map_range(p->maps, UINT64_MAX, "[vdso]", &start, &end))
+		return true;
+	return dwfl_report_module(p->dwfl, "[vdso]", start, end) != NULL;
 }
 
 static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
@@ -233,7 +285,7 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 	/* attaching opens the first module's file (for its machine) */
 	oracle_cur = p;
 	if (!f || dwfl_linux_proc_maps_report(p->dwfl, f) ||
-	    dwfl_report_end(p->dwfl, NULL, NULL) ||
+	    !report_vdso(p) || dwfl_report_end(p->dwfl, NULL, NULL) ||
 	    !dwfl_attach_state(p->dwfl, NULL, (pid_t)pid, &thread_callbacks, p)) {
 		oracle_cur = NULL;
 		if (f)

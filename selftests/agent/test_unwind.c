@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "../../include/ember_unwind.h"
@@ -271,6 +272,71 @@ static void test_live_stack(void)
 			n, complete, match, ours_n);
 		oracle_free(o);
 	}
+}
+
+/* A function's entry in our own vDSO (a 64-bit process's is this one). */
+static uint64_t vdso_entry(const char *name)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), found = 0;
+	const GElf_Ehdr *eh = (const GElf_Ehdr *)(uintptr_t)base;
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+
+	if (!base)
+		return 0;
+	elf = elf_memory((char *)(uintptr_t)base,
+			 eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize);
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Sym sym;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; gelf_getsym(d, (int)i, &sym); i++) {
+			const char *n = elf_strptr(elf, sh.sh_link, sym.st_name);
+
+			if (n && !strcmp(n, name) && sym.st_value)
+				found = base + sym.st_value;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	return found;
+}
+
+/*
+ * A sample at the first instruction of a vDSO function, called from
+ * capture(): the oracle must unwind the vDSO by its CFI (CFA = rsp + 8),
+ * not by a frame pointer that isn't set up there yet.
+ */
+static void test_oracle_vdso(void)
+{
+	static uint8_t buf[sizeof(copy_buf) + 8];
+	uint64_t entry = vdso_entry("__vdso_clock_gettime");
+	struct oracle_stack at = copy;
+	struct oracle *o = oracle_new();
+	uint64_t ips[MAX_FR];
+	int complete = 0, n = -1, match = 0;
+
+	if (entry && o && copy.stack_len) {
+		memcpy(buf, &copy.regs[16], 8);
+		memcpy(buf + 8, copy.stack, copy.stack_len);
+		at.stack = buf;
+		at.stack_len = copy.stack_len + 8;
+		at.regs[7] = copy.regs[7] - 8;
+		at.regs[6] = 0x10;	/* no frame pointer to follow */
+		at.regs[16] = entry;
+		n = oracle_unwind(o, &at, ips, MAX_FR, &complete);
+	}
+	for (int i = 2; i < n && i - 2 < ours_n; i++)
+		match += ips[i] == ours[i - 2];
+	T_CHECK("unwind_oracle_vdso_entry", n == ours_n + 2 &&
+		ips[1] == copy.regs[16] && match == ours_n,
+		"vdso entry %#" PRIx64 ": oracle %d frames, want %d; %d agree",
+		entry, n, ours_n + 2, match);
+	oracle_free(o);
 }
 
 /* ---- every rule against libdw ---- */
@@ -560,6 +626,7 @@ int main(void)
 		check_file_against_libdw("/usr/lib/x86_64-linux-gnu/liblzma.so.5",
 					 "liblzma");
 	test_live_stack();
+	test_oracle_vdso();
 	test_deref_add();
 	T_EXIT();
 }
