@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# What a perf_event BPF program costs on this host at a sampling rate,
+# before ember's own work (issue 13's "< 2 us a sample at 99 Hz"): the
+# kernel's own run_time_ns / run_cnt (kernel.bpf_stats_enabled) of
+# bpftrace programs of growing size next to ember's on-CPU program, with
+# every CPU busy in bench/workloads/spin (a shallow stack) or deep (33
+# no-frame-pointer frames). Configurations, interleaved per repetition:
+#   empty    profile:hz:N { }                       the invocation itself
+#   map      profile:hz:N { @[tid] = count(); }     one hash-map update
+#   ustack   profile:hz:N { @[ustack(perf, 32)] = count(); }
+#            bpf_get_stackid's frame-pointer walk, a stack map and a hash
+#            update: the cheapest program that aggregates user stacks
+#   ember    ember record --backend bpf -F N -p WORKLOAD (tables, record,
+#            ring)
+#
+#   bench/bpf-floor.sh [--hz N] [--reps N] [--seconds S] [--out DIR]
+#
+# Prints the median ns per run and the range over the repetitions. Needs
+# bpftrace (installed from Debian if missing) and root. Not part of
+# `make bench`: it measures the host, not ember.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+hz=99 reps=3 secs=10 out=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--hz) hz=$2; shift 2 ;;
+	--reps) reps=$2; shift 2 ;;
+	--seconds) secs=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	-h | --help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bpf-floor: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || { echo "bpf-floor: run as root (bpf_stats, perf events)" >&2; exit 1; }
+command -v bpftrace >/dev/null ||
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q bpftrace >/dev/null
+make -s agent bench-workloads >/dev/null
+W=.cache/bench
+[ -x $W/spin ] && [ -x $W/deep ] && [ -x agent/ember ] ||
+	{ echo "bpf-floor: build the agent and bench workloads first (make bench --dry)" >&2; exit 1; }
+
+rows=$(mktemp)
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; rm -f $rows $rows.folded' EXIT
+sysctl -qw kernel.bpf_stats_enabled=1
+
+# The highest program id loaded so far (bpftool here lists no pids, so a
+# configuration's programs are the ones loaded after this).
+max_id() {
+	bpftool -j prog show | python3 -c '
+import json, sys
+print(max([p["id"] for p in json.load(sys.stdin)] or [0]))'
+}
+
+# ns per run of the perf_event programs loaded after id $1: "runs ns"
+prog_cost() {
+	bpftool -j prog show | python3 -c '
+import json, sys
+after = int(sys.argv[1]); cnt = ns = 0
+for p in json.load(sys.stdin):
+    if p.get("type") == "perf_event" and p["id"] > after:
+        cnt += p.get("run_cnt", 0); ns += p.get("run_time_ns", 0)
+print(cnt, ns // cnt if cnt else 0)' "$1"
+}
+
+one() {	# config workload
+	local cfg=$1 wl=$2 w p r id
+	id=$(max_id)
+	$W/$wl -t "$(nproc)" -d $((secs + 5)) >/dev/null 2>&1 &
+	w=$!
+	sleep 0.5
+	case $cfg in
+	empty) bpftrace -e "profile:hz:$hz { }" >/dev/null 2>&1 & ;;
+	map) bpftrace -e "profile:hz:$hz { @[tid] = count(); }" >/dev/null 2>&1 & ;;
+	ustack) bpftrace -e "profile:hz:$hz { @[ustack(perf, 32)] = count(); }" >/dev/null 2>&1 & ;;
+	ember) agent/ember record --backend bpf -F "$hz" -p "$w" -d $((secs + 3)) \
+		-o "$rows.folded" >/dev/null 2>&1 & ;;
+	esac
+	p=$!
+	sleep "$secs"
+	r=$(prog_cost "$id")
+	kill -INT "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+	kill "$w" 2>/dev/null || true
+	wait "$w" 2>/dev/null || true
+	echo "$cfg $wl $r" >>"$rows"
+}
+
+for rep in $(seq "$reps"); do
+	for wl in spin deep; do
+		for cfg in empty map ustack ember; do
+			one $cfg $wl
+		done
+	done
+done
+
+report=$(python3 - "$rows" "$hz" <<'EOF'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    cfg, wl, runs, ns = line.split()
+    if int(runs):
+        rows.setdefault((wl, cfg), []).append(int(ns))
+print(f"perf_event program cost at {sys.argv[2]} Hz, every CPU busy (ns per run, median [range])")
+print(f"{'workload':8} {'config':7} {'median':>7}  range")
+for (wl, cfg), v in rows.items():
+    print(f"{wl:8} {cfg:7} {statistics.median(v):7.0f}  [{min(v)}..{max(v)}] n={len(v)}")
+EOF
+)
+echo "$report"
+if [ -n "$out" ]; then
+	mkdir -p "$out"
+	echo "$report" >"$out/bpf-floor.txt"
+	cp "$rows" "$out/bpf-floor.rows"
+	echo "bench/bpf-floor.sh --hz $hz --reps $reps --seconds $secs" >"$out/bpf-floor.cmd"
+fi
