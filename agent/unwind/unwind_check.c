@@ -30,7 +30,7 @@ struct unwind_check {
 	struct unwind_check_stats st;
 	struct recent_sample recent[RECENT];
 	unsigned int next;
-	char shown[SHOWN_DISAGREEMENTS][256];
+	char shown[SHOWN_DISAGREEMENTS][1024];
 	int nr_shown;
 };
 
@@ -72,16 +72,39 @@ static struct recent_sample *partner(struct unwind_check *c,
 	return NULL;
 }
 
+/* Up to CHAIN_SHOWN addresses of a chain, for the disagreement's line. */
+#define CHAIN_SHOWN	20
+
+static size_t chain(char *buf, size_t len, const char *who,
+		    const uint64_t *ips, int n)
+{
+	size_t at = (size_t)snprintf(buf, len, "; %s", who);
+
+	for (int k = 0; k < n && k < CHAIN_SHOWN && at < len; k++)
+		at += (size_t)snprintf(buf + at, len - at, " %" PRIx64, ips[k]);
+	return at < len ? at : len;
+}
+
+/* The first frame that differs, then both chains: enough to tell whose
+ * walk went wrong against the process's maps. */
 static void note(struct unwind_check *c, const struct recent_sample *r,
 		 int i, int ne, int no, const uint64_t *o)
 {
+	char *buf = c->shown[c->nr_shown];
+	size_t len = sizeof(c->shown[0]), at;
+
 	if (c->nr_shown == SHOWN_DISAGREEMENTS)
 		return;
-	snprintf(c->shown[c->nr_shown++], sizeof(c->shown[0]),
-		 "pid %u: frame %d: ember 0x%" PRIx64 ", oracle 0x%" PRIx64
-		 " (ember %d frames%s, oracle %d)", r->pid, i,
-		 i < ne ? r->user[i] : 0, i < no ? o[i] : 0, ne,
-		 r->flags & EMBER_SF_USER_CUT ? " cut" : "", no);
+	c->nr_shown++;
+	at = (size_t)snprintf(buf, len, "pid %u: frame %d: ember 0x%" PRIx64
+			      ", oracle 0x%" PRIx64 " (ember %d frames%s, "
+			      "oracle %d)", r->pid, i,
+			      i < ne ? r->user[i] : 0, i < no ? o[i] : 0, ne,
+			      r->flags & EMBER_SF_USER_CUT ? " cut" : "", no);
+	if (at < len)
+		at += chain(buf + at, len - at, "ember:", r->user, ne);
+	if (at < len)
+		chain(buf + at, len - at, "oracle:", o, no);
 }
 
 static void compare(struct unwind_check *c, const struct recent_sample *r,
