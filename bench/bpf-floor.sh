@@ -38,36 +38,27 @@ command -v bpftrace >/dev/null ||
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q bpftrace >/dev/null
 make -s agent bench-workloads >/dev/null
 W=.cache/bench
-[ -x $W/spin ] && [ -x $W/deep ] && [ -x agent/ember ] ||
-	{ echo "bpf-floor: build the agent and bench workloads first (make bench --dry)" >&2; exit 1; }
 
 rows=$(mktemp)
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; rm -f $rows $rows.folded' EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 
-# The highest program id loaded so far (bpftool here lists no pids, so a
-# configuration's programs are the ones loaded after this).
-max_id() {
-	bpftool -j prog show | python3 -c '
-import json, sys
-print(max([p["id"] for p in json.load(sys.stdin)] or [0]))'
-}
-
-# ns per run of the perf_event programs loaded after id $1: "runs ns"
+# ns per run of the perf_event programs process $1 holds: "runs ns"
+# (bench.py's own_prog_ids(): its prog fds, so nobody else's programs)
 prog_cost() {
-	bpftool -j prog show | python3 -c '
+	bpftool -j prog show | PYTHONPATH=bench python3 -c '
 import json, sys
-after = int(sys.argv[1]); cnt = ns = 0
+from bench import own_prog_ids
+ids = own_prog_ids(int(sys.argv[1])); cnt = ns = 0
 for p in json.load(sys.stdin):
-    if p.get("type") == "perf_event" and p["id"] > after:
+    if p.get("type") == "perf_event" and p["id"] in ids:
         cnt += p.get("run_cnt", 0); ns += p.get("run_time_ns", 0)
 print(cnt, ns // cnt if cnt else 0)' "$1"
 }
 
 one() {	# config workload
-	local cfg=$1 wl=$2 w p r id
-	id=$(max_id)
+	local cfg=$1 wl=$2 w p r
 	$W/$wl -t "$(nproc)" -d $((secs + 5)) >/dev/null 2>&1 &
 	w=$!
 	sleep 0.5
@@ -80,7 +71,7 @@ one() {	# config workload
 	esac
 	p=$!
 	sleep "$secs"
-	r=$(prog_cost "$id")
+	r=$(prog_cost "$p")
 	kill -INT "$p" 2>/dev/null || true
 	wait "$p" 2>/dev/null || true
 	kill "$w" 2>/dev/null || true
