@@ -90,12 +90,12 @@ static size_t chain(char *buf, size_t len, const char *who,
 static void note(struct unwind_check *c, const struct recent_sample *r,
 		 int i, int ne, int no, const uint64_t *o)
 {
-	char *buf = c->shown[c->nr_shown];
 	size_t len = sizeof(c->shown[0]), at;
+	char *buf;
 
 	if (c->nr_shown == SHOWN_DISAGREEMENTS)
 		return;
-	c->nr_shown++;
+	buf = c->shown[c->nr_shown++];
 	at = (size_t)snprintf(buf, len, "pid %u: frame %d: ember 0x%" PRIx64
 			      ", oracle 0x%" PRIx64 " (ember %d frames%s, "
 			      "oracle %d)", r->pid, i,
