@@ -41,7 +41,7 @@ $(BPF_OUT)/vmlinux.h:
 		cp bpf/vmlinux-min.h $@; \
 	fi
 
-$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c bpf/ember_bpf.h bpf/unwind.bpf.h include/uapi/ember.h \
+$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c include/ember_bpf.h bpf/unwind.bpf.h include/uapi/ember.h \
 		$(BPF_OUT)/vmlinux.h
 	@echo "  CLANG   $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -64,7 +64,7 @@ bpf-tests: $(BPF_TEST_BINS)
 
 $(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source/source_bpf.c \
 		agent/source/source_bpf_unwind.c agent/source/record.c agent/source/source.h \
-		bpf/ember_bpf.h $(BPF_OUT)/ember.skel.h
+		include/ember_bpf.h $(BPF_OUT)/ember.skel.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
-#include "../bpf/ember_bpf.h"
+#include "ember_bpf.h"
 
 /*
  * Sum over ncpu CPUs of the counters in map fd into *sum: 0, or a negative

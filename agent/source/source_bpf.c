@@ -34,7 +34,7 @@
 #include <bpf/libbpf.h>
 #include "source.h"
 #include "source_bpf_unwind.h"
-#include "../bpf/ember_bpf.h"
+#include "ember_bpf.h"
 #include "bpf_stats.h"
 #include "ember.skel.h"
 

@@ -25,7 +25,7 @@
 #include <bpf/bpf.h>
 
 #include "../include/ember_unwind.h"
-#include "../bpf/ember_bpf.h"
+#include "ember_bpf.h"
 #include "source_bpf_unwind.h"
 
 #define GRACE_NS	(1000ULL * 1000000)	/* ranges of dropped tables */

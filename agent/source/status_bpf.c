@@ -18,7 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "../include/uapi/ember.h"
-#include "../bpf/ember_bpf.h"
+#include "ember_bpf.h"
 #include "bpf_stats.h"
 #include "status_bpf.h"
 
