@@ -19,11 +19,13 @@ AGENT_OBJS := $(AGENT_SRCS:.c=.o) $(AGENT_GEN_C:.c=.o)
 # Everything but main(): what unit tests link against.
 AGENT_LIB_OBJS := $(filter-out agent/cli/main.o,$(AGENT_OBJS))
 
-# Every folder of agent/ is on the include path, so `#include "x.h"` finds
-# x.h in whichever folder owns it (and a file keeps its includes when it
-# moves). -Iagent stays for "unwind/x.h"; agent/gen for generated headers.
-AGENT_INC_DIRS := $(patsubst %/,%,$(filter-out agent/gen/ agent/mk/,$(sort $(wildcard agent/*/))))
-AGENT_INC := -Iagent $(addprefix -I,$(AGENT_INC_DIRS)) -Iagent/gen
+# Includes name their folder: "proc/proc.h" from the agent root,
+# "uapi/ember.h" and "ember_unwind.h" from include/, "gen/..." for generated
+# code. agent/gen is on the path only because protoc-c's headers include
+# each other by their proto path; agent code spells them "gen/...".
+# selftests/agent/test_layout.c checks every include against the folder
+# rules in each folder's README ("May call").
+AGENT_INC := -Iagent -Iinclude -Iagent/gen
 
 AGENT_PKG_CFLAGS := $(shell pkg-config --cflags $(AGENT_PKGS) 2>/dev/null)
 AGENT_PKG_LIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null)
@@ -33,7 +35,7 @@ AGENT_PKG_LIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null)
 AGENT_WERROR ?= 0
 AGENT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE \
 	-DEMBER_VERSION='"$(AGENT_VERSION)"' \
-	$(AGENT_INC) -Iinclude -Ibpf -Ibpf/.output $(AGENT_PKG_CFLAGS) \
+	$(AGENT_INC) $(AGENT_PKG_CFLAGS) \
 	$(if $(filter 1,$(AGENT_WERROR)),-Werror) $(EXTRA_CFLAGS)
 AGENT_LDLIBS := $(AGENT_PKG_LIBS) -lm
 
@@ -92,7 +94,7 @@ agent/gen/%.pb-c.o: agent/gen/%.pb-c.c agent/gen/%.pb-c.h
 # The eBPF backend embeds the skeleton built by bpf/bpf.mk.
 ifneq ($(wildcard agent/source/source_bpf.c),)
 ifneq ($(wildcard bpf/bpf.mk),)
-agent/source/source_bpf.o: bpf/.output/ember.skel.h
+agent/source/source_bpf.o: agent/gen/ember.skel.h
 endif
 endif
 

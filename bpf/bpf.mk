@@ -4,7 +4,10 @@
 #                              (/sys/kernel/btf/vmlinux) with bpftool; CO-RE
 #                              relocates them to the running kernel at load.
 #   bpf/.output/ember.bpf.o    clang -target bpf -O2 -g
-#   bpf/.output/ember.skel.h   bpftool gen skeleton (agent/source/source_bpf.c)
+#   bpf/.output/ember.skel.h   bpftool gen skeleton, copied to
+#                              agent/gen/ember.skel.h, where the agent's
+#                              loader (agent/source/source_bpf.c) includes it
+#                              as "gen/ember.skel.h"
 #   make bpf-tests             test programs used by selftests/suites/20-bpf.sh
 #
 # Without BTF on the build host, vmlinux.h comes from bpf/vmlinux-min.h, a
@@ -22,11 +25,12 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
 	-I$(BPF_OUT) -Ibpf -Iinclude \
 	$(if $(BPF_MULTIARCH),-idirafter /usr/include/$(BPF_MULTIARCH))
 
-ALL_TARGETS += $(BPF_OUT)/ember.skel.h
+BPF_AGENT_SKEL := agent/gen/ember.skel.h
+ALL_TARGETS += $(BPF_OUT)/ember.skel.h $(BPF_AGENT_SKEL)
 CLEAN_FILES += $(BPF_OUT)
 
 .PHONY: bpf bpf-tests
-bpf: $(BPF_OUT)/ember.skel.h
+bpf: $(BPF_OUT)/ember.skel.h $(BPF_AGENT_SKEL)
 
 $(BPF_OUT)/vmlinux.h:
 	$(Q)mkdir -p $(BPF_OUT)
@@ -50,12 +54,16 @@ $(BPF_OUT)/ember.skel.h: $(BPF_OUT)/ember.bpf.o
 	@echo "  GEN     $@"
 	$(Q)$(BPFTOOL) gen skeleton $< name ember_bpf > $@.tmp.$$$$ && mv $@.tmp.$$$$ $@
 
+$(BPF_AGENT_SKEL): $(BPF_OUT)/ember.skel.h
+	$(Q)mkdir -p $(dir $@)
+	$(Q)cp $< $@.tmp.$$$$ && mv $@.tmp.$$$$ $@
+
 # Test programs (selftests/bpf/): the record dumper, linked with the
 # backend exactly as the agent links it, and workloads with known stacks.
 BPF_TEST_OUT := $(BPF_OUT)/tests
 # Recursive (=): AGENT_INC comes from agent/agent.mk, included after this file.
 BPF_TEST_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
-	$(AGENT_INC) -Iinclude -Ibpf -I$(BPF_OUT)
+	$(AGENT_INC)
 BPF_TEST_BINS := $(BPF_TEST_OUT)/bpf-dump $(BPF_TEST_OUT)/ring-fuzz \
 	$(BPF_TEST_OUT)/fp-burn \
 	$(BPF_TEST_OUT)/syscall-burn $(BPF_TEST_OUT)/offcpu-wait
@@ -64,7 +72,7 @@ bpf-tests: $(BPF_TEST_BINS)
 
 $(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source/source_bpf.c \
 		agent/source/source_bpf_unwind.c agent/source/record.c agent/source/source.h \
-		include/ember_bpf.h $(BPF_OUT)/ember.skel.h
+		include/ember_bpf.h $(BPF_AGENT_SKEL)
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \
@@ -73,7 +81,7 @@ $(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source/source_bpf.c \
 
 # The reader fed random records, under ASan/UBSan.
 $(BPF_TEST_OUT)/ring-fuzz: selftests/bpf/ring-fuzz.c agent/source/source_bpf.c \
-		agent/source/record.c agent/source/source.h $(BPF_OUT)/ember.skel.h
+		agent/source/record.c agent/source/source.h $(BPF_AGENT_SKEL)
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -fsanitize=address,undefined \

@@ -47,7 +47,7 @@ agent/gen/tests/unwind-%/nofp-work: selftests/unwind/nofp_work.c \
 # agent is linked as built.
 FUZZ_DIR := agent/gen/fuzz
 FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-	-std=gnu11 -D_GNU_SOURCE $(AGENT_INC) -Iinclude -Ibpf $(AGENT_PKG_CFLAGS)
+	-std=gnu11 -D_GNU_SOURCE $(AGENT_INC) $(AGENT_PKG_CFLAGS)
 FUZZ_INSTR_SRCS := agent/source/record.c agent/aggregate/aggregate.c agent/unwind/unwind_check.c \
 	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cli/cmd_decode.c
 FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))

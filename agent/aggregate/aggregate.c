@@ -26,11 +26,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "alloc_lib.h"
-#include "container.h"
-#include "live_blocks.h"
-#include "aggregate_internal.h"
-#include "source.h"
+#include "alloc/alloc_lib.h"
+#include "proc/container.h"
+#include "aggregate/live_blocks.h"
+#include "aggregate/aggregate_internal.h"
+#include "source/source.h"
 
 #define PB_DEFAULT_MAX_STACKS	65536
 #define PB_DEFAULT_MAX_BYTES	(32u << 20)

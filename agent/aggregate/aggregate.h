@@ -23,10 +23,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "profile.h"
-#include "symbolize.h"
-#include "proc.h"
-#include "../include/uapi/ember.h"
+#include "aggregate/profile.h"
+#include "symbolize/symbolize.h"
+#include "proc/proc.h"
+#include "uapi/ember.h"
 
 struct pb_options {
 	size_t max_stacks;	/* unique stacks kept, 0 = default (65536) */

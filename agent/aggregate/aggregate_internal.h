@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
-#include "live_blocks.h"
-#include "aggregate.h"
-#include "proc.h"
+#include "aggregate/live_blocks.h"
+#include "aggregate/aggregate.h"
+#include "proc/proc.h"
 
 #define PB_MAX_INLINE		16	/* frames per address incl. inlines */
 

@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include "live_blocks.h"
+#include "aggregate/live_blocks.h"
 
 static size_t home(const struct live_blocks *lb, uint32_t pid, uint64_t addr)
 {

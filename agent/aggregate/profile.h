@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdio.h>
-#include "symbolize.h"
-#include "../include/uapi/ember.h"
+#include "symbolize/symbolize.h"
+#include "uapi/ember.h"
 
 enum prof_event {
 	PROF_EV_CPU,		/* on-CPU samples */

@@ -8,10 +8,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "alloc_lib.h"
-#include "container.h"
-#include "aggregate_internal.h"
-#include "source.h"
+#include "alloc/alloc_lib.h"
+#include "proc/container.h"
+#include "aggregate/aggregate_internal.h"
+#include "source/source.h"
 
 /* ---- freezing: symbolization into a struct profile -------------------- */
 

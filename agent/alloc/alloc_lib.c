@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "alloc_lib.h"
-#include "safe_file.h"
+#include "alloc/alloc_lib.h"
+#include "lib/safe_file.h"
 
 static int try_path(const char *path, char *out, size_t out_len)
 {

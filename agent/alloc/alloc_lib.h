@@ -9,7 +9,7 @@
 #include <gelf.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include "../include/uapi/ember.h"
+#include "uapi/ember.h"
 
 /* symbols read from one table at most: a hostile file cannot keep us */
 #define ALLOC_MAX_SYMBOLS	(1u << 20)

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 #include <zlib.h>
-#include "commands.h"
-#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "cli/commands.h"
+#include "gen/opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 
 /*
  * Inputs come from anywhere: a gzip bomb of 1 MB inflating to 512 MiB cost

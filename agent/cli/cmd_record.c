@@ -19,12 +19,12 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "commands.h"
-#include "alloc_lib.h"
-#include "record_alloc.h"
-#include "record_child.h"
-#include "record_opts.h"
-#include "session.h"
+#include "cli/commands.h"
+#include "alloc/alloc_lib.h"
+#include "cli/record_alloc.h"
+#include "cli/record_child.h"
+#include "cli/record_opts.h"
+#include "session/session.h"
 
 /* Writers other components own; a build without them says so. */
 #pragma weak output_svg

@@ -21,13 +21,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "commands.h"
-#include "alloc_lib.h"
-#include "config.h"
-#include "metrics.h"
-#include "otlp_export.h"
-#include "output_otlp.h"
-#include "session.h"
+#include "cli/commands.h"
+#include "alloc/alloc_lib.h"
+#include "cli/config.h"
+#include "export/metrics.h"
+#include "export/otlp_export.h"
+#include "output/output_otlp.h"
+#include "session/session.h"
 
 #define POLL_MS 200		/* ring drain period: bounds signal latency too */
 #define TIMESTAMPS_PER_STACK 1024

@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include "commands.h"
-#include "session.h"
-#include "source_kmod.h"
-#include "status_bpf.h"
+#include "cli/commands.h"
+#include "session/session.h"
+#include "source/source_kmod.h"
+#include "source/status_bpf.h"
 
 struct cpu_totals {
 	uint64_t samples, records, lost, filtered, handler_ns;

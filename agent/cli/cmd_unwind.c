@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <libelf.h>
-#include "commands.h"
-#include "safe_file.h"
+#include "cli/commands.h"
+#include "lib/safe_file.h"
 #include "unwind/table_cache.h"
 #include "unwind/cfi_compile.h"
 

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
-#include "errmsg.h"
-#include "options.h"
+#include "cli/config.h"
+#include "lib/errmsg.h"
+#include "cli/options.h"
 
 static int set_path(char **dst, const char *v)
 {

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "options.h"
+#include "cli/options.h"
 
 #define EMBER_CONF_DEFAULT "/etc/ember/ember.conf"
 #define EMBER_RUN_DEFAULT_HZ 19

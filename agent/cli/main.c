@@ -7,7 +7,7 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
-#include "commands.h"
+#include "cli/commands.h"
 
 /*
  * glibc's defaults suit short programs, not a daemon that builds a large

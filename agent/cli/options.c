@@ -15,14 +15,14 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include "options.h"
-#include "alloc_lib.h"
-#include "config.h"
-#include "metrics.h"
-#include "otlp_export.h"
-#include "profile.h"
-#include "source.h"
-#include "symbolize.h"
+#include "cli/options.h"
+#include "alloc/alloc_lib.h"
+#include "cli/config.h"
+#include "export/metrics.h"
+#include "export/otlp_export.h"
+#include "aggregate/profile.h"
+#include "source/source.h"
+#include "symbolize/symbolize.h"
 
 #define MAX_LIST 64	/* headers, attributes */
 #define PID_MAX 4194304	/* PID_MAX_LIMIT on 64-bit */

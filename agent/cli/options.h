@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "output_otlp.h"
+#include "output/output_otlp.h"
 
 enum out_format {
 	OUT_AUTO,		/* from -o's extension */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "record_alloc.h"
+#include "cli/record_alloc.h"
 
 /* Does process pid map the file path? */
 static bool maps_file(uint32_t pid, const char *path)

@@ -7,8 +7,8 @@
 #define EMBER_RECORD_ALLOC_H
 
 #include <stddef.h>
-#include "record_opts.h"
-#include "session.h"
+#include "cli/record_opts.h"
+#include "session/session.h"
 
 /*
  * Probes on the sampler library lib, and on the allocator of each -p

@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/magic.h>
-#include "options.h"
-#include "record_child.h"
+#include "cli/options.h"
+#include "cli/record_child.h"
 
 /* Where cgroup v2 is mounted, or NULL. */
 static const char *cgroup2_root(void)

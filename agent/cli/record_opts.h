@@ -4,7 +4,7 @@
 #define EMBER_RECORD_OPTS_H
 
 #include <stddef.h>
-#include "options.h"
+#include "cli/options.h"
 
 /*
  * Parse argv (argv[0] = "record") with the shared option table

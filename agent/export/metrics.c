@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
-#include "metrics.h"
+#include "export/metrics.h"
 
 #define REQUEST_MAX 4096
 

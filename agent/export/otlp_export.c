@@ -42,10 +42,10 @@
 #include <strings.h>
 #include <time.h>
 #include <zlib.h>
-#include "deadline.h"
-#include "errmsg.h"
-#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
-#include "otlp_export.h"
+#include "lib/deadline.h"
+#include "lib/errmsg.h"
+#include "gen/opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "export/otlp_export.h"
 
 #ifndef EMBER_VERSION
 #define EMBER_VERSION "0"

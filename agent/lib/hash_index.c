@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hash_index.h"
+#include "lib/hash_index.h"
 
 #define HASH_INDEX_MIN_CAP 1024
 

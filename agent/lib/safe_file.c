@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
-#include "safe_file.h"
+#include "lib/safe_file.h"
 
 bool safe_file_no_openat2;
 

@@ -6,7 +6,7 @@
 #ifndef EMBER_EVENT_FRAME_H
 #define EMBER_EVENT_FRAME_H
 
-#include "profile.h"
+#include "aggregate/profile.h"
 
 static inline const char *event_frame(enum prof_event ev)
 {

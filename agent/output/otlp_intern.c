@@ -2,9 +2,9 @@
 /* Arena and intern table for the OTLP encoder (see otlp_intern.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "hash_index.h"
-#include "otlp_intern.h"
-#include "utf8.h"
+#include "lib/hash_index.h"
+#include "output/otlp_intern.h"
+#include "lib/utf8.h"
 
 struct otlp_arena_chunk {
 	struct otlp_arena_chunk *next;

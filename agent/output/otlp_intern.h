@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "hash_index.h"
+#include "lib/hash_index.h"
 
 struct otlp_arena {
 	struct otlp_arena_chunk *head;

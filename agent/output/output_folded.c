@@ -22,8 +22,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "event_frame.h"
-#include "profile.h"
+#include "output/event_frame.h"
+#include "aggregate/profile.h"
 
 struct folded_line {
 	char *text;

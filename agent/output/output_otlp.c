@@ -17,11 +17,11 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
-#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
-#include "container.h"
-#include "otlp_intern.h"
-#include "output_otlp.h"
-#include "utf8.h"
+#include "gen/opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "proc/container.h"
+#include "output/otlp_intern.h"
+#include "output/output_otlp.h"
+#include "lib/utf8.h"
 
 typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary PDict;
 typedef Opentelemetry__Proto__Profiles__V1development__ResourceProfiles PResProf;

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "profile.h"
+#include "aggregate/profile.h"
 
 struct otlp_attr {
 	const char *key;

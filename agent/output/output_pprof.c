@@ -39,11 +39,11 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "array.h"
-#include "hash_index.h"
-#include "profile.h"
-#include "utf8.h"
-#include "pprof/profile.pb-c.h"
+#include "lib/array.h"
+#include "lib/hash_index.h"
+#include "aggregate/profile.h"
+#include "lib/utf8.h"
+#include "gen/pprof/profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
 typedef Perftools__Profiles__Sample PbSample;

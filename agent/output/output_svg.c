@@ -38,11 +38,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "array.h"
-#include "event_frame.h"
-#include "hash_index.h"
-#include "profile.h"
-#include "flamegraph/assets.h"
+#include "lib/array.h"
+#include "output/event_frame.h"
+#include "lib/hash_index.h"
+#include "aggregate/profile.h"
+#include "output/flamegraph/assets.h"
 
 #define PRUNE_DIVISOR	1000	/* boxes under total/1000 (0.1%) are not drawn */
 #define IMAGE_WIDTH	1200

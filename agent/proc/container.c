@@ -2,8 +2,8 @@
 /* container.id from cgroup paths (see container.h). */
 #include <stdio.h>
 #include <string.h>
-#include "container.h"
-#include "safe_file.h"
+#include "proc/container.h"
+#include "lib/safe_file.h"
 
 static bool is_hex_id(const char *s, size_t n)
 {

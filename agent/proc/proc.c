@@ -28,8 +28,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "proc.h"
-#include "proc_read.h"
+#include "proc/proc.h"
+#include "proc/proc_read.h"
 
 #define BUCKETS		4096
 #define EVICT_SCAN	16	/* LRU entries looked at for one eviction */

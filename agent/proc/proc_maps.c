@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
-#include "hash_index.h"
-#include "proc_maps.h"
-#include "safe_file.h"
+#include "lib/hash_index.h"
+#include "proc/proc_maps.h"
+#include "lib/safe_file.h"
 
 #define MAPS_MAX_LINE	(4096 + 256)
 #define MAPS_READ_BUF	(64u << 10)

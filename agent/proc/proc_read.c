@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "container.h"
-#include "proc.h"
-#include "proc_read.h"
+#include "proc/container.h"
+#include "proc/proc.h"
+#include "proc/proc_read.h"
 
 /* Read a small file into buf (NUL-terminated, trailing newlines cut). */
 static bool read_small(const char *path, char *buf, size_t len)

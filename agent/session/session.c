@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "alloc_lib.h"
-#include "ring_reader.h"
-#include "session.h"
+#include "alloc/alloc_lib.h"
+#include "source/ring_reader.h"
+#include "session/session.h"
 
 #define SESSION_POLL_MS		100
 #define SESSION_SCAN_MS		200	/* descendants scan, pid-filter mode */

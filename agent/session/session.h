@@ -11,10 +11,10 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "profile.h"
-#include "aggregate.h"
-#include "source.h"
-#include "symbolize.h"
+#include "aggregate/profile.h"
+#include "aggregate/aggregate.h"
+#include "source/source.h"
+#include "symbolize/symbolize.h"
 #include "unwind/unwind_check.h"
 #include "unwind/unwind_service.h"
 

@@ -9,7 +9,7 @@
  * newer producer); they may never be shorter.
  */
 #include <string.h>
-#include "source.h"
+#include "source/source.h"
 
 static bool str_terminated(const char *s, size_t max)
 {

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include "deadline.h"
-#include "ring_reader.h"
+#include "lib/deadline.h"
+#include "source/ring_reader.h"
 
 #define CHUNK_BYTES	(256u << 10)	/* > the largest record of any backend */
 #define READ_WAIT_MS	50		/* the reader's poll: also its stop latency */

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "source.h"
+#include "source/source.h"
 
 struct ring_reader;
 

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../include/uapi/ember.h"
+#include "uapi/ember.h"
 
 struct ember_source_config {
 	uint32_t events;		/* EMBER_EV_* */

@@ -32,11 +32,11 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "source.h"
-#include "source_bpf_unwind.h"
+#include "source/source.h"
+#include "source/source_bpf_unwind.h"
 #include "ember_bpf.h"
-#include "bpf_stats.h"
-#include "ember.skel.h"
+#include "source/bpf_stats.h"
+#include "gen/ember.skel.h"
 
 #define BTF_PATH		"/sys/kernel/btf/vmlinux"
 #define DEFAULT_RING_BYTES	(512u * 1024)	/* per CPU */

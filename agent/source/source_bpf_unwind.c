@@ -24,9 +24,9 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
-#include "../include/ember_unwind.h"
+#include "ember_unwind.h"
 #include "ember_bpf.h"
-#include "source_bpf_unwind.h"
+#include "source/source_bpf_unwind.h"
 
 #define GRACE_NS	(1000ULL * 1000000)	/* ranges of dropped tables */
 #define MAX_FREE	4096			/* free ranges per pool */

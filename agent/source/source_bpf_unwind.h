@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <bpf/libbpf.h>
-#include "../include/uapi/ember.h"
+#include "uapi/ember.h"
 
 struct bpf_unwind;
 

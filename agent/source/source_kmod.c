@@ -28,9 +28,9 @@
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
-#include "../alloc/alloc_lib.h"
-#include "source.h"
-#include "source_kmod.h"
+#include "alloc/alloc_lib.h"
+#include "source/source.h"
+#include "source/source_kmod.h"
 
 #define KMOD_DEV_PATH		"/dev/" EMBER_DEVICE_NAME
 

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "source.h"
+#include "source/source.h"
 
 #define KMOD_MAX_RECORD	(64u << 10)	/* larger is corrupt */
 

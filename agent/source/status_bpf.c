@@ -17,10 +17,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../include/uapi/ember.h"
+#include "uapi/ember.h"
 #include "ember_bpf.h"
-#include "bpf_stats.h"
-#include "status_bpf.h"
+#include "source/bpf_stats.h"
+#include "source/status_bpf.h"
 
 #define MAX_PROGS	32
 #define MAX_MAPS	64

@@ -32,8 +32,8 @@
 #include <unistd.h>
 #include <elfutils/libdwelf.h>
 #include <zlib.h>
-#include "safe_file.h"
-#include "sym_internal.h"
+#include "lib/safe_file.h"
+#include "symbolize/sym_internal.h"
 
 /* snprintf that reports truncation: a cut path must not be opened. */
 __attribute__((format(printf, 3, 4)))

@@ -19,8 +19,8 @@
 #include <unistd.h>
 #include <dwarf.h>
 #include <elfutils/debuginfod.h>
-#include "safe_file.h"
-#include "sym_internal.h"
+#include "lib/safe_file.h"
+#include "symbolize/sym_internal.h"
 
 /*
  * debuginfod: a query is abandoned after DINFOD_QUERY_S seconds (the

@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <elfutils/libdwelf.h>
-#include "safe_file.h"
-#include "sym_internal.h"
+#include "lib/safe_file.h"
+#include "symbolize/sym_internal.h"
 
 /* ---------------------------------------------------------------- files */
 

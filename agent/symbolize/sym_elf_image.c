@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <elfutils/libdwelf.h>
-#include "sym_internal.h"
+#include "symbolize/sym_internal.h"
 
 #if __BYTE_ORDER == __LITTLE_ENDIAN
 #define NATIVE_ELFDATA ELFDATA2LSB

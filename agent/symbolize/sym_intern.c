@@ -11,8 +11,8 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hash_index.h"
-#include "sym_internal.h"
+#include "lib/hash_index.h"
+#include "symbolize/sym_internal.h"
 
 #define CHUNK_SIZE (64 * 1024)
 

@@ -16,8 +16,8 @@
 #include <sys/types.h>
 #include <gelf.h>
 #include <elfutils/libdw.h>
-#include "symbolize.h"
-#include "proc_maps.h"
+#include "symbolize/symbolize.h"
+#include "proc/proc_maps.h"
 
 /* ---- string interning (sym_intern.c) ---- */
 struct sym_strings;

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "safe_file.h"
-#include "sym_internal.h"
+#include "lib/safe_file.h"
+#include "symbolize/sym_internal.h"
 
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define KBLOCK 64		/* names per compressed block */

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "safe_file.h"
-#include "sym_internal.h"
+#include "lib/safe_file.h"
+#include "symbolize/sym_internal.h"
 
 /* A broken or hostile map file cannot make us hold more than this. */
 #define PERFMAP_MAX_BYTES (64u << 20)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <dwarf.h>
 
-#include "cfa_program.h"
+#include "unwind/cfa_program.h"
 
 bool cfa_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {

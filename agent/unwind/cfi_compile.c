@@ -24,9 +24,9 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
-#include "../../include/ember_unwind.h"
-#include "cfa_program.h"
-#include "cfi_compile.h"
+#include "ember_unwind.h"
+#include "unwind/cfa_program.h"
+#include "unwind/cfi_compile.h"
 
 /*
  * The builder's memory bound: 16 bytes a span, so 64 MiB at most, for a

@@ -33,9 +33,9 @@
 #include <unistd.h>
 #include <elfutils/libdwfl.h>
 
-#include "safe_file.h"
-#include "oracle.h"
-#include "table_cache.h"
+#include "lib/safe_file.h"
+#include "unwind/oracle.h"
+#include "unwind/table_cache.h"
 
 #define ORACLE_MAX_PROCS	64
 

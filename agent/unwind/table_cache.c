@@ -13,10 +13,10 @@
 #include <time.h>
 #include <elfutils/libdwelf.h>
 
-#include "../../include/ember_unwind.h"
-#include "safe_file.h"
-#include "cfi_compile.h"
-#include "table_cache.h"
+#include "ember_unwind.h"
+#include "lib/safe_file.h"
+#include "unwind/cfi_compile.h"
+#include "unwind/table_cache.h"
 
 static uint64_t mono_ns(void)
 {

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include "source.h"
+#include "source/source.h"
 
 /* ELF files bigger than this are not read (libelf maps them; still cap). */
 #define TABLE_FILE_MAX_BYTES	(4ULL << 30)

@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "safe_file.h"
-#include "proc_maps.h"
-#include "unwind_service_internal.h"
+#include "lib/safe_file.h"
+#include "proc/proc_maps.h"
+#include "unwind/unwind_service_internal.h"
 
 /*
  * The binding of the process a record of pid at time_ns names, made if

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oracle.h"
-#include "unwind_check.h"
+#include "unwind/oracle.h"
+#include "unwind/unwind_check.h"
 
 #define SHOWN_DISAGREEMENTS	3
 #define RECENT			64

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "../../include/uapi/ember.h"
+#include "uapi/ember.h"
 
 struct unwind_check_stats {
 	uint64_t copies;	/* stack copies seen */

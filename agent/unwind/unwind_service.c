@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "deadline.h"
-#include "unwind_service_internal.h"
+#include "lib/deadline.h"
+#include "unwind/unwind_service_internal.h"
 
 static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns)
 {

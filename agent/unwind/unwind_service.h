@@ -18,8 +18,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "proc.h"
-#include "source.h"
+#include "proc/proc.h"
+#include "source/source.h"
 
 struct unwind_service;
 

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "proc.h"
-#include "table_cache.h"
-#include "unwind_service.h"
+#include "proc/proc.h"
+#include "unwind/table_cache.h"
+#include "unwind/unwind_service.h"
 
 #define QUEUE_LEN		1024
 #define MAX_PROCS		8192	/* bound processes tracked */

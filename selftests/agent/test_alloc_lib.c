@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "../../agent/alloc/alloc_lib.h"
+#include "alloc/alloc_lib.h"
 #include "test_util.h"
 
 static size_t count_kind(const struct ember_alloc_probe *p, size_t n,

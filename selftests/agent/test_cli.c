@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* ember record's command line: defaults, every option, and the errors. */
 #include <string.h>
-#include "record_opts.h"
-#include "source.h"
+#include "cli/record_opts.h"
+#include "source/source.h"
 #include "test_util.h"
 
 static char err[1024];

@@ -5,7 +5,7 @@
  * the caller's compare, growth past the initial capacity.
  */
 #include <string.h>
-#include "hash_index.h"
+#include "lib/hash_index.h"
 #include "test_util.h"
 
 #define N 5000

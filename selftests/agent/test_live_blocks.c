@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "live_blocks.h"
+#include "aggregate/live_blocks.h"
 #include "test_util.h"
 
 #define N 3000

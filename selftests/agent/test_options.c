@@ -7,8 +7,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "options.h"
-#include "source.h"
+#include "cli/options.h"
+#include "source/source.h"
 #include "test_util.h"
 
 static char err[1024];

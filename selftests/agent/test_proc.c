@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "proc_maps.h"
+#include "proc/proc.h"
+#include "proc/proc_maps.h"
 #include "test_util.h"
 
 static char root[64];

@@ -5,8 +5,8 @@
  * records, reset, timestamps.
  */
 #include <string.h>
-#include "aggregate.h"
-#include "source.h"
+#include "aggregate/aggregate.h"
+#include "source/source.h"
 #include "test_util.h"
 
 static uint64_t buf[1024];

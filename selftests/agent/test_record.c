@@ -6,8 +6,8 @@
  */
 #include <stdint.h>
 #include <string.h>
-#include "aggregate.h"
-#include "source.h"
+#include "aggregate/aggregate.h"
+#include "source/source.h"
 #include "test_util.h"
 
 static uint64_t buf[4096];

@@ -7,8 +7,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "aggregate.h"
-#include "source_kmod.h"
+#include "aggregate/aggregate.h"
+#include "source/source_kmod.h"
 #include "test_util.h"
 
 #define RING (64 * 1024)

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../include/uapi/ember.h"
-#include "ring_reader.h"
+#include "uapi/ember.h"
+#include "source/ring_reader.h"
 #include "test_util.h"
 
 struct fake_rec {

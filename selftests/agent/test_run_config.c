@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "config.h"
-#include "../include/uapi/ember.h"
-#include "otlp_export.h"
+#include "cli/config.h"
+#include "uapi/ember.h"
+#include "export/otlp_export.h"
 #include "test_util.h"
 
 static char err[512];

@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "safe_file.h"
-#include "sym_internal.h"
+#include "lib/safe_file.h"
+#include "symbolize/sym_internal.h"
 #include "test_util.h"
 
 static void on_alarm(int sig)

@@ -24,7 +24,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "../../include/ember_unwind.h"
+#include "ember_unwind.h"
 #include "unwind/cfi_compile.h"
 #include "unwind/oracle.h"
 #include <sys/uio.h>

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../include/ember_unwind.h"
+#include "ember_unwind.h"
 #include "unwind/unwind_service.h"
 #include "test_util.h"
 

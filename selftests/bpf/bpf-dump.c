@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "source.h"
+#include "source/source.h"
 
 static bool quiet;
 static pid_t maps_pid;		/* print this process's maps once it exec'd */

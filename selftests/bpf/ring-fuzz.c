@@ -7,7 +7,7 @@
  * pass ember_record_valid(), the rest must be counted as corrupt.
  * Prints "OK delivered=N corrupt=N" and exits 0.
  */
-#include "../../agent/source/source_bpf.c"
+#include "source/source_bpf.c"
 
 static unsigned long delivered, bad;
 

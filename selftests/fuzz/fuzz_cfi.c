@@ -11,8 +11,8 @@
 #include <string.h>
 #include <libelf.h>
 
-#include "../../include/ember_unwind.h"
-#include "../../agent/unwind/cfi_compile.h"
+#include "ember_unwind.h"
+#include "unwind/cfi_compile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "profile.h"
-#include "source.h"
+#include "aggregate/aggregate.h"
+#include "aggregate/profile.h"
+#include "source/source.h"
 #include "unwind/unwind_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -28,8 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "container.h"
-#include "output_otlp.h"
+#include "proc/container.h"
+#include "output/output_otlp.h"
 
 #define BID_APP "0123456789abcdef0123456789abcdef01234567"
 #define BID_LIBC "fedcba9876543210fedcba9876543210fedcba98"

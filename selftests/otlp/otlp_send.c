@@ -22,8 +22,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
-#include "otlp_export.h"
+#include "gen/opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "export/otlp_export.h"
 
 static unsigned int pad;
 

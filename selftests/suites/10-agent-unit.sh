@@ -23,8 +23,8 @@ done
 # the cap, malformed /proc, two threads at once) again under
 # ThreadSanitizer, built from proc/'s own files.
 tsan=agent/gen/tests/test_proc-tsan
-if gcc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Iagent/proc \
-	-Iagent/lib -Iselftests/agent -o "$tsan" selftests/agent/test_proc.c \
+if gcc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Iagent -Iinclude \
+	-Iselftests/agent -o "$tsan" selftests/agent/test_proc.c \
 	agent/proc/proc.c agent/proc/proc_read.c agent/proc/proc_maps.c \
 	agent/proc/container.c agent/lib/safe_file.c agent/lib/hash_index.c \
 	-lpthread >/dev/null 2>&1; then

@@ -26,7 +26,7 @@ build() {
 	make -s agent/gen/flamegraph_assets.c agent/gen/pprof/profile.pb-c.c &&
 		gcc -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
 			-fsanitize=address,undefined -fno-sanitize-recover=all \
-			-Iagent $(printf -- '-I%s ' agent/*/) \
+			-Iagent -Iinclude -Iagent/gen \
 			agent/output/output_svg.c agent/output/output_pprof.c agent/lib/hash_index.c \
 			agent/gen/flamegraph_assets.c agent/gen/pprof/profile.pb-c.c \
 			"$src/fixtures.c" -lprotobuf-c -lz -o "$work/fixtures"

@@ -38,8 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
-#include "safe_file.h"
-#include "symbolize.h"
+#include "lib/safe_file.h"
+#include "symbolize/symbolize.h"
 
 #define HOSTILE_TIMEOUT_S 10
 #define HOSTILE_MAX_RSS_KB (64 * 1024)

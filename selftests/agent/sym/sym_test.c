@@ -24,9 +24,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "safe_file.h"
-#include "symbolize.h"
-#include "sym_internal.h"
+#include "lib/safe_file.h"
+#include "symbolize/symbolize.h"
+#include "symbolize/sym_internal.h"
 
 static const char *dir;
 static int failures;
