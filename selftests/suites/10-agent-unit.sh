@@ -50,6 +50,35 @@ else
 	t_fail agent_werror_clean "warnings in ${bad[*]}"
 fi
 
+# Layout (scripts/check-layout.py): every include names its folder and is
+# one its folder's README allows ("May call:"); no include or call circles.
+t_check layout_folder_rules scripts/check-layout.py rules
+t_check layout_no_include_circles scripts/check-layout.py circles
+t_check layout_no_call_circles_agent bash -c 'scripts/check-layout.py calls $(ls agent/*/*.o | grep -v "^agent/gen/")'
+# ... and the checker catches what it is for: a planted bad include, a bare
+# one, and a planted circle, in a copy of the tree.
+layout_plant() {
+	local what=$1 plant=$2 expect=$3 tmp out
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp/agent" "$tmp/kmod" "$tmp/include"
+	cp -r agent/*/ "$tmp/agent/" && cp -r include/. "$tmp/include/" && cp kmod/*.[ch] "$tmp/kmod/"
+	rm -rf "$tmp/agent/gen"
+	eval "$plant"
+	out=$(scripts/check-layout.py --root "$tmp" "$what")
+	local rc=$?
+	rm -rf "$tmp"
+	[ $rc -ne 0 ] && grep -q -- "$expect" <<<"$out"
+}
+t_check layout_plant_bad_include layout_plant rules \
+	'sed -i "0,/#include \"/s//#include \"output\/output_otlp.h\"\n&/" "$tmp/agent/proc/proc.c"' \
+	'agent/proc/proc.c: #include "output/output_otlp.h": agent/proc/README.md does not allow output/'
+t_check layout_plant_bare_include layout_plant rules \
+	'echo "#include \"proc.h\"" >>"$tmp/agent/proc/proc_maps.c"' \
+	'does not name its folder'
+t_check layout_plant_include_circle layout_plant circles \
+	'echo "#include \"lib/planted_b.h\"" >"$tmp/agent/lib/planted_a.c"; echo "#include \"lib/planted_a.h\"" >"$tmp/agent/lib/planted_b.c"; touch "$tmp/agent/lib/planted_a.h" "$tmp/agent/lib/planted_b.h"' \
+	'include circle: agent/lib/planted_a <-> agent/lib/planted_b'
+
 # The exporter's branches for libcurl < 7.85 / 7.66 (CURLOPT_PROTOCOLS,
 # Retry-After from the headers) compile -Werror too, forced on this libcurl.
 t_check otlp_export_old_curl_werror bash -c "gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -c -o /dev/null agent/export/otlp_export.c && gcc $flags -DEMBER_FORCE_OLD_CURL -Werror -S -o - agent/export/otlp_export.c | grep -q on_header"
