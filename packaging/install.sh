@@ -59,7 +59,7 @@ entries() {
 		cat <<-EOF
 			0755 agent/ember $BINDIR/ember
 			0644 preload/libember-alloc.so $LIBDIR/ember/libember-alloc.so
-			0644 doc/ember.1 $MANDIR/man1/ember.1
+			0644 docs/ember.1 $MANDIR/man1/ember.1
 			0644 packaging/ember.service $UNITDIR/ember.service
 			0640 packaging/ember.conf $SYSCONFDIR/ember/ember.conf
 			0644 packaging/ember.conf $DOCDIR/examples/ember.conf
@@ -106,7 +106,7 @@ do_install() {
 		[ -e "$src" ] || missing+=("$src")
 	done < <(entries "$part")
 	if [ ${#missing[@]} -gt 0 ]; then
-		die "missing inputs: ${missing[*]} (run \`make\` first; agent/ember, preload/libember-alloc.so and doc/ember.1 come from the agent build)"
+		die "missing inputs: ${missing[*]} (run \`make\` first; agent/ember, preload/libember-alloc.so and docs/ember.1 come from the agent build)"
 	fi
 	while read -r mode src dest; do
 		local target=$DESTDIR$dest

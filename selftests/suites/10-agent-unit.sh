@@ -147,7 +147,7 @@ t_check cli_status_names_backends bash -c "$E status | grep -q '^module backend:
 # The man page and the sample config follow the option table: every option
 # in either --help is in ember(1), every ember run option is a key in
 # packaging/ember.conf.
-man=$(sed 's/\\-/-/g' doc/ember.1)
+man=$(sed 's/\\-/-/g' docs/ember.1)
 missing=()
 for cmd in record run; do
 	for o in $($E $cmd --help | sed -n 's/^  \(-[A-Za-z], \)\{0,1\}--\([a-z][a-z-]*\).*/\2/p'); do
@@ -160,9 +160,9 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
 	t_pass options_documented
 else
-	t_fail options_documented "not in doc/ember.1 or packaging/ember.conf: ${missing[*]}"
+	t_fail options_documented "not in docs/ember.1 or packaging/ember.conf: ${missing[*]}"
 fi
-t_check man_page_renders bash -c "MANWIDTH=80 man -l doc/ember.1 2>/dev/null | grep -q 'ember record' || groff -man -Tutf8 doc/ember.1 2>/dev/null | grep -q 'record'"
+t_check man_page_renders bash -c "MANWIDTH=80 man -l docs/ember.1 2>/dev/null | grep -q 'ember record' || groff -man -Tutf8 docs/ember.1 2>/dev/null | grep -q 'record'"
 
 # ember decode: a gzip bomb (300 MB of zeros in 0.3 MB) is refused at the
 # 64 MiB limit with a message, in bounded memory; bad --max-bytes: exit 2

@@ -59,7 +59,7 @@ missing=()
 make -s agent >"$LOG" 2>&1 || missing+=("agent/ember (make agent failed: $(why "$LOG" 2))")
 [ -x agent/ember ] || missing+=("agent/ember")
 [ -f preload/libember-alloc.so ] || missing+=("preload/libember-alloc.so")
-[ -f doc/ember.1 ] || missing+=("doc/ember.1 (the man page)")
+[ -f docs/ember.1 ] || missing+=("docs/ember.1 (the man page)")
 [ -f Kbuild ] || missing+=("Kbuild")
 [ -f kmod/kmod.mk ] || missing+=("kmod/kmod.mk")
 if [ ${#missing[@]} -eq 0 ]; then
