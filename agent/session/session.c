@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "alloc/alloc_lib.h"
+#include "source/backend.h"
 #include "source/ring_reader.h"
 #include "session/session.h"
 
