@@ -179,7 +179,9 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 			       EMBER_MAX_ALLOC_PROBES, err, err_len);
 	if (n < 0)
 		return n;
-	if (s->alloc_no_inuse)
+	/* entry points alone: asked, or all the backend can do */
+	if (s->alloc_no_inuse || (s->ops->alloc_follows_free &&
+				  !s->ops->alloc_follows_free(s->src)))
 		n = (int)alloc_probes_without_inuse(probes, (size_t)n);
 	/* on success: what is not followed, if anything */
 	if (err_len)
