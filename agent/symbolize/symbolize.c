@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include "proc/proc.h"
 #include "lib/safe_file.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 #define DEFAULT_CACHE_BYTES (32u << 20)	/* "tens of MB" for the whole agent */
 #define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
