@@ -26,6 +26,7 @@
 #include "cli/config.h"
 #include "export/metrics.h"
 #include "export/otlp_export.h"
+#include "lib/clock.h"
 #include "output/output_otlp.h"
 #include "session/session.h"
 
@@ -231,14 +232,6 @@ static void export_config(const struct ember_opts *rc, struct otlp_export_config
 	ec->retry_max_elapsed_ms = rc->retry_max_elapsed_ms;
 	ec->retry_after_max_ms = rc->retry_after_max_ms;
 	ec->quiet = rc->quiet;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Snapshot + reset the aggregation and queue its OTLP encoding. */
