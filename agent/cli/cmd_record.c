@@ -23,6 +23,7 @@
 #include "alloc/alloc_lib.h"
 #include "cli/record_alloc.h"
 #include "cli/record_child.h"
+#include "cli/signals.h"
 #include "cli/record_opts.h"
 #include "session/session.h"
 
@@ -120,16 +121,6 @@ static void on_signal(int sig)
 		return;
 	}
 	stop_requested = 1;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -368,7 +359,7 @@ int cmd_record(int argc, char **argv)
 			rc = 2;
 			goto out;
 		}
-	install_signals();
+	cli_signals_install(on_signal, on_signal);
 	if (o.command) {
 		bool in_cgroup = false;
 

@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "alloc/alloc_lib.h"
 #include "cli/config.h"
+#include "cli/signals.h"
 #include "export/metrics.h"
 #include "export/otlp_export.h"
 #include "lib/clock.h"
@@ -336,20 +337,6 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	*rc = nc;
 }
 
-static void install_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	/* No SA_RESTART: a signal interrupts the ring poll at once. */
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = on_hup;
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 int cmd_run(int argc, char **argv)
 {
 	struct run_counters counters = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -407,7 +394,9 @@ int cmd_run(int argc, char **argv)
 	so.sym.debug_dirs = rc.debug_dirs;
 	so.sym.use_debuginfod = rc.debuginfod;
 	so.quiet = rc.quiet;
-	install_signals();
+	cli_signals_install(on_stop, on_hup);
+	/* a closed socket (collector, /metrics client) is an error, not an exit */
+	signal(SIGPIPE, SIG_IGN);
 	r = session_open(&s, &so, err, sizeof(err));
 	if (!r) {
 		/* every profile has kernel frames: read kallsyms once, up front */
