@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "alloc/alloc_lib.h"
 #include "cli/config.h"
+#include "cli/session_opts.h"
 #include "cli/signals.h"
 #include "export/metrics.h"
 #include "export/otlp_export.h"
@@ -32,7 +33,6 @@
 #include "session/session.h"
 
 #define POLL_MS 200		/* ring drain period: bounds signal latency too */
-#define TIMESTAMPS_PER_STACK 1024
 
 static volatile sig_atomic_t stop_requested, reload_requested;
 
@@ -374,25 +374,9 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 
-	so.backend = strcmp(rc.backend, "auto") ? rc.backend : NULL;
-	so.src.events = rc.events | EMBER_EV_LIFECYCLE;
-	so.src.fault_period = rc.fault_period;
-	so.src.freq_hz = rc.freq_hz;
-	so.src.offcpu_min_ns = rc.offcpu_min_ns;
-	so.src.include_idle = rc.include_idle;
-	so.no_unwind_tables = rc.no_cfi;
-	so.src.no_unwind_tables = rc.no_cfi;
-	so.pb.max_stacks = rc.max_stacks;
-	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
-	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
-	so.src.pids = rc.pids;
-	so.src.nr_pids = rc.nr_pids;
-	so.pb.max_timestamps = TIMESTAMPS_PER_STACK;
-	/* --debug-dir adds to the default root, searched last */
-	if (rc.debug_dirs)
-		sym_debug_dirs_add(&rc.debug_dirs, SYM_DEFAULT_DEBUG_DIR);
-	so.sym.debug_dirs = rc.debug_dirs;
-	so.sym.use_debuginfod = rc.debuginfod;
+	/* out of memory for the default debug root: --debug-dir's alone */
+	if (session_opts_from(&so, &rc))
+		so.sym.debug_dirs = rc.debug_dirs;
 	so.quiet = rc.quiet;
 	cli_signals_install(on_stop, on_hup);
 	/* a closed socket (collector, /metrics client) is an error, not an exit */
