@@ -59,12 +59,4 @@ static inline uint64_t pb_mix64(uint64_t h, uint64_t v)
 	return h ^ (h >> 33);
 }
 
-static inline uint64_t pb_clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "alloc/alloc_lib.h"
+#include "lib/clock.h"
 #include "proc/container.h"
 #include "aggregate/aggregate_internal.h"
 #include "source/source.h"
@@ -360,7 +361,7 @@ struct profile *pb_finish(struct profile_builder *pb,
 	if (!ac.b || !samples)
 		goto fail;
 
-	mono_to_real = pb_clock_ns(CLOCK_REALTIME) - pb_clock_ns(CLOCK_MONOTONIC);
+	mono_to_real = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < pb->nr_buckets; i++)
 		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next) {
 			/* every block of it was freed: nothing in use */

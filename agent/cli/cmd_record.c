@@ -23,15 +23,15 @@
 #include "alloc/alloc_lib.h"
 #include "cli/record_alloc.h"
 #include "cli/record_child.h"
+#include "cli/signals.h"
 #include "cli/record_opts.h"
+#include "cli/session_opts.h"
 #include "session/session.h"
 
 /* Writers other components own; a build without them says so. */
 #pragma weak output_svg
 #pragma weak output_pprof
 #pragma weak output_otlp
-
-#define RECORD_TIMESTAMPS_PER_STACK 1024
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -120,16 +120,6 @@ static void on_signal(int sig)
 		return;
 	}
 	stop_requested = 1;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -309,35 +299,17 @@ int cmd_record(int argc, char **argv)
 		return 0;
 	}
 
-	so.backend = o.backend;
-	so.src.events = o.events | EMBER_EV_LIFECYCLE;
-	so.src.freq_hz = o.freq_hz;
-	so.src.include_idle = o.include_idle;
-	so.src.offcpu_min_ns = o.offcpu_min_ns;
-	so.src.fault_period = o.fault_period;
 	so.src.alloc_rate = o.alloc_rate ? o.alloc_rate : EMBER_ALLOC_DEFAULT_RATE;
 	so.pb.alloc_rate = so.src.alloc_rate;
 	so.src.alloc_no_inuse = o.alloc_no_inuse;
-	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
-	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
-	so.src.pids = o.pids;
-	so.src.nr_pids = o.nr_pids;
-	so.pb.max_stacks = o.max_stacks;
-	/* per-sample times, as ember run keeps them (OTLP output uses them) */
-	so.pb.max_timestamps = RECORD_TIMESTAMPS_PER_STACK;
-	/* --debug-dir adds to the default root, searched last */
-	if (o.debug_dirs && sym_debug_dirs_add(&o.debug_dirs, SYM_DEFAULT_DEBUG_DIR)) {
+	if (session_opts_from(&so, &o)) {
 		fprintf(stderr, "ember record: out of memory\n");
 		record_opts_free(&o);
 		return 1;
 	}
-	so.sym.debug_dirs = o.debug_dirs;
-	so.no_unwind_tables = o.no_cfi;
-	so.src.no_unwind_tables = o.no_cfi;
 	so.verbose_unwind = o.verbose_cfi;
 	so.check_unwind = o.check_unwind;
 	so.src.stack_copy = o.check_unwind;
-	so.sym.use_debuginfod = o.debuginfod;
 	if (o.cgroup_path &&
 	    cgroup_id_of(o.cgroup_path, &so.src.cgroup_id, cgroup_dir,
 			 sizeof(cgroup_dir), err, sizeof(err))) {
@@ -368,7 +340,7 @@ int cmd_record(int argc, char **argv)
 			rc = 2;
 			goto out;
 		}
-	install_signals();
+	cli_signals_install(on_signal, on_signal);
 	if (o.command) {
 		bool in_cgroup = false;
 

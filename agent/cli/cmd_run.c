@@ -24,13 +24,15 @@
 #include "cli/commands.h"
 #include "alloc/alloc_lib.h"
 #include "cli/config.h"
+#include "cli/session_opts.h"
+#include "cli/signals.h"
 #include "export/metrics.h"
 #include "export/otlp_export.h"
+#include "lib/clock.h"
 #include "output/output_otlp.h"
 #include "session/session.h"
 
 #define POLL_MS 200		/* ring drain period: bounds signal latency too */
-#define TIMESTAMPS_PER_STACK 1024
 
 static volatile sig_atomic_t stop_requested, reload_requested;
 
@@ -233,14 +235,6 @@ static void export_config(const struct ember_opts *rc, struct otlp_export_config
 	ec->quiet = rc->quiet;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Snapshot + reset the aggregation and queue its OTLP encoding. */
 static void export_interval(struct session *s, const struct ember_opts *rc,
 			    struct run_counters *c, struct otlp_exporter *x)
@@ -343,20 +337,6 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	*rc = nc;
 }
 
-static void install_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	/* No SA_RESTART: a signal interrupts the ring poll at once. */
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = on_hup;
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 int cmd_run(int argc, char **argv)
 {
 	struct run_counters counters = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -394,27 +374,13 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 
-	so.backend = strcmp(rc.backend, "auto") ? rc.backend : NULL;
-	so.src.events = rc.events | EMBER_EV_LIFECYCLE;
-	so.src.fault_period = rc.fault_period;
-	so.src.freq_hz = rc.freq_hz;
-	so.src.offcpu_min_ns = rc.offcpu_min_ns;
-	so.src.include_idle = rc.include_idle;
-	so.no_unwind_tables = rc.no_cfi;
-	so.src.no_unwind_tables = rc.no_cfi;
-	so.pb.max_stacks = rc.max_stacks;
-	so.src.kstack_max = EMBER_DEFAULT_FRAMES;
-	so.src.ustack_max = EMBER_DEFAULT_FRAMES;
-	so.src.pids = rc.pids;
-	so.src.nr_pids = rc.nr_pids;
-	so.pb.max_timestamps = TIMESTAMPS_PER_STACK;
-	/* --debug-dir adds to the default root, searched last */
-	if (rc.debug_dirs)
-		sym_debug_dirs_add(&rc.debug_dirs, SYM_DEFAULT_DEBUG_DIR);
-	so.sym.debug_dirs = rc.debug_dirs;
-	so.sym.use_debuginfod = rc.debuginfod;
+	/* out of memory for the default debug root: --debug-dir's alone */
+	if (session_opts_from(&so, &rc))
+		so.sym.debug_dirs = rc.debug_dirs;
 	so.quiet = rc.quiet;
-	install_signals();
+	cli_signals_install(on_stop, on_hup);
+	/* a closed socket (collector, /metrics client) is an error, not an exit */
+	signal(SIGPIPE, SIG_IGN);
 	r = session_open(&s, &so, err, sizeof(err));
 	if (!r) {
 		/* every profile has kernel frames: read kallsyms once, up front */

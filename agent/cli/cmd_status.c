@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include "cli/commands.h"
-#include "session/session.h"
+#include "source/backend.h"
 #include "source/source_kmod.h"
 #include "source/status_bpf.h"
 

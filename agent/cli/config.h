@@ -18,11 +18,6 @@
 #include <stdio.h>
 #include "cli/options.h"
 
-#define EMBER_CONF_DEFAULT "/etc/ember/ember.conf"
-#define EMBER_RUN_DEFAULT_HZ 19
-#define EMBER_RUN_DEFAULT_INTERVAL 10
-#define OTLP_PROFILES_PATH "/v1development/profiles"
-
 /*
  * Fill c from every source. 0, 1 when --help was printed (exit 0), or a
  * negative errno with a message in err saying what to fix. Deprecated

@@ -17,7 +17,6 @@
 #include <string.h>
 #include "cli/options.h"
 #include "alloc/alloc_lib.h"
-#include "cli/config.h"
 #include "export/metrics.h"
 #include "export/otlp_export.h"
 #include "aggregate/profile.h"

@@ -31,6 +31,12 @@ enum out_format {
 	OUT_OTLP,
 };
 
+/* ember run's defaults (config.c reads the file; the table names them) */
+#define EMBER_CONF_DEFAULT "/etc/ember/ember.conf"
+#define EMBER_RUN_DEFAULT_HZ 19
+#define EMBER_RUN_DEFAULT_INTERVAL 10
+#define OTLP_PROFILES_PATH "/v1development/profiles"
+
 #define CGROUP_ROOT "/sys/fs/cgroup"
 /* What --cgroup takes, after "expected " (%s: the cgroup v2 root). */
 #define CGROUP_EXPECTED "a cgroup v2 directory: a path relative to %s " \

@@ -42,6 +42,7 @@
 #include <strings.h>
 #include <time.h>
 #include <zlib.h>
+#include "lib/clock.h"
 #include "lib/deadline.h"
 #include "lib/errmsg.h"
 #include "gen/opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
@@ -335,14 +336,6 @@ static struct curl_slist *request_headers(const struct cfg_copy *c, bool gzipped
 }
 
 /* ---- time and backoff ---- */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static struct timespec mono_after(uint64_t ms)
 {
@@ -766,7 +759,7 @@ static bool wait_until(struct otlp_exporter *x, const struct timespec *until)
 			break;
 	}
 	/* Past the shutdown deadline a retry cannot succeed in time. */
-	aborted = x->abort || (x->stopping && now_ms() >= ts_ms(&x->deadline));
+	aborted = x->abort || (x->stopping && mono_ms() >= ts_ms(&x->deadline));
 	pthread_mutex_unlock(&x->lock);
 	return aborted;
 }
@@ -855,7 +848,7 @@ static void settle(struct otlp_exporter *x, struct item *it, bool sent,
  */
 static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 {
-	uint64_t start = now_ms(), server_waits = 0;
+	uint64_t start = mono_ms(), server_waits = 0;
 	unsigned int attempt = 0;
 	struct cfg_copy cfg;
 	uint8_t *gz = NULL;	/* made once, kept for the retries */
@@ -873,7 +866,7 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 		pthread_mutex_lock(&x->lock);
 		stopping = x->stopping;
 		if (stopping) {
-			uint64_t d = ts_ms(&x->deadline), n = now_ms();
+			uint64_t d = ts_ms(&x->deadline), n = mono_ms();
 
 			budget = d > n ? d - n : 1;
 		}
@@ -915,7 +908,7 @@ static void deliver(struct otlp_exporter *x, CURL *c, struct item *it)
 			wait = ra;	/* the server knows its load best */
 			asked = true;
 		}
-		elapsed = now_ms() - start;
+		elapsed = mono_ms() - start;
 		elapsed = elapsed > server_waits ? elapsed - server_waits : 0;
 		if (elapsed + (asked ? 0 : wait) > cfg.retry_max_elapsed_ms) {
 			xlog(x, "giving up on a profile after %u attempts", attempt);

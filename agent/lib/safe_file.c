@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
+#include "lib/clock.h"
 #include "lib/safe_file.h"
 
 bool safe_file_no_openat2;
@@ -267,14 +268,6 @@ int safe_stat_at(const char *root, const char *path, struct stat *st)
 }
 
 /* ------------------------------------------------------------ warnings */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t fnv1a(uint64_t h, const char *s)
 {

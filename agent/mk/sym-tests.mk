@@ -31,13 +31,13 @@ CLEAN_FILES += $(SYM_T)
 .PHONY: sym-tests
 sym-tests: $(SYM_TEST_BINS)
 
-$(SYM_T)/sym_test: $(SYM_S)/sym_test.c $(SYM_OBJS) agent/symbolize/sym_internal.h
+$(SYM_T)/sym_test: $(SYM_S)/sym_test.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
 
 # Hostile debug links and mapped files, symbolized as root (issue 14).
-$(SYM_T)/sym_hostile: $(SYM_S)/sym_hostile.c $(SYM_OBJS) agent/symbolize/sym_internal.h
+$(SYM_T)/sym_hostile: $(SYM_S)/sym_hostile.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)

@@ -21,6 +21,7 @@
 #include "proc/container.h"
 #include "output/otlp_intern.h"
 #include "output/output_otlp.h"
+#include "lib/clock.h"
 #include "lib/utf8.h"
 
 typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary PDict;
@@ -609,14 +610,12 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 
 static void fill_profile_id(uint8_t id[16])
 {
-	struct timespec ts;
 	uint64_t x;
 
 	if (getrandom(id, 16, GRND_NONBLOCK) == 16)
 		goto check;
 	/* No entropy yet (early boot): time and pid are unique enough. */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	x = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	x = clock_ns(CLOCK_REALTIME);
 	memcpy(id, &x, 8);
 	x = ((uint64_t)getpid() << 32) ^ (uint64_t)clock();
 	memcpy(id + 8, &x, 8);

@@ -36,8 +36,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROC_COMM_LEN	16	/* TASK_COMM_LEN, like EMBER_COMM_LEN */
-
 struct proc_table;
 
 struct proc_table_options {

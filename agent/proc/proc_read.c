@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "proc/container.h"
-#include "proc/proc.h"
 #include "proc/proc_read.h"
 
 /* Read a small file into buf (NUL-terminated, trailing newlines cut). */

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define PROC_COMM_LEN	16	/* TASK_COMM_LEN, like EMBER_COMM_LEN */
+
 /*
  * ROOT/PID/stat: comm (PROC_COMM_LEN bytes, NUL-terminated) and the
  * start time in clock ticks since boot. false: unreadable or malformed

@@ -13,19 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 #include "alloc/alloc_lib.h"
+#include "lib/clock.h"
+#include "source/backend.h"
 #include "source/ring_reader.h"
 #include "session/session.h"
 
 #define SESSION_POLL_MS		100
 #define SESSION_SCAN_MS		200	/* descendants scan, pid-filter mode */
-
-static uint64_t now_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 int session_open(struct session *s, const struct session_options *opt,
 		 char *err, size_t err_len)
@@ -127,7 +121,7 @@ int session_start(struct session *s, char *err, size_t err_len)
 		for (size_t i = 0; i < s->nr_watch_pids; i++)
 			unwind_service_request(s->unwind, s->watch_pids[i], 0);
 	}
-	s->start_real_ns = now_ns(CLOCK_REALTIME);
+	s->start_real_ns = clock_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
 	/*
 	 * The rings get their own thread: while this one builds a profile
@@ -178,7 +172,9 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 			       EMBER_MAX_ALLOC_PROBES, err, err_len);
 	if (n < 0)
 		return n;
-	if (s->alloc_no_inuse)
+	/* entry points alone: asked, or all the backend can do */
+	if (s->alloc_no_inuse || (s->ops->alloc_follows_free &&
+				  !s->ops->alloc_follows_free(s->src)))
 		n = (int)alloc_probes_without_inuse(probes, (size_t)n);
 	/* on success: what is not followed, if anything */
 	if (err_len)
@@ -200,7 +196,7 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 static void request_after_cut(struct session *s, const struct ember_sample *smp)
 {
 	static struct { uint32_t pid; uint64_t ns; } seen[CUT_SLOTS];
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	unsigned int i = smp->pid % CUT_SLOTS;
 
 	if (seen[i].pid == smp->pid && now - seen[i].ns < 1000000000ull)
@@ -338,7 +334,7 @@ struct profile *session_snapshot(struct session *s)
 	if (s->events & EMBER_EV_FAULTS)
 		meta.fault_period = s->fault_period;
 	meta.start_ns = s->start_real_ns;
-	meta.end_ns = now_ns(CLOCK_REALTIME);
+	meta.end_ns = clock_ns(CLOCK_REALTIME);
 	meta.lost = lost >= s->lost_base ? lost - s->lost_base : lost;
 	meta.bad_records = corrupt >= s->corrupt_base ? corrupt - s->corrupt_base : 0;
 	p = pb_finish(s->pb, &meta);
@@ -350,7 +346,7 @@ struct profile *session_snapshot(struct session *s)
 void session_reset(struct session *s)
 {
 	pb_reset(s->pb);
-	s->start_real_ns = now_ns(CLOCK_REALTIME);
+	s->start_real_ns = clock_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
 }
 
@@ -448,7 +444,7 @@ static size_t scan_descendants(uint32_t *set, size_t n, size_t max)
 int session_run(struct session *s, uint64_t duration_ms,
 		volatile sig_atomic_t *stop, pid_t child, int *child_status)
 {
-	uint64_t start = now_ns(CLOCK_MONOTONIC), last_scan = start;
+	uint64_t start = clock_ns(CLOCK_MONOTONIC), last_scan = start;
 	uint64_t end = duration_ms ? start + duration_ms * 1000000ull : 0;
 	uint32_t *tracked = NULL;
 	size_t nr_tracked = 0;
@@ -461,7 +457,7 @@ int session_run(struct session *s, uint64_t duration_ms,
 		}
 	}
 	for (;;) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		int timeout = SESSION_POLL_MS, r;
 
 		if (stop && *stop)

@@ -109,17 +109,4 @@ void session_close(struct session *s);
 int session_run(struct session *s, uint64_t duration_ms,
 		volatile sig_atomic_t *stop, pid_t child, int *child_status);
 
-/* Chosen backend (backend.c): NULL and err set when none can run. */
-const struct ember_source_ops *backend_choose(const char *want, char *why,
-					      size_t why_len, char *err,
-					      size_t err_len);
-
-/*
- * For ember status: 0 when the backend can run now, negative errno with
- * the reason otherwise. backend_kmod_check returns 1 when the module is
- * installed but not loaded and try_load is false.
- */
-int backend_kmod_check(char *why, size_t why_len, bool try_load);
-int backend_bpf_check(char *why, size_t why_len);
-
 #endif /* EMBER_SESSION_H */

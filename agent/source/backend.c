@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "session/session.h"
+#include "source/backend.h"
 
 /* The eBPF backend may not be linked in (agent built without bpf/). */
 #pragma weak ember_source_bpf

@@ -117,14 +117,18 @@ struct ember_source_ops {
 	 * process pid only, or every process mapping it when pid is 0 (the
 	 * filters apply), until stop(). All or none; 0 or a negative errno
 	 * with a sentence in err. With pid, the entry points come with
-	 * EMBER_PROBE_ENTRY_FREE/REALLOC for in-use; a backend that cannot
-	 * follow blocks to their free probes the entry points alone and,
-	 * on success, says so in err (left as it was otherwise).
+	 * EMBER_PROBE_ENTRY_FREE/REALLOC for in-use, unless
+	 * alloc_follows_free says the backend cannot follow blocks to their
+	 * free: then the caller passes the entry points alone
+	 * (alloc_probes_without_inuse()), and the backend, on success,
+	 * says so in err (left as it was otherwise).
 	 */
 	int (*alloc_attach)(struct ember_source *src, uint32_t pid,
 			    const char *path,
 			    const struct ember_alloc_probe *probes, size_t nr,
 			    char *err, size_t err_len);
+	/* Whether alloc_attach for a pid can take frees; NULL: it can. */
+	bool (*alloc_follows_free)(struct ember_source *src);
 	/*
 	 * Whether alloc_attach's probes for a pid stay with it across an
 	 * exec (per task, eBPF) rather than end with its address space

@@ -32,6 +32,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "lib/clock.h"
 #include "source/source.h"
 #include "source/source_bpf_unwind.h"
 #include "ember_bpf.h"
@@ -1162,22 +1163,22 @@ static void report_lost(struct ember_source *s)
 {
 	struct ember_bpf_stats *st;
 	struct ember_lost rec;
-	struct timespec ts;
 	uint32_t zero = 0;
+	uint64_t now;
 
 	st = calloc(s->nr_possible, sizeof(*st));
 	if (!st)
 		return;
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &zero, st))
 		goto out;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = mono_ns();
 	for (int cpu = 0; cpu < s->nr_possible; cpu++) {
 		if (st[cpu].lost <= s->lost_seen[cpu])
 			continue;
 		memset(&rec, 0, sizeof(rec));
 		rec.hdr.type = EMBER_REC_LOST;
 		rec.hdr.size = sizeof(rec);
-		rec.time_ns = ts.tv_sec * 1000000000ull + ts.tv_nsec;
+		rec.time_ns = now;
 		rec.lost = st[cpu].lost - s->lost_seen[cpu];
 		rec.cpu = cpu;
 		s->lost_seen[cpu] = st[cpu].lost;

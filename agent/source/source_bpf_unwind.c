@@ -26,6 +26,7 @@
 
 #include "ember_unwind.h"
 #include "ember_bpf.h"
+#include "lib/clock.h"
 #include "source/source_bpf_unwind.h"
 
 #define GRACE_NS	(1000ULL * 1000000)	/* ranges of dropped tables */
@@ -79,14 +80,6 @@ struct bpf_unwind {
 	uint64_t load_refused, mappings_dropped;
 	struct uw_proc *buf;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static uint32_t env_entries(const char *name, uint32_t dflt)
 {

@@ -28,7 +28,6 @@
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
-#include "alloc/alloc_lib.h"
 #include "source/source.h"
 #include "source/source_kmod.h"
 
@@ -851,10 +850,20 @@ static int kmod_unwind_bind(struct ember_source *src, uint32_t pid,
 }
 
 /*
+ * A module older than in-use under -p cannot follow blocks to their
+ * free: its caller hands it the entry points alone.
+ */
+static bool kmod_alloc_follows_free(struct ember_source *src)
+{
+	return src->info.caps & EMBER_CAP_ALLOC_INUSE;
+}
+
+/*
  * EMBER_CMD_ALLOC_ATTACH: the module places (or refuses) them all. With a
  * pid (a running process's allocator entry points) the module puts the
  * breakpoints in that process's address space alone and samples by
- * bytes at the session's rate.
+ * bytes at the session's rate; an older module's entry points alone
+ * (kmod_alloc_follows_free()), said on success.
  */
 static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 			     const char *path,
@@ -863,7 +872,6 @@ static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 {
 	uint64_t rate = src->cfg.alloc_rate ? src->cfg.alloc_rate :
 			EMBER_DEFAULT_ALLOC_RATE;
-	struct ember_alloc_probe own[EMBER_MAX_ALLOC_PROBES];
 	bool inuse = pid && (src->info.caps & EMBER_CAP_ALLOC_INUSE) &&
 		     !src->cfg.alloc_no_inuse;
 	struct nl_msg *msg;
@@ -873,12 +881,6 @@ static int kmod_alloc_attach(struct ember_source *src, uint32_t pid,
 		snprintf(err, err_len,
 			 "this ember module cannot probe a running process's allocator (older than -e alloc -p): load a newer ember.ko, or use --backend bpf");
 		return -EOPNOTSUPP;
-	}
-	if (pid && !inuse && nr <= EMBER_MAX_ALLOC_PROBES) {
-		/* an older module: entry points only, said on success */
-		memcpy(own, probes, nr * sizeof(*probes));
-		nr = alloc_probes_without_inuse(own, nr);
-		probes = own;
 	}
 	if (!nr || nr > EMBER_MAX_ALLOC_PROBES) {
 		snprintf(err, err_len, "%zu allocation probes: 1 to %d", nr,
@@ -937,4 +939,5 @@ const struct ember_source_ops ember_source_kmod = {
 	.unwind_drop = kmod_unwind_drop,
 	.unwind_bind = kmod_unwind_bind,
 	.alloc_attach = kmod_alloc_attach,
+	.alloc_follows_free = kmod_alloc_follows_free,
 };

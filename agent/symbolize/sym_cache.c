@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 #define FILE_BUCKETS 1024
 #define ELF_BUCKETS 1024

@@ -33,7 +33,7 @@
 #include <elfutils/libdwelf.h>
 #include <zlib.h>
 #include "lib/safe_file.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 /* snprintf that reports truncation: a cut path must not be opened. */
 __attribute__((format(printf, 3, 4)))

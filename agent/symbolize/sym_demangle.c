@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libiberty/demangle.h>
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 char *sym_demangle(const char *name)
 {

@@ -20,7 +20,7 @@
 #include <dwarf.h>
 #include <elfutils/debuginfod.h>
 #include "lib/safe_file.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 /*
  * debuginfod: a query is abandoned after DINFOD_QUERY_S seconds (the

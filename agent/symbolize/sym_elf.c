@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <elfutils/libdwelf.h>
 #include "lib/safe_file.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 /* ---------------------------------------------------------------- files */
 

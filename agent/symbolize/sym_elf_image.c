@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * An ELF file as an image in memory (sym_internal.h): mapped by us and
+ * An ELF file as an image in memory (symbolize_internal.h): mapped by us and
  * handed to libelf, its pages given back once read, started afresh to free
  * what libelf allocated, and its GNU build-id. The bottom layer of the
  * symbolizer's files: sym_elf.c (symbols), sym_dwarf.c (DWARF) and
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <elfutils/libdwelf.h>
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 #if __BYTE_ORDER == __LITTLE_ENDIAN
 #define NATIVE_ELFDATA ELFDATA2LSB

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/hash_index.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 #define CHUNK_SIZE (64 * 1024)
 

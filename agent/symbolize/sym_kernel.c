@@ -19,7 +19,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "lib/safe_file.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define KBLOCK 64		/* names per compressed block */

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lib/safe_file.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 /* A broken or hostile map file cannot make us hold more than this. */
 #define PERFMAP_MAX_BYTES (64u << 20)

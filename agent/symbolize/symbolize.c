@@ -32,8 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "proc/proc.h"
+#include "lib/clock.h"
 #include "lib/safe_file.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 #define DEFAULT_CACHE_BYTES (32u << 20)	/* "tens of MB" for the whole agent */
 #define REREAD_NS 1000000000ull		/* re-read maps on a miss at most 1/s */
@@ -103,14 +104,6 @@ struct symbolizer {
 	uint64_t due_ns[DUE_SLOTS];
 	uint32_t nr_due;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int sym_debug_dirs_add(char **list, const char *dir)
 {
@@ -269,7 +262,7 @@ static void proc_gone(struct symbolizer *s, struct sym_proc *p)
 {
 	p->exited = true;
 	if (s->own_procs)
-		proc_table_exit(s->procs, p->pid, now_ns(), NULL, false);
+		proc_table_exit(s->procs, p->pid, mono_ns(), NULL, false);
 }
 
 /* Who may own its debug files and JIT map, read while it lives. */
@@ -490,7 +483,7 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 	struct sym_map *maps;
 	size_t n, keep = 0;
 
-	p->read_ns = now_ns();
+	p->read_ns = mono_ns();
 	if (proc_maps_read(NULL, p->pid, maps_read_one, &r, NULL)) {
 		proc_gone(s, p);	/* gone, or not ours to see */
 		return false;
@@ -537,7 +530,7 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 		return;
 	/* an exec after an exit is a new process (a shared table knows) */
 	if (s->own_procs)
-		proc_table_exec(s->procs, pid, now_ns(), NULL, NULL);
+		proc_table_exec(s->procs, pid, mono_ns(), NULL, NULL);
 	if (!(p = proc_get(s, pid)))
 		return;
 	if (p->exited) {
@@ -566,7 +559,7 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 	 */
 	if (s->nr_due < DUE_SLOTS) {
 		s->due_pid[s->nr_due] = pid;
-		s->due_ns[s->nr_due++] = now_ns() + AFTER_EXEC_NS;
+		s->due_ns[s->nr_due++] = mono_ns() + AFTER_EXEC_NS;
 	}
 }
 
@@ -577,7 +570,7 @@ uint64_t sym_run_due(struct symbolizer *s)
 
 	if (!s || !s->nr_due)
 		return next;
-	now = now_ns();
+	now = mono_ns();
 	while (i < s->nr_due) {
 		struct sym_proc *p;
 
@@ -610,7 +603,7 @@ void sym_process_refresh(struct symbolizer *s, uint32_t pid)
 
 	if (!s || !(p = proc_get(s, pid)) || p->exited)
 		return;
-	if (p->maps_read && now_ns() - p->read_ns < AFTER_EXEC_NS)
+	if (p->maps_read && mono_ns() - p->read_ns < AFTER_EXEC_NS)
 		return;
 	/* merges: mappings the new read does not overlap are kept */
 	proc_read_maps(s, p);
@@ -641,7 +634,7 @@ void sym_process_touch(struct symbolizer *s, uint32_t pid)
 	p->sampled = true;
 	if (!p->maps_read) {
 		proc_read_maps(s, p);
-	} else if (p->after_exec && now_ns() - p->read_ns >= AFTER_EXEC_NS) {
+	} else if (p->after_exec && mono_ns() - p->read_ns >= AFTER_EXEC_NS) {
 		p->after_exec = false;
 		proc_read_maps(s, p);
 	}
@@ -873,7 +866,7 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 		proc_read_maps(s, p);
 	m = map_find(p->maps, p->nr_maps, lookup);
 	if (!m && !p->exited &&
-	    (p->after_exec || now_ns() - p->read_ns >= REREAD_NS)) {
+	    (p->after_exec || mono_ns() - p->read_ns >= REREAD_NS)) {
 		p->after_exec = false;
 		/* Maybe mapped (dlopen) after we read the maps. */
 		proc_read_maps(s, p);

@@ -14,17 +14,10 @@
 #include <elfutils/libdwelf.h>
 
 #include "ember_unwind.h"
+#include "lib/clock.h"
 #include "lib/safe_file.h"
 #include "unwind/cfi_compile.h"
 #include "unwind/table_cache.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
 		      struct ember_source *src, bool verbose)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "lib/clock.h"
 #include "proc/proc.h"
 #include "unwind/table_cache.h"
 #include "unwind/unwind_service.h"
@@ -92,14 +93,6 @@ struct unwind_service {
 
 #define FORGET_BIT	0x80000000U
 #define EXEC_BIT	0x40000000U	/* pids stay below 2^22 */
-
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* ---- unwind_bind.c: bindings (worker thread only) ---- */
 

@@ -20,6 +20,7 @@
 
 #include "proc/proc.h"
 #include "proc/proc_maps.h"
+#include "proc/proc_read.h"
 #include "test_util.h"
 
 static char root[64];

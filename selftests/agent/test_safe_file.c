@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "lib/safe_file.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 #include "test_util.h"
 
 static void on_alarm(int sig)

@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include "lib/safe_file.h"
 #include "symbolize/symbolize.h"
-#include "symbolize/sym_internal.h"
+#include "symbolize/symbolize_internal.h"
 
 static const char *dir;
 static int failures;

@@ -7,8 +7,8 @@
  *   the mmapped ELF and its PT_LOAD table) --> sym_elf (one per build-id:
  *   symbol table + DWARF, loaded lazily, evicted LRU under cache_bytes).
  */
-#ifndef EMBER_SYM_INTERNAL_H
-#define EMBER_SYM_INTERNAL_H
+#ifndef EMBER_SYMBOLIZE_INTERNAL_H
+#define EMBER_SYMBOLIZE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -292,4 +292,4 @@ void sym_set_kallsyms_path(struct symbolizer *s, const char *path);
 /* Heap bytes currently allocated (mallinfo2), for cost accounting. */
 size_t sym_heap_bytes(void);
 
-#endif /* EMBER_SYM_INTERNAL_H */
+#endif /* EMBER_SYMBOLIZE_INTERNAL_H */
