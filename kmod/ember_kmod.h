@@ -57,7 +57,7 @@ struct ember_cpu_stats {
 struct ember_ringset;
 
 /*
- * main.c: the global state, guarded by ember_lock where noted.
+ * state.c: the shared state, guarded by ember_lock where noted.
  *
  * Lock order: mmap_lock -> ember_lock. ember_dev_mmap() runs with the
  * caller's mmap_lock held and takes ember_lock, so nothing done under
