@@ -80,13 +80,18 @@ extern unsigned int ember_param_ring_mem_max_mb;
 extern wait_queue_head_t ember_wq;
 extern u64 ember_caps;
 
+/* owner.c: the socket that owns the running session */
+void ember_owner_set(u32 portid, struct net *net);
+void ember_owner_clear(void);
+u32 ember_owner_gen(void);
+bool ember_owner_is_socket(u32 portid, struct net *net, u32 *gen);
+int ember_owner_check(u32 portid, struct net *net,
+		      struct netlink_ext_ack *extack);
+
 /* session.c */
 int ember_session_start(const struct ember_config *cfg, u32 portid,
 			struct net *net, struct netlink_ext_ack *extack);
 void ember_session_stop(void);
-bool ember_session_owned_by(u32 portid, struct net *net);
-int ember_session_check_owner(u32 portid, struct net *net,
-			      struct netlink_ext_ack *extack);
 int ember_session_init(void);
 void ember_session_exit(void);
 
