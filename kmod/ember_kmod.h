@@ -2,6 +2,10 @@
 /*
  * ember.ko internals shared between the module's files. The user-visible
  * format lives in include/uapi/ember.h; nothing here is ABI.
+ *
+ * One section per file. Calls go one way, from main.c down to state.c
+ * (kmod/README.md, "Files"): a file never calls one above it, and
+ * selftests/suites/30-kmod-vm.sh checks the built objects for circles.
  */
 #ifndef EMBER_KMOD_H
 #define EMBER_KMOD_H
