@@ -548,7 +548,7 @@ static int ember_alloc_check_session(const struct ember_alloc_set *set,
 {
 	const struct ember_alloc_set *s;
 	unsigned int n = 0;
-	int ret = ember_session_check_owner(portid, net, extack);
+	int ret = ember_owner_check(portid, net, extack);
 
 	if (ret)
 		return ret;
@@ -825,7 +825,7 @@ int ember_alloc_detach(u32 portid, struct net *net,
 	int ret;
 
 	mutex_lock(&ember_lock);
-	ret = ember_session_check_owner(portid, net, extack);
+	ret = ember_owner_check(portid, net, extack);
 	if (!ret && list_empty(&ember_alloc_sets)) {
 		NL_SET_ERR_MSG(extack, "no allocation probes are attached");
 		ret = -ENOENT;

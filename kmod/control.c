@@ -294,25 +294,23 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 	return 0;
 }
 
+/* ember_lock held: the caller must own the running session. */
+static int ember_check_owner(struct genl_info *info)
+{
+	return ember_owner_check(info->snd_portid, genl_info_net(info),
+				 info->extack);
+}
+
 /* -EBUSY with a reason when a session runs; ember_lock held. */
 static int ember_check_not_running(struct genl_info *info)
 {
 	if (!ember_running)
 		return 0;
-	if (ember_session_owned_by(info->snd_portid, genl_info_net(info)))
+	/* another controller's session: the check says so */
+	if (!ember_check_owner(info))
 		NL_SET_ERR_MSG(info->extack,
 			       "a session is already running: STOP it first");
-	else
-		NL_SET_ERR_MSG(info->extack,
-			       "another controller owns the running session");
 	return -EBUSY;
-}
-
-/* ember_lock held: the caller must own the running session. */
-static int ember_check_owner(struct genl_info *info)
-{
-	return ember_session_check_owner(info->snd_portid, genl_info_net(info),
-					 info->extack);
 }
 
 static int ember_cmd_start(struct sk_buff *skb, struct genl_info *info)

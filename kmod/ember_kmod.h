@@ -2,6 +2,10 @@
 /*
  * ember.ko internals shared between the module's files. The user-visible
  * format lives in include/uapi/ember.h; nothing here is ABI.
+ *
+ * One section per file. Calls go one way, from main.c down to state.c
+ * (kmod/README.md, "Files"): a file never calls one above it, and
+ * selftests/suites/30-kmod-vm.sh checks the built objects for circles.
  */
 #ifndef EMBER_KMOD_H
 #define EMBER_KMOD_H
@@ -57,7 +61,7 @@ struct ember_cpu_stats {
 struct ember_ringset;
 
 /*
- * main.c: the global state, guarded by ember_lock where noted.
+ * state.c: the shared state, guarded by ember_lock where noted.
  *
  * Lock order: mmap_lock -> ember_lock. ember_dev_mmap() runs with the
  * caller's mmap_lock held and takes ember_lock, so nothing done under
@@ -80,13 +84,18 @@ extern unsigned int ember_param_ring_mem_max_mb;
 extern wait_queue_head_t ember_wq;
 extern u64 ember_caps;
 
+/* owner.c: the socket that owns the running session */
+void ember_owner_set(u32 portid, struct net *net);
+void ember_owner_clear(void);
+u32 ember_owner_gen(void);
+bool ember_owner_is_socket(u32 portid, struct net *net, u32 *gen);
+int ember_owner_check(u32 portid, struct net *net,
+		      struct netlink_ext_ack *extack);
+
 /* session.c */
 int ember_session_start(const struct ember_config *cfg, u32 portid,
 			struct net *net, struct netlink_ext_ack *extack);
 void ember_session_stop(void);
-bool ember_session_owned_by(u32 portid, struct net *net);
-int ember_session_check_owner(u32 portid, struct net *net,
-			      struct netlink_ext_ack *extack);
 int ember_session_init(void);
 void ember_session_exit(void);
 
@@ -106,13 +115,17 @@ void ember_scratch_put(unsigned int level);
 int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st);
 void ember_fill_sample_header(struct ember_sample *s, u16 type,
 			      struct task_struct *t, u64 time_ns, u64 weight_ns);
+unsigned int ember_record_user_stack(struct pt_regs *uregs, bool at_entry,
+				     u64 *ips, unsigned int max, u16 *flags,
+				     struct ember_cpu_stats *st);
 
-/* unwind_kernel.c / unwind_user.c */
+/* unwind_kernel.c / unwind_user.c: they write no record (record.c does) */
 unsigned int ember_unwind_kernel(struct task_struct *task,
 				 struct pt_regs *regs, u64 *ips,
 				 unsigned int max, u16 *flags);
 unsigned int ember_unwind_user(struct pt_regs *uregs, bool at_entry,
-			       u64 *ips, unsigned int max, u16 *flags);
+			       u64 *ips, unsigned int max, u16 *flags,
+			       struct ember_unwind_miss *miss);
 
 /* unwind_table.c: CFI tables and process bindings (ember_lock for writers) */
 struct ember_uw_binding;

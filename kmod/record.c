@@ -128,6 +128,27 @@ int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st)
 }
 
 /*
+ * current's user stack from uregs into ips (ember_unwind_user()). The one
+ * way an EMBER_REC_UNWIND_MISS reaches the ring: the unwinder only says
+ * which miss to report, and it is written here, before the record whose
+ * stack missed. Preemption must be off.
+ */
+unsigned int ember_record_user_stack(struct pt_regs *uregs, bool at_entry,
+				     u64 *ips, unsigned int max, u16 *flags,
+				     struct ember_cpu_stats *st)
+{
+	struct ember_unwind_miss miss;
+	unsigned int n;
+
+	n = ember_unwind_user(uregs, at_entry, ips, max, flags, &miss);
+	if (miss.hdr.size) {
+		local64_inc(&st->unwind_miss);
+		ember_emit_buf(&miss, sizeof(miss), st);
+	}
+	return n;
+}
+
+/*
  * Test mode (EMBER_F_STACK_COPY): the user registers and a copy of the
  * user stack, written straight into the ring after the sample, for the
  * agent's libdwfl oracle. A stack ending sooner gives what it has (the
@@ -243,8 +264,10 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 		if (lead)
 			s->ips[nk + nu++] = lead;
 		if (ember_umax > nu)
-			nu += ember_unwind_user(uregs, at_entry, s->ips + nk + nu,
-						ember_umax - nu, &flags);
+			nu += ember_record_user_stack(uregs, at_entry,
+						      s->ips + nk + nu,
+						      ember_umax - nu, &flags,
+						      st);
 		if (flags & EMBER_SF_USER_CFI)
 			local64_inc(&st->ustack_cfi);
 		if (flags & EMBER_SF_USER_FP)

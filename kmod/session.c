@@ -3,7 +3,8 @@
  * A session: the configuration, the rings and the event sources started by
  * one controller. It belongs to the generic netlink socket that started it
  * and stops when that socket is closed (NETLINK_URELEASE), so a crashed
- * agent never leaves the kernel sampling for nobody.
+ * agent never leaves the kernel sampling for nobody. Who the owner is, and
+ * the check that a request comes from it, are owner.c's.
  */
 #include <linux/netlink.h>
 #include <linux/notifier.h>
@@ -15,23 +16,8 @@
 #include "alloc.h"
 #include "ring.h"
 
-/*
- * The owner, as the netlink notifier sees it without ember_lock: the
- * session's generation in the high half and its socket's portid in the
- * low half of one word, published with a single store. With two words a
- * notifier could pair the new owner with the old generation and the
- * release work would then never stop the new session. ember_owner_net
- * is stored before the word (release) and read after it (acquire).
- */
-static u64 ember_owner;			/* gen << 32 | portid; 0: none */
-static struct net *ember_owner_net;	/* compared only, never dereferenced */
-static u32 ember_gen;			/* sessions started so far (ember_lock) */
-static u32 ember_gone_gen;		/* a session whose owner closed */
-
-static u32 ember_owner_portid(u64 owner)
-{
-	return lower_32_bits(owner);
-}
+/* the generation (ember_owner_gen()) of a session whose owner closed */
+static u32 ember_gone_gen;
 
 static void ember_stats_reset(void)
 {
@@ -51,28 +37,6 @@ static void ember_stats_reset(void)
 		local64_set(&st->alloc_hits, 0);
 		st->online = false;
 	}
-}
-
-bool ember_session_owned_by(u32 portid, struct net *net)
-{
-	return ember_running && ember_owner_portid(ember_owner) == portid &&
-	       ember_owner_net == net;
-}
-
-/* ember_lock held: the caller must own the running session. */
-int ember_session_check_owner(u32 portid, struct net *net,
-			      struct netlink_ext_ack *extack)
-{
-	if (!ember_running) {
-		NL_SET_ERR_MSG(extack, "no session is running");
-		return -ENOENT;
-	}
-	if (!ember_session_owned_by(portid, net)) {
-		NL_SET_ERR_MSG(extack,
-			       "another controller owns the running session");
-		return -EBUSY;
-	}
-	return 0;
 }
 
 /* Called with ember_lock held and no session running. */
@@ -121,10 +85,7 @@ int ember_session_start(const struct ember_config *req, u32 portid,
 			goto fail;
 	}
 	ember_cfg = cfg;
-	ember_gen++;
-	WRITE_ONCE(ember_owner_net, net);
-	/* pairs with the notifier's acquire: net and gen come with portid */
-	smp_store_release(&ember_owner, (u64)ember_gen << 32 | portid);
+	ember_owner_set(portid, net);
 	ember_running = true;
 	return 0;
 
@@ -157,8 +118,7 @@ void ember_session_stop(void)
 	/* no sampler runs any more: tables and bindings go */
 	ember_unwind_clear();
 	ember_running = false;
-	WRITE_ONCE(ember_owner, 0);
-	WRITE_ONCE(ember_owner_net, NULL);
+	ember_owner_clear();
 	/* let a poller drain what is left */
 	wake_up_interruptible_all(&ember_wq);
 }
@@ -166,7 +126,7 @@ void ember_session_stop(void)
 static void ember_release_work_fn(struct work_struct *work)
 {
 	mutex_lock(&ember_lock);
-	if (ember_running && ember_gen == READ_ONCE(ember_gone_gen)) {
+	if (ember_running && ember_owner_gen() == READ_ONCE(ember_gone_gen)) {
 		pr_info("ember: controlling socket closed, stopping session\n");
 		ember_session_stop();
 	}
@@ -180,17 +140,14 @@ static int ember_netlink_event(struct notifier_block *nb, unsigned long event,
 			       void *ptr)
 {
 	struct netlink_notify *n = ptr;
-	u64 owner;
+	u32 gen;
 
 	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC)
 		return NOTIFY_DONE;
-	/* pairs with the release in start: the net read below is current */
-	owner = smp_load_acquire(&ember_owner);
-	if (!n->portid || n->portid != ember_owner_portid(owner) ||
-	    n->net != READ_ONCE(ember_owner_net))
+	if (!ember_owner_is_socket(n->portid, n->net, &gen))
 		return NOTIFY_DONE;
 	/* stopping sleeps; some kernels call this chain atomically */
-	WRITE_ONCE(ember_gone_gen, upper_32_bits(owner));
+	WRITE_ONCE(ember_gone_gen, gen);
 	schedule_work(&ember_release_work);
 	return NOTIFY_DONE;
 }

@@ -167,29 +167,31 @@ static bool ember_unbound_miss_allowed(pid_t tgid, u64 now)
 	return true;
 }
 
-/* Ask the agent for tables: an EMBER_REC_UNWIND_MISS record. */
-static void ember_unwind_report_miss(const struct ember_uw_binding *b, u64 pc)
+/*
+ * Whether to ask the agent for tables at pc (0: the process is not
+ * bound): if so, *m is the EMBER_REC_UNWIND_MISS record for the caller to
+ * write (record.c), else m->hdr.size stays 0. The unwinder writes no
+ * record itself.
+ */
+static void ember_unwind_want_miss(const struct ember_uw_binding *b, u64 pc,
+				   struct ember_unwind_miss *m)
 {
-	struct ember_cpu_stats *st = this_cpu_ptr(ember_stats);
 	u64 now = ktime_get_mono_fast_ns();
-	struct ember_unwind_miss m;
 
 	if (!ember_unwind_active())
 		return;		/* nobody loads tables in this session */
 	if (b ? !ember_unwind_miss_allowed(b, now) :
 		!ember_unbound_miss_allowed(current->tgid, now)) {
-		local64_inc(&st->unwind_miss_limited);
+		local64_inc(&this_cpu_ptr(ember_stats)->unwind_miss_limited);
 		return;
 	}
-	memset(&m, 0, sizeof(m));
-	m.hdr.type = EMBER_REC_UNWIND_MISS;
-	m.hdr.size = sizeof(m);
-	m.time_ns = now;
-	m.pid = current->tgid;
-	m.tid = current->pid;
-	m.pc = pc;
-	local64_inc(&st->unwind_miss);
-	ember_emit_buf(&m, sizeof(m), st);
+	memset(m, 0, sizeof(*m));
+	m->hdr.type = EMBER_REC_UNWIND_MISS;
+	m->hdr.size = sizeof(*m);
+	m->time_ns = now;
+	m->pid = current->tgid;
+	m->tid = current->pid;
+	m->pc = pc;
 }
 
 /*
@@ -337,14 +339,17 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 
 /*
  * at_entry: regs stop at the first instruction of a function (a uprobe on
- * it), where no frame of its own exists yet.
+ * it), where no frame of its own exists yet. *miss: a miss record to
+ * write when miss->hdr.size is set (ember_unwind_want_miss()).
  */
 unsigned int ember_unwind_user(struct pt_regs *regs, bool at_entry,
-			       u64 *ips, unsigned int max, u16 *flags)
+			       u64 *ips, unsigned int max, u16 *flags,
+			       struct ember_unwind_miss *miss)
 {
 	struct ember_uw_walk w = { NULL, 0 };
 	unsigned int n;
 
+	miss->hdr.size = 0;
 	if (!max || !regs || !ember_user_mem_ok())
 		return 0;
 	if (!user_64bit_mode(regs)) {
@@ -355,12 +360,12 @@ unsigned int ember_unwind_user(struct pt_regs *regs, bool at_entry,
 	w.b = ember_unwind_binding(current);
 	if (!w.b) {
 		rcu_read_unlock();
-		ember_unwind_report_miss(NULL, 0);
+		ember_unwind_want_miss(NULL, 0, miss);
 		return ember_walk_fp(regs, at_entry, ips, max, flags);
 	}
 	n = ember_walk_cfi(&w, regs, at_entry, ips, max, flags);
 	if (w.miss_pc)
-		ember_unwind_report_miss(w.b, w.miss_pc);
+		ember_unwind_want_miss(w.b, w.miss_pc, miss);
 	rcu_read_unlock();
 	return n;
 }

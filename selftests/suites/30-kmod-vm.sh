@@ -4,7 +4,9 @@
 # sparse, checkpatch --strict), `make kmod-guest`, boot with
 # selftests/kmod as payload and ember.ko as /payload/ember.ko, run
 # `sh /payload/kmod/guest.sh` and relay its PASS/FAIL/SKIP lines as
-# "kmod[SERIES]: ...", then judge the kernel log.
+# "kmod[SERIES]: ...", then judge the kernel log. After each build,
+# kmod_no_call_circles_SERIES: scripts/check-layout.py calls on the built
+# objects (no two files of the module call each other, even in a loop).
 #
 # EMBER_VM_KERNELS="6.1" limits the kernels; EMBER_KMOD_VM_TIMEOUT
 # (seconds, default 600) bounds each VM run; EMBER_KMOD_CHECK=0 skips the
@@ -61,6 +63,22 @@ for k in $KERNELS; do
 		continue
 	fi
 	echo "info: $T: build took $((SECONDS - t0)) s"
+	# No call circles between the module's files (issue 26): the objects
+	# kbuild just built, in kmod.mk's directory for this KDIR, one per
+	# kmod/*.c of the tree (a stale object of a removed file is not ours).
+	objdir=".cache/kmod/$(realpath -s -m "$kdir" | tr / _)/build/kmod"
+	objs=()
+	for c in kmod/*.c; do
+		c=${c##*/}
+		objs+=("$objdir/${c%.c}.o")
+	done
+	if ! ls "${objs[@]}" >/dev/null 2>&1; then
+		t_fail "kmod_no_call_circles_$k" "objects missing in $objdir"
+	elif out=$(python3 scripts/check-layout.py calls "${objs[@]}" 2>&1); then
+		t_pass "kmod_no_call_circles_$k"
+	else
+		t_fail "kmod_no_call_circles_$k" "$(echo "$out" | sed 's|[^ ]*/kmod/||g' | tr '\n' ' ' | cut -c1-400)"
+	fi
 	# The repository's ember.ko is rebuilt for the next kernel: keep ours.
 	mkdir -p "$work/$k"
 	cp ember.ko "$work/$k/ember.ko"
