@@ -1,3 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/alloc.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * Allocations (EMBER_EV_ALLOC): the uprobes on the preloaded sampler's
+ * probes (ember_alloc, ember_free) and on an allocator's entry points
+ * (ember_entry_*: sampling countdown in BPF, in-use tracking through the
+ * uretprobe ember_entry_ret and the free probes).
+ */
+#ifndef EMBER_ALLOC_BPF_H
+#define EMBER_ALLOC_BPF_H
+
+#include "common.bpf.h"
+#include "filter.bpf.h"
+#include "record.bpf.h"
+#include "stack.bpf.h"
+
 /*
  * Allocation probes (EMBER_EV_ALLOC): uprobes the agent puts on
  * preload/ember_alloc.c's ember_alloc_probe(ptr, size, weight) and
@@ -349,3 +366,5 @@ int ember_free(void *ctx)
 	emit(ctx, &f, sizeof(f), st);
 	return 0;
 }
+
+#endif /* EMBER_ALLOC_BPF_H */

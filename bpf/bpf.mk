@@ -3,7 +3,9 @@
 #   bpf/.output/vmlinux.h      kernel types, dumped from the build host's BTF
 #                              (/sys/kernel/btf/vmlinux) with bpftool; CO-RE
 #                              relocates them to the running kernel at load.
-#   bpf/.output/ember.bpf.o    clang -target bpf -O2 -g
+#   bpf/.output/ember.bpf.o    clang -target bpf -O2 -g of bpf/ember.bpf.c, the
+#                              one translation unit: it includes the parts
+#                              bpf/*.bpf.h (shared ones, one per concern)
 #   bpf/.output/ember.skel.h   bpftool gen skeleton, copied to
 #                              agent/gen/ember.skel.h, where the agent's
 #                              loader (agent/source/source_bpf.c) includes it
@@ -11,7 +13,7 @@
 #   make bpf-tests             test programs used by selftests/suites/20-bpf.sh
 #
 # Without BTF on the build host, vmlinux.h comes from bpf/vmlinux-min.h, a
-# hand-written subset holding only the types and fields ember.bpf.c uses
+# hand-written subset holding only the types and fields the programs use
 # (CO-RE still relocates every field access at load time).
 
 BPF_OUT ?= bpf/.output
@@ -45,8 +47,10 @@ $(BPF_OUT)/vmlinux.h:
 		cp bpf/vmlinux-min.h $@; \
 	fi
 
-$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c include/ember_bpf.h bpf/unwind.bpf.h include/uapi/ember.h \
-		$(BPF_OUT)/vmlinux.h
+# ember.bpf.c includes every part (bpf/*.bpf.h): editing any of them rebuilds
+BPF_PARTS := $(wildcard bpf/*.bpf.h)
+$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c $(BPF_PARTS) include/ember_bpf.h \
+		include/ember_unwind.h include/uapi/ember.h $(BPF_OUT)/vmlinux.h
 	@echo "  CLANG   $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -1,3 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/common.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * Shared by every program of ember.bpf.c: the loader's settings every
+ * concern reads (transport, frame limits), the scratch record slots, the
+ * ring (or perf buffers) every record goes out through, the per-CPU
+ * counters, and the register layouts the programs read their contexts
+ * with. A concern's own settings and maps live in its part.
+ */
+#ifndef EMBER_COMMON_BPF_H
+#define EMBER_COMMON_BPF_H
+
 /* Stable kernel values not in BTF (they are #defines). */
 #define PF_KTHREAD		0x00200000
 /* Set by the loader before load (frozen: the verifier sees constants). */
@@ -76,3 +89,5 @@ static __always_inline struct scratch *get_scratch(__u32 slot)
 {
 	return bpf_map_lookup_elem(&scratch, &slot);
 }
+
+#endif /* EMBER_COMMON_BPF_H */

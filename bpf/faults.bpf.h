@@ -1,3 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/faults.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * Page faults (EMBER_REC_FAULT): ember_faults on each CPU's page-fault
+ * software event (perf_sample() of oncpu.bpf.h, the default), or
+ * ember_fault_tp on x86's exceptions:page_fault_user/_kernel tracepoints
+ * with a per-CPU count (EMBER_FAULTS_HOOK=tp).
+ */
+#ifndef EMBER_FAULTS_BPF_H
+#define EMBER_FAULTS_BPF_H
+
+#include "common.bpf.h"
+#include "filter.bpf.h"
+#include "record.bpf.h"
+#include "stack.bpf.h"
+#include "oncpu.bpf.h"
+
+/* Set by the loader before load (frozen: the verifier sees constants). */
 const volatile __u32 fault_period = 512;	/* ember_fault_tp: faults per record */
 
 /* Every fault_period-th page fault on a CPU (PERF_COUNT_SW_PAGE_FAULTS). */
@@ -128,3 +147,5 @@ int BPF_PROG(ember_fault_tp, unsigned long address,
 	fc->busy = 0;
 	return 0;
 }
+
+#endif /* EMBER_FAULTS_BPF_H */

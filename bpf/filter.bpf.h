@@ -1,3 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/filter.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * The process and cgroup filters, checked by every program before any
+ * stack work; changed while running through the mmap'ed .bss (on/off,
+ * cgroup id and level) and the filter_pids hash.
+ */
+#ifndef EMBER_FILTER_BPF_H
+#define EMBER_FILTER_BPF_H
+
+#include "common.bpf.h"
+
 /* Filters, changed at run time through the mmap'ed .bss. */
 __u32 filter_pids_on;
 __u64 filter_cgroup;
@@ -49,3 +62,5 @@ static __always_inline bool pass_filters(struct task_struct *task, __u32 tgid)
 		return false;
 	return true;
 }
+
+#endif /* EMBER_FILTER_BPF_H */

@@ -1,3 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/lifecycle.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * Process lifecycle: EXEC at sched_process_exec (ember_exec_btf/_raw;
+ * also drops the old image's unwind binding) and EXIT when the last
+ * thread leaves, at sched_process_exit (ember_exit_btf/_raw).
+ */
+#ifndef EMBER_LIFECYCLE_BPF_H
+#define EMBER_LIFECYCLE_BPF_H
+
+#include "common.bpf.h"
+#include "filter.bpf.h"
+#include "record.bpf.h"
+#include "unwind.bpf.h"	/* uw_procs: EXEC drops the binding */
+
 /*
  * Processes whose EXIT was emitted: tgid -> its signal_struct. Every
  * thread that reaches sched_process_exit after the last one dropped
@@ -129,3 +145,5 @@ int BPF_PROG(ember_exit_raw, struct task_struct *p)
 {
 	return handle_exit(ctx, p);
 }
+
+#endif /* EMBER_LIFECYCLE_BPF_H */

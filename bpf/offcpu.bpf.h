@@ -1,9 +1,31 @@
-#define PF_EXITING		0x00000004
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/offcpu.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * Off-CPU intervals (EMBER_REC_OFFCPU), in two designs chosen by the
+ * loader (offcpu_deferred):
+ *   deferred: sched_switch (ember_switch_btf/_raw) notes when and how the
+ *     thread left (offstart); back on the CPU (ember_back_tp_btf/_raw at
+ *     sched_exit_tp, ember_back_fentry/_kprobe at finish_task_switch) the
+ *     thread takes its own stacks, only for intervals above the threshold.
+ *   parked: the stacks are taken at every switch-out and parked in
+ *     inflight until sched_switch sees the thread come back.
+ */
+#ifndef EMBER_OFFCPU_BPF_H
+#define EMBER_OFFCPU_BPF_H
 
+#include "common.bpf.h"
+#include "filter.bpf.h"
+#include "record.bpf.h"
+#include "stack.bpf.h"
+
+/* Stable kernel values not in BTF (they are #defines). */
+#define PF_EXITING		0x00000004
 #define TASK_INTERRUPTIBLE	0x0001
 #define TASK_UNINTERRUPTIBLE	0x0002
 #define TASK_DEAD		0x0080
 
+/* Set by the loader before load (frozen: the verifier sees constants). */
 const volatile __u64 offcpu_min_ns;
 const volatile __u32 offcpu_ppm;	/* 0: keep every interval */
 const volatile __u32 inflight_value_size;
@@ -329,3 +351,5 @@ int BPF_PROG(ember_switch_raw, bool preempt, struct task_struct *prev,
 {
 	return handle_switch(ctx, preempt, prev, next);
 }
+
+#endif /* EMBER_OFFCPU_BPF_H */

@@ -1,6 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/oncpu.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * On-CPU: ember_oncpu, on each CPU's cpu-clock (or cycles) perf event.
+ * perf_sample() is also the page-fault perf event's path (faults.bpf.h).
+ */
+#ifndef EMBER_ONCPU_BPF_H
+#define EMBER_ONCPU_BPF_H
+
+#include "common.bpf.h"
+#include "filter.bpf.h"
+#include "record.bpf.h"
+#include "stack.bpf.h"
+
+/* Set by the loader before load (frozen: the verifier sees constants). */
 const volatile bool include_idle;
 const volatile __u64 fixed_weight_ns;	/* 0: the event's period is in ns */
-
 const volatile bool stack_copy;		/* test mode: EMBER_REC_USER_STACK */
 const volatile __u64 fault_page_size = 4096;	/* bytes per faulted page */
 
@@ -87,3 +102,5 @@ int ember_oncpu(struct bpf_perf_event_data *ctx)
 {
 	return perf_sample(ctx, EMBER_REC_SAMPLE);
 }
+
+#endif /* EMBER_ONCPU_BPF_H */

@@ -1,3 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/record.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * A record's way out: the fields every sample-shaped record starts with,
+ * and the emit (ring buffer with batched wake-ups, or perf buffers),
+ * counting each record as written or lost.
+ */
+#ifndef EMBER_RECORD_BPF_H
+#define EMBER_RECORD_BPF_H
+
+#include "common.bpf.h"
+
 /* Hand a record to the ring; count it as written or lost. */
 static __always_inline void emit_wake(void *ctx, void *data, __u64 size,
 				      struct ember_bpf_stats *st, bool urgent)
@@ -43,3 +56,5 @@ static __always_inline void fill_common(struct ember_sample *s, __u16 type,
 	s->__reserved2 = 0;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 }
+
+#endif /* EMBER_RECORD_BPF_H */

@@ -1,3 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/stack.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * Stacks of the current task into a record: the kernel stack
+ * (bpf_get_stack), the user stack by unwind tables when the agent has
+ * bound the process (uw_frames over unwind.bpf.h) or by frame pointers
+ * otherwise, the user registers they start from, and the test mode's copy
+ * of the user stack (--check-unwind).
+ */
+#ifndef EMBER_STACK_BPF_H
+#define EMBER_STACK_BPF_H
+
+#include "common.bpf.h"
+#include "record.bpf.h"
 #include "unwind.bpf.h"
 
 /* THREAD_SIZE on x86-64 without KASAN (every kernel ember supports). */
@@ -365,3 +380,5 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	r->stack_len = got;
 	bpf_ringbuf_submit(r, 0);
 }
+
+#endif /* EMBER_STACK_BPF_H */
