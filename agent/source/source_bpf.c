@@ -9,34 +9,28 @@
  * the programs cannot write are counted per CPU in the "stats" map; poll()
  * turns new losses into EMBER_REC_LOST records.
  *
- * One file (~1350 lines): it is one backend's private state (struct
- * ember_source: the skeleton, links, transports, filters, allocation
- * probes), reached only through the ops table at its end; the unwind
- * tables' maps are source_bpf_unwind.c, `ember status` status_bpf.c.
+ * This file is the backend's core: probe, open (the skeleton loaded with
+ * its fallbacks: tp_btf before raw_tp, the off-CPU designs in order),
+ * start, the reader, stats, stop, close, and the ops table at its end.
+ * Each concern's settings and attach code is its own file, as the BPF
+ * side is split (source_bpf_internal.h lists them; calls go one way,
+ * from here to them); the unwind tables' maps are source_bpf_unwind.c,
+ * `ember status` status_bpf.c.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
-#include <mntent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "source/source.h"
-#include "source/source_bpf_unwind.h"
-#include "ember_bpf.h"
+#include "source/source_bpf_internal.h"
 #include "source/bpf_stats.h"
-#include "gen/ember.skel.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON	38
@@ -53,20 +47,6 @@ static void unwind_maps(struct ember_bpf *skel, struct bpf_unwind_maps *m)
 	m->tables = skel->maps.uw_tables;
 	m->procs = skel->maps.uw_procs;
 	m->proc_slots = skel->maps.uw_proc_slots;
-}
-
-static void say(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!buf || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
 }
 
 static long read_sysctl_long(const char *path, long dflt)
@@ -138,7 +118,7 @@ static int bpf_probe(char *why, size_t why_len)
 		    strerror(errno));
 		return -EPERM;
 	}
-	fd = perf_open_clock(0, EMBER_DEFAULT_FREQ, false);
+	fd = bpf_perf_open_clock(0, EMBER_DEFAULT_FREQ, false);
 	if (fd < 0) {
 		int err = errno;
 
@@ -216,7 +196,7 @@ static void deliver(struct ember_source *s, const void *data, size_t avail)
 	if (hdr->type == EMBER_REC_PAD)
 		return;
 	if (hdr->type == EMBER_REC_OFFCPU)
-		strip_sched_frames(s, (void *)hdr);
+		bpf_offcpu_strip_sched_frames(s, (void *)hdr);
 	s->count++;
 	s->fn(hdr, s->fn_ctx);
 }
@@ -305,9 +285,6 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	uint32_t kreq = frames_req(cfg->kstack_max, sysmax);
 	uint32_t ureq = frames_req(cfg->ustack_max, sysmax);
 	uint64_t ring = (uint64_t)(cfg->ring_bytes ? cfg->ring_bytes : DEFAULT_RING_BYTES);
-	uint32_t vsize = sizeof(struct ember_sample) + (kreq + ureq) * sizeof(uint64_t);
-	bool off = cfg->events & EMBER_EV_OFFCPU;
-	bool life = cfg->events & EMBER_EV_LIFECYCLE;
 
 	if (sysmax > 0 && (cfg->kstack_max > sysmax || cfg->ustack_max > sysmax))
 		fprintf(stderr,
@@ -340,6 +317,12 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		unwind_maps(skel, &um);
 		bpf_unwind_size(&um, !cfg->no_unwind_tables, cfg->nr_pids > 0);
 	}
+	/* each concern, after the frame limits (off-CPU sizes from them) */
+	bpf_oncpu_configure(s, skel);
+	bpf_faults_configure(s, skel);
+	bpf_offcpu_configure(s, skel);
+	bpf_alloc_configure(s, skel);
+	bpf_lifecycle_configure(s, skel);
 }
 
 /*
@@ -405,7 +388,7 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 
 		if (force_raw && *force_raw == '1' && !a->raw_tp)
 			continue;
-		if (force_mode && off && strcmp(offcpu_mode_short[a->mode], force_mode))
+		if (force_mode && off && strcmp(bpf_offcpu_mode_short[a->mode], force_mode))
 			continue;
 		/* without off-CPU the mode is irrelevant: each tp flavour once */
 		if (!off && a->mode != (a->raw_tp ? OFFCPU_KPROBE : OFFCPU_FENTRY))
@@ -422,7 +405,7 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 		configure(s, s->skel);
 		ret = ember_bpf__load(s->skel);
 		if (!ret && off)
-			ret = attach_back(s);
+			ret = bpf_offcpu_attach_back(s);
 		if (!ret)
 			break;
 		ember_bpf__destroy(s->skel);
@@ -442,7 +425,7 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 		if (getenv("EMBER_BPF_VERBOSE"))
 			fprintf(stderr, "ember: bpf: %s tracepoints, off-CPU stacks %s, %s transport\n",
 				s->raw_tp ? "raw_tp" : "tp_btf",
-				off ? offcpu_mode_name[s->offcpu_mode] : "unused",
+				off ? bpf_offcpu_mode_name[s->offcpu_mode] : "unused",
 				s->use_perfbuf ? "perf buffer" : "ring buffer");
 		return 0;
 	}
@@ -461,7 +444,7 @@ static int bpf_open(struct ember_source **out, const struct ember_source_config 
 	const char *transport = getenv("EMBER_BPF_TRANSPORT");
 	struct ember_source *s;
 	size_t ring_pages;
-	int ret, fd;
+	int ret;
 
 	ret = check_config(cfg, err, err_len);
 	if (ret)
@@ -487,8 +470,9 @@ static int bpf_open(struct ember_source **out, const struct ember_source_config 
 		goto fail;
 	}
 
+	bpf_oncpu_pick_clock(s);
 	if (cfg->events & EMBER_EV_OFFCPU)
-		scan_kallsyms(s);
+		bpf_offcpu_scan_kallsyms(s);
 	ret = load_skel(s, err, err_len);
 	if (ret)
 		goto fail;
@@ -539,7 +523,7 @@ fail:
 
 static int bpf_stop(struct ember_source *s)
 {
-	alloc_detach(s);
+	bpf_alloc_detach(s);
 	for (int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
@@ -553,23 +537,18 @@ static int bpf_stop(struct ember_source *s)
 	return 0;
 }
 
-static int attach_tp(struct ember_source *s, int slot, struct bpf_program *btf,
-		     struct bpf_program *raw)
-{
-	struct bpf_program *p = s->raw_tp ? raw : btf;
-
-	s->tp_links[slot] = bpf_program__attach(p);
-	return s->tp_links[slot] ? 0 : -errno;
-}
-
 static int bpf_start(struct ember_source *s)
 {
 	const struct ember_source_config *cfg = &s->cfg;
-	struct ember_bpf *k = s->skel;
-	int ret = 0, fd;
+	int ret;
 
 	if (s->running)
 		return -EBUSY;
+	ret = bpf_lifecycle_attach(s);
+	if (!ret)
+		ret = bpf_offcpu_attach(s);
+	if (ret)
+		goto fail;
 	if (cfg->events & (EMBER_EV_ONCPU | EMBER_EV_FAULTS)) {
 		s->links = calloc(2 * (size_t)s->nr_online, sizeof(*s->links));
 		if (!s->links) {
@@ -577,11 +556,11 @@ static int bpf_start(struct ember_source *s)
 			goto fail;
 		}
 	}
-	if (cfg->events & EMBER_EV_FAULTS) {
-		ret = attach_faults(s);
-		if (ret)
-			goto fail;
-	}
+	ret = bpf_oncpu_attach(s);
+	if (!ret)
+		ret = bpf_faults_attach(s);
+	if (ret)
+		goto fail;
 	s->running = true;
 	return 0;
 fail:

@@ -1,3 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The eBPF backend, allocations (EMBER_EV_ALLOC, bpf/alloc.bpf.h): uprobes
+ * on the preloaded sampler's probe points and on allocators' entry points
+ * (with a return probe where the call gives the block), put and removed
+ * while running; at most MAX_ALLOC_LINKS links.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "source/source_bpf_internal.h"
+
+void bpf_alloc_configure(struct ember_source *s, struct ember_bpf *skel)
+{
+	const struct ember_source_config *cfg = &s->cfg;
+
 	bpf_program__set_autoload(skel->progs.ember_alloc, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_free, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_entry_rdi, cfg->events & EMBER_EV_ALLOC);
@@ -16,12 +33,13 @@
 		bpf_map__set_max_entries(skel->maps.alloc_pending, 1);
 		bpf_map__set_max_entries(skel->maps.alloc_live, 1);
 	}
+}
 
 /* uprobes for every process of a file plus per-process ones: bounded */
 /* (each one an fd: under the usual 1024 open files) */
 #define MAX_ALLOC_LINKS	896
 
-static void alloc_detach(struct ember_source *s)
+void bpf_alloc_detach(struct ember_source *s)
 {
 	for (int i = 0; i < s->nr_alloc_links; i++)
 		bpf_link__destroy(s->alloc_links[i]);
@@ -70,10 +88,9 @@ static bool returns_block(uint32_t kind)
  * filters apply in the programs. The kernel raises each probe's semaphore
  * in those processes while it is attached. All or none.
  */
-static int bpf_alloc_attach(struct ember_source *s, uint32_t pid,
-			    const char *path,
-			    const struct ember_alloc_probe *probes, size_t nr,
-			    char *err, size_t err_len)
+int bpf_alloc_attach(struct ember_source *s, uint32_t pid, const char *path,
+		     const struct ember_alloc_probe *probes, size_t nr,
+		     char *err, size_t err_len)
 {
 	int first = s->nr_alloc_links;
 

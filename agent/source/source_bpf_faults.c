@@ -1,3 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The eBPF backend, page faults (EMBER_EV_FAULTS, bpf/faults.bpf.h): every
+ * fault_period-th fault on each CPU through the page-fault software perf
+ * event (ember_faults, the default), or through x86's
+ * exceptions:page_fault_user/_kernel tracepoints (ember_fault_tp,
+ * EMBER_FAULTS_HOOK=tp).
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "source/source_bpf_internal.h"
+
 /*
  * EMBER_FAULTS_HOOK=tp: page faults through x86's
  * exceptions:page_fault_user/_kernel tracepoints instead of the software
@@ -24,14 +41,18 @@ static int perf_open_faults(int cpu, uint32_t period)
 	return syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+void bpf_faults_configure(struct ember_source *s, struct ember_bpf *skel)
+{
+	const struct ember_source_config *cfg = &s->cfg;
+
 	skel->rodata->fault_page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	skel->rodata->fault_period = cfg->fault_period ? cfg->fault_period :
 				     EMBER_DEFAULT_FAULT_PERIOD;
-
 	bpf_program__set_autoload(skel->progs.ember_faults,
 				  (cfg->events & EMBER_EV_FAULTS) && !faults_hook_tp());
 	bpf_program__set_autoload(skel->progs.ember_fault_tp,
 				  (cfg->events & EMBER_EV_FAULTS) && faults_hook_tp());
+}
 
 /* Every period-th page fault on each CPU through the software event. */
 static int attach_faults_perf(struct ember_source *s, uint32_t period)
@@ -58,8 +79,11 @@ static int attach_faults_perf(struct ember_source *s, uint32_t period)
 	return 0;
 }
 
-/* Page faults through the tracepoints when asked, else the perf event. */
-static int attach_faults(struct ember_source *s)
+/*
+ * Page faults through the tracepoints when asked, else the perf event
+ * (into s->links, sized by the caller).
+ */
+int bpf_faults_attach(struct ember_source *s)
 {
 	static const char *const tps[] = { "page_fault_user", "page_fault_kernel" };
 	struct bpf_program *p = s->skel->progs.ember_fault_tp;
@@ -68,6 +92,8 @@ static int attach_faults(struct ember_source *s)
 	bool perf = !faults_hook_tp();
 	int ret;
 
+	if (!(s->cfg.events & EMBER_EV_FAULTS))
+		return 0;
 	for (int i = 0; i < 2 && !perf; i++) {
 		s->tp_links[3 + i] = bpf_program__attach_raw_tracepoint(p, tps[i]);
 		if (s->tp_links[3 + i])

@@ -1,3 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The eBPF backend's filters (bpf/filter.bpf.h): the pid hash and the
+ * cgroup v2 id with its level in the hierarchy (the programs compare the
+ * task's ancestor at that level, so descendants match), changed while
+ * running through the mmap'ed .bss.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <mntent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include "source/source_bpf_internal.h"
+
 /* Depth of the cgroup v2 directory whose inode is id, or -1. */
 static uint64_t want_cgid;
 static int found_level;
@@ -36,8 +54,8 @@ static int cgroup_level(uint64_t id)
 	return found_level;
 }
 
-static int bpf_set_filter(struct ember_source *s, const uint32_t *pids,
-			  size_t nr_pids, uint64_t cgroup_id)
+int bpf_set_filter(struct ember_source *s, const uint32_t *pids,
+		   size_t nr_pids, uint64_t cgroup_id)
 {
 	int fd = bpf_map__fd(s->skel->maps.filter_pids);
 	uint32_t key, next, *pkey = NULL;

@@ -1,3 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The eBPF backend's own definitions, shared by its files and by no one
+ * else (the rest of the agent sees only ember_source_bpf, source.h):
+ *   source_bpf.c            probe, open (load with fallbacks), start,
+ *                           poll (the reader), stats, stop, close
+ *   source_bpf_oncpu.c      on-CPU: cpu-clock or cycles perf events
+ *   source_bpf_offcpu.c     off-CPU: the designs, the switch-in hook
+ *   source_bpf_faults.c     page faults: perf event or tracepoints
+ *   source_bpf_alloc.c      allocation uprobes
+ *   source_bpf_lifecycle.c  exec and exit tracepoints
+ *   source_bpf_filter.c     pid and cgroup filters
+ * Calls go one way, from source_bpf.c to the others: what they share
+ * (say(), attach_tp()) is static inline here.
+ */
+#ifndef EMBER_SOURCE_BPF_INTERNAL_H
+#define EMBER_SOURCE_BPF_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <bpf/libbpf.h>
+#include "source/source.h"
+#include "source/source_bpf_unwind.h"
+#include "ember_bpf.h"
+#include "gen/ember.skel.h"
+
 #define BTF_PATH		"/sys/kernel/btf/vmlinux"
 #define DEFAULT_RING_BYTES	(512u * 1024)	/* per CPU */
 #define DEFAULT_RING_MAX	(16u << 20)	/* shared ring, by default */
@@ -10,7 +40,7 @@
 #define MAX_RECORD_BYTES	(MAX_SAMPLE_BYTES > MAX_COPY_BYTES ? \
 				 MAX_SAMPLE_BYTES : MAX_COPY_BYTES)
 
- */
+/* The off-CPU designs, cheapest first (source_bpf_offcpu.c says why). */
 enum offcpu_mode {
 	OFFCPU_FENTRY,
 	OFFCPU_KPROBE,
@@ -51,3 +81,64 @@ struct ember_source {
 	uint64_t *bounce;		/* aligned copy of one record */
 	struct bpf_unwind *uw;		/* CFI tables, NULL with --no-cfi */
 };
+
+/* The message of a failure, for the caller's buffer (may be NULL). */
+static inline void say(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static inline void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!buf || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* A scheduler tracepoint's program, tp_btf or raw_tp as loaded. */
+static inline int attach_tp(struct ember_source *s, int slot,
+			    struct bpf_program *btf, struct bpf_program *raw)
+{
+	struct bpf_program *p = s->raw_tp ? raw : btf;
+
+	s->tp_links[slot] = bpf_program__attach(p);
+	return s->tp_links[slot] ? 0 : -errno;
+}
+
+/*
+ * Each concern, before load (the skeleton is open, configured by
+ * source_bpf.c: transport, frame limits) and at start. The attach
+ * functions return 0 or -errno; source_bpf.c undoes what was made.
+ */
+void bpf_oncpu_configure(struct ember_source *s, struct ember_bpf *skel);
+void bpf_oncpu_pick_clock(struct ember_source *s);
+int bpf_oncpu_attach(struct ember_source *s);
+int bpf_perf_open_clock(int cpu, uint32_t freq, bool cycles);
+
+extern const char *const bpf_offcpu_mode_short[];
+extern const char *const bpf_offcpu_mode_name[];
+void bpf_offcpu_scan_kallsyms(struct ember_source *s);
+void bpf_offcpu_strip_sched_frames(struct ember_source *s,
+				   struct ember_sample *smp);
+void bpf_offcpu_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_offcpu_attach_back(struct ember_source *s);
+int bpf_offcpu_attach(struct ember_source *s);
+
+void bpf_faults_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_faults_attach(struct ember_source *s);
+
+void bpf_alloc_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_alloc_attach(struct ember_source *s, uint32_t pid, const char *path,
+		     const struct ember_alloc_probe *probes, size_t nr,
+		     char *err, size_t err_len);
+void bpf_alloc_detach(struct ember_source *s);
+
+void bpf_lifecycle_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_lifecycle_attach(struct ember_source *s);
+
+int bpf_set_filter(struct ember_source *s, const uint32_t *pids,
+		   size_t nr_pids, uint64_t cgroup_id);
+
+#endif /* EMBER_SOURCE_BPF_INTERNAL_H */

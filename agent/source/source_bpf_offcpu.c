@@ -1,3 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The eBPF backend, off-CPU (EMBER_EV_OFFCPU, bpf/offcpu.bpf.h): which
+ * design and switch-in hook this kernel takes (source_bpf.c's load_skel()
+ * tries them in order), sched_switch, and the BPF frames stripped from
+ * the kernel stacks of off-CPU records.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "source/source_bpf_internal.h"
+
 /*
  * Off-CPU designs, measured on this project's 6.18 host (2 vCPUs), per
  * sched_switch, `perf bench sched pipe` load, threshold 1 ms:
@@ -13,15 +27,16 @@
  * (Taking the kernel stack at switch-in with bpf_get_task_stack() instead
  * was tried: it cannot serve, stack_trace_save_tsk() drops every __sched
  * function, do_nanosleep and schedule included.)
+ */
 
-static const char *const offcpu_mode_short[] = {
+const char *const bpf_offcpu_mode_short[] = {
 	[OFFCPU_FENTRY] = "fentry",
 	[OFFCPU_KPROBE] = "kprobe",
 	[OFFCPU_EXIT_TP] = "exit_tp",
 	[OFFCPU_PARKED] = "parked",
 };
 
-static const char *const offcpu_mode_name[] = {
+const char *const bpf_offcpu_mode_name[] = {
 	[OFFCPU_FENTRY] = "deferred (fentry)",
 	[OFFCPU_KPROBE] = "deferred (kprobe)",
 	[OFFCPU_EXIT_TP] = "deferred (sched_exit_tp)",
@@ -32,7 +47,7 @@ static const char *const offcpu_mode_name[] = {
  * From /proc/kallsyms (root sees addresses): the range of __schedule, for
  * strip_sched_frames(), and the name finish_task_switch has here.
  */
-static void scan_kallsyms(struct ember_source *s)
+void bpf_offcpu_scan_kallsyms(struct ember_source *s)
 {
 	char line[512], name[256], type;
 	unsigned long long addr;
@@ -66,7 +81,8 @@ static void scan_kallsyms(struct ember_source *s)
  * A sched_switch program's kernel stack starts with the BPF and tracepoint
  * machinery; the module's starts at __schedule. Drop what is above it.
  */
-static void strip_sched_frames(struct ember_source *s, struct ember_sample *smp)
+void bpf_offcpu_strip_sched_frames(struct ember_source *s,
+				   struct ember_sample *smp)
 {
 	unsigned int i, n = smp->nr_kernel < 16 ? smp->nr_kernel : 16;
 
@@ -84,6 +100,17 @@ static void strip_sched_frames(struct ember_source *s, struct ember_sample *smp)
 	smp->hdr.size -= i * sizeof(uint64_t);
 }
 
+/*
+ * Before load, after source_bpf.c set the frame limits: the parked
+ * record's size follows from them.
+ */
+void bpf_offcpu_configure(struct ember_source *s, struct ember_bpf *skel)
+{
+	const struct ember_source_config *cfg = &s->cfg;
+	uint32_t vsize = sizeof(struct ember_sample) +
+			 (skel->rodata->kstack_req + skel->rodata->ustack_req) *
+			 sizeof(uint64_t);
+	bool off = cfg->events & EMBER_EV_OFFCPU;
 	/* threads tracked off CPU at once; EMBER_BPF_INFLIGHT for tests */
 	const char *env_inflight = getenv("EMBER_BPF_INFLIGHT");
 	unsigned long inflight = env_inflight ? strtoul(env_inflight, NULL, 10) : 0;
@@ -91,7 +118,6 @@ static void strip_sched_frames(struct ember_source *s, struct ember_sample *smp)
 	skel->rodata->offcpu_min_ns = cfg->offcpu_min_ns;
 	skel->rodata->offcpu_ppm = cfg->offcpu_sample_ppm;
 	skel->rodata->inflight_value_size = vsize;
-
 	skel->rodata->offcpu_deferred = s->offcpu_mode != OFFCPU_PARKED;
 	if (inflight && inflight <= 1000000) {
 		bpf_map__set_max_entries(skel->maps.inflight, inflight);
@@ -110,16 +136,16 @@ static void strip_sched_frames(struct ember_source *s, struct ember_sample *smp)
 				  off && s->offcpu_mode == OFFCPU_EXIT_TP && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_back_tp_raw,
 				  off && s->offcpu_mode == OFFCPU_EXIT_TP && s->raw_tp);
-
 	bpf_program__set_autoload(skel->progs.ember_switch_btf, off && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_switch_raw, off && s->raw_tp);
+}
 
 /*
  * The deferred off-CPU hook, attached at open: harmless before sched_switch
  * is, and a kernel that refuses it (no kprobes, a renamed static function
  * fentry cannot find) must make us fall back to another flavour now.
  */
-static int attach_back(struct ember_source *s)
+int bpf_offcpu_attach_back(struct ember_source *s)
 {
 	struct ember_bpf *k = s->skel;
 
@@ -137,8 +163,12 @@ static int attach_back(struct ember_source *s)
 	return s->back_link ? 0 : -errno;
 }
 
-	if (cfg->events & EMBER_EV_OFFCPU) {
-		ret = attach_tp(s, 2, k->progs.ember_switch_btf, k->progs.ember_switch_raw);
-		if (ret)
-			goto fail;
-	}
+/* At start: sched_switch, into tp_links[2]. */
+int bpf_offcpu_attach(struct ember_source *s)
+{
+	struct ember_bpf *k = s->skel;
+
+	if (!(s->cfg.events & EMBER_EV_OFFCPU))
+		return 0;
+	return attach_tp(s, 2, k->progs.ember_switch_btf, k->progs.ember_switch_raw);
+}
