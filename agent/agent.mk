@@ -91,10 +91,11 @@ agent/gen/%.pb-c.o: agent/gen/%.pb-c.c agent/gen/%.pb-c.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(AGENT_CFLAGS) -Wno-unused-parameter -c -o $@ $<
 
-# The eBPF backend embeds the skeleton built by bpf/bpf.mk.
+# The eBPF backend embeds the skeleton built by bpf/bpf.mk (every file of it
+# includes it through source_bpf_internal.h).
 ifneq ($(wildcard agent/source/source_bpf.c),)
 ifneq ($(wildcard bpf/bpf.mk),)
-agent/source/source_bpf.o: agent/gen/ember.skel.h
+$(patsubst %.c,%.o,$(wildcard agent/source/source_bpf*.c)): agent/gen/ember.skel.h
 endif
 endif
 

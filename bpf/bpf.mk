@@ -3,15 +3,18 @@
 #   bpf/.output/vmlinux.h      kernel types, dumped from the build host's BTF
 #                              (/sys/kernel/btf/vmlinux) with bpftool; CO-RE
 #                              relocates them to the running kernel at load.
-#   bpf/.output/ember.bpf.o    clang -target bpf -O2 -g
+#   bpf/.output/ember.bpf.o    clang -target bpf -O2 -g of bpf/ember.bpf.c, the
+#                              one translation unit: it includes the parts
+#                              bpf/*.bpf.h (shared ones, one per concern)
 #   bpf/.output/ember.skel.h   bpftool gen skeleton, copied to
 #                              agent/gen/ember.skel.h, where the agent's
-#                              loader (agent/source/source_bpf.c) includes it
-#                              as "gen/ember.skel.h"
+#                              loader (agent/source/source_bpf*.c, through
+#                              source_bpf_internal.h) includes it as
+#                              "gen/ember.skel.h"
 #   make bpf-tests             test programs used by selftests/suites/20-bpf.sh
 #
 # Without BTF on the build host, vmlinux.h comes from bpf/vmlinux-min.h, a
-# hand-written subset holding only the types and fields ember.bpf.c uses
+# hand-written subset holding only the types and fields the programs use
 # (CO-RE still relocates every field access at load time).
 
 BPF_OUT ?= bpf/.output
@@ -45,8 +48,10 @@ $(BPF_OUT)/vmlinux.h:
 		cp bpf/vmlinux-min.h $@; \
 	fi
 
-$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c include/ember_bpf.h bpf/unwind.bpf.h include/uapi/ember.h \
-		$(BPF_OUT)/vmlinux.h
+# ember.bpf.c includes every part (bpf/*.bpf.h): editing any of them rebuilds
+BPF_PARTS := $(wildcard bpf/*.bpf.h)
+$(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c $(BPF_PARTS) include/ember_bpf.h \
+		include/ember_unwind.h include/uapi/ember.h $(BPF_OUT)/vmlinux.h
 	@echo "  CLANG   $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -70,23 +75,29 @@ BPF_TEST_BINS := $(BPF_TEST_OUT)/bpf-dump $(BPF_TEST_OUT)/ring-fuzz \
 
 bpf-tests: $(BPF_TEST_BINS)
 
-$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c agent/source/source_bpf.c \
-		agent/source/source_bpf_unwind.c agent/source/record.c agent/source/source.h \
-		include/ember_bpf.h $(BPF_AGENT_SKEL)
+# The agent's eBPF backend: source_bpf.c (the core) and its parts, one per
+# concern plus the unwind maps (agent/source/source_bpf_internal.h).
+BPF_AGENT_PARTS := $(filter-out agent/source/source_bpf.c,\
+	$(wildcard agent/source/source_bpf_*.c))
+BPF_AGENT_DEPS := agent/source/source_bpf.c $(BPF_AGENT_PARTS) \
+	agent/source/source_bpf_internal.h agent/source/record.c \
+	agent/source/source.h include/ember_bpf.h $(BPF_AGENT_SKEL)
+
+$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c $(BPF_AGENT_DEPS)
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \
-		agent/source/source_bpf.c agent/source/source_bpf_unwind.c agent/source/record.c \
+		agent/source/source_bpf.c $(BPF_AGENT_PARTS) agent/source/record.c \
 		-lbpf -lelf -lz -lpthread
 
-# The reader fed random records, under ASan/UBSan.
-$(BPF_TEST_OUT)/ring-fuzz: selftests/bpf/ring-fuzz.c agent/source/source_bpf.c \
-		agent/source/record.c agent/source/source.h $(BPF_AGENT_SKEL)
+# The reader fed random records, under ASan/UBSan (ring-fuzz.c includes
+# source_bpf.c to reach its static reader).
+$(BPF_TEST_OUT)/ring-fuzz: selftests/bpf/ring-fuzz.c $(BPF_AGENT_DEPS)
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -o $@ selftests/bpf/ring-fuzz.c \
-		agent/source/source_bpf_unwind.c agent/source/record.c -lbpf -lelf -lz -lpthread
+		$(BPF_AGENT_PARTS) agent/source/record.c -lbpf -lelf -lz -lpthread
 
 # Frame pointers everywhere, leaf functions included: clang honours
 # -mno-omit-leaf-frame-pointer, gcc 12 does not.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /*
- * Definitions shared by the eBPF programs (ember.bpf.c) and their loader
- * (agent/source/source_bpf.c). It sits in include/ because both sides of
+ * Definitions shared by the eBPF programs (bpf/ember.bpf.c and its .bpf.h
+ * parts) and their loader (agent/source/source_bpf*.c). It sits in include/ because both sides of
  * that boundary build against it. The records themselves are defined only in
  * include/uapi/ember.h.
  */

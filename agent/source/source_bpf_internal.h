@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The eBPF backend's own definitions, shared by its files and by no one
+ * else (the rest of the agent sees only ember_source_bpf, source.h):
+ *   source_bpf.c            probe, open (load with fallbacks), start,
+ *                           poll (the reader), stats, stop, close
+ *   source_bpf_oncpu.c      on-CPU: cpu-clock or cycles perf events
+ *   source_bpf_offcpu.c     off-CPU: the designs, the switch-in hook
+ *   source_bpf_faults.c     page faults: perf event or tracepoints
+ *   source_bpf_alloc.c      allocation uprobes
+ *   source_bpf_lifecycle.c  exec and exit tracepoints
+ *   source_bpf_filter.c     pid and cgroup filters
+ * Calls go one way, from source_bpf.c to the others: what they share
+ * (say(), attach_tp()) is static inline here.
+ */
+#ifndef EMBER_SOURCE_BPF_INTERNAL_H
+#define EMBER_SOURCE_BPF_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <bpf/libbpf.h>
+#include "source/source.h"
+#include "source/source_bpf_unwind.h"
+#include "ember_bpf.h"
+#include "gen/ember.skel.h"
+
+#define BTF_PATH		"/sys/kernel/btf/vmlinux"
+#define DEFAULT_RING_BYTES	(512u * 1024)	/* per CPU */
+#define DEFAULT_RING_MAX	(16u << 20)	/* shared ring, by default */
+#define MAX_SAMPLE_BYTES	(sizeof(struct ember_sample) + \
+				 2 * EMBER_MAX_FRAMES * sizeof(uint64_t) + \
+				 sizeof(struct ember_exec) + EMBER_BPF_FILENAME_MAX)
+/* the largest record: a sample, or a stack copy (--check-unwind) */
+#define MAX_COPY_BYTES		(sizeof(struct ember_user_stack) + \
+				 EMBER_STACK_COPY_MAX + 4096)
+#define MAX_RECORD_BYTES	(MAX_SAMPLE_BYTES > MAX_COPY_BYTES ? \
+				 MAX_SAMPLE_BYTES : MAX_COPY_BYTES)
+
+/* The off-CPU designs, cheapest first (source_bpf_offcpu.c says why). */
+enum offcpu_mode {
+	OFFCPU_FENTRY,
+	OFFCPU_KPROBE,
+	OFFCPU_EXIT_TP,
+	OFFCPU_PARKED,
+};
+
+struct ember_source {
+	struct ember_bpf *skel;
+	struct ring_buffer *rb;
+	struct perf_buffer *pb;
+	struct bpf_link **links;	/* perf_event links: per online CPU, per event */
+	int nr_links;
+	struct bpf_link *tp_links[5];	/* exec, exit, switch, 2 fault tps */
+	/* allocation probes (EMBER_EV_ALLOC), attach..stop */
+	struct bpf_link **alloc_links;
+	int nr_alloc_links, cap_alloc_links;
+	struct bpf_link *back_link;	/* deferred off-CPU hook, open..close */
+	bool running;
+	bool use_perfbuf;
+	bool raw_tp;			/* tp_btf refused: raw_tp flavour */
+	enum offcpu_mode offcpu_mode;
+	char back_sym[256];		/* finish_task_switch in kallsyms */
+	int stats_fd;			/* BPF_ENABLE_STATS, -1 if refused */
+	struct ember_source_config cfg;
+	uint32_t clock_event;		/* enum ember_clock_event in use */
+	int nr_possible;
+	int *online;			/* online CPU numbers */
+	int nr_online;
+	uint64_t *lost_seen;		/* per possible CPU */
+	uint64_t corrupt;
+	/* kernel frames before __schedule in off-CPU stacks are BPF's own */
+	uint64_t sched_lo, sched_hi;
+	/* the current poll() */
+	ember_record_fn fn;
+	void *fn_ctx;
+	int count;
+	uint64_t *bounce;		/* aligned copy of one record */
+	struct bpf_unwind *uw;		/* CFI tables, NULL with --no-cfi */
+};
+
+/* The message of a failure, for the caller's buffer (may be NULL). */
+static inline void say(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static inline void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!buf || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* A scheduler tracepoint's program, tp_btf or raw_tp as loaded. */
+static inline int attach_tp(struct ember_source *s, int slot,
+			    struct bpf_program *btf, struct bpf_program *raw)
+{
+	struct bpf_program *p = s->raw_tp ? raw : btf;
+
+	s->tp_links[slot] = bpf_program__attach(p);
+	return s->tp_links[slot] ? 0 : -errno;
+}
+
+/*
+ * Each concern, before load (the skeleton is open, configured by
+ * source_bpf.c: transport, frame limits) and at start. The attach
+ * functions return 0 or -errno; source_bpf.c undoes what was made.
+ */
+void bpf_oncpu_configure(struct ember_source *s, struct ember_bpf *skel);
+void bpf_oncpu_pick_clock(struct ember_source *s);
+int bpf_oncpu_attach(struct ember_source *s);
+int bpf_perf_open_clock(int cpu, uint32_t freq, bool cycles);
+
+extern const char *const bpf_offcpu_mode_short[];
+extern const char *const bpf_offcpu_mode_name[];
+void bpf_offcpu_scan_kallsyms(struct ember_source *s);
+void bpf_offcpu_strip_sched_frames(struct ember_source *s,
+				   struct ember_sample *smp);
+void bpf_offcpu_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_offcpu_attach_back(struct ember_source *s);
+int bpf_offcpu_attach(struct ember_source *s);
+
+void bpf_faults_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_faults_attach(struct ember_source *s);
+
+void bpf_alloc_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_alloc_attach(struct ember_source *s, uint32_t pid, const char *path,
+		     const struct ember_alloc_probe *probes, size_t nr,
+		     char *err, size_t err_len);
+void bpf_alloc_detach(struct ember_source *s);
+
+void bpf_lifecycle_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_lifecycle_attach(struct ember_source *s);
+
+int bpf_set_filter(struct ember_source *s, const uint32_t *pids,
+		   size_t nr_pids, uint64_t cgroup_id);
+
+#endif /* EMBER_SOURCE_BPF_INTERNAL_H */

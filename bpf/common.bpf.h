@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/common.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * Shared by every program of ember.bpf.c: the loader's settings every
+ * concern reads (transport, frame limits), the scratch record slots, the
+ * ring (or perf buffers) every record goes out through, the per-CPU
+ * counters, and the register layouts the programs read their contexts
+ * with. A concern's own settings and maps live in its part.
+ */
+#ifndef EMBER_COMMON_BPF_H
+#define EMBER_COMMON_BPF_H
+
+/* Stable kernel values not in BTF (they are #defines). */
+#define PF_KTHREAD		0x00200000
+/* Set by the loader before load (frozen: the verifier sees constants). */
+const volatile bool use_perfbuf;
+const volatile __u32 kstack_max;	/* frames kept */
+const volatile __u32 kstack_req;	/* frames asked: more means truncated */
+const volatile __u32 ustack_max;
+const volatile __u32 ustack_req;
+const volatile __u64 wakeup_bytes;	/* ring fill that wakes the reader */
+
+/* Room for the largest record: a sample with both stacks at their limit. */
+struct scratch {
+	__u64 raw[sizeof(struct ember_sample) / 8 + EMBER_BPF_SCRATCH_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);		/* resized by the loader */
+} ringbuf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} perfbuf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EMBER_NR_SLOTS);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ember_bpf_stats);
+} stats SEC(".maps");
+
+/*
+ * The perf_event context starts with the x86-64 pt_regs of the UAPI (fixed
+ * layout, not CO-RE: the verifier checks context offsets). vmlinux.h's
+ * pt_regs cannot be used: from 6.9 its cs is a 2-byte union member (FRED),
+ * which CO-RE would refuse to relocate to the 8-byte field of older
+ * kernels. Context loads must be whole words, hence the volatile.
+ */
+struct uapi_x86_regs {
+	__u64 r15, r14, r13, r12;
+	volatile __u64 bp;
+	__u64 bx, r11, r10, r9, r8;
+	__u64 ax, cx, dx, si, di, orig_ax;
+	volatile __u64 ip;
+	volatile __u64 cs;
+	__u64 flags;
+	volatile __u64 sp;
+	__u64 ss;
+};
+
+/* The user registers the unwinder starts from. */
+struct uw_regs {
+	__u64 pc, sp, fp;
+};
+
+/* ips[0] of a scratch slot, counted in u64 from its start */
+#define SCRATCH_IPS		(sizeof(struct ember_sample) / 8)
+
+static __always_inline struct ember_bpf_stats *get_stats(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stats, &zero);
+}
+
+static __always_inline struct scratch *get_scratch(__u32 slot)
+{
+	return bpf_map_lookup_elem(&scratch, &slot);
+}
+
+#endif /* EMBER_COMMON_BPF_H */

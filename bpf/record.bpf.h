@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/record.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * A record's way out: the fields every sample-shaped record starts with,
+ * and the emit (ring buffer with batched wake-ups, or perf buffers),
+ * counting each record as written or lost.
+ */
+#ifndef EMBER_RECORD_BPF_H
+#define EMBER_RECORD_BPF_H
+
+#include "common.bpf.h"
+
+/* Hand a record to the ring; count it as written or lost. */
+static __always_inline void emit_wake(void *ctx, void *data, __u64 size,
+				      struct ember_bpf_stats *st, bool urgent)
+{
+	__u64 wake = BPF_RB_NO_WAKEUP;
+	long err;
+
+	if (use_perfbuf) {
+		err = bpf_perf_event_output(ctx, &perfbuf, BPF_F_CURRENT_CPU,
+					    data, size);
+	} else {
+		/* Batch wake-ups: the reader also polls with a timeout. */
+		if (urgent ||
+		    bpf_ringbuf_query(&ringbuf, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+			wake = BPF_RB_FORCE_WAKEUP;
+		err = bpf_ringbuf_output(&ringbuf, data, size, wake);
+	}
+	if (err)
+		st->lost++;
+	else
+		st->records++;
+}
+
+static __always_inline void emit(void *ctx, void *data, __u64 size,
+				 struct ember_bpf_stats *st)
+{
+	emit_wake(ctx, data, size, st, false);
+}
+
+static __always_inline void fill_common(struct ember_sample *s, __u16 type,
+					__u64 now, __u32 tgid, __u32 tid)
+{
+	s->hdr.type = type;
+	s->hdr.__reserved = 0;
+	s->time_ns = now;
+	s->weight_ns = 0;
+	s->cgroup_id = bpf_get_current_cgroup_id();
+	s->pid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->state = EMBER_STATE_NONE;
+	s->__reserved = 0;
+	s->__reserved2 = 0;
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+}
+
+#endif /* EMBER_RECORD_BPF_H */

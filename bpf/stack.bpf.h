@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bpf/stack.bpf.h, part of ember.bpf.c (one object, one skeleton, one load).
+ *
+ * Stacks of the current task into a record: the kernel stack
+ * (bpf_get_stack), the user stack by unwind tables when the agent has
+ * bound the process (uw_frames over unwind.bpf.h) or by frame pointers
+ * otherwise, the user registers they start from, and the test mode's copy
+ * of the user stack (--check-unwind).
+ */
+#ifndef EMBER_STACK_BPF_H
+#define EMBER_STACK_BPF_H
+
+#include "common.bpf.h"
+#include "record.bpf.h"
+#include "unwind.bpf.h"
+
+/* THREAD_SIZE on x86-64 without KASAN (every kernel ember supports). */
+#define EMBER_THREAD_SIZE	(16384)
+
+/* The same, every field read on its own (context loads must stay whole). */
+struct uapi_x86_regs_v {
+	volatile __u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	volatile __u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+/*
+ * The current task's user registers saved at kernel entry (the syscall or
+ * interrupt it is in), found with bpf_task_pt_regs() where the kernel has
+ * it (5.15+) and at the top of the task's stack before that (5.10: no
+ * padding there on x86-64). 0, or -1 when they cannot be read.
+ */
+static __always_inline int entry_uregs(struct uapi_x86_regs *u)
+{
+	struct task_struct *task;
+	void *regs;
+
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) &&
+	    bpf_core_enum_value_exists(enum bpf_func_id,
+				       BPF_FUNC_get_current_task_btf)) {
+		task = bpf_get_current_task_btf();
+		regs = (void *)bpf_task_pt_regs(task);
+	} else {
+		task = (void *)bpf_get_current_task();
+		regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
+				EMBER_THREAD_SIZE - sizeof(*u));
+	}
+	return bpf_probe_read_kernel(u, sizeof(*u), regs) ? -1 : 0;
+}
+
+/*
+ * The user registers of the current task: from the sample's own context
+ * when it interrupted user mode, else those saved at kernel entry.
+ */
+static __always_inline int current_uregs(const struct uw_regs *given,
+					 struct uw_state *w)
+{
+	struct uapi_x86_regs u;
+
+	if (given) {
+		w->pc = given->pc;
+		w->sp = given->sp;
+		w->fp = given->fp;
+		return 0;
+	}
+	if (entry_uregs(&u))
+		return -1;
+	w->pc = u.ip;
+	w->sp = u.sp;
+	w->fp = u.bp;
+	return 0;
+}
+
+/* EMBER_REC_UNWIND_MISS for the sample's process, rate-limited. */
+static __always_inline void unwind_miss(void *ctx, const struct ember_sample *s,
+					__u64 pc, struct ember_bpf_stats *st)
+{
+	struct ember_unwind_miss m = {
+		.hdr = { .type = EMBER_REC_UNWIND_MISS, .size = sizeof(m) },
+		.time_ns = s->time_ns,
+		.pid = s->pid,
+		.tid = s->tid,
+		.pc = pc,
+	};
+
+	if (!uw_miss_allowed(s->pid, s->time_ns)) {
+		st->unwind_miss_limited++;
+		return;
+	}
+	st->unwind_miss++;
+	/* wake the reader now: the agent is waiting for it to bind tables */
+	emit_wake(ctx, &m, sizeof(m), st, true);
+}
+
+/*
+ * Walks up to UW_FRAMES_PER_CALL frames of the walk in uw_state[slot],
+ * writing them into scratch[slot]; 1 when the walk is over. Global: the
+ * verifier checks it once, not once per caller and iteration.
+ */
+__noinline int uw_frames(__u32 slot)
+{
+	struct uw_state *w = bpf_map_lookup_elem(&uw_state, &slot);
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+	const struct ember_unwind_mapping *m;
+	struct ember_unwind_rule rule;
+	struct uw_rule_cached *c;
+	struct uw_proc *p;
+	__u32 idx, mi, ckey;
+	__u64 packed, vaddr;
+	int i, r;
+
+	if (!w || !sc)
+		return 1;
+	if (w->done)
+		return 1;
+	p = bpf_map_lookup_elem(&uw_proc_slots, &w->pslot);
+	if (!p) {
+		w->flags |= EMBER_SF_USER_CUT;
+		w->done = 1;
+		return 1;
+	}
+	for (i = 0; i < UW_FRAMES_PER_CALL; i++) {
+		__u64 lpc = w->exact ? w->pc : w->pc - 1;
+
+		if (w->n >= w->max) {
+			w->flags |= EMBER_SF_USER_TRUNC;
+			w->done = 1;
+			break;
+		}
+		/*
+		 * The hint and a cached rule are checked here, without the
+		 * calls: with the SRSO safe-RET mitigation (this host's AMD
+		 * CPUs) every return costs, and two calls a frame showed.
+		 */
+		mi = 0;
+		if (w->mi) {
+			m = &p->m[(w->mi - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
+			if (lpc >= m->start && lpc < m->end)
+				mi = w->mi;
+		}
+		if (!mi)
+			mi = uw_mapping_at(w->pslot, lpc, 0);
+		/* the leaf is real wherever it is; a return address outside
+		 * the process's code is not: cut, never an invented frame */
+		if (!mi && w->n > 0) {
+			w->flags |= EMBER_SF_USER_CUT;
+			w->miss_pc = w->pc;
+			w->done = 1;
+			break;
+		}
+		idx = w->base + w->n;
+		if (idx >= EMBER_BPF_SCRATCH_FRAMES) {
+			w->done = 1;
+			break;
+		}
+		sc->raw[SCRATCH_IPS + idx] = w->pc;
+		w->n++;
+		if (!mi || mi > EMBER_BPF_MAX_MAPPINGS) {
+			w->flags |= EMBER_SF_USER_CUT;
+			w->miss_pc = w->pc;
+			w->done = 1;
+			break;
+		}
+		w->mi = mi;
+		m = &p->m[(mi - 1) & (EMBER_BPF_MAX_MAPPINGS - 1)];
+		packed = UW_RULE_NONE;
+		if (m->table_id) {
+			vaddr = lpc - m->bias;
+			ckey = uw_rule_cache_key(m->table_id, vaddr);
+			c = slot == EMBER_SLOT_ONCPU ?
+			    bpf_map_lookup_elem(&uw_rule_cache, &ckey) : NULL;
+			if (c && c->table_id == m->table_id && c->vaddr == vaddr)
+				packed = c->packed;
+			else
+				packed = uw_rule_at(m->table_id, vaddr,
+						    slot == EMBER_SLOT_ONCPU);
+		}
+		if (packed != UW_RULE_NONE) {
+			uw_rule_unpack(packed, &rule);
+			w->flags |= EMBER_SF_USER_CFI;
+			r = uw_step(&rule, w);
+		} else {
+			w->flags |= EMBER_SF_USER_FP;
+			r = uw_fp_step_at(w);
+			if (r == EMBER_STEP_NEXT &&
+			    !uw_mapping_at(w->pslot, w->pc - 1, mi))
+				r = EMBER_STEP_CUT;
+		}
+		if (r == EMBER_STEP_END) {
+			w->flags |= EMBER_SF_USER_COMPLETE;
+			w->done = 1;
+			break;
+		}
+		if (r != EMBER_STEP_NEXT) {
+			w->flags |= EMBER_SF_USER_CUT;
+			w->done = 1;
+			break;
+		}
+	}
+	return w->done;
+}
+
+/*
+ * The user stack by unwind tables when the agent has bound the process:
+ * 0 with *nu frames written after the nk kernel ones, or -1 when the
+ * process is not bound (the caller walks frame pointers as before, and a
+ * rate-limited miss asks the agent for tables).
+ */
+static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
+				      __u32 nk, __u32 slot,
+				      const struct uw_regs *given,
+				      __u32 *nu, __u16 *flags)
+{
+	struct ember_bpf_stats *st = get_stats();
+	struct uw_state *w;
+	__u32 tgid = s->pid;
+	int i, pslot;
+
+	if (!st)
+		return -1;
+	pslot = uw_proc_slot_of(tgid);
+	if (pslot < 0) {
+		unwind_miss(ctx, s, 0, st);
+		return -1;
+	}
+	w = bpf_map_lookup_elem(&uw_state, &slot);
+	if (!w || current_uregs(given, w))
+		return -1;
+	w->fp_ok = 1;
+	w->exact = 1;
+	w->tgid = tgid;
+	w->pslot = pslot;
+	w->mi = 0;
+	w->n = 0;
+	w->base = nk;
+	w->max = ustack_max;
+	w->flags = 0;
+	w->done = 0;
+	w->miss_pc = 0;
+	w->win_base = UW_WIN_NONE;
+	for (i = 0; i < UW_MAX_CALLS; i++)
+		if (uw_frames(slot))
+			break;
+	*nu = w->n;
+	*flags |= w->flags;
+	st->ustack_cfi++;
+	if (w->flags & EMBER_SF_USER_FP)
+		st->ustack_fp++;
+	if (w->flags & EMBER_SF_USER_CUT)
+		st->ustack_cut++;
+	if (w->miss_pc)
+		unwind_miss(ctx, s, w->miss_pc, st);
+	return 0;
+}
+
+/*
+ * Kernel and/or user stack of the current task into s->ips, kernel first.
+ * Each kind is asked for one frame more than kept (when the
+ * perf_event_max_stack sysctl allows) so a full answer means truncation.
+ */
+static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
+					 bool kernel, bool user,
+					 __u32 uregs_slot,
+					 const struct uw_regs *uregs)
+{
+	__u32 nk = 0, nu = 0;
+	__u16 flags = 0;
+	long n;
+
+	if (kernel && kstack_req) {
+		n = bpf_get_stack(ctx, &s->ips[0], kstack_req * sizeof(__u64), 0);
+		if (n > 0) {
+			nk = n / sizeof(__u64);
+			if (nk >= kstack_req)
+				flags |= EMBER_SF_KERNEL_TRUNC;
+			if (nk > kstack_max)
+				nk = kstack_max;
+		}
+	}
+	if (nk > EMBER_MAX_FRAMES)	/* for the verifier: never true */
+		nk = EMBER_MAX_FRAMES;
+	s->nr_kernel = nk;
+	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS &&
+	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
+		user = false;	/* the process is bound: done with tables */
+	if (user && ustack_req) {
+		n = bpf_get_stack(ctx, &s->ips[nk], ustack_req * sizeof(__u64),
+				  BPF_F_USER_STACK);
+		if (n > 0) {
+			nu = n / sizeof(__u64);
+			if (nu >= ustack_req)
+				flags |= EMBER_SF_USER_TRUNC;
+			if (nu > ustack_max)
+				nu = ustack_max;
+		}
+	}
+	s->nr_user = nu;
+	s->hdr.size = sizeof(*s) + (nk + nu) * sizeof(__u64);
+	return flags;
+}
+
+/*
+ * Test mode (--check-unwind): the sample's user registers and up to
+ * EMBER_STACK_COPY_MAX bytes of its stack, in 4 KiB pieces so a stack
+ * that ends sooner still gives what it has, for the agent's libdwfl
+ * oracle to unwind the same sample.
+ */
+static __always_inline void copy_user_stack(const struct ember_sample *s,
+					    const void *ctx_regs)
+{
+	struct uapi_x86_regs u;
+	struct ember_user_stack *r;
+	__u32 got = 0;
+	int i;
+
+	if (use_perfbuf)
+		return;
+	if (ctx_regs) {
+		const struct uapi_x86_regs_v *c = ctx_regs;
+
+		u.ax = c->ax;
+		u.dx = c->dx;
+		u.cx = c->cx;
+		u.bx = c->bx;
+		u.si = c->si;
+		u.di = c->di;
+		u.bp = c->bp;
+		u.sp = c->sp;
+		u.r8 = c->r8;
+		u.r9 = c->r9;
+		u.r10 = c->r10;
+		u.r11 = c->r11;
+		u.r12 = c->r12;
+		u.r13 = c->r13;
+		u.r14 = c->r14;
+		u.r15 = c->r15;
+		u.ip = c->ip;
+	} else if (entry_uregs(&u)) {
+		return;
+	}
+	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
+	if (!r)
+		return;
+	r->hdr.type = EMBER_REC_USER_STACK;
+	r->hdr.__reserved = 0;
+	r->hdr.size = sizeof(*r) + EMBER_STACK_COPY_MAX;
+	r->time_ns = s->time_ns;
+	r->pid = s->pid;
+	r->tid = s->tid;
+	/* DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+	r->regs[0] = u.ax;
+	r->regs[1] = u.dx;
+	r->regs[2] = u.cx;
+	r->regs[3] = u.bx;
+	r->regs[4] = u.si;
+	r->regs[5] = u.di;
+	r->regs[6] = u.bp;
+	r->regs[7] = u.sp;
+	r->regs[8] = u.r8;
+	r->regs[9] = u.r9;
+	r->regs[10] = u.r10;
+	r->regs[11] = u.r11;
+	r->regs[12] = u.r12;
+	r->regs[13] = u.r13;
+	r->regs[14] = u.r14;
+	r->regs[15] = u.r15;
+	r->regs[16] = u.ip;
+	r->__reserved = 0;
+	/*
+	 * Constant 256-byte pieces (what every verifier can bound): the copy
+	 * stops at the first piece that crosses the end of the stack
+	 * mapping, losing at most 255 bytes of its top.
+	 */
+	for (i = 0; i < EMBER_STACK_COPY_MAX / 256; i++) {
+		if (bpf_probe_read_user(&r->stack[i * 256], 256,
+					(void *)(u.sp + i * 256)))
+			break;
+		got += 256;
+	}
+	r->stack_len = got;
+	bpf_ringbuf_submit(r, 0);
+}
+
+#endif /* EMBER_STACK_BPF_H */
