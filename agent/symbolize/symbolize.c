@@ -130,6 +130,8 @@ int sym_debug_dirs_add(char **list, const char *dir)
 }
 
 static void proc_slot_free(void *data, void *ctx);
+static void proc_slot_event(void **data, const struct proc_event *ev,
+			    void *ctx);
 
 struct symbolizer *sym_new(const struct sym_options *opt)
 {
@@ -168,6 +170,7 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 			goto fail;
 	}
 	proc_table_slot_owner(s->procs, PROC_SLOT_SYM, proc_slot_free, s);
+	proc_table_slot_events(s->procs, PROC_SLOT_SYM, proc_slot_event);
 	return s;
 fail:
 	sym_free(s);
@@ -238,9 +241,10 @@ static struct sym_proc *proc_find(struct symbolizer *s, uint32_t pid)
 	return slot ? *slot : NULL;
 }
 
-static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
+/* The state in slot (of pid), made if empty; NULL: no slot (table full). */
+static struct sym_proc *slot_get(struct symbolizer *s, void **slot,
+				 uint32_t pid)
 {
-	void **slot = proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true);
 	struct sym_proc *p;
 	char name[64];
 
@@ -258,6 +262,12 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 	p->jit_name = sym_intern(s->strings, name);
 	*slot = p;
 	return p;
+}
+
+static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
+{
+	return slot_get(s, proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true),
+			pid);
 }
 
 /*
@@ -529,16 +539,12 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 	return true;
 }
 
-void sym_process_exec(struct symbolizer *s, uint32_t pid)
+/* A new image in pid, whose state is (to be) in slot. */
+static void proc_exec(struct symbolizer *s, void **slot, uint32_t pid)
 {
 	struct sym_proc *p;
 
-	if (!s)
-		return;
-	/* an exec after an exit is a new process (a shared table knows) */
-	if (s->own_procs)
-		proc_table_exec(s->procs, pid, now_ns(), NULL, NULL);
-	if (!(p = proc_get(s, pid)))
+	if (!(p = slot_get(s, slot, pid)))
 		return;
 	if (p->exited) {
 		/* the pid may be another process's now: learn it again */
@@ -568,6 +574,16 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 		s->due_pid[s->nr_due] = pid;
 		s->due_ns[s->nr_due++] = now_ns() + AFTER_EXEC_NS;
 	}
+}
+
+void sym_process_exec(struct symbolizer *s, uint32_t pid)
+{
+	if (!s)
+		return;
+	/* an exec after an exit is a new process (a shared table knows) */
+	if (s->own_procs)
+		proc_table_exec(s->procs, pid, now_ns(), NULL, NULL);
+	proc_exec(s, proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true), pid);
 }
 
 uint64_t sym_run_due(struct symbolizer *s)
@@ -604,16 +620,20 @@ uint64_t sym_run_due(struct symbolizer *s)
  * given: dlopen, a library loaded late): read the maps again now, while
  * the process lives. At most once per AFTER_EXEC_NS a process.
  */
-void sym_process_refresh(struct symbolizer *s, uint32_t pid)
+static void proc_refresh(struct symbolizer *s, struct sym_proc *p)
 {
-	struct sym_proc *p;
-
-	if (!s || !(p = proc_get(s, pid)) || p->exited)
+	if (!p || p->exited)
 		return;
 	if (p->maps_read && now_ns() - p->read_ns < AFTER_EXEC_NS)
 		return;
 	/* merges: mappings the new read does not overlap are kept */
 	proc_read_maps(s, p);
+}
+
+void sym_process_refresh(struct symbolizer *s, uint32_t pid)
+{
+	if (s)
+		proc_refresh(s, proc_get(s, pid));
 }
 
 void sym_process_check(struct symbolizer *s, uint32_t pid,
@@ -625,7 +645,7 @@ void sym_process_check(struct symbolizer *s, uint32_t pid,
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (!map_find(p->maps, p->nr_maps, ips[i])) {
-			sym_process_refresh(s, pid);
+			proc_refresh(s, p);
 			return;
 		}
 	}
@@ -658,11 +678,9 @@ static bool proc_maps_anon_code(const struct sym_proc *p)
 	return false;
 }
 
-void sym_process_exit(struct symbolizer *s, uint32_t pid)
+static void proc_exit(struct symbolizer *s, struct sym_proc *p)
 {
-	struct sym_proc *p;
-
-	if (!s || !(p = proc_find(s, pid)))
+	if (!p)
 		return;
 	/*
 	 * A JIT's map file may sit in a container root that goes away. Not
@@ -673,6 +691,43 @@ void sym_process_exit(struct symbolizer *s, uint32_t pid)
 	if (!p->jit_tried && (p->sampled || proc_maps_anon_code(p)))
 		proc_load_jit(s, p);
 	proc_gone(s, p);
+}
+
+void sym_process_exit(struct symbolizer *s, uint32_t pid)
+{
+	if (s)
+		proc_exit(s, proc_find(s, pid));
+}
+
+/*
+ * PROC_SLOT_SYM's events (proc_table_event()): the session's records of
+ * a process's lifecycle, handed to the process model once. data is this
+ * process's slot: nothing here asks the table again.
+ */
+static void proc_slot_event(void **data, const struct proc_event *ev,
+			    void *ctx)
+{
+	struct symbolizer *s = ctx;
+
+	switch (ev->type) {
+	case PROC_EV_EXEC:
+		/* new image: re-read mappings now, before it can exit */
+		proc_exec(s, data, ev->pid);
+		break;
+	case PROC_EV_EXIT:
+		/*
+		 * Only marked: samples of this process may still sit in
+		 * other CPUs' rings. It goes with its entry, once the
+		 * profile with its samples was written.
+		 */
+		proc_exit(s, *data);
+		break;
+	case PROC_EV_MISS:
+		/* code mapped since the maps were read: a library
+		 * dlopen'ed late must be symbolizable after the exit */
+		proc_refresh(s, slot_get(s, data, ev->pid));
+		break;
+	}
 }
 
 /*
