@@ -9,7 +9,8 @@
  * the same few thousand stacks, so resolving each unique address once at
  * the end is far cheaper than resolving every sample. Short-lived processes
  * still resolve because the symbolizer learns their mappings when the pid
- * is first seen (sym_process_touch/exec) and keeps them on the process's
+ * is first seen (its exec, through the process model; sym_process_touch)
+ * and keeps them on the process's
  * entry in the process model (proc/proc.h) until the profile holding its
  * samples has been built.
  *
@@ -209,6 +210,17 @@ static bool pb_keeps(const struct profile_builder *pb, uint32_t pid,
 	if (pb->opt.cgroup_id && cgroup_id != pb->opt.cgroup_id)
 		return false;
 	return true;
+}
+
+bool pb_keeps_pid(const struct profile_builder *pb, uint32_t pid)
+{
+	/* exec, exit and miss records carry no cgroup: the pid filter only */
+	return pb_keeps(pb, pid, pb->opt.cgroup_id);
+}
+
+bool pb_holds_blocks(const struct profile_builder *pb)
+{
+	return pb->live.used != 0;
 }
 
 static void table_grow(struct profile_builder *pb)
@@ -480,52 +492,14 @@ void pb_add_record(struct profile_builder *pb,
 	case EMBER_REC_FREE:
 		add_free(pb, (const void *)rec);
 		break;
-	case EMBER_REC_EXEC: {
-		const struct ember_exec *x = (const void *)rec;
-
-		/* exec records carry no cgroup: only the pid filter applies */
-		if (!pb_keeps(pb, x->pid, pb->opt.cgroup_id))
-			break;
-		/* first: after an exit, it is a new process (pid reused) */
-		proc_table_exec(pb->procs, x->pid, x->time_ns, x->comm,
-				x->filename);
-		/* new image: re-read mappings now, before it can exit */
-		if (pb->sym)
-			sym_process_exec(pb->sym, x->pid);
-		break;
-	}
-	case EMBER_REC_EXIT: {
-		const struct ember_exit *x = (const void *)rec;
-		bool kept = pb_keeps(pb, x->pid, pb->opt.cgroup_id);
-
-		/*
-		 * The symbolizer only marks it: samples of this process may
-		 * still sit in other CPUs' rings. It forgets it at
-		 * sym_sweep(), once the profile was built (pb_reset()).
-		 */
-		if (pb->sym && kept)
-			sym_process_exit(pb->sym, x->pid);
-		/*
-		 * Kept until the profile with its last samples is written;
-		 * one unknown is added when it may own sampled blocks (they
-		 * are dropped from in-use at the next reset).
-		 */
-		proc_table_exit(pb->procs, x->pid, x->time_ns, x->comm,
-				pb->live.used && kept);
-		break;
-	}
 	case EMBER_REC_LOST:
 		pb->c.lost += ((const struct ember_lost *)rec)->lost;
 		break;
-	case EMBER_REC_UNWIND_MISS: {
-		const struct ember_unwind_miss *m = (const void *)rec;
-
-		/* code mapped since the maps were read: a library dlopen'ed
-		 * late must be symbolizable even after the process exits */
-		if (m->pc && pb->sym && pb_keeps(pb, m->pid, pb->opt.cgroup_id))
-			sym_process_refresh(pb->sym, m->pid);
+	case EMBER_REC_EXEC:
+	case EMBER_REC_EXIT:
+	case EMBER_REC_UNWIND_MISS:
+		/* the process model's (proc_table_event()): the session's */
 		break;
-	}
 	default:		/* PAD */
 		break;
 	}
