@@ -168,9 +168,4 @@ static inline const char *prof_group_name(const struct prof_process *p,
 /* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */
 const char *prof_frame_label(const struct profile *p, const struct sym_frame *f);
 
-int output_folded(const struct profile *p, FILE *out);
-int output_svg(const struct profile *p, FILE *out);
-int output_pprof(const struct profile *p, FILE *out);	/* gzipped profile.proto */
-int output_otlp(const struct profile *p, FILE *out);	/* ExportProfilesServiceRequest */
-
 #endif /* EMBER_PROFILE_H */

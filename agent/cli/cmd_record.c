@@ -24,6 +24,7 @@
 #include "cli/record_alloc.h"
 #include "cli/record_child.h"
 #include "cli/record_opts.h"
+#include "output/output.h"
 #include "session/session.h"
 
 /* Writers other components own; a build without them says so. */

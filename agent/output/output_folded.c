@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/event_frame.h"
-#include "aggregate/profile.h"
+#include "output/output.h"
 
 struct folded_line {
 	char *text;

@@ -20,6 +20,7 @@
 #include "gen/opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "proc/container.h"
 #include "output/otlp_intern.h"
+#include "output/output.h"
 #include "output/output_otlp.h"
 #include "lib/utf8.h"
 

@@ -41,7 +41,7 @@
 
 #include "lib/array.h"
 #include "lib/hash_index.h"
-#include "aggregate/profile.h"
+#include "output/output.h"
 #include "lib/utf8.h"
 #include "gen/pprof/profile.pb-c.h"
 

@@ -41,7 +41,7 @@
 #include "lib/array.h"
 #include "output/event_frame.h"
 #include "lib/hash_index.h"
-#include "aggregate/profile.h"
+#include "output/output.h"
 #include "output/flamegraph/assets.h"
 
 #define PRUNE_DIVISOR	1000	/* boxes under total/1000 (0.1%) are not drawn */

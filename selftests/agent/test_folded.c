@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "aggregate/profile.h"
+#include "output/output.h"
 #include "test_util.h"
 
 static char *fold(const struct profile *p)

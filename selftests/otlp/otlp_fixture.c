@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "proc/container.h"
+#include "output/output.h"
 #include "output/output_otlp.h"
 
 #define BID_APP "0123456789abcdef0123456789abcdef01234567"

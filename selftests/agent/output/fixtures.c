@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "aggregate/profile.h"
+#include "output/output.h"
 
 #define MAX_FRAMES_TOTAL	(1 << 22)
 #define MAX_SAMPLES		(1 << 17)
