@@ -238,9 +238,9 @@ int main(void)
 	T_CHECK("agg_weight_summed", ps && ps->weight_ns == 5000, "weight %llu",
 		ps ? (unsigned long long)ps->weight_ns : 0ull);
 	T_CHECK("agg_frames_kernel_first", ps && ps->nr_frames == 5 &&
-		ps->frames[0]->kind == SYM_FRAME_KERNEL &&
-		ps->frames[1]->kind == SYM_FRAME_KERNEL &&
-		ps->frames[2]->kind != SYM_FRAME_KERNEL &&
+		ps->frames[0]->kind == PROF_FRAME_KERNEL &&
+		ps->frames[1]->kind == PROF_FRAME_KERNEL &&
+		ps->frames[2]->kind != PROF_FRAME_KERNEL &&
 		ps->frames[4]->address == 0x104, "frame layout wrong");
 	T_CHECK("agg_process_linked", ps && ps->process && ps->process->pid == P &&
 		!strcmp(ps->process->comm, "prog"), "process missing or misnamed");
