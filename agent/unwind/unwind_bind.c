@@ -90,22 +90,6 @@ void unwind_proc_forget(struct unwind_service *us, struct unwind_proc *up)
 }
 
 /*
- * PROC_SLOT_UNWIND's free function: the process went from the table (on
- * the main thread, under the table's lock). Handed to the worker.
- */
-void unwind_proc_gone(void *data, void *ctx)
-{
-	struct unwind_service *us = ctx;
-	struct unwind_proc *up = data;
-
-	pthread_mutex_lock(&us->lock);
-	up->orphan_next = us->orphans;
-	us->orphans = up;
-	pthread_cond_signal(&us->wake);
-	pthread_mutex_unlock(&us->lock);
-}
-
-/*
  * Bindings whose process went from the table. One made for a pid the
  * table did not know was reused yet moves to the newest process of that
  * pid; any other is unbound (unless the pid has another binding) and

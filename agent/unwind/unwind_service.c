@@ -65,6 +65,22 @@ void unwind_service_forget(struct unwind_service *us, uint32_t pid,
 		enqueue(us, pid | FORGET_BIT, since_ns);
 }
 
+/*
+ * PROC_SLOT_UNWIND's free function: the process went from the table (on
+ * the main thread, under the table's lock). Handed to the worker.
+ */
+void unwind_proc_gone(void *data, void *ctx)
+{
+	struct unwind_service *us = ctx;
+	struct unwind_proc *up = data;
+
+	pthread_mutex_lock(&us->lock);
+	up->orphan_next = us->orphans;
+	us->orphans = up;
+	pthread_cond_signal(&us->wake);
+	pthread_mutex_unlock(&us->lock);
+}
+
 /* ---- the thread ---- */
 
 static void publish_stats(struct unwind_service *us)
