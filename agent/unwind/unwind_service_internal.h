@@ -15,21 +15,11 @@
 
 #include "proc/proc.h"
 #include "unwind/table_cache.h"
+#include "unwind/unwind_bind.h"
 #include "unwind/unwind_service.h"
 
 #define QUEUE_LEN		1024
-#define MAX_PROCS		8192	/* bound processes tracked */
 #define UNWIND_GRACE_S		30	/* unused tables live this long */
-
-/*
- * After a new binding, the process's maps are read again this long later,
- * then after the next delay, and so on: a program that is still starting
- * (ld.so mapping libc, dlopen) and then sleeps produces no samples, so no
- * miss would tell us its new mappings before it runs again. A change
- * found rebinds and starts the series over.
- */
-static const uint32_t recheck_ms[] = { 100, 500, 2000 };
-#define NR_RECHECKS	(sizeof(recheck_ms) / sizeof(recheck_ms[0]))
 
 /*
  * An exec is bound this long after it, not at once: most processes of an
@@ -38,32 +28,6 @@ static const uint32_t recheck_ms[] = { 100, 500, 2000 };
  * once. On a build host that was 2 of every 3 bindings.
  */
 #define EXEC_BIND_DELAY_MS	10
-
-/*
- * What the worker remembers of a process: its binding. It lives in the
- * process model (proc/proc.h), in the process's PROC_SLOT_UNWIND slot,
- * so that a pid reused is a new process here too, and it belongs to this
- * thread alone: when its process goes from the table, unwind_proc_gone() hands
- * it back through the orphans list and this thread unbinds and frees it.
- *
- * Which process a record names is the table's guess (pid plus time, the
- * exit known only once the main thread has read it); a wrong guess costs
- * a rebind or an early unbind that the next miss repairs, never a wrong
- * table: a binding is always made from the pid's maps as they are now.
- */
-struct unwind_proc {
-	uint32_t pid;
-	bool dead;			/* unbound, its process gone: free it */
-	uint64_t maps_hash;		/* of its executable mappings */
-	uint64_t bound_ns;
-	uint64_t recheck_ns;		/* next follow-up read of its maps, 0: none */
-	uint64_t exec_ns;		/* its exec record, until the first binding */
-	uint32_t rechecks;		/* follow-ups done since the last change */
-	uint32_t *owners;		/* table_cache entries it holds refs on */
-	uint32_t nr_owners;
-	struct unwind_proc *prev, *next;	/* us->live (worker) */
-	struct unwind_proc *orphan_next;	/* us->orphans (under lock) */
-};
 
 struct unwind_service {
 	const struct ember_source_ops *ops;
@@ -101,17 +65,7 @@ static inline uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* ---- unwind_bind.c: bindings (worker thread only) ---- */
-
-struct unwind_proc *unwind_proc_attach(struct unwind_service *us,
-				       uint32_t pid, uint64_t time_ns);
-void unwind_proc_unbind(struct unwind_service *us, struct unwind_proc *up);
-void unwind_proc_free(struct unwind_service *us, struct unwind_proc *up);
-void unwind_proc_forget(struct unwind_service *us, struct unwind_proc *up);
 /* PROC_SLOT_UNWIND's free function (any thread, under the table's lock) */
 void unwind_proc_gone(void *data, void *ctx);
-void unwind_take_orphans(struct unwind_service *us);
-int unwind_bind_proc(struct unwind_service *us, uint32_t pid,
-		     uint64_t time_ns, struct unwind_proc *up);
 
 #endif
