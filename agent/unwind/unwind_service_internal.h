@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The unwind worker's insides, shared by its two files:
- * unwind_service.c (the request queue and the thread) and unwind_bind.c
- * (each process's binding: its place in the process model, the files it
- * maps, the backend's bind op). Not for other users: unwind_service.h.
+ * The unwind service's insides (unwind_service.c: the request queue and
+ * the thread). Its bindings are unwind_bind.c's (unwind_bind.h), which
+ * know nothing of these. Not for other users: unwind_service.h.
  */
 #ifndef EMBER_UNWIND_SERVICE_INTERNAL_H
 #define EMBER_UNWIND_SERVICE_INTERNAL_H
@@ -30,8 +29,6 @@
 #define EXEC_BIND_DELAY_MS	10
 
 struct unwind_service {
-	const struct ember_source_ops *ops;
-	struct ember_source *src;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake, idle;
@@ -45,11 +42,7 @@ struct unwind_service {
 	/* handed back by the process model (unwind_proc_gone()), under lock */
 	struct unwind_proc *orphans;
 	/* worker-only state */
-	struct proc_table *procs;	/* the process model the bindings live in */
-	struct table_cache cache;
-	struct unwind_proc *live;	/* every binding this thread owns */
-	struct unwind_proc *spare;	/* allocated, not yet attached */
-	uint32_t nr_live;
+	struct unwind_bindings b;	/* ops, source, process model, cache */
 	uint32_t excluded;		/* never bound (the agent itself) */
 	uint64_t trimmed_at;		/* cache.build_ns at the last trim */
 };
@@ -64,8 +57,5 @@ static inline uint64_t mono_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
-
-/* PROC_SLOT_UNWIND's free function (any thread, under the table's lock) */
-void unwind_proc_gone(void *data, void *ctx);
 
 #endif
