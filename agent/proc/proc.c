@@ -627,22 +627,26 @@ void proc_table_slot_events(struct proc_table *t, enum proc_slot slot,
 }
 
 /*
- * The table learns first (an exec makes or renames the process), then
+ * The table learns first (an exec or a sample makes the process), then
  * each slot's owner reacts on its slot of the newest process of the pid,
  * outside the lock (they read files); an exit is seen by the owners
  * while the process is still live, then marked. A process the table
- * does not know is made for an exec or a miss only when an owner
- * listens (what proc_table_slot() would make).
+ * does not know is made for an exec, a miss or a sample only when an
+ * owner listens (what proc_table_slot() would make).
  */
-void proc_table_event(struct proc_table *t, const struct proc_event *ev)
+int proc_table_event(struct proc_table *t, const struct proc_event *ev)
 {
 	proc_slot_event_fn *fn[PROC_SLOTS];
 	void *ctx[PROC_SLOTS];
 	bool listened = false;
 	struct proc *p;
+	int r = 0;
 
 	if (ev->type == PROC_EV_EXEC)
 		proc_table_exec(t, ev->pid, ev->time_ns, ev->comm, ev->filename);
+	else if (ev->type == PROC_EV_SAMPLE)
+		r = proc_table_sample(t, ev->pid, ev->time_ns, ev->comm,
+				      ev->leader, ev->cgroup_id);
 	pthread_mutex_lock(&t->lock);
 	for (int s = 0; s < PROC_SLOTS; s++) {
 		fn[s] = t->slot_event[s];
@@ -658,6 +662,7 @@ void proc_table_event(struct proc_table *t, const struct proc_event *ev)
 			fn[s](&p->slot[s], ev, ctx[s]);
 	if (ev->type == PROC_EV_EXIT)
 		proc_table_exit(t, ev->pid, ev->time_ns, ev->comm, ev->create);
+	return r;
 }
 
 /* ---- slots of another thread ------------------------------------------- */

@@ -166,16 +166,18 @@ int proc_table_slot_visit(struct proc_table *t, enum proc_slot slot,
 			  int (*fn)(void *data, void *ctx), void *ctx);
 
 /*
- * A process's lifecycle, one record at a time: the session hands each
- * exec, exit and unwind miss here once (proc_table_event()); the table
- * updates the process, and each slot owner that listens
- * (proc_table_slot_events()) reacts on its own slot of that process, so
- * nothing below the table asks it again for the same record.
+ * A process's records, one at a time: the session hands each exec, exit
+ * and unwind miss here once, the aggregation each sample it keeps
+ * (proc_table_event()); the table updates the process, and each slot
+ * owner that listens (proc_table_slot_events()) reacts on its own slot
+ * of that process, so nothing below the table asks it again for the
+ * same record.
  */
 enum proc_event_type {
 	PROC_EV_EXEC,		/* a new image: proc_table_exec(), then the owners */
 	PROC_EV_EXIT,		/* the owners, then proc_table_exit() */
 	PROC_EV_MISS,		/* code mapped since the maps were read */
+	PROC_EV_SAMPLE,		/* proc_table_sample(), then the owners */
 };
 
 struct proc_event {
@@ -185,6 +187,13 @@ struct proc_event {
 	const char *comm;	/* exec, exit: NULL unknown */
 	const char *filename;	/* exec: NULL unknown */
 	bool create;		/* exit: proc_table_exit()'s create */
+	/* sample: comm is the thread's, and proc_table_sample()'s leader
+	 * and cgroup_id; ips: the user addresses of a stack the aggregation
+	 * had not seen yet (code maybe mapped late), NULL: a known stack */
+	bool leader;
+	uint64_t cgroup_id;
+	const uint64_t *ips;
+	size_t nr_ips;
 };
 
 /*
@@ -200,8 +209,11 @@ typedef void proc_slot_event_fn(void **data, const struct proc_event *ev,
 /* The owner of slot (proc_table_slot_owner(), same ctx) listens to events. */
 void proc_table_slot_events(struct proc_table *t, enum proc_slot slot,
 			    proc_slot_event_fn *event_fn);
-/* An exec, exit or miss record of a process: see struct proc_event. */
-void proc_table_event(struct proc_table *t, const struct proc_event *ev);
+/*
+ * An exec, exit, miss or sample of a process: see struct proc_event.
+ * Returns proc_table_sample()'s result for a sample, else 0.
+ */
+int proc_table_event(struct proc_table *t, const struct proc_event *ev);
 
 /* Free every data of slot and forget its owner (the user goes away). */
 void proc_table_slot_drop(struct proc_table *t, enum proc_slot slot);

@@ -636,12 +636,10 @@ void sym_process_refresh(struct symbolizer *s, uint32_t pid)
 		proc_refresh(s, proc_get(s, pid));
 }
 
-void sym_process_check(struct symbolizer *s, uint32_t pid,
+static void proc_check(struct symbolizer *s, struct sym_proc *p,
 		       const uint64_t *ips, size_t n)
 {
-	struct sym_proc *p;
-
-	if (!s || !(p = proc_find(s, pid)) || p->exited || !p->maps_read)
+	if (!p || p->exited || !p->maps_read)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (!map_find(p->maps, p->nr_maps, ips[i])) {
@@ -651,12 +649,17 @@ void sym_process_check(struct symbolizer *s, uint32_t pid,
 	}
 }
 
-/* Cheap when nothing is to be done: callers may touch on every sample. */
-void sym_process_touch(struct symbolizer *s, uint32_t pid)
+void sym_process_check(struct symbolizer *s, uint32_t pid,
+		       const uint64_t *ips, size_t n)
 {
-	struct sym_proc *p;
+	if (s)
+		proc_check(s, proc_find(s, pid), ips, n);
+}
 
-	if (!s || !(p = proc_get(s, pid)) || p->exited)
+/* Cheap when nothing is to be done: callers may touch on every sample. */
+static void proc_touch(struct symbolizer *s, struct sym_proc *p)
+{
+	if (!p || p->exited)
 		return;
 	p->sampled = true;
 	if (!p->maps_read) {
@@ -665,6 +668,12 @@ void sym_process_touch(struct symbolizer *s, uint32_t pid)
 		p->after_exec = false;
 		proc_read_maps(s, p);
 	}
+}
+
+void sym_process_touch(struct symbolizer *s, uint32_t pid)
+{
+	if (s)
+		proc_touch(s, proc_get(s, pid));
 }
 
 static void proc_load_jit(struct symbolizer *s, struct sym_proc *p);
@@ -700,8 +709,8 @@ void sym_process_exit(struct symbolizer *s, uint32_t pid)
 }
 
 /*
- * PROC_SLOT_SYM's events (proc_table_event()): the session's records of
- * a process's lifecycle, handed to the process model once. data is this
+ * PROC_SLOT_SYM's events (proc_table_event()): a process's exec, exit,
+ * miss and samples, handed to the process model once. data is this
  * process's slot: nothing here asks the table again.
  */
 static void proc_slot_event(void **data, const struct proc_event *ev,
@@ -726,6 +735,19 @@ static void proc_slot_event(void **data, const struct proc_event *ev,
 		/* code mapped since the maps were read: a library
 		 * dlopen'ed late must be symbolizable after the exit */
 		proc_refresh(s, slot_get(s, data, ev->pid));
+		break;
+	case PROC_EV_SAMPLE:
+		if (!ev->pid)
+			break;	/* the idle task: kernel frames only */
+		/* a stack never seen: its code may be newly mapped */
+		if (ev->nr_ips)
+			proc_check(s, *data, ev->ips, ev->nr_ips);
+		/*
+		 * Every sample, not only the first of a pid: the maps of a
+		 * process that just exec'd are read again (its libraries
+		 * get mapped after the exec record); nothing otherwise.
+		 */
+		proc_touch(s, slot_get(s, data, ev->pid));
 		break;
 	}
 }
