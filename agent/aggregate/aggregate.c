@@ -9,8 +9,8 @@
  * the same few thousand stacks, so resolving each unique address once at
  * the end is far cheaper than resolving every sample. Short-lived processes
  * still resolve because the symbolizer learns their mappings when the pid
- * is first seen (its exec, through the process model; sym_process_touch)
- * and keeps them on the process's
+ * is first seen (its exec or first sample, through the process model's
+ * events) and keeps them on the process's
  * entry in the process model (proc/proc.h) until the profile holding its
  * samples has been built.
  *
@@ -285,7 +285,8 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 				       uint64_t weight)
 {
 	uint16_t nr_user = pb_user_frames_valid(s->ips + s->nr_kernel, s->nr_user);
-	size_t nips = (size_t)s->nr_kernel + nr_user, sz;
+	size_t nips = (size_t)s->nr_kernel + nr_user, sz, fresh = 0;
+	struct proc_event pe;
 	uint64_t h = 0;
 	struct agg_entry *e;
 	uint8_t state;
@@ -356,10 +357,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		pb->buckets[h & (pb->nr_buckets - 1)] = e;
 		pb->nr_entries++;
 		/* a stack never seen: its code may be newly mapped */
-		if (pb->sym && s->pid && nr_user)
-			sym_process_check(pb->sym, s->pid,
-					  (const uint64_t *)(s->ips + s->nr_kernel),
-					  nr_user);
+		fresh = nr_user;
 		pb->c.bytes += sz;
 		if (pb->nr_entries > pb->nr_buckets)
 			table_grow(pb);
@@ -373,17 +371,19 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		entry_add_time(pb, e, s->time_ns);
 	pb->c.samples[ev]++;
 
-	/* first: the process model decides which process this is */
-	if (proc_table_sample(pb->procs, s->pid, s->time_ns, s->comm,
-			      s->tid == s->pid, s->cgroup_id) == 1)
-		pb->c.processes++;
 	/*
-	 * Every sample, not only the first of a pid: the symbolizer re-reads
-	 * the mappings of a process that just exec'd (its libraries get
-	 * mapped after the exec record), and does nothing otherwise.
+	 * The process model decides which process this is; the symbolizer
+	 * reacts through its slot (reads the maps of a process new or just
+	 * exec'd, checks a stack never seen against them).
 	 */
-	if (pb->sym && s->pid)
-		sym_process_touch(pb->sym, s->pid);
+	pe = (struct proc_event){ .type = PROC_EV_SAMPLE, .pid = s->pid,
+				  .time_ns = s->time_ns, .comm = s->comm,
+				  .leader = s->tid == s->pid,
+				  .cgroup_id = s->cgroup_id, .nr_ips = fresh };
+	if (fresh)
+		pe.ips = (const uint64_t *)(s->ips + s->nr_kernel);
+	if (proc_table_event(pb->procs, &pe) == 1)
+		pb->c.processes++;
 	return e;
 }
 

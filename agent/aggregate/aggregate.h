@@ -68,7 +68,11 @@ struct pb_counters {
 
 struct profile_builder;
 
-/* sym may be NULL (no symbolization: every frame unresolved). */
+/*
+ * sym may be NULL (no symbolization: every frame unresolved). A sym made
+ * on opt->procs learns of samples through it (proc_table_event()): give
+ * both the same process model.
+ */
 struct profile_builder *pb_new(const struct pb_options *opt,
 			       struct symbolizer *sym);
 void pb_free(struct profile_builder *pb);
