@@ -141,7 +141,7 @@ void proc_table_get_stats(struct proc_table *t, struct proc_table_stats *st);
  */
 enum proc_slot {
 	PROC_SLOT_SYM,		/* symbolize.c: struct sym_proc */
-	PROC_SLOT_UNWIND,	/* unwind_service.c: struct unwind_proc */
+	PROC_SLOT_UNWIND,	/* unwind_bind.h: struct unwind_proc */
 	PROC_SLOTS
 };
 
