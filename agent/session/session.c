@@ -213,7 +213,8 @@ static void request_after_cut(struct session *s, const struct ember_sample *smp)
 /*
  * An exec, exit or unwind miss of a kept process goes to the process
  * model, once: it updates the process and its slots' owners (the
- * symbolizer) react. false: not such a record.
+ * symbolizer) react. false: not such a record, or an invalid one (the
+ * aggregation counts those).
  */
 static bool session_lifecycle(struct session *s,
 			      const struct ember_rec_header *rec)
@@ -221,15 +222,25 @@ static bool session_lifecycle(struct session *s,
 	struct proc_event ev = { 0 };
 
 	switch (rec->type) {
+	case EMBER_REC_EXEC:
+	case EMBER_REC_EXIT:
+	case EMBER_REC_UNWIND_MISS:
+		if (!ember_record_valid(rec, rec->size))
+			return false;
+		break;
+	default:
+		return false;
+	}
+	switch (rec->type) {
 	case EMBER_REC_EXEC: {
 		const struct ember_exec *x = (const void *)rec;
 
+		if (!pb_keeps_pid(s->pb, x->pid))
+			return true;
 		ev = (struct proc_event){ .type = PROC_EV_EXEC, .pid = x->pid,
 					  .time_ns = x->time_ns,
 					  .comm = x->comm,
 					  .filename = x->filename };
-		if (!pb_keeps_pid(s->pb, x->pid))
-			return true;
 		break;
 	}
 	case EMBER_REC_EXIT: {
@@ -256,8 +267,6 @@ static bool session_lifecycle(struct session *s,
 					  .time_ns = m->time_ns };
 		break;
 	}
-	default:
-		return false;
 	}
 	proc_table_event(s->procs, &ev);
 	return true;
@@ -271,11 +280,10 @@ static bool session_lifecycle(struct session *s,
 static void session_consume_cb(const struct ember_rec_header *rec, void *ctx)
 {
 	struct session *s = ctx;
-	bool valid = ember_record_valid(rec, rec->size);
 
-	if (!valid || !session_lifecycle(s, rec))
+	if (!session_lifecycle(s, rec))
 		pb_add_record(s->pb, rec);
-	if (s->check && valid)
+	if (s->check && ember_record_valid(rec, rec->size))
 		unwind_check_record(s->check, rec);
 }
 
