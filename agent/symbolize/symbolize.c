@@ -272,7 +272,7 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 
 /*
  * Gone (an exit record, or its maps could not be read). The shared
- * process model learns exits from the aggregation, with their times; a
+ * process model learns exits from the session, with their times; a
  * table of our own learns them here, for sym_sweep().
  */
 static void proc_gone(struct symbolizer *s, struct sym_proc *p)
