@@ -9,7 +9,8 @@
  * the same few thousand stacks, so resolving each unique address once at
  * the end is far cheaper than resolving every sample. Short-lived processes
  * still resolve because the symbolizer learns their mappings when the pid
- * is first seen (sym_process_touch/exec) and keeps them on the process's
+ * is first seen (its exec or first sample, through the process model's
+ * events) and keeps them on the process's
  * entry in the process model (proc/proc.h) until the profile holding its
  * samples has been built.
  *
@@ -211,6 +212,17 @@ static bool pb_keeps(const struct profile_builder *pb, uint32_t pid,
 	return true;
 }
 
+bool pb_keeps_pid(const struct profile_builder *pb, uint32_t pid)
+{
+	/* exec, exit and miss records carry no cgroup: the pid filter only */
+	return pb_keeps(pb, pid, pb->opt.cgroup_id);
+}
+
+bool pb_holds_blocks(const struct profile_builder *pb)
+{
+	return pb->live.used != 0;
+}
+
 static void table_grow(struct profile_builder *pb)
 {
 	size_t n = pb->nr_buckets * 2;
@@ -273,7 +285,8 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 				       uint64_t weight)
 {
 	uint16_t nr_user = pb_user_frames_valid(s->ips + s->nr_kernel, s->nr_user);
-	size_t nips = (size_t)s->nr_kernel + nr_user, sz;
+	size_t nips = (size_t)s->nr_kernel + nr_user, sz, fresh = 0;
+	struct proc_event pe;
 	uint64_t h = 0;
 	struct agg_entry *e;
 	uint8_t state;
@@ -344,10 +357,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		pb->buckets[h & (pb->nr_buckets - 1)] = e;
 		pb->nr_entries++;
 		/* a stack never seen: its code may be newly mapped */
-		if (pb->sym && s->pid && nr_user)
-			sym_process_check(pb->sym, s->pid,
-					  (const uint64_t *)(s->ips + s->nr_kernel),
-					  nr_user);
+		fresh = nr_user;
 		pb->c.bytes += sz;
 		if (pb->nr_entries > pb->nr_buckets)
 			table_grow(pb);
@@ -361,17 +371,19 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		entry_add_time(pb, e, s->time_ns);
 	pb->c.samples[ev]++;
 
-	/* first: the process model decides which process this is */
-	if (proc_table_sample(pb->procs, s->pid, s->time_ns, s->comm,
-			      s->tid == s->pid, s->cgroup_id) == 1)
-		pb->c.processes++;
 	/*
-	 * Every sample, not only the first of a pid: the symbolizer re-reads
-	 * the mappings of a process that just exec'd (its libraries get
-	 * mapped after the exec record), and does nothing otherwise.
+	 * The process model decides which process this is; the symbolizer
+	 * reacts through its slot (reads the maps of a process new or just
+	 * exec'd, checks a stack never seen against them).
 	 */
-	if (pb->sym && s->pid)
-		sym_process_touch(pb->sym, s->pid);
+	pe = (struct proc_event){ .type = PROC_EV_SAMPLE, .pid = s->pid,
+				  .time_ns = s->time_ns, .comm = s->comm,
+				  .leader = s->tid == s->pid,
+				  .cgroup_id = s->cgroup_id, .nr_ips = fresh };
+	if (fresh)
+		pe.ips = (const uint64_t *)(s->ips + s->nr_kernel);
+	if (proc_table_event(pb->procs, &pe) == 1)
+		pb->c.processes++;
 	return e;
 }
 
@@ -480,52 +492,14 @@ void pb_add_record(struct profile_builder *pb,
 	case EMBER_REC_FREE:
 		add_free(pb, (const void *)rec);
 		break;
-	case EMBER_REC_EXEC: {
-		const struct ember_exec *x = (const void *)rec;
-
-		/* exec records carry no cgroup: only the pid filter applies */
-		if (!pb_keeps(pb, x->pid, pb->opt.cgroup_id))
-			break;
-		/* first: after an exit, it is a new process (pid reused) */
-		proc_table_exec(pb->procs, x->pid, x->time_ns, x->comm,
-				x->filename);
-		/* new image: re-read mappings now, before it can exit */
-		if (pb->sym)
-			sym_process_exec(pb->sym, x->pid);
-		break;
-	}
-	case EMBER_REC_EXIT: {
-		const struct ember_exit *x = (const void *)rec;
-		bool kept = pb_keeps(pb, x->pid, pb->opt.cgroup_id);
-
-		/*
-		 * The symbolizer only marks it: samples of this process may
-		 * still sit in other CPUs' rings. It forgets it at
-		 * sym_sweep(), once the profile was built (pb_reset()).
-		 */
-		if (pb->sym && kept)
-			sym_process_exit(pb->sym, x->pid);
-		/*
-		 * Kept until the profile with its last samples is written;
-		 * one unknown is added when it may own sampled blocks (they
-		 * are dropped from in-use at the next reset).
-		 */
-		proc_table_exit(pb->procs, x->pid, x->time_ns, x->comm,
-				pb->live.used && kept);
-		break;
-	}
 	case EMBER_REC_LOST:
 		pb->c.lost += ((const struct ember_lost *)rec)->lost;
 		break;
-	case EMBER_REC_UNWIND_MISS: {
-		const struct ember_unwind_miss *m = (const void *)rec;
-
-		/* code mapped since the maps were read: a library dlopen'ed
-		 * late must be symbolizable even after the process exits */
-		if (m->pc && pb->sym && pb_keeps(pb, m->pid, pb->opt.cgroup_id))
-			sym_process_refresh(pb->sym, m->pid);
+	case EMBER_REC_EXEC:
+	case EMBER_REC_EXIT:
+	case EMBER_REC_UNWIND_MISS:
+		/* the process model's (proc_table_event()): the session's */
 		break;
-	}
 	default:		/* PAD */
 		break;
 	}

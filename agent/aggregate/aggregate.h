@@ -68,20 +68,37 @@ struct pb_counters {
 
 struct profile_builder;
 
-/* sym may be NULL (no symbolization: every frame unresolved). */
+/*
+ * sym may be NULL (no symbolization: every frame unresolved). A sym made
+ * on opt->procs learns of samples through it (proc_table_event()): give
+ * both the same process model.
+ */
 struct profile_builder *pb_new(const struct pb_options *opt,
 			       struct symbolizer *sym);
 void pb_free(struct profile_builder *pb);
 
 /*
  * Feed one record (any type). Invalid ones are counted and ignored; rec
- * must have rec->size readable bytes.
+ * must have rec->size readable bytes. Exec, exit and unwind-miss records
+ * are the process model's (proc_table_event(), the session hands them
+ * there): counted here, nothing else.
  */
 void pb_add_record(struct profile_builder *pb,
 		   const struct ember_rec_header *rec);
 /* Matches ember_record_fn: pass it to a source's poll with ctx = pb. */
 void pb_record_cb(const struct ember_rec_header *rec, void *ctx);
 
+/*
+ * Whether records of pid are kept (the tgid filter): the session hands
+ * the process model only the exec, exit and miss records of those.
+ */
+bool pb_keeps_pid(const struct profile_builder *pb, uint32_t pid);
+/*
+ * Whether sampled blocks are followed now: the exit of a process the
+ * model does not know must then add it (proc_table_exit()'s create), so
+ * that its blocks leave in-use at the next reset.
+ */
+bool pb_holds_blocks(const struct profile_builder *pb);
 /* Update the tgid filter (e.g. when a profiled command forks). */
 int pb_set_pids(struct profile_builder *pb, const uint32_t *pids,
 		size_t nr_pids);

@@ -16,7 +16,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdio.h>
-#include "symbolize/symbolize.h"
 #include "uapi/ember.h"
 
 enum prof_event {
@@ -26,6 +25,32 @@ enum prof_event {
 	PROF_EV_ALLOC,		/* sampled allocations: bytes, count objects */
 	PROF_EV_INUSE,		/* of those, not freed yet: bytes, objects */
 	PROF_EV__COUNT,
+};
+
+enum prof_frame_kind {
+	PROF_FRAME_KERNEL,
+	PROF_FRAME_NATIVE,
+	PROF_FRAME_JIT,		/* from /tmp/perf-PID.map */
+	PROF_FRAME_UNKNOWN,	/* no mapping, or nothing resolved */
+};
+
+/*
+ * One frame of a frozen profile, as the symbolizer resolved it (freezing
+ * copies its struct sym_frame into this). Strings are interned: equal
+ * strings have equal pointers, and they live as long as the symbolizer
+ * the profile was built with.
+ */
+struct prof_frame {
+	enum prof_frame_kind kind;
+	const char *function;	/* demangled; NULL when unresolved */
+	const char *module;	/* file path, "[kernel.kallsyms]" or module name */
+	const char *build_id;	/* hex GNU build-id, NULL when none */
+	const char *source_file;	/* NULL without DWARF line info */
+	uint32_t line;
+	bool inlined;		/* an inline frame inside the next one */
+	uint64_t address;	/* the address looked up */
+	uint64_t module_offset;	/* file offset of address in module */
+	uint64_t map_start, map_end, map_pgoff;	/* the mapping, if any */
 };
 
 /* A process that contributed samples. */
@@ -42,7 +67,7 @@ struct prof_process {
 /*
  * One unique (thread, event, stack). frames[] is leaf first and already
  * expanded: an inlined call contributes one frame per inline level. Kernel
- * frames (kind SYM_FRAME_KERNEL) come before user frames, as on the stack.
+ * frames (kind PROF_FRAME_KERNEL) come before user frames, as on the stack.
  */
 struct prof_sample {
 	const struct prof_process *process;
@@ -50,7 +75,7 @@ struct prof_sample {
 	const char *thread_name;	/* the thread's comm */
 	enum prof_event event;
 	uint32_t nr_frames;
-	const struct sym_frame *const *frames;
+	const struct prof_frame *const *frames;
 	uint64_t count;		/* samples, off-CPU intervals or fault samples;
 				 * objects allocated (PROF_EV_ALLOC, _INUSE) */
 	uint64_t weight_ns;	/* sum of periods, of off-CPU time, or bytes
@@ -114,12 +139,12 @@ struct profile {
  * code): counted in meta.cut_user_stacks, shown as this name.
  */
 #define PROF_CUT_FRAME "[cut]"
-extern const struct sym_frame prof_cut_frame;
+extern const struct prof_frame prof_cut_frame;
 
 /* By name, so writers built without the builder recognise it too. */
-static inline bool prof_frame_is_cut(const struct sym_frame *f)
+static inline bool prof_frame_is_cut(const struct prof_frame *f)
 {
-	return f && f->kind == SYM_FRAME_UNKNOWN && f->function &&
+	return f && f->kind == PROF_FRAME_UNKNOWN && f->function &&
 	       !strcmp(f->function, PROF_CUT_FRAME);
 }
 
@@ -166,11 +191,6 @@ static inline const char *prof_group_name(const struct prof_process *p,
 }
 
 /* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */
-const char *prof_frame_label(const struct profile *p, const struct sym_frame *f);
-
-int output_folded(const struct profile *p, FILE *out);
-int output_svg(const struct profile *p, FILE *out);
-int output_pprof(const struct profile *p, FILE *out);	/* gzipped profile.proto */
-int output_otlp(const struct profile *p, FILE *out);	/* ExportProfilesServiceRequest */
+const char *prof_frame_label(const struct profile *p, const struct prof_frame *f);
 
 #endif /* EMBER_PROFILE_H */

@@ -69,7 +69,7 @@ struct addr_entry {
 	uint32_t pid;		/* UINT32_MAX for kernel addresses */
 	bool is_return;
 	uint32_t nr;
-	const struct sym_frame **frames;
+	const struct prof_frame **frames;
 };
 
 struct addr_cache {
@@ -84,6 +84,33 @@ static void unresolved_frame(struct sym_frame *f, uint64_t addr, bool kernel)
 	f->address = addr;
 }
 
+/* The symbolizer's frame -> the frozen profile's (profile.h). */
+static void frame_freeze(struct prof_frame *to, const struct sym_frame *f)
+{
+	static const enum prof_frame_kind kinds[] = {
+		[SYM_FRAME_KERNEL] = PROF_FRAME_KERNEL,
+		[SYM_FRAME_NATIVE] = PROF_FRAME_NATIVE,
+		[SYM_FRAME_JIT] = PROF_FRAME_JIT,
+		[SYM_FRAME_UNKNOWN] = PROF_FRAME_UNKNOWN,
+	};
+
+	*to = (struct prof_frame){
+		.kind = (unsigned int)f->kind < sizeof(kinds) / sizeof(kinds[0]) ?
+			kinds[f->kind] : PROF_FRAME_UNKNOWN,
+		.function = f->function,
+		.module = f->module,
+		.build_id = f->build_id,
+		.source_file = f->source_file,
+		.line = f->line,
+		.inlined = f->inlined,
+		.address = f->address,
+		.module_offset = f->module_offset,
+		.map_start = f->map_start,
+		.map_end = f->map_end,
+		.map_pgoff = f->map_pgoff,
+	};
+}
+
 static struct addr_entry *resolve(struct profile_builder *pb,
 				  struct profile_impl *pi,
 				  struct addr_cache *ac, uint32_t pid,
@@ -92,7 +119,7 @@ static struct addr_entry *resolve(struct profile_builder *pb,
 	uint64_t h = pb_mix64(pb_mix64(0, addr), ((uint64_t)pid << 1) | is_return);
 	struct addr_entry *e;
 	struct sym_frame tmp[PB_MAX_INLINE];
-	struct sym_frame *copy;
+	struct prof_frame *copy;
 	bool kernel = pid == UINT32_MAX;
 	int n = 0;
 
@@ -119,11 +146,11 @@ static struct addr_entry *resolve(struct profile_builder *pb,
 	e->frames = arena_alloc(pi, n * sizeof(*e->frames));
 	if (!e->frames)
 		return NULL;
-	memcpy(copy, tmp, n * sizeof(*copy));
 	for (int i = 0; i < n; i++) {
+		frame_freeze(&copy[i], &tmp[i]);
 		/* the symbolizer's kind is authoritative, except for a run's origin */
 		if (kernel)
-			copy[i].kind = SYM_FRAME_KERNEL;
+			copy[i].kind = PROF_FRAME_KERNEL;
 		e->frames[i] = &copy[i];
 	}
 	e->addr = addr;
@@ -220,8 +247,8 @@ static int cmp_proc(const void *a, const void *b)
 }
 
 /* The root of a stack the unwinder could not finish. */
-const struct sym_frame prof_cut_frame = {
-	.kind = SYM_FRAME_UNKNOWN,
+const struct prof_frame prof_cut_frame = {
+	.kind = PROF_FRAME_UNKNOWN,
 	.function = PROF_CUT_FRAME,
 };
 
@@ -230,7 +257,7 @@ const struct sym_frame prof_cut_frame = {
  * leaf of an allocation stack: all but the outermost, the malloc-family
  * function the program called, which stays as the leaf.
  */
-static size_t sampler_frames(const struct sym_frame **frames, size_t nr)
+static size_t sampler_frames(const struct prof_frame **frames, size_t nr)
 {
 	size_t n = 0;
 
@@ -251,7 +278,7 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 			struct prof_sample *ps, struct prof_process *procs,
 			size_t nr_procs, uint64_t mono_to_real)
 {
-	const struct sym_frame **frames;
+	const struct prof_frame **frames;
 	struct addr_entry *ae[EMBER_MAX_FRAMES * 2];
 	size_t nips = (size_t)e->nr_kernel + e->nr_user, nr = 0;
 
@@ -290,7 +317,7 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 	ps->event = e->event;
 	ps->offcpu_state = e->state;
 	ps->nr_frames = nr;
-	ps->frames = (const struct sym_frame *const *)frames;
+	ps->frames = (const struct prof_frame *const *)frames;
 	ps->count = e->count;
 	ps->weight_ns = e->weight_ns;
 	if (e->nr_timestamps) {
@@ -315,7 +342,7 @@ static void exe_build_ids(struct prof_sample *samples, size_t n)
 		if (!p || p->exe_build_id || !p->exe_path)
 			continue;
 		for (uint32_t j = 0; j < samples[i].nr_frames; j++) {
-			const struct sym_frame *f = samples[i].frames[j];
+			const struct prof_frame *f = samples[i].frames[j];
 
 			if (f->build_id && f->module &&
 			    !strcmp(f->module, p->exe_path)) {
@@ -405,7 +432,7 @@ void profile_free(struct profile *p)
  * into a small ring of thread-local buffers: copy the string before the
  * 16th next call.
  */
-const char *prof_frame_label(const struct profile *p, const struct sym_frame *f)
+const char *prof_frame_label(const struct profile *p, const struct prof_frame *f)
 {
 	static __thread char bufs[16][128];
 	static __thread unsigned int next;

@@ -26,6 +26,7 @@
 #include "cli/signals.h"
 #include "cli/record_opts.h"
 #include "cli/session_opts.h"
+#include "output/output.h"
 #include "session/session.h"
 
 /* Writers other components own; a build without them says so. */

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/event_frame.h"
-#include "aggregate/profile.h"
+#include "output/output.h"
 
 struct folded_line {
 	char *text;
@@ -125,14 +125,14 @@ static int build_line(const struct profile *p, const struct prof_sample *s,
 	}
 	/* frames[] is leaf first: walk it backwards for root first */
 	for (uint32_t i = s->nr_frames; !err && i-- > 0;) {
-		const struct sym_frame *f = s->frames[i];
+		const struct prof_frame *f = s->frames[i];
 
 		if (!first)
 			err = sb_putc(b, ';');
 		first = false;
 		if (!err)
 			err = sb_put_name(b, prof_frame_label(p, f));
-		if (!err && f->kind == SYM_FRAME_KERNEL)
+		if (!err && f->kind == PROF_FRAME_KERNEL)
 			err = sb_puts(b, "_[k]");
 	}
 	/* --off-cpu-state: how the thread waited, as the leaf */

@@ -20,6 +20,7 @@
 #include "gen/opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "proc/container.h"
 #include "output/otlp_intern.h"
+#include "output/output.h"
 #include "output/output_otlp.h"
 #include "lib/clock.h"
 #include "lib/utf8.h"
@@ -287,7 +288,7 @@ static void *make_fn(struct enc *e, void *ctx)
 	return f;
 }
 
-static int32_t fn_idx(struct enc *e, const struct sym_frame *f)
+static int32_t fn_idx(struct enc *e, const struct prof_frame *f)
 {
 	struct fn_ctx c = { 0, 0 };
 	struct keybuf k = { .n = 0 };
@@ -340,7 +341,7 @@ static void *make_map(struct enc *e, void *ctx)
 	return m;
 }
 
-static int32_t map_idx(struct enc *e, const struct sym_frame *f)
+static int32_t map_idx(struct enc *e, const struct prof_frame *f)
 {
 	struct map_ctx c;
 	struct keybuf k = { .n = 0 };
@@ -420,10 +421,10 @@ static int32_t loc_intern(struct enc *e, struct loc_ctx *c)
  * One location for frames[0..n-1]: all but the last are inline frames
  * inside the last (same address); lines go innermost first.
  */
-static int32_t loc_idx(struct enc *e, const struct sym_frame *const *frames,
+static int32_t loc_idx(struct enc *e, const struct prof_frame *const *frames,
 		       uint32_t n)
 {
-	const struct sym_frame *outer = frames[n - 1];
+	const struct prof_frame *outer = frames[n - 1];
 	int32_t fns[MAX_INLINE];
 	int64_t lines[MAX_INLINE];
 	struct loc_ctx c = { 0, 0, 0, 0, fns, lines };
@@ -432,7 +433,7 @@ static int32_t loc_idx(struct enc *e, const struct sym_frame *const *frames,
 		n = MAX_INLINE;
 	c.mapping = map_idx(e, outer);
 	c.address = outer->address;
-	c.kind_attr = frame_type_attr(e, outer->kind == SYM_FRAME_KERNEL);
+	c.kind_attr = frame_type_attr(e, outer->kind == PROF_FRAME_KERNEL);
 	for (uint32_t i = 0; i < n; i++) {
 		/* Unresolved frames carry no line: the backend can
 		 * re-symbolize from mapping, address and build id. */

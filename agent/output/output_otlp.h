@@ -2,7 +2,7 @@
 /*
  * struct profile -> OTLP ExportProfilesServiceRequest (opentelemetry-proto
  * pinned in proto/opentelemetry/VERSION). Used by `ember record -o
- * FILE.otlp` (output_otlp() in profile.h) and by `ember run`, which adds
+ * FILE.otlp` (output_otlp() in output.h) and by `ember run`, which adds
  * the service name and OTEL_RESOURCE_ATTRIBUTES.
  *
  * Layout written:

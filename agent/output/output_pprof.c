@@ -41,7 +41,7 @@
 
 #include "lib/array.h"
 #include "lib/hash_index.h"
-#include "aggregate/profile.h"
+#include "output/output.h"
 #include "lib/utf8.h"
 #include "gen/pprof/profile.pb-c.h"
 
@@ -75,9 +75,9 @@ struct builder {
 	size_t nr_mappings, cap_mappings, cap_mapping_keys;
 	struct hash_index mapping_ix;
 
-	/* Locations: key = the run of sym_frame pointers they came from. */
+	/* Locations: key = the run of prof_frame pointers they came from. */
 	PbLocation *locations;
-	const struct sym_frame *const **loc_frames;
+	const struct prof_frame *const **loc_frames;
 	uint32_t *loc_nframes;
 	size_t nr_locations, cap_locations, cap_loc_frames, cap_loc_nframes;
 	struct hash_index location_ix;
@@ -150,7 +150,7 @@ static bool function_eq(void *ctx, uint32_t entry, const void *key)
 	return e->name == f->name && e->filename == f->filename;
 }
 
-static int64_t function_id(struct builder *b, const struct sym_frame *f)
+static int64_t function_id(struct builder *b, const struct prof_frame *f)
 {
 	PbFunction key = PERFTOOLS__PROFILES__FUNCTION__INIT;
 	int64_t i;
@@ -186,7 +186,7 @@ static bool mapping_eq(void *ctx, uint32_t entry, const void *key)
 }
 
 /* Mapping id for a frame (0 when its file is unknown), or -ENOMEM. */
-static int64_t mapping_id(struct builder *b, const struct sym_frame *f)
+static int64_t mapping_id(struct builder *b, const struct prof_frame *f)
 {
 	struct mapping_key key;
 	bool ranged = f->map_end > f->map_start;
@@ -240,7 +240,7 @@ static int64_t mapping_id(struct builder *b, const struct sym_frame *f)
 
 /* What symbolic information a mapping's locations carry, for readers. */
 static void mapping_note(struct builder *b, int64_t mid,
-			 const struct sym_frame *const *frames, uint32_t n)
+			 const struct prof_frame *const *frames, uint32_t n)
 {
 	PbMapping *m;
 
@@ -256,7 +256,7 @@ static void mapping_note(struct builder *b, int64_t mid,
 }
 
 struct frame_run {
-	const struct sym_frame *const *frames;
+	const struct prof_frame *const *frames;
 	uint32_t n;
 };
 
@@ -270,11 +270,11 @@ static bool location_eq(void *ctx, uint32_t entry, const void *key)
 }
 
 /* Location id for frames[0..n): inlined frames then their caller. */
-static int64_t location_id(struct builder *b, const struct sym_frame *const *frames,
+static int64_t location_id(struct builder *b, const struct prof_frame *const *frames,
 			   uint32_t n)
 {
 	struct frame_run run = { frames, n };
-	const struct sym_frame *outer = frames[n - 1];
+	const struct prof_frame *outer = frames[n - 1];
 	PbLocation *loc;
 	int64_t i, mid;
 

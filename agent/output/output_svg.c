@@ -41,7 +41,7 @@
 #include "lib/array.h"
 #include "output/event_frame.h"
 #include "lib/hash_index.h"
-#include "aggregate/profile.h"
+#include "output/output.h"
 #include "output/flamegraph/assets.h"
 
 #define PRUNE_DIVISOR	1000	/* boxes under total/1000 (0.1%) are not drawn */
@@ -54,10 +54,10 @@
 #define CHAR_WIDTH	7.22	/* monospace at FONT_SIZE: 0.6 em + rounding */
 
 enum node_kind {
-	NODE_KERNEL = SYM_FRAME_KERNEL,
-	NODE_NATIVE = SYM_FRAME_NATIVE,
-	NODE_JIT = SYM_FRAME_JIT,
-	NODE_UNKNOWN = SYM_FRAME_UNKNOWN,
+	NODE_KERNEL = PROF_FRAME_KERNEL,
+	NODE_NATIVE = PROF_FRAME_NATIVE,
+	NODE_JIT = PROF_FRAME_JIT,
+	NODE_UNKNOWN = PROF_FRAME_UNKNOWN,
 	NODE_META,		/* all, comm, [cpu]/[offcpu] */
 };
 
@@ -220,12 +220,12 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 	}
 	/* frames[] is leaf first: walk from the outermost caller down */
 	for (uint32_t i = s->nr_frames; i-- > 0 && at >= 0;) {
-		const struct sym_frame *f = s->frames[i];
+		const struct prof_frame *f = s->frames[i];
 		const char *label = f ? prof_frame_label(t->prof, f) : NULL;
-		unsigned int kind = f ? f->kind : SYM_FRAME_UNKNOWN;
+		unsigned int kind = f ? f->kind : PROF_FRAME_UNKNOWN;
 
-		if (kind > SYM_FRAME_UNKNOWN)
-			kind = SYM_FRAME_UNKNOWN;
+		if (kind > PROF_FRAME_UNKNOWN)
+			kind = PROF_FRAME_UNKNOWN;
 		at = child(t, at, label ? label : "[unknown]", kind, f && f->inlined);
 		if (at >= 0)
 			t->nodes[at].value += v;

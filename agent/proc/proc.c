@@ -65,6 +65,7 @@ struct proc_table {
 	struct list lru, exited;
 	struct proc_table_stats st;
 	void (*slot_free[PROC_SLOTS])(void *data, void *ctx);
+	proc_slot_event_fn *slot_event[PROC_SLOTS];
 	void *slot_ctx[PROC_SLOTS];
 };
 
@@ -612,8 +613,56 @@ void proc_table_slot_drop(struct proc_table *t, enum proc_slot slot)
 		}
 	}
 	t->slot_free[slot] = NULL;
+	t->slot_event[slot] = NULL;
 	t->slot_ctx[slot] = NULL;
 	pthread_mutex_unlock(&t->lock);
+}
+
+void proc_table_slot_events(struct proc_table *t, enum proc_slot slot,
+			    proc_slot_event_fn *event_fn)
+{
+	pthread_mutex_lock(&t->lock);
+	t->slot_event[slot] = event_fn;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * The table learns first (an exec or a sample makes the process), then
+ * each slot's owner reacts on its slot of the newest process of the pid,
+ * outside the lock (they read files); an exit is seen by the owners
+ * while the process is still live, then marked. A process the table
+ * does not know is made for an exec, a miss or a sample only when an
+ * owner listens (what proc_table_slot() would make).
+ */
+int proc_table_event(struct proc_table *t, const struct proc_event *ev)
+{
+	proc_slot_event_fn *fn[PROC_SLOTS];
+	void *ctx[PROC_SLOTS];
+	bool listened = false;
+	struct proc *p;
+	int r = 0;
+
+	if (ev->type == PROC_EV_EXEC)
+		proc_table_exec(t, ev->pid, ev->time_ns, ev->comm, ev->filename);
+	else if (ev->type == PROC_EV_SAMPLE)
+		r = proc_table_sample(t, ev->pid, ev->time_ns, ev->comm,
+				      ev->leader, ev->cgroup_id);
+	pthread_mutex_lock(&t->lock);
+	for (int s = 0; s < PROC_SLOTS; s++) {
+		fn[s] = t->slot_event[s];
+		ctx[s] = t->slot_ctx[s];
+		listened |= fn[s] != NULL;
+	}
+	p = newest(t, ev->pid);
+	if (!p && listened && ev->type != PROC_EV_EXIT)
+		p = entry_new(t, ev->pid, 0, NULL, true);
+	pthread_mutex_unlock(&t->lock);
+	for (int s = 0; p && s < PROC_SLOTS; s++)
+		if (fn[s])
+			fn[s](&p->slot[s], ev, ctx[s]);
+	if (ev->type == PROC_EV_EXIT)
+		proc_table_exit(t, ev->pid, ev->time_ns, ev->comm, ev->create);
+	return r;
 }
 
 /* ---- slots of another thread ------------------------------------------- */

@@ -139,7 +139,7 @@ void proc_table_get_stats(struct proc_table *t, struct proc_table_stats *st);
  */
 enum proc_slot {
 	PROC_SLOT_SYM,		/* symbolize.c: struct sym_proc */
-	PROC_SLOT_UNWIND,	/* unwind_service.c: struct unwind_proc */
+	PROC_SLOT_UNWIND,	/* unwind_bind.h: struct unwind_proc */
 	PROC_SLOTS
 };
 
@@ -162,6 +162,57 @@ void *proc_table_slot_older(struct proc_table *t, uint32_t pid,
 /* fn on every data of slot; stops at the first nonzero return. */
 int proc_table_slot_visit(struct proc_table *t, enum proc_slot slot,
 			  int (*fn)(void *data, void *ctx), void *ctx);
+
+/*
+ * A process's records, one at a time: the session hands each exec, exit
+ * and unwind miss here once, the aggregation each sample it keeps
+ * (proc_table_event()); the table updates the process, and each slot
+ * owner that listens (proc_table_slot_events()) reacts on its own slot
+ * of that process, so nothing below the table asks it again for the
+ * same record.
+ */
+enum proc_event_type {
+	PROC_EV_EXEC,		/* a new image: proc_table_exec(), then the owners */
+	PROC_EV_EXIT,		/* the owners, then proc_table_exit() */
+	PROC_EV_MISS,		/* code mapped since the maps were read */
+	PROC_EV_SAMPLE,		/* proc_table_sample(), then the owners */
+};
+
+struct proc_event {
+	enum proc_event_type type;
+	uint32_t pid;
+	uint64_t time_ns;	/* CLOCK_MONOTONIC of the record, 0: unknown */
+	const char *comm;	/* exec, exit: NULL unknown */
+	const char *filename;	/* exec: NULL unknown */
+	bool create;		/* exit: proc_table_exit()'s create */
+	/* sample: comm is the thread's, and proc_table_sample()'s leader
+	 * and cgroup_id; ips: the user addresses of a stack the aggregation
+	 * had not seen yet (code maybe mapped late), NULL: a known stack */
+	bool leader;
+	uint64_t cgroup_id;
+	const uint64_t *ips;
+	size_t nr_ips;
+};
+
+/*
+ * An owner's reaction to an event: data is its slot of the process the
+ * record names (*data NULL: nothing there yet; it may store there). Runs
+ * on the thread that called proc_table_event(), without the table's
+ * lock: for slots whose data is that thread's (PROC_SLOT_SYM, the main
+ * thread's). It must not call proc_table_event().
+ */
+typedef void proc_slot_event_fn(void **data, const struct proc_event *ev,
+				void *ctx);
+
+/* The owner of slot (proc_table_slot_owner(), same ctx) listens to events. */
+void proc_table_slot_events(struct proc_table *t, enum proc_slot slot,
+			    proc_slot_event_fn *event_fn);
+/*
+ * An exec, exit, miss or sample of a process: see struct proc_event.
+ * Returns proc_table_sample()'s result for a sample, else 0.
+ */
+int proc_table_event(struct proc_table *t, const struct proc_event *ev);
+
 /* Free every data of slot and forget its owner (the user goes away). */
 void proc_table_slot_drop(struct proc_table *t, enum proc_slot slot);
 

@@ -206,12 +206,79 @@ static void request_after_cut(struct session *s, const struct ember_sample *smp)
 	unwind_service_request(s->unwind, smp->pid, smp->time_ns);
 }
 
-/* Every record goes to the profile builder (the consuming thread). */
+/*
+ * An exec, exit or unwind miss of a kept process goes to the process
+ * model, once: it updates the process and its slots' owners (the
+ * symbolizer) react. false: not such a record, or an invalid one (the
+ * aggregation counts those).
+ */
+static bool session_lifecycle(struct session *s,
+			      const struct ember_rec_header *rec)
+{
+	struct proc_event ev = { 0 };
+
+	switch (rec->type) {
+	case EMBER_REC_EXEC:
+	case EMBER_REC_EXIT:
+	case EMBER_REC_UNWIND_MISS:
+		if (!ember_record_valid(rec, rec->size))
+			return false;
+		break;
+	default:
+		return false;
+	}
+	switch (rec->type) {
+	case EMBER_REC_EXEC: {
+		const struct ember_exec *x = (const void *)rec;
+
+		if (!pb_keeps_pid(s->pb, x->pid))
+			return true;
+		ev = (struct proc_event){ .type = PROC_EV_EXEC, .pid = x->pid,
+					  .time_ns = x->time_ns,
+					  .comm = x->comm,
+					  .filename = x->filename };
+		break;
+	}
+	case EMBER_REC_EXIT: {
+		const struct ember_exit *x = (const void *)rec;
+		bool kept = pb_keeps_pid(s->pb, x->pid);
+
+		/*
+		 * Every exit, kept or not, marks its process (kept until
+		 * the profile with its last samples is written); one
+		 * unknown is added when it may own sampled blocks.
+		 */
+		ev = (struct proc_event){ .type = PROC_EV_EXIT, .pid = x->pid,
+					  .time_ns = x->time_ns,
+					  .comm = x->comm,
+					  .create = kept && pb_holds_blocks(s->pb) };
+		break;
+	}
+	case EMBER_REC_UNWIND_MISS: {
+		const struct ember_unwind_miss *m = (const void *)rec;
+
+		if (!m->pc || !pb_keeps_pid(s->pb, m->pid))
+			return true;
+		ev = (struct proc_event){ .type = PROC_EV_MISS, .pid = m->pid,
+					  .time_ns = m->time_ns };
+		break;
+	}
+	}
+	proc_table_event(s->procs, &ev);
+	return true;
+}
+
+/*
+ * Every record, on the consuming thread: a process's exec, exit or miss
+ * to the process model, the others (samples, allocations, frees, lost)
+ * to the profile builder.
+ */
 static void session_consume_cb(const struct ember_rec_header *rec, void *ctx)
 {
 	struct session *s = ctx;
 
-	pb_add_record(s->pb, rec);
+	if (!session_lifecycle(s, rec))
+		pb_add_record(s->pb, rec);
 	if (s->check && ember_record_valid(rec, rec->size))
 		unwind_check_record(s->check, rec);
 }

@@ -123,6 +123,8 @@ int sym_debug_dirs_add(char **list, const char *dir)
 }
 
 static void proc_slot_free(void *data, void *ctx);
+static void proc_slot_event(void **data, const struct proc_event *ev,
+			    void *ctx);
 
 struct symbolizer *sym_new(const struct sym_options *opt)
 {
@@ -161,6 +163,7 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 			goto fail;
 	}
 	proc_table_slot_owner(s->procs, PROC_SLOT_SYM, proc_slot_free, s);
+	proc_table_slot_events(s->procs, PROC_SLOT_SYM, proc_slot_event);
 	return s;
 fail:
 	sym_free(s);
@@ -231,9 +234,10 @@ static struct sym_proc *proc_find(struct symbolizer *s, uint32_t pid)
 	return slot ? *slot : NULL;
 }
 
-static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
+/* The state in slot (of pid), made if empty; NULL: no slot (table full). */
+static struct sym_proc *slot_get(struct symbolizer *s, void **slot,
+				 uint32_t pid)
 {
-	void **slot = proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true);
 	struct sym_proc *p;
 	char name[64];
 
@@ -253,9 +257,15 @@ static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 	return p;
 }
 
+static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
+{
+	return slot_get(s, proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true),
+			pid);
+}
+
 /*
  * Gone (an exit record, or its maps could not be read). The shared
- * process model learns exits from the aggregation, with their times; a
+ * process model learns exits from the session, with their times; a
  * table of our own learns them here, for sym_sweep().
  */
 static void proc_gone(struct symbolizer *s, struct sym_proc *p)
@@ -522,16 +532,12 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 	return true;
 }
 
-void sym_process_exec(struct symbolizer *s, uint32_t pid)
+/* A new image in pid, whose state is (to be) in slot. */
+static void proc_exec(struct symbolizer *s, void **slot, uint32_t pid)
 {
 	struct sym_proc *p;
 
-	if (!s)
-		return;
-	/* an exec after an exit is a new process (a shared table knows) */
-	if (s->own_procs)
-		proc_table_exec(s->procs, pid, mono_ns(), NULL, NULL);
-	if (!(p = proc_get(s, pid)))
+	if (!(p = slot_get(s, slot, pid)))
 		return;
 	if (p->exited) {
 		/* the pid may be another process's now: learn it again */
@@ -561,6 +567,16 @@ void sym_process_exec(struct symbolizer *s, uint32_t pid)
 		s->due_pid[s->nr_due] = pid;
 		s->due_ns[s->nr_due++] = mono_ns() + AFTER_EXEC_NS;
 	}
+}
+
+void sym_process_exec(struct symbolizer *s, uint32_t pid)
+{
+	if (!s)
+		return;
+	/* an exec after an exit is a new process (a shared table knows) */
+	if (s->own_procs)
+		proc_table_exec(s->procs, pid, mono_ns(), NULL, NULL);
+	proc_exec(s, proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true), pid);
 }
 
 uint64_t sym_run_due(struct symbolizer *s)
@@ -597,11 +613,9 @@ uint64_t sym_run_due(struct symbolizer *s)
  * given: dlopen, a library loaded late): read the maps again now, while
  * the process lives. At most once per AFTER_EXEC_NS a process.
  */
-void sym_process_refresh(struct symbolizer *s, uint32_t pid)
+static void proc_refresh(struct symbolizer *s, struct sym_proc *p)
 {
-	struct sym_proc *p;
-
-	if (!s || !(p = proc_get(s, pid)) || p->exited)
+	if (!p || p->exited)
 		return;
 	if (p->maps_read && mono_ns() - p->read_ns < AFTER_EXEC_NS)
 		return;
@@ -609,27 +623,36 @@ void sym_process_refresh(struct symbolizer *s, uint32_t pid)
 	proc_read_maps(s, p);
 }
 
-void sym_process_check(struct symbolizer *s, uint32_t pid,
+void sym_process_refresh(struct symbolizer *s, uint32_t pid)
+{
+	if (s)
+		proc_refresh(s, proc_get(s, pid));
+}
+
+static void proc_check(struct symbolizer *s, struct sym_proc *p,
 		       const uint64_t *ips, size_t n)
 {
-	struct sym_proc *p;
-
-	if (!s || !(p = proc_find(s, pid)) || p->exited || !p->maps_read)
+	if (!p || p->exited || !p->maps_read)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (!map_find(p->maps, p->nr_maps, ips[i])) {
-			sym_process_refresh(s, pid);
+			proc_refresh(s, p);
 			return;
 		}
 	}
 }
 
-/* Cheap when nothing is to be done: callers may touch on every sample. */
-void sym_process_touch(struct symbolizer *s, uint32_t pid)
+void sym_process_check(struct symbolizer *s, uint32_t pid,
+		       const uint64_t *ips, size_t n)
 {
-	struct sym_proc *p;
+	if (s)
+		proc_check(s, proc_find(s, pid), ips, n);
+}
 
-	if (!s || !(p = proc_get(s, pid)) || p->exited)
+/* Cheap when nothing is to be done: callers may touch on every sample. */
+static void proc_touch(struct symbolizer *s, struct sym_proc *p)
+{
+	if (!p || p->exited)
 		return;
 	p->sampled = true;
 	if (!p->maps_read) {
@@ -638,6 +661,12 @@ void sym_process_touch(struct symbolizer *s, uint32_t pid)
 		p->after_exec = false;
 		proc_read_maps(s, p);
 	}
+}
+
+void sym_process_touch(struct symbolizer *s, uint32_t pid)
+{
+	if (s)
+		proc_touch(s, proc_get(s, pid));
 }
 
 static void proc_load_jit(struct symbolizer *s, struct sym_proc *p);
@@ -651,11 +680,9 @@ static bool proc_maps_anon_code(const struct sym_proc *p)
 	return false;
 }
 
-void sym_process_exit(struct symbolizer *s, uint32_t pid)
+static void proc_exit(struct symbolizer *s, struct sym_proc *p)
 {
-	struct sym_proc *p;
-
-	if (!s || !(p = proc_find(s, pid)))
+	if (!p)
 		return;
 	/*
 	 * A JIT's map file may sit in a container root that goes away. Not
@@ -666,6 +693,56 @@ void sym_process_exit(struct symbolizer *s, uint32_t pid)
 	if (!p->jit_tried && (p->sampled || proc_maps_anon_code(p)))
 		proc_load_jit(s, p);
 	proc_gone(s, p);
+}
+
+void sym_process_exit(struct symbolizer *s, uint32_t pid)
+{
+	if (s)
+		proc_exit(s, proc_find(s, pid));
+}
+
+/*
+ * PROC_SLOT_SYM's events (proc_table_event()): a process's exec, exit,
+ * miss and samples, handed to the process model once. data is this
+ * process's slot: nothing here asks the table again.
+ */
+static void proc_slot_event(void **data, const struct proc_event *ev,
+			    void *ctx)
+{
+	struct symbolizer *s = ctx;
+
+	switch (ev->type) {
+	case PROC_EV_EXEC:
+		/* new image: re-read mappings now, before it can exit */
+		proc_exec(s, data, ev->pid);
+		break;
+	case PROC_EV_EXIT:
+		/*
+		 * Only marked: samples of this process may still sit in
+		 * other CPUs' rings. It goes with its entry, once the
+		 * profile with its samples was written.
+		 */
+		proc_exit(s, *data);
+		break;
+	case PROC_EV_MISS:
+		/* code mapped since the maps were read: a library
+		 * dlopen'ed late must be symbolizable after the exit */
+		proc_refresh(s, slot_get(s, data, ev->pid));
+		break;
+	case PROC_EV_SAMPLE:
+		if (!ev->pid)
+			break;	/* the idle task: kernel frames only */
+		/* a stack never seen: its code may be newly mapped */
+		if (ev->nr_ips)
+			proc_check(s, *data, ev->ips, ev->nr_ips);
+		/*
+		 * Every sample, not only the first of a pid: the maps of a
+		 * process that just exec'd are read again (its libraries
+		 * get mapped after the exec record); nothing otherwise.
+		 */
+		proc_touch(s, slot_get(s, data, ev->pid));
+		break;
+	}
 }
 
 /*

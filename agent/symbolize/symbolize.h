@@ -78,7 +78,12 @@ int sym_debug_dirs_add(char **list, const char *dir);
 struct symbolizer *sym_new(const struct sym_options *opt);
 void sym_free(struct symbolizer *s);
 
-/* Lifecycle hints from exec/exit records; both are cheap and optional. */
+/*
+ * Lifecycle hints from exec/exit records; both are cheap and optional.
+ * A symbolizer on the session's process model gets these, the refresh,
+ * check and touch below through its slot's events instead
+ * (proc_table_event()): these are for callers without one (tests).
+ */
 void sym_process_exec(struct symbolizer *s, uint32_t pid);
 void sym_process_exit(struct symbolizer *s, uint32_t pid);
 /* New code may be mapped: re-read the process's maps now (rate-limited). */

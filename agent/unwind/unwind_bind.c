@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The unwind worker's bindings (unwind_service_internal.h): a process's
+ * The unwind worker's bindings (unwind_bind.h): a process's
  * binding lives in the process model, is made from /proc/PID/maps and the
  * table cache, and is unbound when its process exits or goes from the
  * table. Worker thread only, but for unwind_proc_gone().
@@ -12,42 +12,43 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/safe_file.h"
 #include "proc/proc_maps.h"
-#include "unwind/unwind_service_internal.h"
+#include "unwind/unwind_bind.h"
 
 /*
  * The binding of the process a record of pid at time_ns names, made if
  * it has none (but never past MAX_PROCS bindings): NULL when the process
  * model has no room for the process.
  */
-struct unwind_proc *unwind_proc_attach(struct unwind_service *us,
+struct unwind_proc *unwind_proc_attach(struct unwind_bindings *ub,
 				       uint32_t pid, uint64_t time_ns)
 {
-	struct unwind_proc *up, *fresh = us->spare;
+	struct unwind_proc *up, *fresh = ub->spare;
 
-	if (!fresh && us->nr_live < MAX_PROCS)
-		fresh = us->spare = calloc(1, sizeof(*fresh));
-	up = proc_table_slot_attach(us->procs, pid, time_ns, PROC_SLOT_UNWIND,
+	if (!fresh && ub->nr_live < MAX_PROCS)
+		fresh = ub->spare = calloc(1, sizeof(*fresh));
+	up = proc_table_slot_attach(ub->procs, pid, time_ns, PROC_SLOT_UNWIND,
 				    fresh);
 	if (up && up == fresh) {
-		us->spare = NULL;
+		ub->spare = NULL;
 		up->pid = pid;
-		up->next = us->live;
-		if (us->live)
-			us->live->prev = up;
-		us->live = up;
-		us->nr_live++;
+		up->next = ub->live;
+		if (ub->live)
+			ub->live->prev = up;
+		ub->live = up;
+		ub->nr_live++;
 	}
 	return up;
 }
 
-static void release_owners(struct unwind_service *us, struct unwind_proc *up)
+static void release_owners(struct unwind_bindings *ub, struct unwind_proc *up)
 {
 	uint64_t now = mono_ns();
 
 	for (uint32_t i = 0; i < up->nr_owners; i++) {
-		struct table_file *f = &us->cache.files[up->owners[i]];
+		struct table_file *f = &ub->cache.files[up->owners[i]];
 
 		if (f->refs && !--f->refs)
 			f->idle_since_ns = now;
@@ -58,51 +59,35 @@ static void release_owners(struct unwind_service *us, struct unwind_proc *up)
 }
 
 /* Unbind, if bound: an exec that died before its binding has none. */
-void unwind_proc_unbind(struct unwind_service *us, struct unwind_proc *up)
+void unwind_proc_unbind(struct unwind_bindings *ub, struct unwind_proc *up)
 {
 	if (up->bound_ns)
-		us->ops->unwind_bind(us->src, up->pid, NULL, 0, NULL, 0);
-	release_owners(us, up);
+		ub->ops->unwind_bind(ub->src, up->pid, NULL, 0, NULL, 0);
+	release_owners(ub, up);
 	up->bound_ns = up->recheck_ns = up->exec_ns = 0;
 }
 
-void unwind_proc_free(struct unwind_service *us, struct unwind_proc *up)
+void unwind_proc_free(struct unwind_bindings *ub, struct unwind_proc *up)
 {
-	release_owners(us, up);
+	release_owners(ub, up);
 	if (up->prev)
 		up->prev->next = up->next;
 	else
-		us->live = up->next;
+		ub->live = up->next;
 	if (up->next)
 		up->next->prev = up->prev;
-	us->nr_live--;
+	ub->nr_live--;
 	free(up);
 }
 
 /* The process exited: unbind, and free unless the table has handed it back. */
-void unwind_proc_forget(struct unwind_service *us, struct unwind_proc *up)
+void unwind_proc_forget(struct unwind_bindings *ub, struct unwind_proc *up)
 {
-	unwind_proc_unbind(us, up);
-	if (proc_table_slot_detach(us->procs, up->pid, PROC_SLOT_UNWIND, up))
-		unwind_proc_free(us, up);
+	unwind_proc_unbind(ub, up);
+	if (proc_table_slot_detach(ub->procs, up->pid, PROC_SLOT_UNWIND, up))
+		unwind_proc_free(ub, up);
 	else
 		up->dead = true;	/* on the orphans list: freed from there */
-}
-
-/*
- * PROC_SLOT_UNWIND's free function: the process went from the table (on
- * the main thread, under the table's lock). Handed to the worker.
- */
-void unwind_proc_gone(void *data, void *ctx)
-{
-	struct unwind_service *us = ctx;
-	struct unwind_proc *up = data;
-
-	pthread_mutex_lock(&us->lock);
-	up->orphan_next = us->orphans;
-	us->orphans = up;
-	pthread_cond_signal(&us->wake);
-	pthread_mutex_unlock(&us->lock);
 }
 
 /*
@@ -111,25 +96,21 @@ void unwind_proc_gone(void *data, void *ctx)
  * pid; any other is unbound (unless the pid has another binding) and
  * freed.
  */
-void unwind_take_orphans(struct unwind_service *us)
+void unwind_take_orphans(struct unwind_bindings *ub, struct unwind_proc *up)
 {
-	struct unwind_proc *up, *next;
+	struct unwind_proc *next;
 	void *held;
 
-	pthread_mutex_lock(&us->lock);
-	up = us->orphans;
-	us->orphans = NULL;
-	pthread_mutex_unlock(&us->lock);
 	for (; up; up = next) {
 		next = up->orphan_next;
 		up->orphan_next = NULL;
 		if (!up->dead &&
-		    proc_table_slot_adopt(us->procs, up->pid, PROC_SLOT_UNWIND,
+		    proc_table_slot_adopt(ub->procs, up->pid, PROC_SLOT_UNWIND,
 					  up, &held))
 			continue;
 		if (!up->dead && !held)
-			unwind_proc_unbind(us, up);
-		unwind_proc_free(us, up);
+			unwind_proc_unbind(ub, up);
+		unwind_proc_free(ub, up);
 	}
 }
 
@@ -139,7 +120,7 @@ void unwind_take_orphans(struct unwind_service *us)
  * examined before it is opened (safe_open_at()): a mapped device is never
  * opened, and a sparse file or one over the cap costs one warning.
  */
-static struct table_file *file_entry(struct unwind_service *us, uint32_t pid,
+static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
 				     const struct sym_map_line *m)
 {
 	const struct safe_rules rules = {
@@ -162,7 +143,7 @@ static struct table_file *file_entry(struct unwind_service *us, uint32_t pid,
 	 * binding. stat() does not open, so a FIFO is still never opened.
 	 */
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (f = table_cache_find(&us->cache, &st)))
+	    (f = table_cache_find(&ub->cache, &st)))
 		return f;
 	fd = safe_open_at(NULL, path, &rules, &st, &why);
 	if (fd < 0) {
@@ -170,7 +151,7 @@ static struct table_file *file_entry(struct unwind_service *us, uint32_t pid,
 			safe_warn("mapped file", NULL, m->path, why);
 		return NULL;
 	}
-	f = table_cache_get(&us->cache, fd, &st, m->path);
+	f = table_cache_get(&ub->cache, fd, &st, m->path);
 	close(fd);
 	return f;
 }
@@ -181,12 +162,12 @@ struct bind_buf {
 	uint32_t nr, nr_owners;
 };
 
-static void add_mapping(struct unwind_service *us, struct bind_buf *b,
+static void add_mapping(struct unwind_bindings *ub, struct bind_buf *b,
 			const struct sym_map_line *m, struct table_file *f,
 			uint32_t flags)
 {
 	struct ember_unwind_mapping *um;
-	struct table_file *owner = f ? table_cache_owner(&us->cache, f) : NULL;
+	struct table_file *owner = f ? table_cache_owner(&ub->cache, f) : NULL;
 	uint64_t bias = 0;
 
 	if (b->nr == EMBER_UNWIND_MAX_MAPPINGS)
@@ -201,7 +182,7 @@ static void add_mapping(struct unwind_service *us, struct bind_buf *b,
 			    &bias)) {
 		um->table_id = owner->table_id;
 		um->bias = bias;
-		b->owners[b->nr_owners++] = (uint32_t)(owner - us->cache.files);
+		b->owners[b->nr_owners++] = (uint32_t)(owner - ub->cache.files);
 		owner->refs++;
 	}
 }
@@ -252,22 +233,22 @@ static void exec_maps_free(struct exec_maps *em)
 	free(em->v);
 }
 
-static void bind_add(struct unwind_service *us, struct bind_buf *b,
+static void bind_add(struct unwind_bindings *ub, struct bind_buf *b,
 		     uint32_t pid, const struct sym_map_line *m)
 {
 	switch (m->type) {
 	case SYM_MAP_FILE:
 	case SYM_MAP_MEMFD:
-		add_mapping(us, b, m, file_entry(us, pid, m), 0);
+		add_mapping(ub, b, m, file_entry(ub, pid, m), 0);
 		break;
 	case SYM_MAP_VDSO:
-		add_mapping(us, b, m, table_cache_vdso(&us->cache),
+		add_mapping(ub, b, m, table_cache_vdso(&ub->cache),
 			    EMBER_UMF_VDSO);
 		break;
 	case SYM_MAP_VSYSCALL:
 		break;	/* above the user address range */
 	default:
-		add_mapping(us, b, m, NULL, EMBER_UMF_ANON);
+		add_mapping(ub, b, m, NULL, EMBER_UMF_ANON);
 		break;
 	}
 }
@@ -277,7 +258,7 @@ static void bind_add(struct unwind_service *us, struct bind_buf *b,
  * is NULL in the binding of the process a record at time_ns names. 1: a
  * new binding, 0: nothing changed, < 0: an error (-ESRCH: gone).
  */
-int unwind_bind_proc(struct unwind_service *us, uint32_t pid,
+int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 		     uint64_t time_ns, struct unwind_proc *up)
 {
 	struct unwind_proc *pb;
@@ -291,7 +272,7 @@ int unwind_bind_proc(struct unwind_service *us, uint32_t pid,
 		exec_maps_free(&em);
 		return -ESRCH;	/* gone already */
 	}
-	pb = up ? up : unwind_proc_attach(us, pid, time_ns);
+	pb = up ? up : unwind_proc_attach(ub, pid, time_ns);
 	if (!pb) {
 		exec_maps_free(&em);
 		return -ENOSPC;
@@ -310,10 +291,10 @@ int unwind_bind_proc(struct unwind_service *us, uint32_t pid,
 		goto out;
 	}
 	for (uint32_t i = 0; i < em.n; i++)
-		bind_add(us, &b, pid, &em.v[i]);
-	r = us->ops->unwind_bind(us->src, pid, b.maps, b.nr, err, sizeof(err));
+		bind_add(ub, &b, pid, &em.v[i]);
+	r = ub->ops->unwind_bind(ub->src, pid, b.maps, b.nr, err, sizeof(err));
 	/* the new references replace the old ones either way */
-	release_owners(us, pb);
+	release_owners(ub, pb);
 	pb->owners = b.owners;
 	pb->nr_owners = b.nr_owners;
 	b.owners = NULL;

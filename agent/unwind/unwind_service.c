@@ -2,7 +2,7 @@
 /*
  * The unwind worker (unwind_service.h): a queue of pids from the reader,
  * one thread that turns each into a binding of the process's executable
- * mappings to loaded tables (unwind_bind.c).
+ * mappings to loaded tables (unwind_bind.h: the bindings never call back).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -65,21 +65,37 @@ void unwind_service_forget(struct unwind_service *us, uint32_t pid,
 		enqueue(us, pid | FORGET_BIT, since_ns);
 }
 
+/*
+ * PROC_SLOT_UNWIND's free function: the process went from the table (on
+ * the main thread, under the table's lock). Handed to the worker.
+ */
+static void unwind_proc_gone(void *data, void *ctx)
+{
+	struct unwind_service *us = ctx;
+	struct unwind_proc *up = data;
+
+	pthread_mutex_lock(&us->lock);
+	up->orphan_next = us->orphans;
+	us->orphans = up;
+	pthread_cond_signal(&us->wake);
+	pthread_mutex_unlock(&us->lock);
+}
+
 /* ---- the thread ---- */
 
 static void publish_stats(struct unwind_service *us)
 {
 	uint32_t bound = 0;
 
-	for (struct unwind_proc *up = us->live; up; up = up->next)
+	for (struct unwind_proc *up = us->b.live; up; up = up->next)
 		bound += up->bound_ns != 0;
 	pthread_mutex_lock(&us->lock);
-	us->st.tables_loaded = us->cache.loaded;
-	us->st.tables_failed = us->cache.failed;
-	us->st.tables_dropped = us->cache.dropped;
-	us->st.table_bytes = us->cache.bytes;
-	us->st.build_ns = us->cache.build_ns;
-	us->st.tables = us->cache.live;
+	us->st.tables_loaded = us->b.cache.loaded;
+	us->st.tables_failed = us->b.cache.failed;
+	us->st.tables_dropped = us->b.cache.dropped;
+	us->st.table_bytes = us->b.cache.bytes;
+	us->st.build_ns = us->b.cache.build_ns;
+	us->st.tables = us->b.cache.live;
 	us->st.bound = bound;
 	pthread_mutex_unlock(&us->lock);
 }
@@ -102,16 +118,17 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 		/* the exited process's binding, if it has one (since: the
 		 * exit's time, which it came before) */
 		struct unwind_proc *up =
-			proc_table_slot_attach(us->procs, v & ~FORGET_BIT, since,
+			proc_table_slot_attach(us->b.procs, v & ~FORGET_BIT, since,
 					       PROC_SLOT_UNWIND, NULL);
 
 		if (up)
-			unwind_proc_forget(us, up);
+			unwind_proc_forget(&us->b, up);
 		publish_stats(us);
 		return;
 	}
 	if (v & EXEC_BIT) {
-		struct unwind_proc *pb = unwind_proc_attach(us, v & ~EXEC_BIT, since);
+		struct unwind_proc *pb =
+			unwind_proc_attach(&us->b, v & ~EXEC_BIT, since);
 
 		/* a new image: bound at its first miss or EXEC_BIND_DELAY_MS
 		 * from now, whichever comes first */
@@ -123,7 +140,7 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
 		}
 		return;
 	}
-	r = unwind_bind_proc(us, v, since, NULL);
+	r = unwind_bind_proc(&us->b, v, since, NULL);
 	lat = mono_ns() - since;
 	pthread_mutex_lock(&us->lock);
 	if (r == 1) {
@@ -149,7 +166,7 @@ static uint64_t recheck_due(struct unwind_service *us)
 	uint64_t now = mono_ns(), next = 0;
 	uint32_t done = 0;
 
-	for (struct unwind_proc *pb = us->live, *nx; pb; pb = nx) {
+	for (struct unwind_proc *pb = us->b.live, *nx; pb; pb = nx) {
 		uint32_t n;
 		uint64_t exec_ns;
 		int r;
@@ -169,7 +186,7 @@ static uint64_t recheck_due(struct unwind_service *us)
 		exec_ns = pb->exec_ns;
 		pb->recheck_ns = n < NR_RECHECKS ? now + recheck_ms[n] * 1000000ull : 0;
 		pb->exec_ns = 0;
-		r = unwind_bind_proc(us, pb->pid, 0, pb);
+		r = unwind_bind_proc(&us->b, pb->pid, 0, pb);
 		pthread_mutex_lock(&us->lock);
 		if (exec_ns && r == 1) {
 			/* the delayed binding of an exec (EXEC_BIND_DELAY_MS) */
@@ -181,7 +198,7 @@ static uint64_t recheck_due(struct unwind_service *us)
 		}
 		pthread_mutex_unlock(&us->lock);
 		if (r == -ESRCH)
-			unwind_proc_forget(us, pb);
+			unwind_proc_forget(&us->b, pb);
 		else if (pb->recheck_ns && (!next || pb->recheck_ns < next))
 			next = pb->recheck_ns;
 	}
@@ -196,9 +213,12 @@ static void *worker(void *arg)
 	pthread_mutex_lock(&us->lock);
 	while (!us->stopping) {
 		if (us->orphans) {
+			struct unwind_proc *orphans = us->orphans;
+
+			us->orphans = NULL;
 			us->busy = true;
 			pthread_mutex_unlock(&us->lock);
-			unwind_take_orphans(us);
+			unwind_take_orphans(&us->b, orphans);
 			publish_stats(us);
 			pthread_mutex_lock(&us->lock);
 		} else if (us->head == us->tail) {
@@ -210,8 +230,8 @@ static void *worker(void *arg)
 			 * state, the rows): give it back once idle, or the
 			 * agent's RSS keeps the high-water mark.
 			 */
-			if (us->cache.build_ns != us->trimmed_at) {
-				us->trimmed_at = us->cache.build_ns;
+			if (us->b.cache.build_ns != us->trimmed_at) {
+				us->trimmed_at = us->b.cache.build_ns;
 				pthread_mutex_unlock(&us->lock);
 				malloc_trim(0);
 				pthread_mutex_lock(&us->lock);
@@ -245,7 +265,7 @@ static void *worker(void *arg)
 		if (mono_ns() - last_sweep > 1000000000ull) {
 			pthread_mutex_unlock(&us->lock);
 			last_sweep = mono_ns();
-			table_cache_sweep(&us->cache, last_sweep,
+			table_cache_sweep(&us->b.cache, last_sweep,
 					  UNWIND_GRACE_S * 1000000000ull);
 			publish_stats(us);
 			pthread_mutex_lock(&us->lock);
@@ -268,17 +288,17 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	us = calloc(1, sizeof(*us));
 	if (!us)
 		return NULL;
-	us->ops = ops;
-	us->src = src;
-	us->procs = procs;
-	table_cache_init(&us->cache, ops, src, verbose);
+	us->b.ops = ops;
+	us->b.src = src;
+	us->b.procs = procs;
+	table_cache_init(&us->b.cache, ops, src, verbose);
 	pthread_mutex_init(&us->lock, NULL);
 	pthread_cond_init(&us->wake, NULL);
 	pthread_cond_init(&us->idle, NULL);
 	proc_table_slot_owner(procs, PROC_SLOT_UNWIND, unwind_proc_gone, us);
 	if (pthread_create(&us->thread, NULL, worker, us)) {
 		proc_table_slot_drop(procs, PROC_SLOT_UNWIND);
-		table_cache_free(&us->cache);
+		table_cache_free(&us->b.cache);
 		free(us);
 		return NULL;
 	}
@@ -324,14 +344,14 @@ void unwind_service_stop(struct unwind_service *us)
 	 * (on the orphans list, all of them on the live list too), and each
 	 * is unbound and freed here.
 	 */
-	proc_table_slot_drop(us->procs, PROC_SLOT_UNWIND);
+	proc_table_slot_drop(us->b.procs, PROC_SLOT_UNWIND);
 	us->orphans = NULL;
-	while (us->live) {
-		unwind_proc_unbind(us, us->live);
-		unwind_proc_free(us, us->live);
+	while (us->b.live) {
+		unwind_proc_unbind(&us->b, us->b.live);
+		unwind_proc_free(&us->b, us->b.live);
 	}
-	free(us->spare);
-	table_cache_free(&us->cache);
+	free(us->b.spare);
+	table_cache_free(&us->b.cache);
 	pthread_cond_destroy(&us->wake);
 	pthread_cond_destroy(&us->idle);
 	pthread_mutex_destroy(&us->lock);

@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "aggregate/profile.h"
+#include "output/output.h"
 #include "test_util.h"
 
 static char *fold(const struct profile *p)
@@ -24,19 +24,19 @@ static char *fold(const struct profile *p)
 
 int main(void)
 {
-	struct sym_frame k1 = { .kind = SYM_FRAME_KERNEL, .function = "schedule" };
-	struct sym_frame k0 = { .kind = SYM_FRAME_KERNEL, .function = "do_syscall_64" };
-	struct sym_frame leaf = { .kind = SYM_FRAME_NATIVE, .function = "burn" };
-	struct sym_frame mid = { .kind = SYM_FRAME_NATIVE, .function = "fa" };
-	struct sym_frame root = { .kind = SYM_FRAME_NATIVE, .function = "main" };
-	struct sym_frame unres = { .kind = SYM_FRAME_UNKNOWN, .module = "/usr/lib/libfoo.so",
+	struct prof_frame k1 = { .kind = PROF_FRAME_KERNEL, .function = "schedule" };
+	struct prof_frame k0 = { .kind = PROF_FRAME_KERNEL, .function = "do_syscall_64" };
+	struct prof_frame leaf = { .kind = PROF_FRAME_NATIVE, .function = "burn" };
+	struct prof_frame mid = { .kind = PROF_FRAME_NATIVE, .function = "fa" };
+	struct prof_frame root = { .kind = PROF_FRAME_NATIVE, .function = "main" };
+	struct prof_frame unres = { .kind = PROF_FRAME_UNKNOWN, .module = "/usr/lib/libfoo.so",
 				   .module_offset = 0x1234, .address = 0x7f001234 };
-	struct sym_frame raw = { .kind = SYM_FRAME_UNKNOWN, .address = 0xdeadbeef };
-	struct sym_frame semi = { .kind = SYM_FRAME_NATIVE, .function = "a;b\nc" };
-	const struct sym_frame *s1[] = { &k1, &k0, &leaf, &mid, &root };
-	const struct sym_frame *s2[] = { &leaf, &mid, &root };
-	const struct sym_frame *s3[] = { &raw, &unres, &root };
-	const struct sym_frame *s4[] = { &semi };
+	struct prof_frame raw = { .kind = PROF_FRAME_UNKNOWN, .address = 0xdeadbeef };
+	struct prof_frame semi = { .kind = PROF_FRAME_NATIVE, .function = "a;b\nc" };
+	const struct prof_frame *s1[] = { &k1, &k0, &leaf, &mid, &root };
+	const struct prof_frame *s2[] = { &leaf, &mid, &root };
+	const struct prof_frame *s3[] = { &raw, &unres, &root };
+	const struct prof_frame *s4[] = { &semi };
 	struct prof_process proc = { .pid = 7, .comm = "prog" };
 	struct prof_sample samples[] = {
 		{ .process = &proc, .tid = 7, .thread_name = "prog", .event = PROF_EV_CPU,

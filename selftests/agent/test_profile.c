@@ -89,9 +89,10 @@ static void sum_event(const struct profile *p, enum prof_event ev,
 static void test_alloc(void)
 {
 	const uint32_t A = 4000000011u;
-	struct profile_builder *pb = pb_new(NULL, NULL);
-	struct ember_exit x = { .hdr = { .type = EMBER_REC_EXIT,
-					 .size = sizeof(x) }, .pid = A };
+	/* the process model the session shares: exits go there */
+	struct proc_table *procs = proc_table_new(NULL);
+	struct pb_options po = { .procs = procs };
+	struct profile_builder *pb = pb_new(&po, NULL);
 	uint64_t b, o;
 	struct profile *p;
 
@@ -150,7 +151,10 @@ static void test_alloc(void)
 
 	/* the process exits: in use at its exit, then gone */
 	pb_reset(pb);
-	pb_add_record(pb, &x.hdr);
+	/* as the session hands it on: to the process model */
+	proc_table_event(procs, &(struct proc_event){
+		.type = PROC_EV_EXIT, .pid = A,
+		.create = pb_keeps_pid(pb, A) && pb_holds_blocks(pb) });
 	p = pb_finish(pb, NULL);
 	sum_event(p, PROF_EV_INUSE, &b, &o);
 	T_CHECK("alloc_inuse_at_exit", b == 6400 + (1 << 20), "%llu bytes",
@@ -164,6 +168,7 @@ static void test_alloc(void)
 		p ? p->nr_samples : 0);
 	profile_free(p);
 	pb_free(pb);
+	proc_table_free(procs);
 }
 
 /* Off-CPU intervals of one stack stay apart by how the thread waited. */
@@ -233,9 +238,9 @@ int main(void)
 	T_CHECK("agg_weight_summed", ps && ps->weight_ns == 5000, "weight %llu",
 		ps ? (unsigned long long)ps->weight_ns : 0ull);
 	T_CHECK("agg_frames_kernel_first", ps && ps->nr_frames == 5 &&
-		ps->frames[0]->kind == SYM_FRAME_KERNEL &&
-		ps->frames[1]->kind == SYM_FRAME_KERNEL &&
-		ps->frames[2]->kind != SYM_FRAME_KERNEL &&
+		ps->frames[0]->kind == PROF_FRAME_KERNEL &&
+		ps->frames[1]->kind == PROF_FRAME_KERNEL &&
+		ps->frames[2]->kind != PROF_FRAME_KERNEL &&
 		ps->frames[4]->address == 0x104, "frame layout wrong");
 	T_CHECK("agg_process_linked", ps && ps->process && ps->process->pid == P &&
 		!strcmp(ps->process->comm, "prog"), "process missing or misnamed");

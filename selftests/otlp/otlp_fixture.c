@@ -29,63 +29,64 @@
 #include <stdlib.h>
 #include <string.h>
 #include "proc/container.h"
+#include "output/output.h"
 #include "output/output_otlp.h"
 
 #define BID_APP "0123456789abcdef0123456789abcdef01234567"
 #define BID_LIBC "fedcba9876543210fedcba9876543210fedcba98"
 #define CID "9d1c7f0e2b3a4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5"
 
-static const struct sym_frame k_sys = {
-	.kind = SYM_FRAME_KERNEL, .function = "do_syscall_64",
+static const struct prof_frame k_sys = {
+	.kind = PROF_FRAME_KERNEL, .function = "do_syscall_64",
 	.module = "[kernel.kallsyms]", .address = 0xffffffff81000100ULL,
 };
-static const struct sym_frame k_read = {
-	.kind = SYM_FRAME_KERNEL, .function = "ksys_read",
+static const struct prof_frame k_read = {
+	.kind = PROF_FRAME_KERNEL, .function = "ksys_read",
 	.module = "[kernel.kallsyms]", .address = 0xffffffff81200200ULL,
 };
 /* inline_helper is inlined into compute, at the same address. */
-static const struct sym_frame u_inl = {
-	.kind = SYM_FRAME_NATIVE, .function = "inline_helper",
+static const struct prof_frame u_inl = {
+	.kind = PROF_FRAME_NATIVE, .function = "inline_helper",
 	.module = "/usr/bin/app", .build_id = BID_APP,
 	.source_file = "app.c", .line = 12, .inlined = true,
 	.address = 0x401234, .map_start = 0x400000, .map_end = 0x410000,
 	.map_pgoff = 0, .module_offset = 0x1234,
 };
-static const struct sym_frame u_compute = {
-	.kind = SYM_FRAME_NATIVE, .function = "compute",
+static const struct prof_frame u_compute = {
+	.kind = PROF_FRAME_NATIVE, .function = "compute",
 	.module = "/usr/bin/app", .build_id = BID_APP,
 	.source_file = "app.c", .line = 40,
 	.address = 0x401234, .map_start = 0x400000, .map_end = 0x410000,
 	.map_pgoff = 0, .module_offset = 0x1234,
 };
-static const struct sym_frame u_main = {
-	.kind = SYM_FRAME_NATIVE, .function = "main",
+static const struct prof_frame u_main = {
+	.kind = PROF_FRAME_NATIVE, .function = "main",
 	.module = "/usr/bin/app", .build_id = BID_APP,
 	.source_file = "app.c", .line = 80,
 	.address = 0x401400, .map_start = 0x400000, .map_end = 0x410000,
 	.module_offset = 0x1400,
 };
-static const struct sym_frame u_libc = {
-	.kind = SYM_FRAME_NATIVE, .function = NULL,
+static const struct prof_frame u_libc = {
+	.kind = PROF_FRAME_NATIVE, .function = NULL,
 	.module = "/usr/lib/x86_64-linux-gnu/libc.so.6", .build_id = BID_LIBC,
 	.address = 0x7f0000012345ULL, .map_start = 0x7f0000000000ULL,
 	.map_end = 0x7f0000100000ULL, .map_pgoff = 0x28000,
 	.module_offset = 0x3a345,
 };
-static const struct sym_frame w_loop = {
-	.kind = SYM_FRAME_NATIVE, .function = "worker_loop",
+static const struct prof_frame w_loop = {
+	.kind = PROF_FRAME_NATIVE, .function = "worker_loop",
 	.module = "/opt/w/worker", .address = 0x55550000aaaaULL,
 	.map_start = 0x555500000000ULL, .map_end = 0x555500100000ULL,
 };
 
 /* Leaf first: kernel frames, then user frames, as on the stack. */
-static const struct sym_frame *const st_cpu[] = {
+static const struct prof_frame *const st_cpu[] = {
 	&k_sys, &u_inl, &u_compute, &u_main,
 };
-static const struct sym_frame *const st_off[] = {
+static const struct prof_frame *const st_off[] = {
 	&k_read, &k_sys, &u_libc, &u_main,
 };
-static const struct sym_frame *const st_w[] = { &w_loop };
+static const struct prof_frame *const st_w[] = { &w_loop };
 
 static const uint64_t ts_a[] = {
 	1700000000100000000ULL, 1700000000200000000ULL, 1700000000300000000ULL,
@@ -99,53 +100,53 @@ static const uint64_t ts_b[] = {
  * expected decoded strings are spelled out in 50-otlp.sh. String literals
  * are split after each \x escape so the next character is not eaten.
  */
-static const struct sym_frame b_lone = {
-	.kind = SYM_FRAME_NATIVE, .function = "lone_\xff" "_byte",
+static const struct prof_frame b_lone = {
+	.kind = PROF_FRAME_NATIVE, .function = "lone_\xff" "_byte",
 	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
 	.source_file = "src/\x80x.c", .line = 7,
 	.address = 0x401000, .map_start = 0x400000, .map_end = 0x410000,
 };
-static const struct sym_frame b_trunc = {	/* 3-byte sequence cut short */
-	.kind = SYM_FRAME_NATIVE, .function = "trunc_\xe2\x82" "_x",
+static const struct prof_frame b_trunc = {	/* 3-byte sequence cut short */
+	.kind = PROF_FRAME_NATIVE, .function = "trunc_\xe2\x82" "_x",
 	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
 	.address = 0x401100, .map_start = 0x400000, .map_end = 0x410000,
 };
-static const struct sym_frame b_overlong = {	/* '/' as 2 and 3 bytes */
-	.kind = SYM_FRAME_NATIVE, .function = "overlong_\xc0\xaf" "_\xe0\x80\xaf",
+static const struct prof_frame b_overlong = {	/* '/' as 2 and 3 bytes */
+	.kind = PROF_FRAME_NATIVE, .function = "overlong_\xc0\xaf" "_\xe0\x80\xaf",
 	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
 	.address = 0x401200, .map_start = 0x400000, .map_end = 0x410000,
 };
-static const struct sym_frame b_surrogate = {	/* U+D800, U+DFFF */
-	.kind = SYM_FRAME_NATIVE, .function = "surrogate_\xed\xa0\x80" "_\xed\xbf\xbf",
+static const struct prof_frame b_surrogate = {	/* U+D800, U+DFFF */
+	.kind = PROF_FRAME_NATIVE, .function = "surrogate_\xed\xa0\x80" "_\xed\xbf\xbf",
 	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
 	.address = 0x401300, .map_start = 0x400000, .map_end = 0x410000,
 };
-static const struct sym_frame b_range = {	/* > U+10FFFF, cut 4-byte at end */
-	.kind = SYM_FRAME_NATIVE, .function = "big_\xf4\x90\x80\x80" "_end\xf0\x9f\x94",
+static const struct prof_frame b_range = {	/* > U+10FFFF, cut 4-byte at end */
+	.kind = PROF_FRAME_NATIVE, .function = "big_\xf4\x90\x80\x80" "_end\xf0\x9f\x94",
 	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
 	.address = 0x401400, .map_start = 0x400000, .map_end = 0x410000,
 };
-static const struct sym_frame b_valid = {	/* valid multibyte: untouched */
-	.kind = SYM_FRAME_NATIVE, .function = "na\xc3\xafve_\xce\xbb_\xf0\x9f\x94\xa5",
+static const struct prof_frame b_valid = {	/* valid multibyte: untouched */
+	.kind = PROF_FRAME_NATIVE, .function = "na\xc3\xafve_\xce\xbb_\xf0\x9f\x94\xa5",
 	.module = "/opt/b\xc3(ad/app\xff", .build_id = "b1d\xfe",
 	.address = 0x401500, .map_start = 0x400000, .map_end = 0x410000,
 };
 /* Two names differing only in their invalid byte: one dictionary entry. */
-static const struct sym_frame b_dup1 = {
-	.kind = SYM_FRAME_NATIVE, .function = "dup_\xff",
+static const struct prof_frame b_dup1 = {
+	.kind = PROF_FRAME_NATIVE, .function = "dup_\xff",
 	.module = "/opt/w\xffrk", .address = 0x555500000100ULL,
 	.map_start = 0x555500000000ULL, .map_end = 0x555500100000ULL,
 };
-static const struct sym_frame b_dup2 = {
-	.kind = SYM_FRAME_NATIVE, .function = "dup_\xfe",
+static const struct prof_frame b_dup2 = {
+	.kind = PROF_FRAME_NATIVE, .function = "dup_\xfe",
 	.module = "/opt/w\xffrk", .address = 0x555500000100ULL,
 	.map_start = 0x555500000000ULL, .map_end = 0x555500100000ULL,
 };
-static const struct sym_frame *const st_bad[] = {
+static const struct prof_frame *const st_bad[] = {
 	&b_lone, &b_trunc, &b_overlong, &b_surrogate, &b_range, &b_valid,
 };
-static const struct sym_frame *const st_dup1[] = { &b_dup1 };
-static const struct sym_frame *const st_dup2[] = { &b_dup2 };
+static const struct prof_frame *const st_dup1[] = { &b_dup1 };
+static const struct prof_frame *const st_dup2[] = { &b_dup2 };
 
 static int bad_utf8(const char *out)
 {

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "aggregate/profile.h"
+#include "output/output.h"
 
 #define MAX_FRAMES_TOTAL	(1 << 22)
 #define MAX_SAMPLES		(1 << 17)
@@ -42,7 +42,7 @@ static void check(bool ok, const char *name, const char *why)
  * Test-only stand-in for profile_freeze.c's prof_frame_label(), same contract.
  * It formats into one static buffer on purpose: writers must copy.
  */
-const char *prof_frame_label(const struct profile *p, const struct sym_frame *f)
+const char *prof_frame_label(const struct profile *p, const struct prof_frame *f)
 {
 	static char buf[512];
 	const char *base;
@@ -65,7 +65,7 @@ const char *prof_frame_label(const struct profile *p, const struct sym_frame *f)
 struct frame_entry {
 	uint32_t pid;
 	char *token;
-	struct sym_frame *frame;
+	struct prof_frame *frame;
 };
 
 static struct frame_entry *frame_table;
@@ -75,7 +75,7 @@ static struct prof_process processes[16];
 static size_t nr_processes;
 static struct prof_sample samples[MAX_SAMPLES];
 static size_t nr_samples;
-static const struct sym_frame **frame_pool;
+static const struct prof_frame **frame_pool;
 static size_t nr_frame_pool;
 
 static void reset(void)
@@ -100,10 +100,10 @@ static const struct prof_process *process(uint32_t pid, const char *comm)
 	return &processes[nr_processes++];
 }
 
-/* One sym_frame per (pid, token), like the symbolizer's one per address. */
-static const struct sym_frame *frame(const struct prof_process *proc, const char *token)
+/* One prof_frame per (pid, token), like the symbolizer's one per address. */
+static const struct prof_frame *frame(const struct prof_process *proc, const char *token)
 {
-	struct sym_frame *f;
+	struct prof_frame *f;
 	uint64_t idx;
 	char key[600];
 	ENTRY e, *found;
@@ -125,29 +125,29 @@ static const struct sym_frame *frame(const struct prof_process *proc, const char
 		abort();
 
 	if (!strncmp(token, "k:", 2)) {
-		f->kind = SYM_FRAME_KERNEL;
+		f->kind = PROF_FRAME_KERNEL;
 		f->function = strdup(token + 2);
 		f->module = "[kernel.kallsyms]";
 		f->address = 0xffffffff81000000ULL + idx * 0x40;
 	} else if (!strncmp(token, "j:", 2)) {
-		f->kind = SYM_FRAME_JIT;
+		f->kind = PROF_FRAME_JIT;
 		f->function = strdup(token + 2);
 		f->module = "/tmp/perf-100.map";
 		f->address = 0x7f0000100000ULL + idx * 0x40;
 	} else if (!strncmp(token, "u:", 2)) {
-		f->kind = SYM_FRAME_UNKNOWN;
+		f->kind = PROF_FRAME_UNKNOWN;
 		f->module = "/usr/lib/x86_64-linux-gnu/libmystery.so.1";
 		f->module_offset = 0x1000 + idx * 0x10;
 		f->address = 0x7f0000200000ULL + f->module_offset;
 		f->map_start = 0x7f0000200000ULL;
 		f->map_end = 0x7f0000300000ULL;
 	} else if (!strncmp(token, "x:", 2)) {
-		f->kind = SYM_FRAME_UNKNOWN;
+		f->kind = PROF_FRAME_UNKNOWN;
 		f->address = 0xdead0000ULL + idx * 0x10;
 	} else {
 		bool inl = !strncmp(token, "i:", 2);
 
-		f->kind = SYM_FRAME_NATIVE;
+		f->kind = PROF_FRAME_NATIVE;
 		f->function = strdup(inl ? token + 2 : token);
 		f->inlined = inl;
 		f->module = proc->exe_path;
@@ -167,7 +167,7 @@ static void sample(uint32_t pid, const char *comm, uint32_t tid, const char *thr
 		   enum prof_event ev, const char *stack, uint64_t count, uint64_t weight_ns)
 {
 	const struct prof_process *proc = process(pid, comm);
-	const struct sym_frame *tmp[4096];
+	const struct prof_frame *tmp[4096];
 	char *copy = strdup(stack), *save = NULL;
 	uint32_t n = 0;
 
@@ -431,7 +431,7 @@ static void put_expected(const struct profile *p, FILE *out, bool detail)
 			fputs("null", out);
 		fputs(",\"frames\":[", out);
 		for (uint32_t k = 0; k < s->nr_frames; k++) {
-			const struct sym_frame *f = s->frames[k];
+			const struct prof_frame *f = s->frames[k];
 
 			fprintf(out, "%s{\"name\":", k ? "," : "");
 			put_json_string(out, prof_frame_label(p, f));
