@@ -44,8 +44,9 @@ CROSS_CACHE := $(or $(EMBER_CACHE),$(TOP)/.cache)
 ARM64_SYSROOT := $(CROSS_CACHE)/sysroot-arm64
 ARM64_LIBDIR := $(ARM64_SYSROOT)/usr/lib/aarch64-linux-gnu
 ifneq ($(if $(MAKECMDGOALS),$(filter-out $(CROSS_CLEAN_GOALS),$(MAKECMDGOALS)),all),)
-ifeq ($(wildcard $(ARM64_SYSROOT)/.packages),)
-$(info cross: no arm64 sysroot yet: scripts/fetch-arm64-sysroot.sh)
+# fetched when missing or older than the script (its package list)
+ifneq ($(shell [ scripts/fetch-arm64-sysroot.sh -nt $(ARM64_SYSROOT)/.packages ] && echo stale),)
+$(info cross: arm64 sysroot missing or outdated: scripts/fetch-arm64-sysroot.sh)
 $(if $(shell EMBER_CACHE=$(CROSS_CACHE) scripts/fetch-arm64-sysroot.sh >&2 && echo ok),,\
 	$(error cross: scripts/fetch-arm64-sysroot.sh failed))
 endif

@@ -20,6 +20,10 @@
 # and libc6-dev's tools that no link needs (libc-dev-bin, gcc-12-base).
 # Absolute symlinks are made relative so the tree works wherever it is;
 # the .pc files keep prefix=/usr and are read with PKG_CONFIG_SYSROOT_DIR.
+# shlibs.local gathers the shlibs files of every package of the closure
+# (the toolchain's libc6 too): `make deb ARCH=arm64` computes the
+# package's Depends from it (dpkg-shlibdeps -L), as no arm64 library is
+# installed in the host's dpkg database.
 #
 # Idempotent: the resolved NAME=VERSION list is kept in the sysroot's
 # .packages; when the lists resolve to the same set, nothing is done.
@@ -59,29 +63,36 @@ fetch_sysroot() {
 		slog "error: cannot update package lists and nothing cached"
 		return 1
 	fi
-	local want libc
-	want=$(closure "${SYSROOT_DEV_PKGS[@]}")
-	[ -n "$want" ] || { slog "error: apt could not resolve the packages:"; cat "$APTDIR/sysroot-sim.err" >&2; return 1; }
+	local all want
+	all=$(closure "${SYSROOT_DEV_PKGS[@]}")
+	[ -n "$all" ] || { slog "error: apt could not resolve the packages:"; cat "$APTDIR/sysroot-sim.err" >&2; return 1; }
 	want=$(while IFS='=' read -r p v; do
 		case $p in libc-dev-bin | gcc-12-base) continue ;; esac
 		dpkg-query -W -f='${Status}' "$p-arm64-cross" 2>/dev/null |
 			grep -q 'ok installed' && continue
 		echo "$p=$v"
-	done <<<"$want")
+	done <<<"$all")
+	# the first line changes when the sysroot's layout does
+	want=$(printf '# format 2 (shlibs.local)\n%s' "$want")
 	if [ -e "$SYSROOT/.packages" ] && [ "$want" = "$(cat "$SYSROOT/.packages")" ]; then
+		touch "$SYSROOT/.packages" # checked: newer than this script
 		return 0
 	fi
-	slog "fetching $(wc -l <<<"$want") arm64 packages into $SYSROOT"
+	slog "fetching $(($(wc -l <<<"$want") - 1)) arm64 packages into $SYSROOT"
 	rm -rf "$DEBS" && mkdir -p "$DEBS"
 	# shellcheck disable=SC2046
-	(cd "$DEBS" && apt-get -q download $(cat <<<"$want") >"$APTDIR/sysroot-download.log" 2>&1) || {
+	(cd "$DEBS" && apt-get -q download $(cat <<<"$all") >"$APTDIR/sysroot-download.log" 2>&1) || {
 		tail -n 5 "$APTDIR/sysroot-download.log" >&2
 		slog "error: apt-get download failed (see $APTDIR/sysroot-download.log)"
 		return 1
 	}
 	rm -rf "$SYSROOT.new" && mkdir -p "$SYSROOT.new"
 	local f t rel
-	for f in "$DEBS"/*.deb; do dpkg-deb -x "$f" "$SYSROOT.new"; done
+	for f in "$DEBS"/*.deb; do
+		dpkg-deb -I "$f" shlibs >>"$SYSROOT.new/shlibs.local" 2>/dev/null || true
+		grep -qx "$(dpkg-deb -f "$f" Package)=.*" <<<"$want" || continue
+		dpkg-deb -x "$f" "$SYSROOT.new"
+	done
 	# absolute links (e.g. libfoo.so -> /lib/aarch64-linux-gnu/libfoo.so.1)
 	while IFS= read -r f; do
 		t=$(readlink "$f")
