@@ -22,8 +22,10 @@
 # so the tree records the architecture it holds (agent/gen/build-arch) and
 # refuses to mix: `make clean` when switching between arm64 and the host.
 
+# goals that build nothing here (deb and rpm build in a staged copy)
 CROSS_CLEAN_GOALS := clean help
-ifneq ($(if $(MAKECMDGOALS),$(filter-out $(CROSS_CLEAN_GOALS),$(MAKECMDGOALS)),all),)
+CROSS_ELSEWHERE_GOALS := $(CROSS_CLEAN_GOALS) deb rpm
+ifneq ($(if $(MAKECMDGOALS),$(filter-out $(CROSS_ELSEWHERE_GOALS),$(MAKECMDGOALS)),all),)
 CROSS_BUILD_ARCH := $(if $(filter arm64,$(ARCH)),arm64,host)
 CROSS_PREV_ARCH := $(shell cat agent/gen/build-arch 2>/dev/null)
 ifneq ($(CROSS_PREV_ARCH),)
@@ -68,6 +70,13 @@ BPF_VMLINUX_BTF ?= $(CROSS_CACHE)/kernels-arm64/6.1/vmlinux.btf
 # bpf.mk adds -idirafter /usr/include/<multiarch> for asm/; the cross
 # toolchain keeps arm64's under /usr/aarch64-linux-gnu/include.
 override BPF_MULTIARCH := ../aarch64-linux-gnu/include
+
+# make deb: arm64 packages in build/deb-arm64/, built in a staged copy
+# (packaging/debian/rules cross-builds the agent with the same sysroot; -d:
+# no arm64 Build-Depends are installed in the host's dpkg).
+DEB_OUT ?= build/deb-arm64
+DEB_CROSS_FLAGS := -a arm64 -d
+export EMBER_CACHE := $(CROSS_CACHE)
 
 # plain `make`: ember.ko for KDIR (an arm64 kernel build dir), if given
 override RUNNING_KDIR := $(or $(KDIR),KDIR-not-set)
