@@ -4,7 +4,7 @@
 # CC, pkg-config and the BPF target.
 #
 #   make ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- [KDIR=<arm64 headers>]
-#       agent/ember (aarch64), bpf/.output-arm64/ember.bpf.o
+#       agent/ember (aarch64), bpf/.output/arm64/ember.bpf.o
 #       (-D__TARGET_ARCH_arm64) and, with KDIR, ember.ko for that kernel
 #
 # Libraries: the arm64 sysroot of scripts/fetch-arm64-sysroot.sh
@@ -35,7 +35,7 @@ endif
 endif
 $(shell mkdir -p agent/gen && echo $(CROSS_BUILD_ARCH) >agent/gen/build-arch)
 endif
-CLEAN_FILES += bpf/.output-arm64
+CLEAN_FILES += bpf/.output/arm64
 
 ifeq ($(ARCH),arm64)
 CROSS_COMPILE ?= aarch64-linux-gnu-
@@ -65,7 +65,7 @@ override AGENT_PKG_LIBS = $(shell $(ARM64_PKG_CONFIG) --libs $(AGENT_PKGS)) \
 # eBPF: arm64 register layout for bpf_tracing.h, an arm64 vmlinux.h, and
 # outputs of their own.
 override BPF_ARCH := arm64
-BPF_OUT := bpf/.output-arm64
+BPF_OUT := bpf/.output/arm64
 BPF_VMLINUX_BTF ?= $(CROSS_CACHE)/kernels-arm64/6.1/vmlinux.btf
 # bpf.mk adds -idirafter /usr/include/<multiarch> for asm/; the cross
 # toolchain keeps arm64's under /usr/aarch64-linux-gnu/include.
