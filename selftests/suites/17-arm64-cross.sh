@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-building for arm64 (issue 23, scripts/cross.mk): from a clean copy
 # of the tree, `make ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-` builds an
-# aarch64 agent and an eBPF object for arm64, the arm64 kernel headers of
+# aarch64 agent and an eBPF object for arm64, `make deb ARCH=arm64` an
+# arm64 package, the arm64 kernel headers of
 # scripts/fetch-kernels.sh --arch arm64 build modules with aarch64 vermagic,
 # and ember.ko is built for them. Everything is built in a temporary copy:
 # no arm64 object is left where the x86-64 suites look.
@@ -45,14 +46,25 @@ fi
 machine() { readelf -h "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p'; }
 t_check arm64-agent-elf test "$(machine "$S/agent/ember")" = AArch64
 t_check arm64-preload-elf test "$(machine "$S/preload/libember-alloc.so")" = AArch64
-t_check arm64-bpf-elf test "$(machine "$S/bpf/.output-arm64/ember.bpf.o")" = "Linux BPF"
+t_check arm64-bpf-elf test "$(machine "$S/bpf/.output/arm64/ember.bpf.o")" = "Linux BPF"
 # the programs' kernel types are arm64's (user_pt_regs), not the host's
-t_check arm64-bpf-vmlinux grep -q '^struct user_pt_regs {' "$S/bpf/.output-arm64/vmlinux.h"
+t_check arm64-bpf-vmlinux grep -q '^struct user_pt_regs {' "$S/bpf/.output/arm64/vmlinux.h"
 t_check arm64-bpf-target grep -q 'D__TARGET_ARCH_arm64' \
-	<("${MK[@]}" -n -B bpf/.output-arm64/ember.bpf.o 2>&1)
+	<("${MK[@]}" -n -B bpf/.output/arm64/ember.bpf.o 2>&1)
 # the tree now holds arm64 objects: a host build must refuse to mix them
 t_check arm64-no-mixing bash -c "if out=\$(make -C '$S' -n agent 2>&1); then exit 1; fi
 	grep -q 'run .make clean. before building for host' <<<\"\$out\""
+
+# arm64 packages (the agent is rebuilt in make deb's staged copy)
+if "${MK[@]}" deb >"$TMP/deb.log" 2>&1; then
+	deb=$(ls "$S"/build/deb-arm64/ember_*_arm64.deb 2>/dev/null | head -n 1)
+	mkdir "$TMP/deb"
+	t_check arm64-deb bash -c "[ -n '$deb' ] && dpkg-deb -x '$deb' '$TMP/deb' &&
+		[ \"\$(readelf -h '$TMP/deb/usr/bin/ember' | sed -n 's/^ *Machine: *//p')\" = AArch64 ] &&
+		dpkg-deb -f '$deb' Depends | grep -q 'libc6 (>= '"
+else
+	t_fail arm64-deb "$(why "$TMP/deb.log" 5)"
+fi
 
 if ! kdir=$(scripts/fetch-kernels.sh --arch arm64 --kdir 6.1 2>"$TMP/fetch.log"); then
 	t_fail arm64-kbuild "no arm64 6.1 headers: $(why "$TMP/fetch.log")"
