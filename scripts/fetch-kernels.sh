@@ -261,13 +261,10 @@ fetch_series() {
 	} >"$dir/info.tmp"
 	mv "$dir/info.tmp" "$dir/info"
 	fixup_tree "$series"
-	if [ "$KARCH" = arm64 ]; then
-		extract_btf "$dir/root/boot/vmlinuz-$release" "$dir/vmlinux.btf" ||
-			log "$series: could not cut the BTF out of the Image"
-	else
+	# arm64 boots its Image; fixup_tree cut its BTF out
+	[ "$KARCH" = arm64 ] ||
 		extract_vmlinux "$dir/root/boot/vmlinuz-$release" "$dir/vmlinux" ||
-			log "$series: could not extract vmlinux (harness falls back to vmlinuz)"
-	fi
+		log "$series: could not extract vmlinux (harness falls back to vmlinuz)"
 	# Old .debs of superseded ABIs are dead weight.
 	prune_debs
 	log "$series: ready: $release"
@@ -320,6 +317,11 @@ fixup_tree() {
 		depmod -b "$root" "$ver" 2>/dev/null ||
 			log "$series: depmod failed: image modules cannot be loaded with run-vm --kmod"
 	fi
+	# arm64: the BTF for the cross-build's vmlinux.h (also for older caches)
+	if [ "$KARCH" = arm64 ] && [ -n "$ver" ] && [ ! -s "$KDIR_BASE/$series/vmlinux.btf" ]; then
+		extract_btf "$root/boot/vmlinuz-$ver" "$KDIR_BASE/$series/vmlinux.btf" ||
+			log "$series: could not cut the BTF out of the Image"
+	fi
 }
 
 # The compiler the series' kbuild uses. 5.10: bullseye's gcc-10, extracted
@@ -349,7 +351,7 @@ info_set() {
 
 prune_debs() {
 	local keep f
-	keep=$(cat "$KDIR_BASE"/*/info 2>/dev/null | sed -n 's/^PACKAGES=//p' | tr ' ' '\n' | sed 's/=.*//')
+	keep=$(cat "$KDIR_BASE"/*/info 2>/dev/null | sed -n 's/^PACKAGES=//p' | tr ' ' '\n' | sed 's/[:=].*//')
 	for f in "$APTDIR"/debs/*.deb; do
 		[ -e "$f" ] || continue
 		grep -qx "$(basename "$f" | sed 's/_.*//')" <<<"$keep" || rm -f "$f"
