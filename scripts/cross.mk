@@ -38,7 +38,7 @@ endif
 CLEAN_FILES += bpf/.output/arm64
 
 ifeq ($(ARCH),arm64)
-CROSS_COMPILE ?= aarch64-linux-gnu-
+export CROSS_COMPILE ?= aarch64-linux-gnu-
 ifeq ($(origin CC),default)
 CC := $(CROSS_COMPILE)gcc
 endif

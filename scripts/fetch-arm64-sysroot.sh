@@ -39,6 +39,7 @@ SYSROOT_DEV_PKGS=(
 	libiberty-dev libdebuginfod-dev
 )
 
+# shellcheck disable=SC2034 # read by fetch-kernels.sh
 EMBER_KARCH=arm64
 # shellcheck source=fetch-kernels.sh
 . "$(dirname "$0")/fetch-kernels.sh"

@@ -35,7 +35,7 @@ mkdir "$TMP/src"
 git ls-files -z -co --exclude-standard |
 	tar --null --ignore-failed-read -cf - -T - 2>/dev/null | tar -xf - -C "$TMP/src"
 S=$TMP/src
-MK=(make -C "$S" -s -j2 ARCH=arm64 CROSS_COMPILE=$CROSS)
+MK=(make -C "$S" -s -j2 ARCH=arm64 "CROSS_COMPILE=$CROSS")
 
 if "${MK[@]}" agent bpf >"$TMP/build.log" 2>&1; then
 	t_pass arm64-build
