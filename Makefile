@@ -28,6 +28,8 @@ endif
 ALL_TARGETS :=
 CLEAN_FILES :=
 
+# `make ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-`: set up before the fragments
+-include scripts/cross.mk
 -include kmod/kmod.mk
 -include bpf/bpf.mk
 -include agent/agent.mk

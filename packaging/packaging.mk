@@ -88,7 +88,7 @@ deb:
 		> $(DEB_OUT)/ember-$(PKG_VERSION)/debian/changelog
 	$(Q)cd $(DEB_OUT)/ember-$(PKG_VERSION) && \
 		DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" \
-		dpkg-buildpackage -b -us -uc > ../dpkg-buildpackage.log 2>&1 || \
+		dpkg-buildpackage -b -us -uc $(DEB_CROSS_FLAGS) > ../dpkg-buildpackage.log 2>&1 || \
 		{ tail -n 40 ../dpkg-buildpackage.log; \
 		  echo "make deb: dpkg-buildpackage failed, full log: $(DEB_OUT)/dpkg-buildpackage.log"; \
 		  exit 1; }

@@ -150,12 +150,27 @@ static inline const struct next_allocator *next(void)
 	return LIKELY(n != NULL) ? n : resolve();
 }
 
+/* A cycle counter for the seed: x86's TSC, arm64's virtual counter. */
+static inline uint64_t seed_clock(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	return 0;
+#endif
+}
+
 static double next_uniform(void)
 {
 	/* xorshift64*, seeded per thread from its stack address and time */
 	if (UNLIKELY(!rng)) {
 		rng = (uintptr_t)&rng ^ ((uint64_t)getpid() << 32) ^
-		      (uint64_t)__builtin_ia32_rdtsc();
+		      seed_clock();
 		rng |= 1;
 	}
 	rng ^= rng >> 12;

@@ -11,6 +11,8 @@
 #                                             print the image's lib/modules/<ver>
 #   scripts/fetch-kernels.sh --version SERIES print the kernel release (uname -r)
 #   scripts/fetch-kernels.sh --cc SERIES      print the compiler its kbuild uses
+#   scripts/fetch-kernels.sh --arch arm64 ... the same for Debian's arm64 kernels
+#                                             (6.1, 6.12; default arch amd64)
 #
 # The query options fetch first when the series is not in the cache yet.
 #
@@ -26,6 +28,13 @@
 # Debian bumps the ABI number with security updates and old ones disappear
 # from the mirror.
 #
+# arm64 (cross-building, docs in README.md): its own apt dir, .cache/apt-arm64/
+# (native arch arm64, plus amd64 for linux-kbuild, whose programs run on the
+# build host), and trees under .cache/kernels-arm64/<series>/. The headers
+# name CC=$(CROSS_COMPILE)gcc-12: build with CROSS_COMPILE=aarch64-linux-gnu-.
+# Instead of a vmlinux, an arm64 series gets vmlinux.btf, the kernel's BTF cut
+# out of its Image (bpf/bpf.mk dumps an arm64 vmlinux.h from it).
+#
 # Environment: EMBER_CACHE (default <repo>/.cache), EMBER_DEBIAN_MIRROR,
 # EMBER_DEBIAN_SECURITY_MIRROR, EMBER_APT_MAX_AGE (minutes), EMBER_OFFLINE=1
 # (never touch the network; use what is cached).
@@ -33,8 +42,17 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${EMBER_CACHE:-$TOP/.cache}
+KARCH=amd64
 APTDIR=$CACHE/apt
 KDIR_BASE=$CACHE/kernels
+# --arch arm64 (also EMBER_KARCH=arm64 for scripts that source this file)
+set_arch() {
+	case $1 in
+	amd64) KARCH=amd64 APTDIR=$CACHE/apt KDIR_BASE=$CACHE/kernels DEFAULT_SERIES=(5.10 6.1 6.12) ;;
+	arm64) KARCH=arm64 APTDIR=$CACHE/apt-arm64 KDIR_BASE=$CACHE/kernels-arm64 DEFAULT_SERIES=(6.1 6.12) ;;
+	*) die "unknown arch '$1' (known: amd64 arm64)" ;;
+	esac
+}
 MIRROR=${EMBER_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECMIRROR=${EMBER_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 MAX_AGE=${EMBER_APT_MAX_AGE:-720}
@@ -43,9 +61,18 @@ DEFAULT_SERIES=(5.10 6.1 6.12)
 
 log() { echo "fetch-kernels: $*" >&2; }
 die() { log "error: $*"; exit 1; }
+[ -z "${EMBER_KARCH:-}" ] || set_arch "$EMBER_KARCH"
 
 # Image package name pattern of each series (NN = ABI, resolved at run time).
 image_pattern() {
+	case $KARCH:$1 in
+	arm64:6.1) echo '^linux-image-6\.1\.0-[0-9]+-arm64-unsigned$' ;;
+	arm64:6.12) echo '^linux-image-6\.12\.[0-9]+\+deb12-arm64-unsigned$' ;;
+	arm64:*) die "unknown arm64 series '$1' (known: ${DEFAULT_SERIES[*]})" ;;
+	*:*) image_pattern_amd64 "$1" ;;
+	esac
+}
+image_pattern_amd64() {
 	case $1 in
 	5.10) echo '^linux-image-5\.10\.0-[0-9]+-amd64-unsigned$' ;;
 	6.1) echo '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
@@ -69,13 +96,17 @@ apt_setup() {
 	mkdir -p "$APTDIR"/{lists/partial,cache/archives/partial,state,debs}
 	mkdir -p "$APTDIR"/etc/{apt.conf.d,sources.list.d,preferences.d}
 	: >"$APTDIR/state/status"
-	cat >"$APTDIR/etc/sources.list" <<-EOF
+	{ [ "$KARCH" = arm64 ] || cat <<-EOF
 		deb [signed-by=$KEYRING] $MIRROR bullseye main
 		deb [signed-by=$KEYRING] $SECMIRROR bullseye-security main
+	EOF
+	cat <<-EOF
 		deb [signed-by=$KEYRING] $MIRROR bookworm main
 		deb [signed-by=$KEYRING] $SECMIRROR bookworm-security main
 		deb [signed-by=$KEYRING] $MIRROR bookworm-backports main
 	EOF
+	} >"$APTDIR/etc/sources.list.tmp"
+	mv "$APTDIR/etc/sources.list.tmp" "$APTDIR/etc/sources.list"
 	cat >"$APTDIR/etc/apt.conf" <<-EOF
 		Dir::Etc::Parts "$APTDIR/etc/apt.conf.d";
 		Dir::Etc::SourceList "$APTDIR/etc/sources.list";
@@ -88,8 +119,8 @@ apt_setup() {
 		Dir::Cache "$APTDIR/cache";
 		Dir::Cache::pkgcache "pkgcache.bin";
 		Dir::Cache::srcpkgcache "srcpkgcache.bin";
-		APT::Architecture "amd64";
-		APT::Architectures { "amd64"; };
+		APT::Architecture "$KARCH";
+		APT::Architectures { "$KARCH"; $([ "$KARCH" = amd64 ] || echo '"amd64";') };
 		Acquire::Languages "none";
 		Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled "false";
 		APT::Sandbox::User "$(id -un)";
@@ -105,7 +136,7 @@ apt_refresh() {
 		return 0
 	fi
 	[ "${EMBER_OFFLINE:-}" = 1 ] && return 1
-	log "updating private package lists (bullseye, bookworm, backports)"
+	log "updating private $KARCH package lists"
 	# apt-get update exits 0 when an index could not be fetched (only a
 	# warning): read its log too.
 	if apt-get -q update >"$APTDIR/update.log" 2>&1 &&
@@ -179,7 +210,11 @@ fetch_series() {
 
 		iver=$(pkg_field "$image" Version)
 		pkgs=("$image=$iver" "$headers=$(pkg_field "$headers" Version)")
-		while read -r p; do pkgs+=("$p"); done < <(headers_deps "$headers")
+		# arm64: kbuild's programs run on the build host
+		while read -r p; do
+			[ "$KARCH" = amd64 ] || p=$(sed -E 's/^(linux-kbuild-[^=]+)/\1:amd64/' <<<"$p")
+			pkgs+=("$p")
+		done < <(headers_deps "$headers")
 		for p in $(extra_packages "$series"); do pkgs+=("$p"); done
 		log "$series: newest is $abi; fetching ${pkgs[*]}"
 
@@ -201,6 +236,7 @@ fetch_series() {
 	done
 	for p in "${pkgs[@]}"; do
 		local n=${p%%=*} v
+		n=${n%:amd64}
 		v=$(pkg_field "$p" Version)
 		[ -n "$v" ] || v=${p#*=}
 		# apt-get download names files NAME_VERSION_ARCH.deb with ':' escaped.
@@ -225,7 +261,9 @@ fetch_series() {
 	} >"$dir/info.tmp"
 	mv "$dir/info.tmp" "$dir/info"
 	fixup_tree "$series"
-	extract_vmlinux "$dir/root/boot/vmlinuz-$release" "$dir/vmlinux" ||
+	# arm64 boots its Image; fixup_tree cut its BTF out
+	[ "$KARCH" = arm64 ] ||
+		extract_vmlinux "$dir/root/boot/vmlinuz-$release" "$dir/vmlinux" ||
 		log "$series: could not extract vmlinux (harness falls back to vmlinuz)"
 	# Old .debs of superseded ABIs are dead weight.
 	prune_debs
@@ -279,6 +317,11 @@ fixup_tree() {
 		depmod -b "$root" "$ver" 2>/dev/null ||
 			log "$series: depmod failed: image modules cannot be loaded with run-vm --kmod"
 	fi
+	# arm64: the BTF for the cross-build's vmlinux.h (also for older caches)
+	if [ "$KARCH" = arm64 ] && [ -n "$ver" ] && [ ! -s "$KDIR_BASE/$series/vmlinux.btf" ]; then
+		extract_btf "$root/boot/vmlinuz-$ver" "$KDIR_BASE/$series/vmlinux.btf" ||
+			log "$series: could not cut the BTF out of the Image"
+	fi
 }
 
 # The compiler the series' kbuild uses. 5.10: bullseye's gcc-10, extracted
@@ -292,8 +335,9 @@ compiler_of() {
 		done
 		die "5.10: extracted gcc-10 not found"
 	fi
-	kv=$(find "$root/usr/src" -maxdepth 2 -path '*-amd64/.kernelvariables.debian' | head -n 1)
+	kv=$(find "$root/usr/src" -maxdepth 2 -path "*-$KARCH/.kernelvariables.debian" | head -n 1)
 	cc=$(sed -nE 's/^CC *=.*[) ](gcc-[0-9]+)$/\1/p' "$kv" 2>/dev/null | head -n 1)
+	[ "$KARCH" = amd64 ] || cc=aarch64-linux-gnu-${cc:-gcc}
 	echo "${cc:-gcc}"
 }
 
@@ -307,7 +351,7 @@ info_set() {
 
 prune_debs() {
 	local keep f
-	keep=$(cat "$KDIR_BASE"/*/info 2>/dev/null | sed -n 's/^PACKAGES=//p' | tr ' ' '\n' | sed 's/=.*//')
+	keep=$(cat "$KDIR_BASE"/*/info 2>/dev/null | sed -n 's/^PACKAGES=//p' | tr ' ' '\n' | sed 's/[:=].*//')
 	for f in "$APTDIR"/debs/*.deb; do
 		[ -e "$f" ] || continue
 		grep -qx "$(basename "$f" | sed 's/_.*//')" <<<"$keep" || rm -f "$f"
@@ -340,6 +384,39 @@ extract_vmlinux() {
 	return 1
 }
 
+# arm64: the vmlinuz is a (Debian: uncompressed, EFI-stub) Image, not an
+# ELF; the kernel's BTF
+# (CONFIG_DEBUG_INFO_BTF, what /sys/kernel/btf/vmlinux serves) sits in its
+# read-only data as the raw .BTF blob: find the header (magic 0xeB9F,
+# version 1, 24 bytes) whose sections add up, and cut it out. The ELF
+# vmlinux with a .BTF section is only in the (large) -dbg package.
+extract_btf() {
+	local img=$1 dst=$2
+	if [ "$(head -c 2 "$img" | od -An -tx1 | tr -d ' ')" = 1f8b ]; then
+		gzip -dc "$img" >"$dst.image" 2>/dev/null || { rm -f "$dst.image"; return 1; }
+	else
+		cp "$img" "$dst.image"
+	fi
+	python3 - "$dst.image" "$dst.tmp" <<-'EOF' || { rm -f "$dst.image" "$dst.tmp"; return 1; }
+		import struct, sys
+		data = open(sys.argv[1], 'rb').read()
+		best = None
+		i = data.find(b'\x9f\xeb\x01\x00\x18\x00\x00\x00')
+		while i >= 0:
+		    toff, tlen, soff, slen = struct.unpack_from('<4I', data, i + 8)
+		    end = i + 24 + max(toff + tlen, soff + slen)
+		    if toff == 0 and soff == tlen and slen and end <= len(data) and \
+		            data[i + 24 + soff] == 0 and (best is None or tlen > best[1]):
+		        best = (i, tlen, end)
+		    i = data.find(b'\x9f\xeb\x01\x00\x18\x00\x00\x00', i + 1)
+		if best is None:
+		    sys.exit(1)
+		open(sys.argv[2], 'wb').write(data[best[0]:best[2]])
+	EOF
+	rm -f "$dst.image"
+	mv "$dst.tmp" "$dst"
+}
+
 # ------------------------------------------------------------------ queries
 info_get() { # SERIES KEY
 	local info=$KDIR_BASE/$1/info
@@ -359,6 +436,7 @@ query() {
 	--kdir) echo "$root/usr/src/linux-headers-$ver" ;;
 	--vmlinuz) echo "$root/boot/vmlinuz-$ver" ;;
 	--vmlinux)
+		[ "$KARCH" = amd64 ] || die "--vmlinux: amd64 only (arm64 boots the vmlinuz)"
 		local v=$KDIR_BASE/$series/vmlinux
 		[ -e "$v" ] || extract_vmlinux "$root/boot/vmlinuz-$ver" "$v" ||
 			die "$series: no PVH-bootable vmlinux could be extracted"
@@ -371,6 +449,11 @@ query() {
 }
 
 main() {
+	if [ "${1:-}" = --arch ]; then
+		[ $# -ge 2 ] || die "usage: $0 --arch amd64|arm64 ..."
+		set_arch "$2"
+		shift 2
+	fi
 	case ${1:-} in
 	--kdir | --vmlinuz | --vmlinux | --modules-dir | --version | --cc)
 		[ $# -eq 2 ] || die "usage: $0 $1 SERIES"

@@ -16,6 +16,9 @@ PKGS=(
 	libcurl4-openssl-dev zlib1g-dev libzstd-dev libcap-dev
 	# eBPF backend
 	libbpf-dev bpftool
+	# cross-building for arm64 (scripts/cross.mk): amd64 packages, they
+	# remove nothing; the arm64 libraries come from fetch-arm64-sysroot.sh
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	# fuzzers (selftests/fuzz): libFuzzer and the sanitizer runtimes
 	libclang-rt-14-dev
 	# tests: VMs, decoders, browser for the flame graph
