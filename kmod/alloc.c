@@ -149,7 +149,7 @@ bool ember_alloc_available(void)
 
 /*
  * -ln(U) x 1024 for U uniform in (0, 1], from a random 32-bit value:
- * bpf/ember.bpf.c's neg_ln_1024(), so both backends draw alike (bin
+ * bpf/alloc.bpf.h's neg_ln_1024(), so both backends draw alike (bin
  * midpoints of log2(1 + i/16): the mean gap is the rate to 0.02%).
  */
 static u64 ember_alloc_neg_ln_1024(u32 r)
