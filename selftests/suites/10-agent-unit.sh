@@ -22,7 +22,8 @@ done
 # The process model is shared by threads: its test (pid reuse, release,
 # the cap, malformed /proc, two threads at once) again under
 # ThreadSanitizer, built from proc/'s own files.
-tsan=agent/gen/tests/test_proc-tsan
+tsan=agent/gen/tsan/test_proc
+mkdir -p agent/gen/tsan
 if gcc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Iagent -Iinclude \
 	-Iselftests/agent -o "$tsan" selftests/agent/test_proc.c \
 	agent/proc/proc.c agent/proc/proc_read.c agent/proc/proc_maps.c \
