@@ -35,6 +35,18 @@
 #define EVICT_SCAN	16	/* LRU entries looked at for one eviction */
 /* an exited process that never took a sample stays this long (record time) */
 #define UNSAMPLED_GRACE_NS	1000000000ull
+/*
+ * A sample up to this long after its process's exit record is still that
+ * process's: the exit tracepoint fires early in do_exit(), and the last
+ * thread goes on running (and being sampled) while its memory and files
+ * are torn down, tens of ms for a large process. Taking such a sample as
+ * the first of a new process with the reused pid made a second process
+ * that /proc no longer knew, so the profile lost the exe path of every
+ * short `ember record -- CMD`. A pid is reused only after the kernel has
+ * cycled through pid_max (32768 by default) others: not within 200 ms.
+ * Exec records and the unwind worker's records keep the strict rule.
+ */
+#define EXIT_TAIL_NS		200000000ull
 #define SWEEP_EVERY_NS		100000000ull
 
 struct proc {
@@ -244,12 +256,12 @@ static struct proc *entry_new(struct proc_table *t, uint32_t pid,
  * one is to be made (*reused tells why).
  */
 static struct proc *owner(struct proc_table *t, uint32_t pid,
-			  uint64_t time_ns, bool *reused)
+			  uint64_t time_ns, uint64_t tail_ns, bool *reused)
 {
 	struct proc *p = newest(t, pid);
 
 	*reused = false;
-	if (p && p->exited && time_ns && time_ns > p->exit_ns) {
+	if (p && p->exited && time_ns && time_ns > p->exit_ns + tail_ns) {
 		*reused = true;
 		return NULL;
 	}
@@ -257,11 +269,11 @@ static struct proc *owner(struct proc_table *t, uint32_t pid,
 }
 
 static struct proc *lookup_or_new(struct proc_table *t, uint32_t pid,
-				  uint64_t time_ns, const char *comm,
-				  bool names)
+				  uint64_t time_ns, uint64_t tail_ns,
+				  const char *comm, bool names)
 {
 	bool reused;
-	struct proc *p = owner(t, pid, time_ns, &reused);
+	struct proc *p = owner(t, pid, time_ns, tail_ns, &reused);
 
 	if (p) {
 		if (!p->exited) {	/* most recently used */
@@ -369,7 +381,7 @@ int proc_table_sample(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 	int first = -1;
 
 	pthread_mutex_lock(&t->lock);
-	p = lookup_or_new(t, pid, time_ns, leader ? comm : NULL, true);
+	p = lookup_or_new(t, pid, time_ns, EXIT_TAIL_NS, leader ? comm : NULL, true);
 	if (!p)
 		goto out;
 	first = mark(t, p);
@@ -392,7 +404,7 @@ void proc_table_exec(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 	char *exe;
 
 	pthread_mutex_lock(&t->lock);
-	p = lookup_or_new(t, pid, time_ns, comm, false);
+	p = lookup_or_new(t, pid, time_ns, 0, comm, false);
 	if (p && p->exited) {
 		/* an exec record older than the exit: nothing new to learn */
 		p = NULL;
@@ -418,7 +430,7 @@ void proc_table_exit(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 	bool reused;
 
 	pthread_mutex_lock(&t->lock);
-	p = owner(t, pid, time_ns, &reused);
+	p = owner(t, pid, time_ns, 0, &reused);
 	if (!p && create && (p = entry_new(t, pid, time_ns, comm, true)))
 		read_info(t, p, false);
 	if (p && !p->exited) {
@@ -676,7 +688,7 @@ void *proc_table_slot_attach(struct proc_table *t, uint32_t pid,
 	void *r = NULL;
 
 	pthread_mutex_lock(&t->lock);
-	p = owner(t, pid, time_ns, &reused);
+	p = owner(t, pid, time_ns, 0, &reused);
 	if (!p && fresh && (p = entry_new(t, pid, time_ns, NULL, false)) &&
 	    reused)
 		t->st.reused++;

@@ -161,6 +161,38 @@ static void test_pid_reuse(void)
 	proc_table_free(t);
 }
 
+/*
+ * The last thread is still sampled after its exit record, while do_exit()
+ * tears its memory down: those samples are its process's, not a new one's
+ * (which /proc would no longer describe: no exe path). Times in ns.
+ */
+static void test_exit_tail(void)
+{
+	struct proc_table_options o = { .root = root };
+	struct proc_table *t = proc_table_new(&o);
+	struct proc_table_stats st;
+	const uint64_t ms = 1000000;
+
+	fake_proc(210, "tail", 1);
+	proc_table_exec(t, 210, 1000 * ms, "tail", "/usr/bin/tail");
+	proc_table_sample(t, 210, 1001 * ms, "tail", true, 1);
+	proc_table_exit(t, 210, 1500 * ms, "tail", false);
+	proc_table_sample(t, 210, 1520 * ms, "tail", true, 1);
+	proc_table_get_stats(t, &st);
+	T_CHECK("proc_exit_tail_sample_same_process", st.created == 1 && st.reused == 0,
+		"created %llu reused %llu", (unsigned long long)st.created,
+		(unsigned long long)st.reused);
+	T_CHECK("proc_exit_tail_keeps_exe", find(t, 210).n == 1 &&
+		!strcmp(find(t, 210).exe, "/usr/bin/tail"), "exe '%s'", find(t, 210).exe);
+	/* a second later the pid can only be another process's */
+	proc_table_sample(t, 210, 2600 * ms, "other", true, 1);
+	proc_table_get_stats(t, &st);
+	T_CHECK("proc_after_exit_tail_new_process", st.created == 2 && st.reused == 1,
+		"created %llu reused %llu", (unsigned long long)st.created,
+		(unsigned long long)st.reused);
+	proc_table_free(t);
+}
+
 static void test_release(void)
 {
 	struct proc_table_options o = { .root = root };
@@ -585,6 +617,7 @@ int main(void)
 	}
 	test_first_sight();
 	test_pid_reuse();
+	test_exit_tail();
 	test_release();
 	test_cap();
 	test_malformed();
