@@ -645,6 +645,58 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 	return err ? -ENOMEM : 0;
 }
 
+/*
+ * The executable of the process with the most samples (ties: the first
+ * to get there), or NULL. pprof readers take the first mapping as the profiled
+ * binary (`go tool pprof` prints it as "File:"), so it goes first.
+ */
+static const char *main_exe(const struct profile *p)
+{
+	const struct prof_process *best = NULL;
+	uint64_t best_count = 0;
+	uint64_t *counts;
+
+	if (!p->nr_processes)
+		return NULL;
+	counts = calloc(p->nr_processes, sizeof(*counts));
+	if (!counts)
+		return NULL;
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_process *proc = p->samples[i].process;
+		size_t at;
+
+		if (!proc || proc < p->processes ||
+		    proc >= p->processes + p->nr_processes || !proc->exe_path)
+			continue;
+		at = (size_t)(proc - p->processes);
+		counts[at] += p->samples[i].count;
+		if (counts[at] > best_count) {
+			best_count = counts[at];
+			best = proc;
+		}
+	}
+	free(counts);
+	return best ? best->exe_path : NULL;
+}
+
+/* Move the main executable's first mapping to the front; ids stay. */
+static void main_mapping_first(struct builder *b, PbMapping **mp)
+{
+	const char *exe = main_exe(b->prof);
+
+	if (!exe)
+		return;
+	for (size_t i = 0; i < b->nr_mappings; i++) {
+		PbMapping *m = mp[i];
+
+		if (strcmp(b->strings[m->filename], exe))
+			continue;
+		memmove(mp + 1, mp, i * sizeof(*mp));
+		mp[0] = m;
+		return;
+	}
+}
+
 /* Turn the builder's growable arrays into the pointer arrays protobuf-c wants. */
 static int finish_tables(struct builder *b, PbProfile *pb, void **to_free, size_t *nfree)
 {
@@ -663,6 +715,7 @@ static int finish_tables(struct builder *b, PbProfile *pb, void **to_free, size_
 		fp[i] = &b->functions[i];
 	for (size_t i = 0; i < b->nr_mappings; i++)
 		mp[i] = &b->mappings[i];
+	main_mapping_first(b, mp);
 	for (size_t i = 0; i < b->nr_lines; i++)
 		linep[i] = &b->lines[i];
 	for (size_t i = 0; i < b->nr_locations; i++) {

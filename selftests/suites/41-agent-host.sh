@@ -165,3 +165,37 @@ PY
 	fi
 	rm -rf "$work"
 fi
+
+# pprof readers take the first mapping as the profiled binary (`go tool
+# pprof` prints it as "File:"): a real Debian program whose samples sit
+# mostly in its library (xz in liblzma) must still name /usr/bin/xz first.
+if command -v xz >/dev/null && command -v protoc >/dev/null; then
+	work=$(mktemp -d)
+	head -c 6000000 /dev/urandom >"$work/in"
+	xzbin=$(readlink -f "$(command -v xz)")
+	if agent/ember record -F 199 -o "$work/xz.pb.gz" -- "$xzbin" -6 -T1 -k -c "$work/in" \
+		>/dev/null 2>"$work/err" &&
+		gzip -dc "$work/xz.pb.gz" | protoc --decode perftools.profiles.Profile \
+			-Iproto proto/pprof/profile.proto >"$work/xz.txt" 2>>"$work/err"; then
+		first=$(python3 - "$work/xz.txt" <<'PY'
+import re, sys, ast
+text = open(sys.argv[1]).read()
+strings = [ast.literal_eval('b"' + s + '"').decode("utf-8", "replace")
+           for s in re.findall(r'^string_table: "((?:[^"\\]|\\.)*)"$', text, re.M)]
+m = re.search(r'^mapping \{(.*?)^\}', text, re.M | re.S)
+f = re.search(r'^\s*filename: (\d+)$', m.group(1), re.M) if m else None
+print(strings[int(f.group(1))] if f else "(none)")
+PY
+		)
+		if [ "$first" = "$xzbin" ]; then
+			t_pass agent_host_pprof_main_binary_first
+		else
+			t_fail agent_host_pprof_main_binary_first "first mapping: $first, not $xzbin"
+		fi
+	else
+		t_fail agent_host_pprof_main_binary_first "$(tail -n 3 "$work/err" | tr '\n' ' ')"
+	fi
+	rm -rf "$work"
+else
+	t_skip agent_host_pprof_main_binary_first "xz or protoc missing"
+fi

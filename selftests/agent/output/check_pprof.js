@@ -82,6 +82,25 @@ function check(dir, fixture) {
 	const locs = byId(p.location, "location"), funcs = byId(p.function, "function");
 	const maps = byId(p.mapping, "mapping");
 
+	// The first mapping is the one pprof readers call the profiled binary:
+	// the executable of the process with the most samples (ties: the first
+	// to get there).
+	const byPid = new Map();
+	let mainExe, best = 0;
+	for (const es of exp.samples) {
+		if (es.exe === undefined)
+			continue;
+		const c = (byPid.get(es.pid) || 0) + es.count;
+		byPid.set(es.pid, c);
+		if (c > best) {
+			best = c;
+			mainExe = es.exe;
+		}
+	}
+	if (mainExe !== undefined && p.mapping.length > 0)
+		report(s(p.mapping[0].filename) === mainExe,
+			`pprof ${fixture}: first mapping is the main executable (${mainExe})`,
+			s(p.mapping[0].filename));
 	report(p.sample.length === exp.samples.length,
 		`pprof ${fixture}: one sample per unique stack (${exp.samples.length})`,
 		`${p.sample.length}`);

@@ -422,6 +422,10 @@ static void put_expected(const struct profile *p, FILE *out, bool detail)
 			i ? "," : "", s->process->pid, s->tid,
 			s->event == PROF_EV_CPU ? "cpu" : "offcpu", s->count, s->weight_ns);
 		put_json_string(out, s->process->comm);
+		if (s->process->exe_path) {
+			fputs(",\"exe\":", out);
+			put_json_string(out, s->process->exe_path);
+		}
 		fputs(",\"thread\":", out);
 		put_json_string(out, s->thread_name);
 		fputs(",\"container_id\":", out);
