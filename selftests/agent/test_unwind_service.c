@@ -333,14 +333,16 @@ static void test_process_model(struct unwind_service *us,
 	t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	T_CHECK("unwind_service_binding_in_process_model", binding_of(procs) &&
 		fk.nr_maps > 0, "no binding on the process");
+	/* a sample a second after the exit: the pid's next process (one
+	 * within the exit's tail would still be the exited one's) */
 	proc_table_exit(procs, me, t, NULL, false);
-	proc_table_sample(procs, me, t + 1, "again", true, 0);
+	proc_table_sample(procs, me, t + 1000000000ull, "again", true, 0);
 	proc_table_release(procs, proc_table_advance(procs));
 	unwind_service_flush(us, 10000);
 	T_CHECK("unwind_service_binding_adopted_by_reused_pid",
 		fk.unbinds == unbinds && binding_of(procs) && fk.nr_maps > 0,
 		"unbinds %d", fk.unbinds - unbinds);
-	proc_table_exit(procs, me, t + 2, NULL, false);
+	proc_table_exit(procs, me, t + 1000000001ull, NULL, false);
 	proc_table_release(procs, proc_table_advance(procs));
 	unwind_service_flush(us, 10000);
 	unwind_service_get_stats(us, &st);
