@@ -408,8 +408,7 @@ int cmd_record(int argc, char **argv)
 	session_run(&s, o.duration_ms, &stop_requested, o.command ? ch.pid : 0,
 		    &wstatus);
 	forward_to = 0;
-	if (s.ops->stop)
-		s.ops->stop(s.src);
+	session_stop_source(&s);
 	session_drain(&s);
 	p = session_snapshot(&s);
 	if (p) {

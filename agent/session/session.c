@@ -349,6 +349,13 @@ void session_unwind_request(struct session *s, uint32_t pid)
 	unwind_service_request(s->unwind, pid, 0);
 }
 
+void session_stop_source(struct session *s)
+{
+	unwind_service_source_stopping(s->unwind);
+	if (s->ops->stop)
+		s->ops->stop(s->src);
+}
+
 void session_drain(struct session *s)
 {
 	if (s->reader) {

@@ -89,6 +89,11 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 			       size_t what_len, char *err, size_t err_len);
 /* Ask for unwind tables of a process now (a command ember started). */
 void session_unwind_request(struct session *s, uint32_t pid);
+/*
+ * End the backend's session (record's end): the unwind worker stops first,
+ * so that nothing it sends races the end or is sent into an ended session.
+ */
+void session_stop_source(struct session *s);
 /* Drain until the rings are empty (after the workload stopped). */
 void session_drain(struct session *s);
 /* Change the tgid / cgroup filters of both the source and the builder. */

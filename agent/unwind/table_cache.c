@@ -341,9 +341,9 @@ void table_cache_sweep(struct table_cache *c, uint64_t now_ns, uint64_t grace_ns
 	}
 }
 
-void table_cache_free(struct table_cache *c)
+void table_cache_free(struct table_cache *c, bool drop_tables)
 {
-	for (uint32_t i = 0; i < c->nr; i++)
+	for (uint32_t i = 0; i < c->nr && drop_tables; i++)
 		if (c->files[i].table_id && !c->files[i].dropped)
 			c->ops->unwind_drop(c->src, c->files[i].table_id);
 	free(c->files);

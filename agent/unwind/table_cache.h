@@ -82,6 +82,7 @@ bool table_file_bias(const struct table_file *f, uint64_t start,
 		     uint64_t pgoff, uint64_t *bias);
 /* Drop tables unused for at least grace_ns. */
 void table_cache_sweep(struct table_cache *c, uint64_t now_ns, uint64_t grace_ns);
-void table_cache_free(struct table_cache *c);
+/* Free the cache; drop_tables: also unload its tables from the backend. */
+void table_cache_free(struct table_cache *c, bool drop_tables);
 
 #endif

@@ -298,7 +298,7 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	proc_table_slot_owner(procs, PROC_SLOT_UNWIND, unwind_proc_gone, us);
 	if (pthread_create(&us->thread, NULL, worker, us)) {
 		proc_table_slot_drop(procs, PROC_SLOT_UNWIND);
-		table_cache_free(&us->b.cache);
+		table_cache_free(&us->b.cache, true);
 		free(us);
 		return NULL;
 	}
@@ -330,15 +330,31 @@ void unwind_service_get_stats(struct unwind_service *us,
 	pthread_mutex_unlock(&us->lock);
 }
 
-void unwind_service_stop(struct unwind_service *us)
+static void stop_worker(struct unwind_service *us)
 {
-	if (!us)
+	if (us->joined)
 		return;
 	pthread_mutex_lock(&us->lock);
 	us->stopping = true;
 	pthread_cond_signal(&us->wake);
 	pthread_mutex_unlock(&us->lock);
 	pthread_join(us->thread, NULL);
+	us->joined = true;
+}
+
+void unwind_service_source_stopping(struct unwind_service *us)
+{
+	if (!us)
+		return;
+	stop_worker(us);
+	us->source_stopped = true;
+}
+
+void unwind_service_stop(struct unwind_service *us)
+{
+	if (!us)
+		return;
+	stop_worker(us);
 	/*
 	 * This thread owns the bindings now: the table hands every one back
 	 * (on the orphans list, all of them on the live list too), and each
@@ -347,11 +363,12 @@ void unwind_service_stop(struct unwind_service *us)
 	proc_table_slot_drop(us->b.procs, PROC_SLOT_UNWIND);
 	us->orphans = NULL;
 	while (us->b.live) {
-		unwind_proc_unbind(&us->b, us->b.live);
+		if (!us->source_stopped)
+			unwind_proc_unbind(&us->b, us->b.live);
 		unwind_proc_free(&us->b, us->b.live);
 	}
 	free(us->b.spare);
-	table_cache_free(&us->b.cache);
+	table_cache_free(&us->b.cache, !us->source_stopped);
 	pthread_cond_destroy(&us->wake);
 	pthread_cond_destroy(&us->idle);
 	pthread_mutex_destroy(&us->lock);

@@ -80,7 +80,15 @@ void unwind_service_forget(struct unwind_service *us, uint32_t pid,
 void unwind_service_flush(struct unwind_service *us, int timeout_ms);
 void unwind_service_get_stats(struct unwind_service *us,
 			      struct unwind_service_stats *st);
-/* Stop the worker and drop everything it loaded. */
+/*
+ * The backend is about to end its session (`ember record`'s end), which
+ * takes every table and binding with it: the worker stops now, so that no
+ * request races the end, and unwind_service_stop() only frees what the
+ * worker held. Unloading into an ended session made the module answer
+ * "no session is running", printed once per binding and table.
+ */
+void unwind_service_source_stopping(struct unwind_service *us);
+/* Stop the worker and drop everything it loaded (but see above). */
 void unwind_service_stop(struct unwind_service *us);
 
 #endif
