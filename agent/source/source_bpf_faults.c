@@ -68,13 +68,9 @@ static int attach_faults_perf(struct ember_source *s, uint32_t period)
 				s->online[i], strerror(-ret));
 			return ret;
 		}
-		s->links[s->nr_links] = bpf_program__attach_perf_event(p, fd);
-		if (!s->links[s->nr_links]) {
-			ret = -errno;
-			close(fd);
+		ret = attach_perf_link(s, p, fd);
+		if (ret)
 			return ret;
-		}
-		s->nr_links++;
 	}
 	return 0;
 }

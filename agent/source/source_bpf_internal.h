@@ -11,7 +11,7 @@
  *   source_bpf_lifecycle.c  exec and exit tracepoints
  *   source_bpf_filter.c     pid and cgroup filters
  * Calls go one way, from source_bpf.c to the others: what they share
- * (say(), attach_tp()) is static inline here.
+ * (say(), attach_tp(), attach_perf_link()) is static inline here.
  */
 #ifndef EMBER_SOURCE_BPF_INTERNAL_H
 #define EMBER_SOURCE_BPF_INTERNAL_H
@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <bpf/libbpf.h>
 #include "source/source.h"
 #include "source/source_bpf_unwind.h"
@@ -105,6 +106,25 @@ static inline int attach_tp(struct ember_source *s, int slot,
 
 	s->tp_links[slot] = bpf_program__attach(p);
 	return s->tp_links[slot] ? 0 : -errno;
+}
+
+/*
+ * A perf event's fd to prog, into s->links (sized by the caller). On
+ * failure the fd is closed and -errno returned; on success the link owns it.
+ */
+static inline int attach_perf_link(struct ember_source *s,
+				   struct bpf_program *prog, int fd)
+{
+	int ret;
+
+	s->links[s->nr_links] = bpf_program__attach_perf_event(prog, fd);
+	if (!s->links[s->nr_links]) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	s->nr_links++;
+	return 0;
 }
 
 /*

@@ -76,14 +76,9 @@ int bpf_oncpu_attach(struct ember_source *s)
 				s->online[i], strerror(-ret));
 			return ret;
 		}
-		s->links[s->nr_links] =
-			bpf_program__attach_perf_event(k->progs.ember_oncpu, fd);
-		if (!s->links[s->nr_links]) {
-			ret = -errno;
-			close(fd);
+		ret = attach_perf_link(s, k->progs.ember_oncpu, fd);
+		if (ret)
 			return ret;
-		}
-		s->nr_links++;
 	}
 	return 0;
 }
