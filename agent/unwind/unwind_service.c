@@ -332,19 +332,16 @@ void unwind_service_get_stats(struct unwind_service *us,
 
 static void stop_worker(struct unwind_service *us)
 {
-	if (us->joined)
-		return;
 	pthread_mutex_lock(&us->lock);
 	us->stopping = true;
 	pthread_cond_signal(&us->wake);
 	pthread_mutex_unlock(&us->lock);
 	pthread_join(us->thread, NULL);
-	us->joined = true;
 }
 
 void unwind_service_source_stopping(struct unwind_service *us)
 {
-	if (!us)
+	if (!us || us->source_stopped)
 		return;
 	stop_worker(us);
 	us->source_stopped = true;
@@ -354,7 +351,8 @@ void unwind_service_stop(struct unwind_service *us)
 {
 	if (!us)
 		return;
-	stop_worker(us);
+	if (!us->source_stopped)	/* else joined already */
+		stop_worker(us);
 	/*
 	 * This thread owns the bindings now: the table hands every one back
 	 * (on the orphans list, all of them on the live list too), and each

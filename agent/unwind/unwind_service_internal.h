@@ -39,8 +39,8 @@ struct unwind_service {
 	uint64_t queued_ns[QUEUE_LEN];
 	uint32_t head, tail;
 	bool busy, stopping;
-	bool joined;			/* the worker thread is gone */
-	bool source_stopped;		/* its tables went with the session */
+	/* the worker thread is gone, its tables went with the session */
+	bool source_stopped;
 	struct unwind_service_stats st;	/* under lock */
 	/* handed back by the process model (unwind_proc_gone()), under lock */
 	struct unwind_proc *orphans;
