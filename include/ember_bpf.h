@@ -27,6 +27,9 @@ struct ember_bpf_stats {
 	__u64 alloc_hits;	/* allocation probe runs (EMBER_EV_ALLOC) */
 	__u64 alloc_untracked;	/* sampled blocks not followed to their
 				 * free: alloc_live was full */
+	__u64 lock_waits;	/* futex waits / kernel contentions seen */
+	__u64 lock_overflow;	/* in-flight wait table full: wait not followed */
+	__u64 lock_wakers;	/* EMBER_REC_LOCK_WAKER written */
 };
 
 /*

@@ -50,6 +50,8 @@ enum ember_rec_type {
 	EMBER_REC_FAULT		= 8,	/* ember_sample: sampled page faults */
 	EMBER_REC_ALLOC		= 9,	/* ember_sample + block address: an allocation */
 	EMBER_REC_FREE		= 10,	/* ember_free: a sampled block was freed */
+	EMBER_REC_LOCK		= 11,	/* ember_sample + ember_lock_wait */
+	EMBER_REC_LOCK_WAKER	= 12,	/* ember_sample + ember_lock_waker */
 	__EMBER_REC_MAX,
 };
 
@@ -128,6 +130,84 @@ struct ember_sample {
  */
 #define EMBER_ALLOC_ADDR(s)	((s)->ips[(s)->nr_kernel + (s)->nr_user])
 #define EMBER_ALLOC_SIZE(s)	((s)->ips[(s)->nr_kernel + (s)->nr_user + 1])
+
+/*
+ * Lock contention (EMBER_EV_LOCK).
+ *
+ * EMBER_REC_LOCK: one contended wait that lasted at least LOCK_MIN_NS,
+ * written by the waiter when the wait ends. It is an ember_sample (the
+ * waiter's stack at the end of the wait: its user stack is the call site
+ * that waited; weight_ns = the wait in ns, time_ns = its end), followed by
+ * struct ember_lock_wait after ips[nr_kernel + nr_user] (hdr.size
+ * includes it). The waits:
+ *  - EMBER_LOCK_FUTEX: futex(2) FUTEX_WAIT, FUTEX_WAIT_BITSET and
+ *    FUTEX_WAIT_REQUEUE_PI; addr = uaddr (for WAIT_REQUEUE_PI, the
+ *    condition variable's futex);
+ *  - EMBER_LOCK_FUTEX_PI: FUTEX_LOCK_PI and FUTEX_LOCK_PI2; addr = uaddr;
+ *  - EMBER_LOCK_FUTEX_WAITV: futex_waitv(2); addr = the first waiter's;
+ *  - EMBER_LOCK_KERNEL: lock:contention_begin .. contention_end (5.19+);
+ *    addr = the kernel lock, flags say which kind (EMBER_LOCK_F_SPIN ...).
+ * A wait from the wait syscall's entry to its exit is what it cost the
+ * thread; a futex wait that returned at once (the value had changed) is
+ * shorter than any sane LOCK_MIN_NS and so never recorded.
+ *
+ * EMBER_REC_LOCK_WAKER: the stack of the thread that woke a waiter whose
+ * wait had lasted LOCK_MIN_NS by then (sched_waking, in the waker's
+ * context: for a futex, the unlocking thread inside FUTEX_WAKE; for a
+ * kernel mutex or rwsem, the unlocking task). An ember_sample of the
+ * waker (pid, tid, comm, stacks are the waker's; weight_ns = the wait so
+ * far, time_ns = now) followed by struct ember_lock_waker. At most one
+ * per wait, written before the waiter's EMBER_REC_LOCK, but possibly in
+ * another CPU's ring: a reader joins them on (waiter_tid, start_ns) and
+ * must tolerate either order. The LOCK record's waker_tid says one was
+ * written; a wait ended by its timeout or a signal keeps no waker
+ * (EMBER_LOCK_F_TIMEOUT, EMBER_LOCK_F_INTR) and its WAKER, if any, is an
+ * orphan the reader drops.
+ */
+enum ember_lock_kind {
+	EMBER_LOCK_NONE		= 0,
+	EMBER_LOCK_FUTEX	= 1,
+	EMBER_LOCK_FUTEX_PI	= 2,
+	EMBER_LOCK_FUTEX_WAITV	= 3,
+	EMBER_LOCK_KERNEL	= 4,
+};
+
+/* ember_lock_wait.flags; the low six are the kernel's LCB_F_* values */
+#define EMBER_LOCK_F_SPIN	(1U << 0)	/* spinning lock (spinlock_t, rwlock_t) */
+#define EMBER_LOCK_F_READ	(1U << 1)	/* reader side of an rw lock */
+#define EMBER_LOCK_F_WRITE	(1U << 2)	/* writer side */
+#define EMBER_LOCK_F_RT		(1U << 3)	/* rt_mutex (and PREEMPT_RT locks) */
+#define EMBER_LOCK_F_PERCPU	(1U << 4)	/* percpu_rw_semaphore */
+#define EMBER_LOCK_F_MUTEX	(1U << 5)	/* struct mutex */
+#define EMBER_LOCK_F_KERNEL_MASK 0x3fU
+#define EMBER_LOCK_F_MMAP_LOCK	(1U << 8)	/* addr is the waiter's mm->mmap_lock */
+#define EMBER_LOCK_F_TIMEOUT	(1U << 9)	/* the wait ended by its timeout */
+#define EMBER_LOCK_F_INTR	(1U << 10)	/* ... by a signal */
+
+struct ember_lock_wait {
+	__u64 addr;		/* futex uaddr, or the kernel lock's address */
+	__u64 start_ns;		/* when the wait began (the waker's key) */
+	__u32 waker_tid;	/* tid of the EMBER_REC_LOCK_WAKER's thread,
+				 * 0 when none was written */
+	__u8 kind;		/* enum ember_lock_kind */
+	__u8 futex_op;		/* FUTEX_* command (op & FUTEX_CMD_MASK) */
+	__u16 flags;		/* EMBER_LOCK_F_* */
+};
+#define EMBER_LOCK_WAIT(s)	((const struct ember_lock_wait *)	\
+				 &(s)->ips[(s)->nr_kernel + (s)->nr_user])
+
+struct ember_lock_waker {
+	__u64 start_ns;		/* the wait's ember_lock_wait.start_ns */
+	__u64 addr;		/* the wait's ember_lock_wait.addr */
+	__u32 waiter_pid;
+	__u32 waiter_tid;
+};
+#define EMBER_LOCK_WAKER(s)	((const struct ember_lock_waker *)	\
+				 &(s)->ips[(s)->nr_kernel + (s)->nr_user])
+
+/* The default LOCK_MIN_NS (the agent's --lock-min). */
+#define EMBER_DEFAULT_LOCK_MIN_NS	10000
+#define EMBER_MAX_LOCK_MIN_NS		60000000000ULL
 
 /* EMBER_REC_FREE: a block reported by an EMBER_REC_ALLOC was freed */
 struct ember_free {
@@ -409,6 +489,7 @@ enum ember_cmd {
 #define EMBER_EV_LIFECYCLE	(1U << 2)	/* exec/exit records */
 #define EMBER_EV_FAULTS		(1U << 3)	/* EMBER_REC_FAULT */
 #define EMBER_EV_ALLOC		(1U << 4)	/* EMBER_REC_ALLOC/FREE from probes */
+#define EMBER_EV_LOCK		(1U << 5)	/* EMBER_REC_LOCK (+ _WAKER) */
 
 /*
  * One sample per 512 page faults (2 MiB of base pages first touched). On a
@@ -430,6 +511,8 @@ enum ember_clock_event {
 #define EMBER_F_INCLUDE_IDLE	(1U << 0)
 #define EMBER_F_STACK_COPY	(1U << 1)	/* test mode: EMBER_REC_USER_STACK
 						 * after each sample with a user stack */
+#define EMBER_F_LOCK_WAKER	(1U << 2)	/* EMBER_EV_LOCK: also write
+						 * EMBER_REC_LOCK_WAKER records */
 
 /* EMBER_A_CAPS bits */
 #define EMBER_CAP_ONCPU		(1ULL << 0)
@@ -444,6 +527,10 @@ enum ember_clock_event {
 #define EMBER_CAP_ALLOC		(1ULL << 9)	/* EMBER_EV_ALLOC, EMBER_CMD_ALLOC_* */
 #define EMBER_CAP_ALLOC_ENTRY	(1ULL << 10)	/* EMBER_PROBE_ENTRY_*, ALLOC_PID/RATE */
 #define EMBER_CAP_ALLOC_INUSE	(1ULL << 11)	/* ENTRY_FREE/REALLOC, ALLOC_INUSE */
+#define EMBER_CAP_LOCK_FUTEX	(1ULL << 12)	/* EMBER_EV_LOCK: futex waits */
+#define EMBER_CAP_LOCK_KERNEL	(1ULL << 13)	/* ... kernel lock contention
+						 * (lock:contention_*, 5.19+) */
+#define EMBER_CAP_LOCK_WAITV	(1ULL << 14)	/* ... futex_waitv (5.16+) */
 
 /*
  * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.
@@ -544,6 +631,9 @@ enum ember_attr {
 					 * samples, 1..EMBER_MAX_ALLOC_RATE */
 	EMBER_A_ALLOC_INUSE,		/* flag: follow sampled blocks of the
 					 * entry probes to their free */
+	EMBER_A_LOCK_MIN_NS,		/* u64: shorter lock waits are not
+					 * recorded (EMBER_DEFAULT_LOCK_MIN_NS
+					 * when absent, <= EMBER_MAX_LOCK_MIN_NS) */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)
@@ -569,6 +659,9 @@ enum ember_stat_attr {
 	EMBER_STAT_ALLOC_HITS,		/* u64: allocation probe hits (ALLOC and
 					 * FREE) past the filters: each one a
 					 * record or one LOST */
+	EMBER_STAT_LOCK_WAITS,		/* u64: wait syscalls/contentions seen */
+	EMBER_STAT_LOCK_OVERFLOW,	/* u64: in-flight wait table full */
+	EMBER_STAT_LOCK_WAKERS,		/* u64: EMBER_REC_LOCK_WAKER written */
 	__EMBER_STAT_MAX,
 };
 #define EMBER_STAT_MAX (__EMBER_STAT_MAX - 1)
