@@ -28,6 +28,8 @@ struct ember_source_config {
 	uint32_t fault_period;		/* page faults per sample, 0 = default */
 	uint64_t alloc_rate;		/* bytes per allocation sample, 0 = default */
 	bool alloc_no_inuse;		/* entry probes not followed to free */
+	uint64_t lock_min_ns;		/* EMBER_EV_LOCK: shorter waits dropped */
+	bool lock_waker;		/* ... and EMBER_REC_LOCK_WAKER records */
 	uint32_t ring_bytes;		/* per CPU, 0 = backend default */
 	/*
 	 * Test mode: follow each sample with EMBER_REC_USER_STACK (the user
@@ -45,6 +47,8 @@ struct ember_source_stats {
 	uint64_t filtered;
 	uint64_t handler_ns;		/* time in the sample handler, if known */
 	uint64_t offcpu_overflow;
+	/* EMBER_EV_LOCK: waits seen, in-flight table full, waker records */
+	uint64_t lock_waits, lock_overflow, lock_wakers;
 	/*
 	 * Records produced that are not samples: unwind misses (they are in
 	 * records or lost like the rest).
