@@ -290,7 +290,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	uint64_t h = 0;
 	struct agg_entry *e;
 	uint8_t state;
-	bool cut;
+	bool cut, complete;
 
 	if ((s->flags & EMBER_SF_IDLE) && !pb->opt.include_idle) {
 		pb->c.filtered++;
@@ -308,12 +308,14 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	 */
 	cut = (nr_user != s->nr_user && s->ips[s->nr_kernel + nr_user]) ||
 	      (s->flags & EMBER_SF_USER_CUT);
+	complete = !cut && (s->flags & EMBER_SF_USER_COMPLETE);
 	h = pb_mix64(h, ((uint64_t)s->pid << 32) | s->tid);
 	if (cut && ev != PROF_EV_INUSE)	/* counted once, as allocated */
 		pb->c.cut_user_stacks++;
 	/* off-CPU intervals of one stack differ by how the thread left */
 	state = ev == PROF_EV_OFFCPU ? s->state : 0;
-	h = pb_mix64(h, ((uint64_t)state << 48) | ((uint64_t)cut << 40) |
+	h = pb_mix64(h, ((uint64_t)state << 48) | ((uint64_t)complete << 41) |
+		  ((uint64_t)cut << 40) |
 		  ((uint64_t)ev << 32) | ((uint64_t)s->nr_kernel << 16) | nr_user);
 	for (size_t i = 0; i < EMBER_COMM_LEN; i += 8) {
 		uint64_t w;
@@ -328,7 +330,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		if (e->hash == h && e->pid == s->pid && e->tid == s->tid &&
 		    e->event == ev && e->nr_kernel == s->nr_kernel &&
 		    e->nr_user == nr_user && e->user_cut == cut &&
-		    e->state == state &&
+		    e->user_complete == complete && e->state == state &&
 		    !memcmp(e->comm, s->comm, EMBER_COMM_LEN) &&
 		    !memcmp(e->ips, s->ips, nips * 8))
 			break;
@@ -348,6 +350,9 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		e->nr_kernel = s->nr_kernel;
 		e->nr_user = nr_user;
 		e->user_cut = cut;
+		e->user_complete = complete;
+		e->user_expected = s->pid &&
+			!(s->flags & (EMBER_SF_KTHREAD | EMBER_SF_IDLE));
 		e->state = state;
 		e->cgroup_id = s->cgroup_id;
 		memcpy(e->comm, s->comm, EMBER_COMM_LEN);
@@ -364,6 +369,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	}
 	e->count += count;
 	e->weight_ns += weight;
+	e->records++;
 	/* in-use is a state, not an event: no times, not counted */
 	if (ev == PROF_EV_INUSE)
 		return e;

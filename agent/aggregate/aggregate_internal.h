@@ -28,6 +28,11 @@ struct agg_entry {
 	uint16_t nr_kernel, nr_user;
 	uint8_t event;
 	bool user_cut;			/* root frame is the [cut] marker */
+	bool user_complete;		/* the unwinder reached the outermost
+					 * frame (EMBER_SF_USER_COMPLETE) */
+	bool user_expected;		/* a user task: a stack without a
+					 * proven root gets the [cut] marker */
+	uint32_t records;		/* samples aggregated here */
 	uint32_t nr_live;		/* PROF_EV_INUSE: blocks not freed */
 	uint8_t state;			/* PROF_EV_OFFCPU: enum ember_offcpu_state */
 	char comm[EMBER_COMM_LEN];

@@ -113,6 +113,14 @@ struct prof_meta {
 	 */
 	uint64_t cut_user_stacks;
 	/*
+	 * Of those, the samples whose unwinder stopped without a fault but
+	 * whose root is not an outermost function (_start, clone, a thread
+	 * start...) and that no CFI proved complete, or that went through a
+	 * return address outside every mapping: a frame-pointer walk that
+	 * stopped early, most often before a process's tables were bound.
+	 */
+	uint64_t unproven_user_stacks;
+	/*
 	 * Folded and SVG output end off-CPU stacks with a frame naming the
 	 * wait state ([sleeping], [disk], [preempted]: --off-cpu-state).
 	 */

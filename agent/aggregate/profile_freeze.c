@@ -253,6 +253,62 @@ const struct prof_frame prof_cut_frame = {
 };
 
 /*
+ * Where a user stack legitimately ends: the entry of the main thread, of
+ * a thread, of the dynamic loader run as a program, and of the runtimes
+ * that do their own (Go). A stack whose root is one of them is whole.
+ */
+static const char *const outermost_functions[] = {
+	"_start", "__libc_start_main", "__libc_start_main_impl",
+	"__libc_start_call_main", "_dl_start", "_dl_start_user",
+	"clone", "__clone", "__GI___clone", "clone3", "__clone3",
+	"__GI___clone3", "__clone_internal", "start_thread", "thread_start",
+	"_start_c", "start_c",				/* musl */
+	"runtime.goexit", "runtime.rt0_go", "runtime.mstart",
+	"runtime.mstart0", "runtime.goexit.abi0", "runtime.rt0_go.abi0",
+};
+
+static bool frame_is_outermost(const struct prof_frame *f)
+{
+	if (!f->function)
+		return false;
+	for (size_t i = 0; i < sizeof(outermost_functions) /
+			       sizeof(outermost_functions[0]); i++)
+		if (!strcmp(f->function, outermost_functions[i]))
+			return true;
+	return false;
+}
+
+/* A user frame that no mapping of the process holds. */
+static bool frame_unmapped(const struct prof_frame *f)
+{
+	return f->kind == PROF_FRAME_UNKNOWN && !f->map_end;
+}
+
+/*
+ * Whether the user frames [first, *nr) are a whole stack. A return
+ * address outside every mapping of a process whose leaf was mapped is
+ * data a frame-pointer walk took for a frame: the stack ends before it
+ * (*nr shrinks). A stack the unwinder proved complete is whole; any
+ * other is whole only when its root is an outermost function.
+ */
+static bool user_stack_whole(const struct agg_entry *e,
+			     const struct prof_frame **frames, size_t first,
+			     size_t *nr)
+{
+	if (first >= *nr)
+		return false;	/* a user task without a user stack */
+	if (!frame_unmapped(frames[first])) {
+		for (size_t i = first + 1; i < *nr; i++) {
+			if (frame_unmapped(frames[i])) {
+				*nr = i;
+				return false;
+			}
+		}
+	}
+	return e->user_complete || frame_is_outermost(frames[*nr - 1]);
+}
+
+/*
  * Frames of the allocation sampler itself (preload/ember_alloc.c) at the
  * leaf of an allocation stack: all but the outermost, the malloc-family
  * function the program called, which stays as the leaf.
@@ -280,7 +336,7 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 {
 	const struct prof_frame **frames;
 	struct addr_entry *ae[EMBER_MAX_FRAMES * 2];
-	size_t nips = (size_t)e->nr_kernel + e->nr_user, nr = 0;
+	size_t nips = (size_t)e->nr_kernel + e->nr_user, nr = 0, user = 0;
 
 	for (size_t i = 0; i < nips; i++) {
 		bool kernel = i < e->nr_kernel;
@@ -298,11 +354,24 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 	if (!frames)
 		return -ENOMEM;
 	nr = 0;
-	for (size_t i = 0; i < nips; i++)
+	for (size_t i = 0; i < nips; i++) {
+		if (i == e->nr_kernel)
+			user = nr;
 		for (uint32_t j = 0; j < ae[i]->nr; j++)
 			frames[nr++] = ae[i]->frames[j];
-	if (e->user_cut)
+	}
+	if (!e->nr_user)
+		user = nr;
+	if (e->user_cut) {
 		frames[nr++] = &prof_cut_frame;
+	} else if (e->user_expected && !user_stack_whole(e, frames, user, &nr)) {
+		/* a short stack shown as whole would be a wrong answer */
+		frames[nr++] = &prof_cut_frame;
+		if (e->event != PROF_EV_INUSE) {
+			pi->pub.meta.cut_user_stacks += e->records;
+			pi->pub.meta.unproven_user_stacks += e->records;
+		}
+	}
 	if (e->event == PROF_EV_ALLOC || e->event == PROF_EV_INUSE) {
 		size_t skip = sampler_frames(frames, nr);
 

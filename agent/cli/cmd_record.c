@@ -249,12 +249,15 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 	if (m->cut_user_stacks)
 		fprintf(stderr, "ember: %llu of %llu samples have a user stack cut "
 			"short (shown under " PROF_CUT_FRAME "): code without "
-			"unwind tables or frame pointers\n",
+			"unwind tables or frame pointers, or %llu that no "
+			"unwinder proved whole and that end short of _start "
+			"or a thread start\n",
 			(unsigned long long)m->cut_user_stacks,
 			(unsigned long long)(m->samples[PROF_EV_CPU] +
 					     m->samples[PROF_EV_OFFCPU] +
 					     m->samples[PROF_EV_FAULTS] +
-					     m->samples[PROF_EV_ALLOC]));
+					     m->samples[PROF_EV_ALLOC]),
+			(unsigned long long)m->unproven_user_stacks);
 	if (m->inuse_untracked)
 		fprintf(stderr, "ember: %llu sampled blocks were not followed to their free (table full): in use is understated\n",
 			(unsigned long long)m->inuse_untracked);

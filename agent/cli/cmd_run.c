@@ -53,6 +53,7 @@ struct run_counters {
 	pthread_mutex_t lock;
 	uint64_t samples[PROF_EV__COUNT];
 	uint64_t lost, bad_records, dropped_stacks, cut_user_stacks;
+	uint64_t unproven_user_stacks;
 	uint64_t intervals, empty_intervals, encode_failures;
 	uint64_t last_export_bytes;
 	struct otlp_exporter *x;
@@ -163,6 +164,9 @@ static void fill_metrics(FILE *f, void *ctx)
 		"# HELP ember_cut_user_stacks_total User stacks cut short (no unwind rule, a bad frame, or a non-user return address).\n"
 		"# TYPE ember_cut_user_stacks_total counter\n"
 		"ember_cut_user_stacks_total %" PRIu64 "\n"
+		"# HELP ember_unproven_user_stacks_total Of those, stacks no unwinder proved whole whose root is not an outermost function.\n"
+		"# TYPE ember_unproven_user_stacks_total counter\n"
+		"ember_unproven_user_stacks_total %" PRIu64 "\n"
 		"# TYPE ember_intervals_total counter\n"
 		"ember_intervals_total %" PRIu64 "\n"
 		"# TYPE ember_empty_intervals_total counter\n"
@@ -203,6 +207,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		"ember_info{backend=\"%s\"} 1\n",
 		snap.samples[PROF_EV_CPU], snap.samples[PROF_EV_OFFCPU],
 		snap.samples[PROF_EV_FAULTS], snap.lost, snap.bad_records, snap.dropped_stacks, snap.cut_user_stacks,
+		snap.unproven_user_stacks,
 		snap.intervals,
 		snap.empty_intervals, snap.encode_failures, st.exported, st.failed,
 		st.dropped_queue_full, st.dropped_queue_full - st.dropped_queue_bytes,
@@ -258,6 +263,7 @@ static void export_interval(struct session *s, const struct ember_opts *rc,
 		c->bad_records += p->meta.bad_records;
 		c->dropped_stacks += p->meta.dropped_stacks;
 		c->cut_user_stacks += p->meta.cut_user_stacks;
+		c->unproven_user_stacks += p->meta.unproven_user_stacks;
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!p) {

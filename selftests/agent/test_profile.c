@@ -25,6 +25,8 @@ static const struct ember_rec_header *sample(uint32_t type, uint32_t pid,
 	s->tid = tid;
 	s->nr_kernel = nk;
 	s->nr_user = nu;
+	/* a whole stack, as a CFI walk that reached _start reports it */
+	s->flags = nu ? EMBER_SF_USER_COMPLETE : 0;
 	s->weight_ns = weight;
 	s->time_ns = 1000 + base;
 	strcpy(s->comm, comm);
@@ -409,6 +411,44 @@ int main(void)
 		T_CHECK("user_zero_leaf_kept", cut && cut->nr_frames == 2 &&
 			cut->frames[1]->address == 0,
 			"%u frames", cut ? cut->nr_frames : 0);
+		profile_free(p);
+		pb_free(pb);
+		/*
+		 * Not proven whole: no EMBER_SF_USER_COMPLETE and a root that is
+		 * no outermost function (nothing resolves here). A user task
+		 * without any user frame is cut too; a kernel thread is not.
+		 */
+		pb = pb_new(NULL, NULL);
+		sample(EMBER_REC_SAMPLE, P, P, "fp", 1, 3, 0xd000, 0);
+		s = (void *)buf;
+		s->flags = EMBER_SF_USER_FP;
+		pb_add_record(pb, &s->hdr);
+		sample(EMBER_REC_OFFCPU, P, P, "fp", 2, 0, 0xe000, 0);
+		pb_add_record(pb, &s->hdr);
+		sample(EMBER_REC_SAMPLE, P, P, "kworker", 2, 0, 0xf000, 0);
+		s->flags = EMBER_SF_KTHREAD;
+		pb_add_record(pb, &s->hdr);
+		p = pb_finish(pb, NULL);
+		cut = p ? find(p, P, 0xd000) : NULL;
+		T_CHECK("user_unproven_cut", cut && cut->nr_frames == 5 &&
+			cut->frames[4] == &prof_cut_frame,
+			"an unproven stack shown whole (%u frames)",
+			cut ? cut->nr_frames : 0);
+		ok = false;
+		for (size_t i = 0; p && i < p->nr_samples; i++)
+			if (p->samples[i].event == PROF_EV_OFFCPU)
+				ok = p->samples[i].nr_frames == 3 &&
+				     p->samples[i].frames[2] == &prof_cut_frame;
+		T_CHECK("user_missing_stack_cut", ok,
+			"a user task without user frames shown whole");
+		cut = p ? find(p, P, 0xf000) : NULL;
+		T_CHECK("kthread_not_cut", cut && cut->nr_frames == 2,
+			"a kernel thread got a [cut]");
+		T_CHECK("user_unproven_counted", p &&
+			p->meta.unproven_user_stacks == 2 &&
+			p->meta.cut_user_stacks == 2, "unproven %llu cut %llu",
+			p ? (unsigned long long)p->meta.unproven_user_stacks : 0ull,
+			p ? (unsigned long long)p->meta.cut_user_stacks : 0ull);
 		T_CHECK("user_limit_fn", pb_user_frames_valid(NULL, 0) == 0 &&
 			PB_USER_ADDR_LIMIT == 0x0100000000000000ull, "limit changed");
 		profile_free(p);
