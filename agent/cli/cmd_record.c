@@ -23,6 +23,7 @@
 #include "alloc/alloc_lib.h"
 #include "cli/record_alloc.h"
 #include "cli/record_child.h"
+#include "cli/record_startup.h"
 #include "cli/signals.h"
 #include "cli/record_opts.h"
 #include "cli/session_opts.h"
@@ -277,6 +278,39 @@ static int exit_status_of(int wstatus)
 	return 1;
 }
 
+/* One binding while the command is held: slow machines need seconds. */
+#define STARTUP_BIND_TIMEOUT_MS	10000
+
+static void startup_bind(void *ctx, pid_t pid)
+{
+	session_unwind_bind_now(ctx, (uint32_t)pid, STARTUP_BIND_TIMEOUT_MS);
+}
+
+/*
+ * Let the command go, its tables bound before it runs where the session
+ * binds tables (record_startup.h). 0, or the exec's errno.
+ */
+static int release_bound(struct session *s, struct child *ch, bool verbose,
+			 int *wstatus)
+{
+	bool held = s->unwind && !startup_attach(ch->pid);
+	struct startup_stats st;
+	int r = child_release(ch);
+
+	if (r || !held)
+		return r;
+	r = startup_follow(ch->pid, startup_bind, s, wstatus, &st);
+	if (r < 0)
+		fprintf(stderr, "ember record: following %d's start failed (%s): "
+			"its first samples may be cut\n", (int)ch->pid,
+			strerror(-r));
+	else if (verbose)
+		fprintf(stderr, "ember record: %d held %.1f ms at start: %u "
+			"bindings, %u system calls\n", (int)ch->pid,
+			st.held_ns / 1e6, st.binds, st.syscalls);
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct session_options so = { 0 };
@@ -397,7 +431,7 @@ int cmd_record(int argc, char **argv)
 
 	if (o.command) {
 		forward_to = ch.pid;
-		r = child_release(&ch);
+		r = release_bound(&s, &ch, o.verbose_cfi, &wstatus);
 		if (r) {
 			fprintf(stderr, "ember record: cannot run %s: %s\n",
 				o.command[0], strerror(r));

@@ -349,6 +349,15 @@ void session_unwind_request(struct session *s, uint32_t pid)
 	unwind_service_request(s->unwind, pid, 0);
 }
 
+bool session_unwind_bind_now(struct session *s, uint32_t pid, int timeout_ms)
+{
+	if (!s->unwind)
+		return false;
+	unwind_service_request(s->unwind, pid, 0);
+	unwind_service_flush(s->unwind, timeout_ms);
+	return true;
+}
+
 void session_stop_source(struct session *s)
 {
 	unwind_service_source_stopping(s->unwind);

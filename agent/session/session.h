@@ -90,6 +90,11 @@ int session_alloc_attach_entry(struct session *s, uint32_t pid, char *what,
 /* Ask for unwind tables of a process now (a command ember started). */
 void session_unwind_request(struct session *s, uint32_t pid);
 /*
+ * Bind pid's tables now and return once bound, or after timeout_ms. false
+ * when this session binds no tables (frame pointers only).
+ */
+bool session_unwind_bind_now(struct session *s, uint32_t pid, int timeout_ms);
+/*
  * End the backend's session (record's end): the unwind worker stops first,
  * so that nothing it sends races the end or is sent into an ended session.
  */
