@@ -18,7 +18,7 @@
 # PASS when ember reaches it in at least 95% of the program's samples.
 # --python-files prints the host files python3.11 reads to run the check's
 # script (interpreter, stdlib modules with their .pyc, lib-dynload
-# extensions) and exits: a VM needs exactly those (40-agent-vm.sh passes
+# extensions), and xz and openssl, and exits: a VM needs exactly those (40-agent-vm.sh passes
 # them to run-vm.sh --host-file).
 set -uo pipefail
 EMBER= BACKEND=auto OUT=${TMPDIR:-/tmp}/ember-real PERF=1 FREQ=499 XZ_MB=8
@@ -125,6 +125,11 @@ EOF
 }
 
 if [ "$FILES" = 1 ]; then
+	# xz and openssl too (a VM runs them as -- CMD); their libraries come
+	# with them (run-vm.sh copies a file's closure)
+	for b in /usr/bin/xz /usr/bin/openssl; do
+		[ -x "$b" ] && echo "$b"
+	done
 	[ -x "$py" ] || exit 0
 	tmp=$(mktemp -d) || exit 1
 	py_script "$tmp/work.py"
