@@ -338,6 +338,8 @@ static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
 	switch (rec->type) {
 	case EMBER_REC_SAMPLE:
 	case EMBER_REC_OFFCPU:
+	case EMBER_REC_LOCK:
+	case EMBER_REC_LOCK_WAKER:
 		if (((const struct ember_sample *)rec)->flags & EMBER_SF_USER_CUT)
 			request_after_cut(s, (const struct ember_sample *)rec);
 		break;
