@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Kernel symbols from /proc/kallsyms (kernel and loaded modules), parsed
- * once into an array sorted by address. Only text symbols are kept: data
- * symbols would cut functions short and stack addresses are always code.
+ * once into an array sorted by address. Only text symbols are kept (data
+ * symbols would cut functions short and stack addresses are always code);
+ * data symbols, for naming static kernel locks, are a separate table read
+ * on first need (sym_kdata_*, at the end).
  * kallsyms has no sizes, so a symbol ends where the next one starts.
  *
  * With kptr_restrict (or without CAP_SYSLOG) every address reads as 0:
