@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "aggregate/aggregate.h"
 #include "aggregate/lock_join.h"
+#include "session/session.h"
 #include "source/source.h"
 #include "test_util.h"
 
@@ -484,9 +485,27 @@ static void test_hostile(void)
 	pb_free(pb);
 }
 
+/* The one line on what a backend's lock caps leave out. */
+static void test_caps_note(void)
+{
+	char b[256] = "";
+	bool all = session_lock_note(EMBER_CAP_LOCK_FUTEX | EMBER_CAP_LOCK_KERNEL |
+				     EMBER_CAP_LOCK_WAITV, "kmod", b, sizeof(b));
+	bool old = session_lock_note(EMBER_CAP_LOCK_FUTEX, "kmod", b, sizeof(b));
+
+	T_CHECK("lock_caps_note", !all && old && strstr(b, "5.19") &&
+		strstr(b, "futex_waitv") && !strchr(b, '\n'),
+		"all caps: %d; 5.10's line: %s", all, b);
+	session_lock_note(EMBER_CAP_LOCK_FUTEX | EMBER_CAP_LOCK_WAITV, "bpf", b,
+			  sizeof(b));
+	T_CHECK("lock_caps_note_kernel", strstr(b, "kernel lock contention") &&
+		strstr(b, "bpf") && !strstr(b, "waitv"), "%s", b);
+}
+
 int main(void)
 {
 	test_valid();
+	test_caps_note();
 	test_join_orders();
 	test_orphans_and_missing();
 	test_keys();

@@ -322,7 +322,7 @@ int main(void)
 		{ "options_unknown", CMD_RUN, (char *[]){ "run", "--bogus", NULL },
 		  "unknown option '--bogus' (see ember run --help)" },
 		{ "options_run_bad_event", CMD_RUN, (char *[]){ "run", "-e", "cycles", NULL },
-		  "-e (event) wants cpu, offcpu, faults, alloc or a list like cpu,faults, not 'cycles'" },
+		  "-e (event) wants cpu, offcpu, faults, alloc, lock or a list like cpu,faults, not 'cycles'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = parse(&a, bad[i].cmd, bad[i].argv);
