@@ -696,6 +696,8 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 		fputs("bytes: under [alloc] allocated, under [inuse] not freed when "
 		      "the profile was taken (each sample weighs the bytes it stands for)",
 		      out);
+	else if (lock && !cpu && !off)
+		fputs("microseconds waited", out);
 	else
 		fputs(t->microseconds ? "microseconds (on-CPU samples weighted by their period, "
 					"off-CPU intervals by their blocked time)"
