@@ -48,7 +48,9 @@ agent/gen/tests/unwind-%/nofp-work: selftests/unwind/nofp_work.c \
 FUZZ_DIR := agent/gen/fuzz
 FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-std=gnu11 -D_GNU_SOURCE $(AGENT_INC) $(AGENT_PKG_CFLAGS)
-FUZZ_INSTR_SRCS := agent/source/record.c agent/aggregate/aggregate.c agent/unwind/unwind_check.c \
+FUZZ_INSTR_SRCS := agent/source/record.c agent/aggregate/aggregate.c \
+	agent/aggregate/lock_join.c agent/aggregate/profile_freeze.c \
+	agent/output/output_folded.c agent/unwind/unwind_check.c \
 	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cli/cmd_decode.c
 FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))
 FUZZ_REST_OBJS := $(filter-out $(FUZZ_INSTR_SRCS:.c=.o),$(AGENT_LIB_OBJS))

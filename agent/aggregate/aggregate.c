@@ -75,6 +75,7 @@ struct profile_builder *pb_new(const struct pb_options *opt,
 		pb->opt.max_live_blocks = PB_DEFAULT_MAX_LIVE;
 	pb->sym = sym;
 	pb->nr_buckets = 1024;
+	lock_join_init(&pb->locks);
 	pb->buckets = calloc(pb->nr_buckets, sizeof(*pb->buckets));
 	pb->procs = pb->opt.procs;
 	if (!pb->procs) {
@@ -175,6 +176,8 @@ void pb_reset(struct profile_builder *pb)
 	if (pb->sym)
 		sym_sweep(pb->sym);
 	memset(&pb->c, 0, sizeof(pb->c));
+	/* waits and wakers still pending stay: their pair may come next */
+	memset(&pb->locks.c, 0, sizeof(pb->locks.c));
 	for (size_t i = 0; i < pb->nr_buckets; i++)
 		for (struct agg_entry *e = pb->buckets[i]; e; e = e->next)
 			pb->c.bytes += sizeof(*e) +
@@ -192,6 +195,7 @@ void pb_free(struct profile_builder *pb)
 	free(pb->buckets);
 	free(pb->pids);
 	live_release(&pb->live);
+	lock_join_release(&pb->locks);
 	free(pb);
 }
 
@@ -199,6 +203,11 @@ void pb_get_counters(const struct profile_builder *pb, struct pb_counters *c)
 {
 	*c = pb->c;
 	c->unique_stacks = pb->nr_entries;
+	c->lock_joined = pb->locks.c.joined;
+	c->lock_missing = pb->locks.c.missing;
+	c->lock_orphans = pb->locks.c.orphans;
+	c->lock_evicted = pb->locks.c.evicted;
+	c->lock_pending = lock_join_held(&pb->locks, NULL);
 }
 
 static bool pb_keeps(const struct profile_builder *pb, uint32_t pid,
@@ -275,17 +284,119 @@ uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user)
 	return nr_user;
 }
 
+/* -e lock: what else tells lock waits apart (NULL for other events) */
+struct lock_key {
+	const struct ember_lock_wait *w;
+	const struct ember_sample *waker;	/* NULL: none joined */
+	uint16_t wk_nr_user;			/* its user frames kept */
+};
+
+static uint64_t comm_hash(uint64_t h, const char *comm)
+{
+	for (size_t i = 0; i < EMBER_COMM_LEN; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, comm + i, 8);
+		h = pb_mix64(h, w);
+	}
+	return h;
+}
+
+static uint64_t lock_hash(uint64_t h, const struct lock_key *lk)
+{
+	const struct ember_sample *k = lk->waker;
+	size_t n;
+
+	h = pb_mix64(h, lk->w->addr);
+	h = pb_mix64(h, ((uint64_t)lk->w->kind << 16) | lk->w->flags);
+	if (!k)
+		return h;
+	h = pb_mix64(h, ((uint64_t)k->pid << 32) | 1);
+	h = pb_mix64(h, ((uint64_t)k->nr_kernel << 16) | lk->wk_nr_user);
+	h = comm_hash(h, k->comm);
+	n = (size_t)k->nr_kernel + lk->wk_nr_user;
+	for (size_t i = 0; i < n; i++)
+		h = pb_mix64(h, k->ips[i]);
+	return h;
+}
+
+static bool lock_matches(const struct agg_entry *e, const struct lock_key *lk)
+{
+	const struct ember_sample *k = lk ? lk->waker : NULL;
+	size_t off = (size_t)e->nr_kernel + e->nr_user;
+
+	if (!lk)
+		return e->event != PROF_EV_LOCK;
+	if (e->lock_addr != lk->w->addr || e->lock_kind != lk->w->kind ||
+	    e->lock_flags != lk->w->flags || e->has_waker != (k != NULL))
+		return false;
+	if (!k)
+		return true;
+	return e->wk_pid == k->pid && e->wk_nr_kernel == k->nr_kernel &&
+	       e->wk_nr_user == lk->wk_nr_user &&
+	       !memcmp(e->wk_comm, k->comm, EMBER_COMM_LEN) &&
+	       !memcmp(e->ips + off, k->ips,
+		       ((size_t)k->nr_kernel + lk->wk_nr_user) * 8);
+}
+
+static void lock_fill(struct agg_entry *e, const struct lock_key *lk)
+{
+	const struct ember_sample *k = lk->waker;
+
+	e->lock_addr = lk->w->addr;
+	e->lock_kind = lk->w->kind;
+	e->lock_flags = lk->w->flags;
+	if (!k)
+		return;
+	e->has_waker = true;
+	e->wk_pid = k->pid;
+	e->wk_nr_kernel = k->nr_kernel;
+	e->wk_nr_user = lk->wk_nr_user;
+	memcpy(e->wk_comm, k->comm, EMBER_COMM_LEN);
+	e->wk_comm[EMBER_COMM_LEN - 1] = '\0';
+	memcpy(e->ips + e->nr_kernel + e->nr_user, k->ips,
+	       ((size_t)k->nr_kernel + lk->wk_nr_user) * 8);
+}
+
+/*
+ * The waker of a new lock entry may be another process: the process
+ * model (and so the symbolizer) learns of it too, with its new code.
+ */
+static void lock_waker_seen(struct profile_builder *pb,
+			    const struct lock_key *lk, bool fresh)
+{
+	const struct ember_sample *k = lk ? lk->waker : NULL;
+	struct proc_event pe;
+
+	if (!k || !k->pid)
+		return;
+	pe = (struct proc_event){ .type = PROC_EV_SAMPLE, .pid = k->pid,
+				  .time_ns = k->time_ns, .comm = k->comm,
+				  .leader = k->tid == k->pid,
+				  .cgroup_id = k->cgroup_id };
+	if (fresh && lk->wk_nr_user) {
+		pe.ips = (const uint64_t *)(k->ips + k->nr_kernel);
+		pe.nr_ips = lk->wk_nr_user;
+	}
+	if (proc_table_event(pb->procs, &pe) == 1)
+		pb->c.processes++;
+}
+
 /*
  * Aggregate s as event ev, weighing count and weight; returns its entry,
- * or NULL when it was filtered or not kept.
+ * or NULL when it was filtered or not kept. lk: a lock wait's lock and
+ * waker (PROF_EV_LOCK), NULL otherwise.
  */
-static struct agg_entry *add_sample_as(struct profile_builder *pb,
-				       const struct ember_sample *s,
-				       enum prof_event ev, uint64_t count,
-				       uint64_t weight)
+static struct agg_entry *add_sample_key(struct profile_builder *pb,
+					const struct ember_sample *s,
+					enum prof_event ev, uint64_t count,
+					uint64_t weight,
+					const struct lock_key *lk)
 {
 	uint16_t nr_user = pb_user_frames_valid(s->ips + s->nr_kernel, s->nr_user);
 	size_t nips = (size_t)s->nr_kernel + nr_user, sz, fresh = 0;
+	size_t wk_nips = lk && lk->waker ?
+			 (size_t)lk->waker->nr_kernel + lk->wk_nr_user : 0;
 	struct proc_event pe;
 	uint64_t h = 0;
 	struct agg_entry *e;
@@ -317,14 +428,11 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	h = pb_mix64(h, ((uint64_t)state << 48) | ((uint64_t)complete << 41) |
 		  ((uint64_t)cut << 40) |
 		  ((uint64_t)ev << 32) | ((uint64_t)s->nr_kernel << 16) | nr_user);
-	for (size_t i = 0; i < EMBER_COMM_LEN; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, s->comm + i, 8);
-		h = pb_mix64(h, w);
-	}
+	h = comm_hash(h, s->comm);
 	for (size_t i = 0; i < nips; i++)
 		h = pb_mix64(h, s->ips[i]);
+	if (lk)
+		h = lock_hash(h, lk);
 
 	for (e = pb->buckets[h & (pb->nr_buckets - 1)]; e; e = e->next) {
 		if (e->hash == h && e->pid == s->pid && e->tid == s->tid &&
@@ -332,11 +440,11 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		    e->nr_user == nr_user && e->user_cut == cut &&
 		    e->user_complete == complete && e->state == state &&
 		    !memcmp(e->comm, s->comm, EMBER_COMM_LEN) &&
-		    !memcmp(e->ips, s->ips, nips * 8))
+		    !memcmp(e->ips, s->ips, nips * 8) && lock_matches(e, lk))
 			break;
 	}
 	if (!e) {
-		sz = sizeof(*e) + nips * 8;
+		sz = sizeof(*e) + (nips + wk_nips) * 8;
 		if (pb->nr_entries >= pb->opt.max_stacks ||
 		    pb->c.bytes + sz > pb->opt.max_bytes ||
 		    !(e = calloc(1, sz))) {
@@ -358,6 +466,8 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		memcpy(e->comm, s->comm, EMBER_COMM_LEN);
 		e->comm[EMBER_COMM_LEN - 1] = '\0';
 		memcpy(e->ips, s->ips, nips * 8);
+		if (lk)
+			lock_fill(e, lk);
 		e->next = pb->buckets[h & (pb->nr_buckets - 1)];
 		pb->buckets[h & (pb->nr_buckets - 1)] = e;
 		pb->nr_entries++;
@@ -366,6 +476,7 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 		pb->c.bytes += sz;
 		if (pb->nr_entries > pb->nr_buckets)
 			table_grow(pb);
+		lock_waker_seen(pb, lk, true);
 	}
 	e->count += count;
 	e->weight_ns += weight;
@@ -391,6 +502,14 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	if (proc_table_event(pb->procs, &pe) == 1)
 		pb->c.processes++;
 	return e;
+}
+
+static struct agg_entry *add_sample_as(struct profile_builder *pb,
+				       const struct ember_sample *s,
+				       enum prof_event ev, uint64_t count,
+				       uint64_t weight)
+{
+	return add_sample_key(pb, s, ev, count, weight, NULL);
 }
 
 static void add_sample(struct profile_builder *pb,
@@ -474,6 +593,27 @@ static void add_free(struct profile_builder *pb, const struct ember_free *f)
 		pb->c.frees_unknown++;
 }
 
+/*
+ * One lock wait, with the waker's record joined to it or NULL
+ * (lock_join.c decides when): a contention weighing the time waited.
+ */
+static void add_lock(void *ctx, const struct ember_sample *s,
+		     const struct ember_sample *waker)
+{
+	struct profile_builder *pb = ctx;
+	struct lock_key lk = { .w = EMBER_LOCK_WAIT(s), .waker = waker };
+
+	if (waker)
+		lk.wk_nr_user = pb_user_frames_valid(waker->ips + waker->nr_kernel,
+						     waker->nr_user);
+	add_sample_key(pb, s, PROF_EV_LOCK, 1, s->weight_ns, &lk);
+}
+
+void pb_flush_locks(struct profile_builder *pb)
+{
+	lock_join_flush(&pb->locks, add_lock, pb);
+}
+
 void pb_add_record(struct profile_builder *pb,
 		   const struct ember_rec_header *rec)
 {
@@ -497,6 +637,12 @@ void pb_add_record(struct profile_builder *pb,
 		break;
 	case EMBER_REC_FREE:
 		add_free(pb, (const void *)rec);
+		break;
+	case EMBER_REC_LOCK:
+		lock_join_wait(&pb->locks, (const void *)rec, add_lock, pb);
+		break;
+	case EMBER_REC_LOCK_WAKER:
+		lock_join_waker(&pb->locks, (const void *)rec, add_lock, pb);
 		break;
 	case EMBER_REC_LOST:
 		pb->c.lost += ((const struct ember_lost *)rec)->lost;

@@ -64,6 +64,11 @@ struct pb_counters {
 	uint32_t processes;	/* distinct pids with samples */
 	uint64_t inuse_untracked;	/* sampled blocks not followed: full */
 	uint64_t frees_unknown;	/* frees of blocks not followed */
+	/* -e lock (lock_join.h): waits joined with their waker's record,
+	 * waits whose waker never came, wakers whose wait never came or had
+	 * none, wakers evicted (pending table full); records held */
+	uint64_t lock_joined, lock_missing, lock_orphans, lock_evicted;
+	size_t lock_pending;
 };
 
 struct profile_builder;
@@ -119,6 +124,8 @@ uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user);
 
 /*
  * Symbolize and freeze everything aggregated since pb_new()/pb_reset().
+ * A flush point for -e lock: waits still waiting for their waker's record
+ * are aggregated without it.
  * meta supplies what the builder cannot know (host, backend, events, freq,
  * times, lost from the source); the builder adds its own counts to
  * samples[], lost, bad_records and dropped_stacks. NULL on out of memory.

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "aggregate/live_blocks.h"
+#include "aggregate/lock_join.h"
 #include "aggregate/aggregate.h"
 #include "proc/proc.h"
 
@@ -36,7 +37,16 @@ struct agg_entry {
 	uint32_t nr_live;		/* PROF_EV_INUSE: blocks not freed */
 	uint8_t state;			/* PROF_EV_OFFCPU: enum ember_offcpu_state */
 	char comm[EMBER_COMM_LEN];
-	uint64_t ips[];			/* kernel leaf..root, user leaf..root */
+	/* PROF_EV_LOCK: the lock, and the waker's stack after the waiter's */
+	uint64_t lock_addr;
+	uint16_t lock_flags;		/* EMBER_LOCK_F_* */
+	uint8_t lock_kind;		/* enum ember_lock_kind */
+	bool has_waker;
+	uint16_t wk_nr_kernel, wk_nr_user;
+	uint32_t wk_pid;
+	char wk_comm[EMBER_COMM_LEN];
+	/* kernel leaf..root, user leaf..root; then the waker's, the same */
+	uint64_t ips[];
 };
 
 struct profile_builder {
@@ -53,6 +63,7 @@ struct profile_builder {
 	bool own_procs;			/* made by pb_new(), freed by pb_free() */
 
 	struct live_blocks live;	/* -e alloc: sampled blocks not freed */
+	struct lock_join locks;		/* -e lock: waits and wakers joined */
 
 	struct pb_counters c;
 };
@@ -63,5 +74,8 @@ static inline uint64_t pb_mix64(uint64_t h, uint64_t v)
 	h *= 0xff51afd7ed558ccdull;
 	return h ^ (h >> 33);
 }
+
+/* -e lock: hand every wait still waiting for its waker on (a flush point). */
+void pb_flush_locks(struct profile_builder *pb);
 
 #endif

@@ -24,6 +24,7 @@ enum prof_event {
 	PROF_EV_FAULTS,		/* sampled page faults: weight in bytes */
 	PROF_EV_ALLOC,		/* sampled allocations: bytes, count objects */
 	PROF_EV_INUSE,		/* of those, not freed yet: bytes, objects */
+	PROF_EV_LOCK,		/* contended lock waits: count, delay in ns */
 	PROF_EV__COUNT,
 };
 
@@ -77,10 +78,12 @@ struct prof_sample {
 	uint32_t nr_frames;
 	const struct prof_frame *const *frames;
 	uint64_t count;		/* samples, off-CPU intervals or fault samples;
-				 * objects allocated (PROF_EV_ALLOC, _INUSE) */
+				 * objects allocated (PROF_EV_ALLOC, _INUSE);
+				 * contentions (PROF_EV_LOCK) */
 	uint64_t weight_ns;	/* sum of periods, of off-CPU time, or bytes
 				 * faulted in (PROF_EV_FAULTS), allocated or
-				 * in use (PROF_EV_ALLOC, _INUSE) */
+				 * in use (PROF_EV_ALLOC, _INUSE); the time
+				 * waited (PROF_EV_LOCK) */
 	/* Up to nr_timestamps CLOCK_REALTIME sample times (bounded, may be 0). */
 	uint32_t nr_timestamps;
 	const uint64_t *timestamps_ns;
@@ -88,6 +91,18 @@ struct prof_sample {
 	 * ember_offcpu_state; EMBER_STATE_NONE when the backend did not say).
 	 * Last: fixtures initialize the fields above by position. */
 	uint8_t offcpu_state;
+	/*
+	 * PROF_EV_LOCK: which lock. frames[] then holds, leaf first, the
+	 * waker's "[waker COMM]" frame and its stack root first (when one was
+	 * joined: lock_waker), the lock's frame (prof_lock_frame_name()),
+	 * then the waiter's stack: folded output shows waiter root .. leaf,
+	 * [lock ...], waker leaf .. root, [waker COMM], as offwaketime does.
+	 */
+	uint64_t lock_addr;	/* futex uaddr or kernel lock address */
+	const char *lock_kind;	/* "mutex", "rwlock", "condvar", "rwsem-write"... */
+	const char *lock_name;	/* kernel lock's symbol ("mmap_lock"), or NULL */
+	uint16_t lock_flags;	/* EMBER_LOCK_F_* */
+	bool lock_waker;	/* frames[] starts with the waker's */
 };
 
 struct prof_meta {
@@ -120,6 +135,15 @@ struct prof_meta {
 	 * stopped early, most often before a process's tables were bound.
 	 */
 	uint64_t unproven_user_stacks;
+	/*
+	 * -e lock: waits joined with their waker's record, waits whose waker
+	 * record never came (aggregated without it), waker records whose
+	 * wait never came or kept none (a timeout), and waker records
+	 * evicted from the bounded pending table.
+	 */
+	uint64_t lock_wakers_joined, lock_waker_missing;
+	uint64_t lock_waker_orphans, lock_waker_evicted;
+	uint64_t lock_min_ns;		/* shorter waits were not recorded */
 	/*
 	 * Folded and SVG output end off-CPU stacks with a frame naming the
 	 * wait state ([sleeping], [disk], [preempted]: --off-cpu-state).
@@ -178,6 +202,23 @@ static inline const char *prof_offcpu_state_name(uint8_t state)
 	}
 }
 
+/*
+ * The frame between a lock wait's waiter and waker stacks:
+ * "[lock 0x7f12... mutex]", "[lock mmap_lock rwsem-write]". Into buf.
+ */
+static inline const char *prof_lock_frame_name(const struct prof_sample *s,
+					       char *buf, size_t len)
+{
+	const char *kind = s->lock_kind ? s->lock_kind : "lock";
+
+	if (s->lock_name && s->lock_name[0])
+		snprintf(buf, len, "[lock %s %s]", s->lock_name, kind);
+	else
+		snprintf(buf, len, "[lock 0x%llx %s]",
+			 (unsigned long long)s->lock_addr, kind);
+	return buf;
+}
+
 #define PROF_GROUP_NAME_MAX	4112	/* a cgroup path (PATH_MAX) and "[cgroup ]" */
 
 /*
@@ -197,6 +238,16 @@ static inline const char *prof_group_name(const struct prof_process *p,
 		snprintf(buf, len, "[host]");
 	return buf;
 }
+
+/*
+ * A lock wait's kind as outputs name it: kernel locks by their flags
+ * ("mutex", "rwsem-write", "spinlock"...), "pi-mutex", "waitv", and other
+ * futex waits by the first function of the waiter's user stack that
+ * tells (frames leaf first): "mutex", "rwlock", "condvar", "semaphore",
+ * "barrier", else "futex". Defined in profile_freeze.c.
+ */
+const char *prof_lock_kind(uint8_t kind, uint16_t flags,
+			   const struct prof_frame *const *frames, size_t nr);
 
 /* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */
 const char *prof_frame_label(const struct profile *p, const struct prof_frame *f);

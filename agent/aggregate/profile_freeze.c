@@ -328,9 +328,218 @@ static size_t sampler_frames(const struct prof_frame **frames, size_t nr)
 	return n > 1 ? n - 1 : 0;
 }
 
+/* ---- -e lock: the lock's frame, its kind, the waker's frames ---------- */
+
+/*
+ * Synthetic frames ("[lock ...]", "[waker COMM]"), one per name in a
+ * profile: writers that key locations by frame pointer (pprof, OTLP) then
+ * share them across samples.
+ */
+struct name_frame {
+	struct name_frame *next;
+	struct prof_frame f;
+	char name[];
+};
+
+struct name_frames {
+	struct name_frame *b[1024];
+};
+
+static const struct prof_frame *name_frame(struct profile_impl *pi,
+					   struct name_frames *nf,
+					   const char *name)
+{
+	size_t len = strlen(name);
+	uint64_t h = 0;
+	struct name_frame *e;
+
+	for (size_t i = 0; i < len; i++)
+		h = pb_mix64(h, (unsigned char)name[i]);
+	for (e = nf->b[h % 1024]; e; e = e->next)
+		if (!strcmp(e->name, name))
+			return &e->f;
+	e = arena_alloc(pi, sizeof(*e) + len + 1);
+	if (!e)
+		return NULL;
+	memcpy(e->name, name, len + 1);
+	e->f = (struct prof_frame){ .kind = PROF_FRAME_UNKNOWN,
+				    .function = e->name };
+	e->next = nf->b[h % 1024];
+	nf->b[h % 1024] = e;
+	return &e->f;
+}
+
+/*
+ * What a futex wait was, from the functions of the waiter's user stack
+ * (leaf first; the first that tells wins): glibc's names, with their
+ * internal "__"/"___" and version suffixes.
+ */
+static const char *futex_kind_of(const char *fn)
+{
+	static const struct { const char *prefix, *kind; } kinds[] = {
+		{ "pthread_mutex_lock", "mutex" },
+		{ "pthread_mutex_timedlock", "mutex" },
+		{ "pthread_mutex_clocklock", "mutex" },
+		{ "pthread_mutex_cond_lock", "mutex" },
+		{ "pthread_rwlock_", "rwlock" },
+		{ "pthread_cond_", "condvar" },
+		{ "sem_wait", "semaphore" },
+		{ "sem_timedwait", "semaphore" },
+		{ "sem_clockwait", "semaphore" },
+		{ "new_sem_wait", "semaphore" },
+		{ "pthread_barrier_wait", "barrier" },
+	};
+
+	while (*fn == '_')
+		fn++;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strncmp(fn, kinds[i].prefix, strlen(kinds[i].prefix)))
+			return kinds[i].kind;
+	return NULL;
+}
+
+const char *prof_lock_kind(uint8_t kind, uint16_t flags,
+			   const struct prof_frame *const *frames, size_t nr)
+{
+	if (kind == EMBER_LOCK_KERNEL) {
+		/* LCB_F_*: a mutex may spin first; rw spinlocks are rwlock_t */
+		if (flags & EMBER_LOCK_F_PERCPU)
+			return "percpu-rwsem";
+		if (flags & EMBER_LOCK_F_RT)
+			return "rtmutex";
+		if (flags & EMBER_LOCK_F_MUTEX)
+			return "mutex";
+		if (flags & EMBER_LOCK_F_SPIN)
+			return flags & EMBER_LOCK_F_READ ? "rwlock-read" :
+			       flags & EMBER_LOCK_F_WRITE ? "rwlock-write" :
+			       "spinlock";
+		if (flags & EMBER_LOCK_F_READ)
+			return "rwsem-read";
+		if (flags & EMBER_LOCK_F_WRITE)
+			return "rwsem-write";
+		return "kernel-lock";
+	}
+	if (kind == EMBER_LOCK_FUTEX_PI)
+		return "pi-mutex";
+	if (kind == EMBER_LOCK_FUTEX_WAITV)
+		return "waitv";
+	for (size_t i = 0; i < nr; i++) {
+		const char *k;
+
+		if (!frames[i] || frames[i]->kind == PROF_FRAME_KERNEL ||
+		    !frames[i]->function)
+			continue;
+		k = futex_kind_of(frames[i]->function);
+		if (k)
+			return k;
+	}
+	return "futex";
+}
+
+/* A kernel lock's name: mmap_lock, or the static lock's data symbol. */
+static const char *lock_name(struct profile_builder *pb,
+			     struct profile_impl *pi, const struct agg_entry *e)
+{
+	char buf[256];
+	const char *sym;
+	uint64_t off = 0;
+
+	if (e->lock_kind != EMBER_LOCK_KERNEL)
+		return NULL;
+	if (e->lock_flags & EMBER_LOCK_F_MMAP_LOCK)
+		return "mmap_lock";
+	sym = pb->sym ? sym_kernel_data_symbol(pb->sym, e->lock_addr, &off) :
+	      NULL;
+	if (!sym)
+		return NULL;
+	if (!off)
+		return sym;
+	snprintf(buf, sizeof(buf), "%s+0x%llx", sym, (unsigned long long)off);
+	return arena_strdup(pi, buf);
+}
+
+/*
+ * frames[] of a lock wait: the waker's "[waker COMM]" and its frames
+ * root first (copies: an inlined flag would now point the wrong way),
+ * the lock's frame, then the waiter's (wait[0..nr_wait), leaf first).
+ */
+static int lock_frames(struct profile_builder *pb, struct profile_impl *pi,
+		       struct addr_cache *ac, struct name_frames *nf,
+		       const struct agg_entry *e, struct prof_sample *ps,
+		       const struct prof_frame **wait, size_t nr_wait,
+		       const struct prof_frame ***out, size_t *nr_out)
+{
+	const struct prof_frame **wk = NULL, **frames;
+	size_t wk_nips = (size_t)e->wk_nr_kernel + e->wk_nr_user, nr_wk = 0;
+	const uint64_t *ips = e->ips + e->nr_kernel + e->nr_user;
+	char name[PROF_GROUP_NAME_MAX];
+	struct addr_entry *ae;
+	size_t n = 0;
+
+	ps->lock_addr = e->lock_addr;
+	ps->lock_flags = e->lock_flags;
+	ps->lock_kind = prof_lock_kind(e->lock_kind, e->lock_flags,
+				       (const struct prof_frame *const *)wait,
+				       nr_wait);
+	ps->lock_name = lock_name(pb, pi, e);
+	ps->lock_waker = e->has_waker;
+	for (size_t i = 0; e->has_waker && i < wk_nips; i++) {
+		/* resolve() caches: the second pass below costs a lookup */
+		ae = resolve(pb, pi, ac, i < e->wk_nr_kernel ? UINT32_MAX :
+			     e->wk_pid, ips[i], i < e->wk_nr_kernel ? i > 0 :
+			     i > e->wk_nr_kernel);
+		if (!ae)
+			return -ENOMEM;
+		nr_wk += ae->nr;
+	}
+	if (e->has_waker) {
+		wk = arena_alloc(pi, (nr_wk + 1) * sizeof(*wk));
+		if (!wk)
+			return -ENOMEM;
+		nr_wk = 0;
+		for (size_t i = 0; i < wk_nips; i++) {
+			bool kernel = i < e->wk_nr_kernel;
+			bool is_ret = kernel ? i > 0 : i > e->wk_nr_kernel;
+
+			ae = resolve(pb, pi, ac, kernel ? UINT32_MAX : e->wk_pid,
+				     ips[i], is_ret);
+			if (!ae)
+				return -ENOMEM;
+			for (uint32_t j = 0; j < ae->nr; j++) {
+				struct prof_frame *c = arena_alloc(pi, sizeof(*c));
+
+				if (!c)
+					return -ENOMEM;
+				*c = *ae->frames[j];
+				c->inlined = false;
+				wk[nr_wk++] = c;
+			}
+		}
+	}
+	frames = arena_alloc(pi, (nr_wk + nr_wait + 3) * sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	if (e->has_waker) {
+		snprintf(name, sizeof(name), "[waker %s]",
+			 e->wk_comm[0] ? e->wk_comm : "?");
+		if (!(frames[n++] = name_frame(pi, nf, name)))
+			return -ENOMEM;
+		for (size_t i = nr_wk; i-- > 0;)
+			frames[n++] = wk[i];
+	}
+	if (!(frames[n++] = name_frame(pi, nf, prof_lock_frame_name(ps, name,
+								     sizeof(name)))))
+		return -ENOMEM;
+	memcpy(frames + n, wait, nr_wait * sizeof(*frames));
+	*out = frames;
+	*nr_out = n + nr_wait;
+	return 0;
+}
+
 /* Fill one prof_sample from an aggregated entry. */
 static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
-			struct addr_cache *ac, const struct agg_entry *e,
+			struct addr_cache *ac, struct name_frames *nf,
+			const struct agg_entry *e,
 			struct prof_sample *ps, struct prof_process *procs,
 			size_t nr_procs, uint64_t mono_to_real)
 {
@@ -380,6 +589,9 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 	}
 
 	memset(ps, 0, sizeof(*ps));
+	if (e->event == PROF_EV_LOCK &&
+	    lock_frames(pb, pi, ac, nf, e, ps, frames, nr, &frames, &nr))
+		return -ENOMEM;
 	ps->process = find_process(procs, nr_procs, e->pid);
 	ps->tid = e->tid;
 	ps->thread_name = arena_strdup(pi, e->comm);
@@ -427,13 +639,19 @@ struct profile *pb_finish(struct profile_builder *pb,
 {
 	struct profile_impl *pi = calloc(1, sizeof(*pi));
 	struct addr_cache ac = { 0 };
+	struct name_frames *nf = calloc(1, sizeof(*nf));
 	struct prof_process *procs = NULL;
 	struct prof_sample *samples;
 	uint64_t mono_to_real;
 	size_t n = 0;
 
-	if (!pi)
+	if (!pi || !nf) {
+		free(pi);
+		free(nf);
 		return NULL;
+	}
+	/* a flush point: waits still waiting for their waker go in now */
+	pb_flush_locks(pb);
 	if (meta)
 		pi->pub.meta = *meta;
 	for (int i = 0; i < PROF_EV__COUNT; i++)
@@ -442,6 +660,10 @@ struct profile *pb_finish(struct profile_builder *pb,
 	pi->pub.meta.bad_records += pb->c.bad_records;
 	pi->pub.meta.dropped_stacks += pb->c.dropped_stacks;
 	pi->pub.meta.cut_user_stacks += pb->c.cut_user_stacks;
+	pi->pub.meta.lock_wakers_joined += pb->locks.c.joined;
+	pi->pub.meta.lock_waker_missing += pb->locks.c.missing;
+	pi->pub.meta.lock_waker_orphans += pb->locks.c.orphans;
+	pi->pub.meta.lock_waker_evicted += pb->locks.c.evicted;
 	pi->pub.meta.host_name = arena_strdup(pi, pi->pub.meta.host_name);
 	pi->pub.meta.backend = arena_strdup(pi, pi->pub.meta.backend);
 
@@ -463,7 +685,7 @@ struct profile *pb_finish(struct profile_builder *pb,
 			/* every block of it was freed: nothing in use */
 			if (e->event == PROF_EV_INUSE && !e->nr_live)
 				continue;
-			if (freeze_entry(pb, pi, &ac, e, &samples[n++], procs,
+			if (freeze_entry(pb, pi, &ac, nf, e, &samples[n++], procs,
 					 pi->pub.nr_processes, mono_to_real))
 				goto fail;
 		}
@@ -472,9 +694,11 @@ struct profile *pb_finish(struct profile_builder *pb,
 	pi->pub.nr_samples = n;
 	exe_build_ids(samples, n);
 	free(ac.b);
+	free(nf);
 	return &pi->pub;
 fail:
 	free(ac.b);
+	free(nf);
 	profile_free(&pi->pub);
 	return NULL;
 }

@@ -91,7 +91,13 @@ static void print_attrs(struct dec *x, const int32_t *idx, size_t n)
 		}
 		a = x->d->attribute_table[idx[i]];
 		fprintf(x->out, " %s=", str(x, a->key_strindex));
-		print_value(x, a->value);
+		/* -e lock's addresses read as addresses */
+		if (a->value && a->value->value_case ==
+		    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE &&
+		    !strcmp(str(x, a->key_strindex), "ember.lock.address"))
+			fprintf(x->out, "0x%" PRIx64, (uint64_t)a->value->int_value);
+		else
+			print_value(x, a->value);
 	}
 }
 
@@ -180,8 +186,13 @@ static void print_profile(struct dec *x,
 			str(x, p->period_type->unit_strindex));
 	fputs(", start ", x->out);
 	print_time(x->out, p->time_unix_nano);
-	fprintf(x->out, ", %.3f s, %zu samples, total %" PRIu64 "\n",
+	fprintf(x->out, ", %.3f s, %zu samples, total %" PRIu64,
 		(double)p->duration_nano / 1e9, p->n_samples, total);
+	/* a time (off_cpu, -e lock's delay) also in seconds */
+	if (p->sample_type &&
+	    !strcmp(str(x, p->sample_type->unit_strindex), "nanoseconds"))
+		fprintf(x->out, " (%.6f s)", (double)total / 1e9);
+	fputc('\n', x->out);
 	if (x->summary)
 		return;
 	for (size_t i = 0; i < p->n_samples; i++) {

@@ -192,6 +192,24 @@ static void report_proc_table(struct proc_table *t)
 			"when seen again)\n", st.refused, st.evicted);
 }
 
+/* -e lock: contentions, the time waited, and how many wakers were joined. */
+static void print_lock_summary(const struct profile *p,
+			       const struct ember_opts *o, const char *sep)
+{
+	const struct prof_meta *m = &p->meta;
+	uint64_t ns = 0;
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (p->samples[i].event == PROF_EV_LOCK)
+			ns += p->samples[i].weight_ns;
+	fprintf(stderr, "%s%llu lock contentions (%.3f s waited)", sep,
+		(unsigned long long)m->samples[PROF_EV_LOCK], ns / 1e9);
+	if (o->lock_waker)
+		fprintf(stderr, ", wakers: %llu joined, %llu missing",
+			(unsigned long long)m->lock_wakers_joined,
+			(unsigned long long)m->lock_waker_missing);
+}
+
 static void print_summary(const struct profile *p, const struct ember_opts *o,
 			  int written)
 {
@@ -201,7 +219,8 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 
 	fputs("ember: ", stderr);
 	if (o->events & EMBER_EV_ONCPU ||
-	    !(o->events & (EMBER_EV_OFFCPU | EMBER_EV_FAULTS | EMBER_EV_ALLOC))) {
+	    !(o->events & (EMBER_EV_OFFCPU | EMBER_EV_FAULTS | EMBER_EV_ALLOC |
+			   EMBER_EV_LOCK))) {
 		fprintf(stderr, "%llu samples", (unsigned long long)m->samples[PROF_EV_CPU]);
 		sep = ", ";
 	}
@@ -232,7 +251,10 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 		fprintf(stderr, "%s%llu allocation samples (%.1f MiB allocated, %.1f MiB still in use)",
 			sep, (unsigned long long)m->samples[PROF_EV_ALLOC],
 			alloc / 1048576.0, inuse / 1048576.0);
+		sep = ", ";
 	}
+	if (o->events & EMBER_EV_LOCK)
+		print_lock_summary(p, o, sep);
 	fprintf(stderr, ", %zu processes, %llu lost", p->nr_processes,
 		(unsigned long long)m->lost);
 	if (m->bad_records)
@@ -257,7 +279,8 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 			(unsigned long long)(m->samples[PROF_EV_CPU] +
 					     m->samples[PROF_EV_OFFCPU] +
 					     m->samples[PROF_EV_FAULTS] +
-					     m->samples[PROF_EV_ALLOC]),
+					     m->samples[PROF_EV_ALLOC] +
+					     m->samples[PROF_EV_LOCK]),
 			(unsigned long long)m->unproven_user_stacks);
 	if (m->inuse_untracked)
 		fprintf(stderr, "ember: %llu sampled blocks were not followed to their free (table full): in use is understated\n",

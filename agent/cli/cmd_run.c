@@ -54,6 +54,10 @@ struct run_counters {
 	uint64_t samples[PROF_EV__COUNT];
 	uint64_t lost, bad_records, dropped_stacks, cut_user_stacks;
 	uint64_t unproven_user_stacks;
+	/* -e lock: the backend's counters (read at each interval edge) and
+	 * the joins of waits with their wakers */
+	uint64_t lock_waits, lock_overflow, lock_wakers;
+	uint64_t lock_joined, lock_missing, lock_orphans, lock_evicted;
 	uint64_t intervals, empty_intervals, encode_failures;
 	uint64_t last_export_bytes;
 	struct otlp_exporter *x;
@@ -137,6 +141,29 @@ static void fill_unwind_metrics(FILE *f, struct unwind_service *us)
 		u.bind_latency_ns_max / 1e9, u.rechecks, u.recheck_binds);
 }
 
+/* -e lock's part of /metrics: the backend's waits, the agent's joins. */
+static void fill_lock_metrics(FILE *f, const struct run_counters *c)
+{
+	fprintf(f,
+		"# HELP ember_lock_waits_total Contended waits the backend saw (futex waits, kernel lock contentions).\n"
+		"# TYPE ember_lock_waits_total counter\n"
+		"ember_lock_waits_total %" PRIu64 "\n"
+		"# HELP ember_lock_overflow_total Waits not followed: the backend's in-flight wait table was full.\n"
+		"# TYPE ember_lock_overflow_total counter\n"
+		"ember_lock_overflow_total %" PRIu64 "\n"
+		"# HELP ember_lock_wakers_total Waker records the backend wrote.\n"
+		"# TYPE ember_lock_wakers_total counter\n"
+		"ember_lock_wakers_total %" PRIu64 "\n"
+		"# HELP ember_lock_waker_joins_total Waker records, by what became of them: joined to their wait, waits whose waker never came (missing), wakers whose wait never came or kept none (orphan), wakers evicted from the full pending table.\n"
+		"# TYPE ember_lock_waker_joins_total counter\n"
+		"ember_lock_waker_joins_total{result=\"joined\"} %" PRIu64 "\n"
+		"ember_lock_waker_joins_total{result=\"missing\"} %" PRIu64 "\n"
+		"ember_lock_waker_joins_total{result=\"orphan\"} %" PRIu64 "\n"
+		"ember_lock_waker_joins_total{result=\"evicted\"} %" PRIu64 "\n",
+		c->lock_waits, c->lock_overflow, c->lock_wakers, c->lock_joined,
+		c->lock_missing, c->lock_orphans, c->lock_evicted);
+}
+
 static void fill_metrics(FILE *f, void *ctx)
 {
 	struct run_counters *c = ctx;
@@ -154,6 +181,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		"ember_samples_total{event=\"cpu\"} %" PRIu64 "\n"
 		"ember_samples_total{event=\"offcpu\"} %" PRIu64 "\n"
 		"ember_samples_total{event=\"faults\"} %" PRIu64 "\n"
+		"ember_samples_total{event=\"lock\"} %" PRIu64 "\n"
 		"# HELP ember_lost_total Records the kernel side dropped (rings full).\n"
 		"# TYPE ember_lost_total counter\n"
 		"ember_lost_total %" PRIu64 "\n"
@@ -206,7 +234,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		"# TYPE ember_info gauge\n"
 		"ember_info{backend=\"%s\"} 1\n",
 		snap.samples[PROF_EV_CPU], snap.samples[PROF_EV_OFFCPU],
-		snap.samples[PROF_EV_FAULTS], snap.lost, snap.bad_records, snap.dropped_stacks, snap.cut_user_stacks,
+		snap.samples[PROF_EV_FAULTS], snap.samples[PROF_EV_LOCK], snap.lost, snap.bad_records, snap.dropped_stacks, snap.cut_user_stacks,
 		snap.unproven_user_stacks,
 		snap.intervals,
 		snap.empty_intervals, snap.encode_failures, st.exported, st.failed,
@@ -215,6 +243,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		st.queue_depth + st.in_flight, st.queue_bytes, st.last_status,
 		metrics_self_rss_bytes(), metrics_self_cpu_seconds(),
 		snap.backend ? snap.backend : "");
+	fill_lock_metrics(f, &snap);
 	if (snap.procs)
 		fill_proc_metrics(f, snap.procs);
 	if (snap.unwind)
@@ -249,13 +278,21 @@ static void export_interval(struct session *s, const struct ember_opts *rc,
 		.attrs = rc->attrs, .nr_attrs = rc->nr_attrs,
 	};
 	struct profile *p = session_snapshot(s);
+	struct ember_source_stats st = { 0 };
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int r;
 
 	session_reset(s);
+	/* here, not in the metrics thread: a backend's stats are not
+	 * thread-safe against its poll */
+	if (s->src && s->ops->stats)
+		s->ops->stats(s->src, &st);
 	pthread_mutex_lock(&c->lock);
 	c->intervals++;
+	c->lock_waits = st.lock_waits;
+	c->lock_overflow = st.lock_overflow;
+	c->lock_wakers = st.lock_wakers;
 	if (p) {
 		for (int ev = 0; ev < PROF_EV__COUNT; ev++)
 			c->samples[ev] += p->meta.samples[ev];
@@ -264,6 +301,10 @@ static void export_interval(struct session *s, const struct ember_opts *rc,
 		c->dropped_stacks += p->meta.dropped_stacks;
 		c->cut_user_stacks += p->meta.cut_user_stacks;
 		c->unproven_user_stacks += p->meta.unproven_user_stacks;
+		c->lock_joined += p->meta.lock_wakers_joined;
+		c->lock_missing += p->meta.lock_waker_missing;
+		c->lock_orphans += p->meta.lock_waker_orphans;
+		c->lock_evicted += p->meta.lock_waker_evicted;
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!p) {
@@ -320,13 +361,14 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	if (nc.freq_hz != rc->freq_hz || nc.events != rc->events ||
 	    nc.fault_period != rc->fault_period ||
 	    nc.offcpu_min_ns != rc->offcpu_min_ns ||
+	    nc.lock_min_ns != rc->lock_min_ns || nc.lock_waker != rc->lock_waker ||
 	    nc.include_idle != rc->include_idle || nc.no_cfi != rc->no_cfi ||
 	    nc.max_stacks != rc->max_stacks ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
 	    (nc.metrics_addr ? !rc->metrics_addr || strcmp(nc.metrics_addr, rc->metrics_addr)
 			     : rc->metrics_addr != NULL))
 		fprintf(stderr, "ember run: reloaded; freq, event, fault-period, offcpu-min, "
-			"idle, no-cfi, max-stacks, backend, pid and metrics-addr changes "
+			"lock-min, waker, idle, no-cfi, max-stacks, backend, pid and metrics-addr changes "
 			"take effect on restart\n");
 	else if (!nc.quiet)
 		fprintf(stderr, "ember run: configuration reloaded (endpoint %s, "
@@ -336,6 +378,8 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	nc.events = rc->events;
 	nc.fault_period = rc->fault_period;
 	nc.offcpu_min_ns = rc->offcpu_min_ns;
+	nc.lock_min_ns = rc->lock_min_ns;
+	nc.lock_waker = rc->lock_waker;
 	nc.include_idle = rc->include_idle;
 	nc.no_cfi = rc->no_cfi;
 	nc.max_stacks = rc->max_stacks;

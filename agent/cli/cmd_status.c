@@ -58,6 +58,9 @@ static void print_caps(uint64_t caps)
 		{ EMBER_CAP_FAULTS, "faults" },
 		{ EMBER_CAP_ALLOC, "alloc" },
 		{ EMBER_CAP_ALLOC_ENTRY, "alloc-entry" },
+		{ EMBER_CAP_LOCK_FUTEX, "lock-futex" },
+		{ EMBER_CAP_LOCK_KERNEL, "lock-kernel" },
+		{ EMBER_CAP_LOCK_WAITV, "lock-waitv" },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

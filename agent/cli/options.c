@@ -320,6 +320,8 @@ static int parse_events(const char *s, uint32_t *ev)
 			*ev |= EMBER_EV_FAULTS;
 		else if (!strcmp(tok, "alloc"))
 			*ev |= EMBER_EV_ALLOC;
+		else if (!strcmp(tok, "lock"))
+			*ev |= EMBER_EV_LOCK;
 		else
 			return -1;
 	}
@@ -422,6 +424,16 @@ PARSE(p_offcpu_min)
 	if (!parse_u64(v, 0, 60000000, &us))
 		return bad_value(cx, d, v);
 	o->offcpu_min_ns = us * 1000;
+	return 0;
+}
+
+PARSE(p_lock_min)
+{
+	uint64_t us;
+
+	if (!parse_u64(v, 0, EMBER_MAX_LOCK_MIN_NS / 1000, &us))
+		return bad_value(cx, d, v);
+	o->lock_min_ns = us * 1000;
 	return 0;
 }
 
@@ -667,13 +679,15 @@ const struct ember_option ember_options[] = {
 	  .expected = "a frequency from 1 to 10000 Hz",
 	  .help = "on-CPU sampling frequency, 1..10000 (default: 99 for ember record, 19 for ember run)" },
 	{ "event", 'e', "EVENTS", BOTH, 0, F_CUSTOM, FIELD(events), .parse = p_event,
-	  .expected = "cpu, offcpu, faults, alloc or a list like cpu,faults",
+	  .expected = "cpu, offcpu, faults, alloc, lock or a list like cpu,faults",
 	  .help = "cpu (on-CPU samples, the default), offcpu (time spent blocked or "
 		  "waiting), faults (where memory is first touched: sampled page "
 		  "faults, in bytes), alloc (sampled allocations in bytes, and the "
 		  "bytes still in use: of the COMMAND ember record starts, or of "
 		  "processes started with LD_PRELOAD=" EMBER_ALLOC_LIB_DIR "/"
-		  EMBER_ALLOC_LIB_NAME "), or a list: cpu,offcpu" },
+		  EMBER_ALLOC_LIB_NAME "), lock (contended waits: futex waits of "
+		  "pthread mutexes, rwlocks, condition variables, semaphores, and "
+		  "kernel locks, with the time waited), or a list: cpu,offcpu" },
 	{ "pid", 'p', "PID,...", BOTH, 0, F_CUSTOM, FIELD(pids), .parse = p_pid,
 	  .expected = "a list of process ids like 12,345 (at most 1024)",
 	  .help = "only these processes, all their threads (repeatable)" },
@@ -688,6 +702,14 @@ const struct ember_option ember_options[] = {
 	  .parse = p_offcpu_min, .expected = "microseconds from 0 to 60000000",
 	  .help = "off-CPU intervals shorter than USEC are not recorded (default "
 		  "0: all; in the kernel, so shorter ones cost no stack walk)" },
+	{ "lock-min", 0, "USEC", BOTH, 0, F_CUSTOM, FIELD(lock_min_ns),
+	  .parse = p_lock_min, .expected = "microseconds from 0 to 60000000",
+	  .help = "-e lock: waits shorter than USEC are not recorded (default "
+		  "10; in the kernel, so shorter ones cost no stack walk)" },
+	{ "waker", 0, NULL, BOTH, 0, F_FLAG, FIELD(lock_waker),
+	  .expected = "true or false",
+	  .help = "-e lock: also the stack of the thread that woke each waiter "
+		  "(the unlock path), above the waiter's as [waker COMM]" },
 	{ "max-stacks", 0, "N", BOTH, 0, UINT(max_stacks, 1, 1u << 24),
 	  .expected = "a number from 1 to 16777216",
 	  .help = "unique stacks kept in memory (default 65536)" },
@@ -1049,6 +1071,7 @@ int opts_init(struct ember_opts *o, unsigned int cmd)
 	o->events = EMBER_EV_ONCPU;
 	o->backend = "auto";
 	o->fault_period = EMBER_DEFAULT_FAULT_PERIOD;
+	o->lock_min_ns = EMBER_DEFAULT_LOCK_MIN_NS;
 	if (cmd == CMD_RECORD) {
 		o->freq_hz = EMBER_DEFAULT_FREQ;
 		return 0;
@@ -1118,7 +1141,7 @@ static void put_option(FILE *f, const char *left, const char *help)
 }
 
 static const char record_head[] =
-"usage: ember record [-F HZ] [-e cpu,offcpu,faults,alloc] [-p PID,...]\n"
+"usage: ember record [-F HZ] [-e cpu,offcpu,faults,alloc,lock] [-p PID,...]\n"
 "                    [--cgroup PATH] [-a] [-d SECONDS] [-o FILE]\n"
 "                    [--format folded|svg|pprof|otlp] [--backend auto|kmod|bpf]\n"
 "                    [-- COMMAND [ARGS...]]\n"
@@ -1129,7 +1152,7 @@ static const char record_head[] =
 static const char record_tail[] =
 "\n"
 "Folded output is \"comm;root;...;leaf VALUE\": VALUE counts samples, or\n"
-"microseconds when off-CPU time is recorded. See ember(1).\n";
+"microseconds when off-CPU time or lock waits are recorded. See ember(1).\n";
 
 static const char run_head[] =
 "usage: ember run [OPTIONS]\n"

@@ -53,12 +53,14 @@ enum opt_cmd {
 struct ember_opts {
 	/* sampling: record and run */
 	uint32_t freq_hz;
-	uint32_t events;		/* EMBER_EV_ONCPU/OFFCPU/FAULTS/ALLOC */
+	uint32_t events;		/* EMBER_EV_ONCPU/OFFCPU/FAULTS/ALLOC/LOCK */
 	uint32_t *pids;			/* -p */
 	size_t nr_pids;
 	const char *backend;		/* "auto", "kmod", "bpf" (static) */
 	uint32_t fault_period;		/* 0: the default */
 	uint64_t offcpu_min_ns;		/* 0: every interval */
+	uint64_t lock_min_ns;		/* -e lock: shorter waits not recorded */
+	bool lock_waker;		/* -e lock: the wakers' stacks too */
 	size_t max_stacks;		/* 0: the default */
 	bool include_idle;
 	bool no_cfi;			/* frame pointers only */

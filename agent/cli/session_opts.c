@@ -14,6 +14,8 @@ int session_opts_from(struct session_options *so, struct ember_opts *o)
 	so->src.include_idle = o->include_idle;
 	so->src.offcpu_min_ns = o->offcpu_min_ns;
 	so->src.fault_period = o->fault_period;
+	so->src.lock_min_ns = o->lock_min_ns;
+	so->src.lock_waker = o->lock_waker;
 	so->src.kstack_max = EMBER_DEFAULT_FRAMES;
 	so->src.ustack_max = EMBER_DEFAULT_FRAMES;
 	so->src.pids = o->pids;

@@ -19,6 +19,8 @@ static inline const char *event_frame(enum prof_event ev)
 		return "[alloc]";
 	case PROF_EV_INUSE:
 		return "[inuse]";
+	case PROF_EV_LOCK:
+		return "[lock]";
 	default:
 		return "[cpu]";
 	}

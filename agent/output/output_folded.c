@@ -15,6 +15,10 @@
  * "[inuse]" (not freed when the profile was taken). With --off-cpu-state an
  * off-CPU stack ends in the way its thread waited: "[sleeping]", "[disk]"
  * (uninterruptible, mostly I/O), "[preempted]" or "[other]".
+ * Lock waits (-e lock) weigh the time waited, in microseconds like
+ * off-CPU, under "[lock]": the waiter's stack, a "[lock ADDR KIND]" frame
+ * and, with --waker, the waker's stack leaf first and "[waker COMM]"
+ * (the frames come in that order from the profile, prof_sample).
  * Kernel frames end
  * in "_[k]", as in stackcollapse-perf.pl. Lines are sorted and identical
  * ones merged (different threads of a process fold into one line).
@@ -72,12 +76,16 @@ static int sb_puts(struct strbuf *b, const char *s)
 	return 0;
 }
 
+/* Time-weighed events (off-CPU, lock waits): values in microseconds. */
 static bool profile_has_offcpu(const struct profile *p)
 {
-	if (p->meta.events & (1u << PROF_EV_OFFCPU))
+	uint32_t timed = 1u << PROF_EV_OFFCPU | 1u << PROF_EV_LOCK;
+
+	if (p->meta.events & timed)
 		return true;
 	for (size_t i = 0; i < p->nr_samples; i++)
-		if (p->samples[i].event == PROF_EV_OFFCPU)
+		if (p->samples[i].event == PROF_EV_OFFCPU ||
+		    p->samples[i].event == PROF_EV_LOCK)
 			return true;
 	return false;
 }

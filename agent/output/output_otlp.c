@@ -60,6 +60,7 @@ struct enc {
 	struct otlp_arena a;
 	struct table t[T__COUNT];
 	int32_t s_thread_id, s_thread_name, s_frame_type, s_build_id, s_state;
+	int32_t s_lock_addr, s_lock_kind, s_lock_name;
 	int32_t a_frame_kernel, a_frame_native;
 	uint64_t start_ns, end_ns;	/* covers meta and every timestamp */
 	int err;
@@ -548,14 +549,40 @@ static PSample *add_sample(struct enc *e, PProfile *prof, const PSample *tmpl,
 }
 
 /*
+ * -e lock: which lock, as attributes (no semantic convention names locks:
+ * ember's own namespace). The address is an int (a futex's user address
+ * and a kernel address both fit int64 as their two's complement).
+ */
+static size_t lock_attrs(struct enc *e, const struct prof_sample *s,
+			 int32_t *attrs)
+{
+	size_t n = 0;
+
+	attrs[n++] = attr_idx(e, lazy_str(e, &e->s_lock_addr, "ember.lock.address"),
+			      true, (int64_t)s->lock_addr, NULL);
+	if (s->lock_kind)
+		attrs[n++] = attr_idx(e, lazy_str(e, &e->s_lock_kind,
+						  "ember.lock.kind"),
+				      false, 0, s->lock_kind);
+	if (s->lock_name)
+		attrs[n++] = attr_idx(e, lazy_str(e, &e->s_lock_name,
+						  "ember.lock.name"),
+				      false, 0, s->lock_name);
+	return n;
+}
+
+/*
  * Append the OTLP samples of s to prof (1 or 2): on-CPU samples with
  * timestamps get one Sample whose values are 1 per timestamp, plus one
- * Sample with the remaining count when timestamps were capped.
+ * Sample with the remaining count when timestamps were capped. A lock
+ * wait goes into one of two profiles: contentions (lock_delay false) or
+ * the time waited.
  */
-static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample *s)
+static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample *s,
+			bool lock_delay)
 {
 	int32_t stack = stack_idx(e, s);
-	int32_t *attrs = enc_alloc(e, 3 * sizeof(int32_t));
+	int32_t *attrs = enc_alloc(e, 6 * sizeof(int32_t));
 	size_t nr_attrs = 0;
 	uint64_t nr_ts = s->timestamps_ns ? s->nr_timestamps : 0;
 	PSample tmpl, *ps;
@@ -574,6 +601,8 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 							 "thread.state"),
 					     false, 0,
 					     prof_offcpu_state_name(s->offcpu_state));
+	if (s->event == PROF_EV_LOCK)
+		nr_attrs += lock_attrs(e, s, attrs + nr_attrs);
 
 	opentelemetry__proto__profiles__v1development__sample__init(&tmpl);
 	tmpl.stack_index = stack;
@@ -585,6 +614,12 @@ static void add_samples(struct enc *e, PProfile *prof, const struct prof_sample 
 		ps = add_sample(e, prof, &tmpl, 1);
 		if (ps)
 			ps->values[0] = (int64_t)s->weight_ns;
+		return;
+	}
+	if (s->event == PROF_EV_LOCK) {
+		ps = add_sample(e, prof, &tmpl, 1);
+		if (ps)
+			ps->values[0] = (int64_t)(lock_delay ? s->weight_ns : s->count);
 		return;
 	}
 	if (nr_ts > s->count)
@@ -625,7 +660,8 @@ check:
 }
 
 static PProfile *new_profile(struct enc *e, const struct profile *p,
-			     enum prof_event ev, size_t max_samples)
+			     enum prof_event ev, bool lock_delay,
+			     size_t max_samples)
 {
 	PProfile *prof = enc_alloc(e, sizeof(*prof));
 
@@ -660,6 +696,13 @@ static PProfile *new_profile(struct enc *e, const struct profile *p,
 				    value_type(e, "inuse_space", "bytes");
 		prof->period_type = value_type(e, "space", "bytes");
 		prof->period = (int64_t)p->meta.alloc_rate;
+	} else if (ev == PROF_EV_LOCK) {
+		/* Go's mutex profile: contentions and delay, every one kept */
+		prof->sample_type = lock_delay ?
+				    value_type(e, "delay", "nanoseconds") :
+				    value_type(e, "contentions", "count");
+		prof->period_type = value_type(e, "contentions", "count");
+		prof->period = 1;
 	} else {
 		prof->sample_type = value_type(e, "off_cpu", "nanoseconds");
 	}
@@ -825,26 +868,29 @@ static PResProf *make_resource_profiles(struct enc *e, const struct profile *p,
 	opentelemetry__proto__profiles__v1development__scope_profiles__init(sp);
 	rp->resource = make_resource(e, p, proc, opt);
 	sp->scope = make_scope(e);
-	sp->profiles = enc_alloc(e, PROF_EV__COUNT * sizeof(*sp->profiles));
+	/* + 1: lock waits are two profiles, contentions and delay */
+	sp->profiles = enc_alloc(e, (PROF_EV__COUNT + 1) * sizeof(*sp->profiles));
 	rp->scope_profiles = enc_alloc(e, sizeof(*rp->scope_profiles));
 	if (!rp->resource || !sp->scope || !sp->profiles || !rp->scope_profiles)
 		return NULL;
 	for (int ev = 0; ev < PROF_EV__COUNT; ev++) {
-		PProfile *prof;
+		for (int delay = 0; delay <= (ev == PROF_EV_LOCK); delay++) {
+			PProfile *prof;
 
-		if (!counts[ev])
-			continue;
-		/* Up to two OTLP samples per ember sample (see add_samples). */
-		prof = new_profile(e, p, ev, 2 * counts[ev]);
-		if (!prof)
-			return NULL;
-		for (size_t i = 0; i < p->nr_samples && !e->err; i++) {
-			const struct prof_sample *s = &p->samples[i];
+			if (!counts[ev])
+				continue;
+			/* Up to two OTLP samples per ember sample (add_samples) */
+			prof = new_profile(e, p, ev, delay, 2 * counts[ev]);
+			if (!prof)
+				return NULL;
+			for (size_t i = 0; i < p->nr_samples && !e->err; i++) {
+				const struct prof_sample *s = &p->samples[i];
 
-			if (proc_slot(p, s) == slot && (int)s->event == ev)
-				add_samples(e, prof, s);
+				if (proc_slot(p, s) == slot && (int)s->event == ev)
+					add_samples(e, prof, s, delay);
+			}
+			sp->profiles[sp->n_profiles++] = prof;
 		}
-		sp->profiles[sp->n_profiles++] = prof;
 	}
 	rp->scope_profiles[0] = sp;
 	rp->n_scope_profiles = 1;
@@ -922,6 +968,7 @@ int otlp_encode_request(const struct profile *p,
 	memset(&e, 0, sizeof(e));
 	e.s_thread_id = e.s_thread_name = e.s_frame_type = e.s_build_id = -1;
 	e.s_state = -1;
+	e.s_lock_addr = e.s_lock_kind = e.s_lock_name = -1;
 	e.a_frame_kernel = e.a_frame_native = -1;
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(&req);
 	counts = calloc(nr_slots * PROF_EV__COUNT, sizeof(*counts));

@@ -9,7 +9,12 @@
  *   off_cpu/nanoseconds; every sample carries all of them (0 for the other
  *   event). default_sample_type is cpu when on-CPU was recorded.
  *   Page faults (-e faults) add page_faults/bytes: the bytes the sampled
- *   faults stand for (faults x page size), as Go names heap space.
+ *   faults stand for (faults x page size), as Go names heap space. Lock
+ *   waits (-e lock) add contentions/count and delay/nanoseconds, the types
+ *   of Go's mutex profile (period type contentions/count, period 1 alone),
+ *   with labels lock.address (number), lock.kind and, for a named kernel
+ *   lock, lock.name; their [lock ...] and [waker COMM] frames are
+ *   locations of their own, as in folded output.
  * - period_type cpu/nanoseconds with the sampling period (off_cpu/nanoseconds
  *   and 1 for an off-CPU-only profile, page_faults/count and the fault
  *   period for a faults-only one).
@@ -333,6 +338,7 @@ struct value_layout {
 	/* -e alloc, as Go names heap profiles: objects and bytes, allocated
 	 * and in use (the four together, or -1) */
 	int alloc_objects, alloc_space, inuse_objects, inuse_space;
+	int lock_count, lock_ns;	/* -e lock, as Go's mutex profile */
 };
 
 static void layout_values(const struct profile *p, struct value_layout *v)
@@ -347,6 +353,7 @@ static void layout_values(const struct profile *p, struct value_layout *v)
 	v->cpu_count = v->cpu_ns = v->off_ns = v->fault_bytes = -1;
 	v->alloc_objects = v->alloc_space = -1;
 	v->inuse_objects = v->inuse_space = -1;
+	v->lock_count = v->lock_ns = -1;
 	if (events & (1u << PROF_EV_CPU)) {
 		v->cpu_count = v->nr++;
 		v->cpu_ns = v->nr++;
@@ -360,6 +367,10 @@ static void layout_values(const struct profile *p, struct value_layout *v)
 		v->alloc_space = v->nr++;
 		v->inuse_objects = v->nr++;
 		v->inuse_space = v->nr++;
+	}
+	if (events & (1u << PROF_EV_LOCK)) {
+		v->lock_count = v->nr++;
+		v->lock_ns = v->nr++;
 	}
 	if (!v->nr) {	/* no event at all: still a valid, empty CPU profile */
 		v->cpu_count = v->nr++;
@@ -377,7 +388,39 @@ struct sample_store {
 	PbLabel **label_ptrs;
 };
 
-#define LABELS_PER_SAMPLE 6
+#define LABELS_PER_SAMPLE 9
+
+/* A string label key = val at labels[*nl]. */
+static int64_t label_str(struct builder *b, PbLabel *labels, size_t *nl,
+			 const char *key, const char *val)
+{
+	int64_t k = intern(b, key), v;
+
+	if (k < 0 || (v = intern(b, val)) < 0)
+		return -ENOMEM;
+	labels[*nl].key = k;
+	labels[(*nl)++].str = v;
+	return 0;
+}
+
+/* -e lock: which lock (the address as a number, as pprof filters it). */
+static int64_t lock_labels(struct builder *b, const struct prof_sample *s,
+			   PbLabel *labels, size_t *nl)
+{
+	int64_t k = intern(b, "lock.address");
+
+	if (k < 0)
+		return k;
+	labels[*nl].key = k;
+	labels[(*nl)++].num = (int64_t)s->lock_addr;
+	if (s->lock_kind &&
+	    label_str(b, labels, nl, "lock.kind", s->lock_kind) < 0)
+		return -ENOMEM;
+	if (s->lock_name &&
+	    label_str(b, labels, nl, "lock.name", s->lock_name) < 0)
+		return -ENOMEM;
+	return 0;
+}
 
 static int build_sample(struct builder *b, const struct prof_sample *s,
 			const struct value_layout *vl, PbSample *out,
@@ -424,6 +467,9 @@ static int build_sample(struct builder *b, const struct prof_sample *s,
 	} else if (s->event == PROF_EV_INUSE && vl->inuse_space >= 0) {
 		values[vl->inuse_objects] = s->count;
 		values[vl->inuse_space] = s->weight_ns;
+	} else if (s->event == PROF_EV_LOCK && vl->lock_ns >= 0) {
+		values[vl->lock_count] = s->count;
+		values[vl->lock_ns] = s->weight_ns;
 	}
 	out->n_value = vl->nr;
 	out->value = values;
@@ -464,6 +510,11 @@ static int build_sample(struct builder *b, const struct prof_sample *s,
 		if ((k = intern(b, prof_offcpu_state_name(s->offcpu_state))) < 0)
 			return k;
 		labels[nl++].str = k;
+	}
+	if (s->event == PROF_EV_LOCK) {
+		k = lock_labels(b, s, labels, &nl);
+		if (k < 0)
+			return k;
 	}
 	if (s->process && s->process->container_id) {
 		if ((k = intern(b, "container_id")) < 0)
@@ -539,7 +590,7 @@ static int add_comment(struct builder *b, int64_t *comments, size_t *n,
 
 
 static int build_header(struct builder *b, const struct value_layout *vl,
-			PbValueType types[8], PbValueType *types_ptr[8],
+			PbValueType types[12], PbValueType *types_ptr[12],
 			PbValueType *period_type, int64_t comments[MAX_COMMENTS],
 			PbProfile *pb)
 {
@@ -575,6 +626,12 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		types[vl->inuse_space].type = intern(b, "inuse_space");
 		types[vl->inuse_space].unit = intern(b, "bytes");
 	}
+	if (vl->lock_ns >= 0) {
+		types[vl->lock_count].type = intern(b, "contentions");
+		types[vl->lock_count].unit = intern(b, "count");
+		types[vl->lock_ns].type = intern(b, "delay");
+		types[vl->lock_ns].unit = intern(b, "nanoseconds");
+	}
 	pb->n_sample_type = vl->nr;
 	pb->sample_type = types_ptr;
 
@@ -592,6 +649,11 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		period_type->unit = intern(b, "count");
 		pb->period = m->fault_period ? m->fault_period : 1;
 		pb->default_sample_type = types[vl->fault_bytes].type;
+	} else if (vl->lock_ns >= 0 && vl->alloc_space < 0) {
+		/* Go's mutex profile: contentions, period 1 (every one kept) */
+		*period_type = types[vl->lock_count];
+		pb->period = 1;
+		pb->default_sample_type = types[vl->lock_ns].type;
 	} else {
 		/* Go's heap profiles: period = bytes between samples */
 		*period_type = types[vl->alloc_space];
@@ -616,6 +678,11 @@ static int build_header(struct builder *b, const struct value_layout *vl,
 		err |= add_comment(b, comments, &nc,
 				   "allocations: one sample per %" PRIu64 " bytes on average (Poisson), weighed as the bytes and objects each stands for; in use = sampled blocks not freed when the profile was taken",
 				   m->alloc_rate);
+	if (vl->lock_ns >= 0)
+		err |= add_comment(b, comments, &nc,
+				   "lock waits of %" PRIu64 " us or more; %" PRIu64 " joined with their waker, %" PRIu64 " whose waker record never came",
+				   m->lock_min_ns / 1000, m->lock_wakers_joined,
+				   m->lock_waker_missing);
 	if (m->inuse_untracked)
 		err |= add_comment(b, comments, &nc,
 				   "WARNING: %" PRIu64 " sampled blocks were not followed to their free (table full): in use is understated",
@@ -826,7 +893,7 @@ static void builder_free(struct builder *b)
 int output_pprof(const struct profile *p, FILE *out)
 {
 	PbProfile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
-	PbValueType types[8], *types_ptr[8], period_type;
+	PbValueType types[12], *types_ptr[12], period_type;
 	int64_t comments[MAX_COMMENTS];
 	struct value_layout vl;
 	struct builder b = { .prof = p };

@@ -226,6 +226,10 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 
 		if (kind > PROF_FRAME_UNKNOWN)
 			kind = PROF_FRAME_UNKNOWN;
+		/* a lock wait's [lock ...] and [waker COMM] are ember's own */
+		if (s->event == PROF_EV_LOCK && f && kind == PROF_FRAME_UNKNOWN &&
+		    !f->module && label && label[0] == '[')
+			kind = NODE_META;
 		at = child(t, at, label ? label : "[unknown]", kind, f && f->inlined);
 		if (at >= 0)
 			t->nodes[at].value += v;
@@ -264,7 +268,8 @@ static int build_tree(struct tree *t, const struct profile *p)
 	for (size_t i = 0; i < p->nr_samples; i++)
 		if (p->samples[i].event < PROF_EV__COUNT)
 			t->events |= 1u << p->samples[i].event;
-	t->microseconds = (t->events & (1u << PROF_EV_OFFCPU)) != 0;
+	t->microseconds = (t->events & (1u << PROF_EV_OFFCPU |
+					1u << PROF_EV_LOCK)) != 0;
 	t->events &= (1u << PROF_EV__COUNT) - 1;
 	/* only byte-weighed events: the widths are bytes */
 	t->bytes = t->events && !(t->events & ~(1u << PROF_EV_FAULTS |
@@ -593,7 +598,8 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 	bool cpu = t->events & (1u << PROF_EV_CPU), off = t->events & (1u << PROF_EV_OFFCPU);
 	bool faults = t->events & (1u << PROF_EV_FAULTS);
 	bool alloc = t->events & (1u << PROF_EV_ALLOC | 1u << PROF_EV_INUSE);
-	uint64_t fault_bytes = 0, alloc_bytes = 0, inuse_bytes = 0;
+	bool lock = t->events & (1u << PROF_EV_LOCK);
+	uint64_t fault_bytes = 0, alloc_bytes = 0, inuse_bytes = 0, lock_ns = 0;
 	char num[32];
 	int y = 24;
 
@@ -609,6 +615,8 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 			alloc_bytes += s->weight_ns;
 		else if (s->event == PROF_EV_INUSE)
 			inuse_bytes += s->weight_ns;
+		else if (s->event == PROF_EV_LOCK)
+			lock_ns += s->weight_ns;
 	}
 
 	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"%d\">ember: ", IMAGE_WIDTH / 2, y);
@@ -618,7 +626,7 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 		fputs("on-CPU and off-CPU", out);
 	else if (off)
 		fputs("off-CPU", out);
-	else if (cpu || !(faults || alloc))
+	else if (cpu || !(faults || alloc || lock))
 		fputs("on-CPU", out);
 	if (faults)
 		fputs(cpu || off ? ", and bytes of memory first touched (page faults)" :
@@ -627,6 +635,10 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 		fputs(cpu || off || faults ?
 		      ", and bytes allocated and still in use (sampled allocations)" :
 		      "bytes allocated and still in use (sampled allocations)", out);
+	if (lock)
+		fputs(cpu || off || faults || alloc ?
+		      ", and time waited for contended locks" :
+		      "time waited for contended locks", out);
 	fputs("</text>\n", out);
 
 	y += 18;
@@ -660,6 +672,14 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 		fprintf(out, ", %.1f MiB allocated, %.1f MiB still in use",
 			alloc_bytes / 1048576.0, inuse_bytes / 1048576.0);
 	}
+	if (lock) {
+		fputs(cpu || off || faults || alloc ? ", " : "", out);
+		fprintf(out, "lock: %s contentions, %.3f s waited",
+			thousands(counts[PROF_EV_LOCK], num), lock_ns / 1e9);
+		if (m->lock_wakers_joined || m->lock_waker_missing)
+			fprintf(out, ", %s with their waker",
+				thousands(m->lock_wakers_joined, num));
+	}
 	if (m->backend) {
 		fputs(" \xc2\xb7 backend ", out);
 		put_xml(out, m->backend, 0);
@@ -676,12 +696,17 @@ static void put_header(FILE *out, const struct tree *t, const struct layout *lo,
 		fputs("bytes: under [alloc] allocated, under [inuse] not freed when "
 		      "the profile was taken (each sample weighs the bytes it stands for)",
 		      out);
+	else if (lock && !cpu && !off)
+		fputs("microseconds waited", out);
 	else
 		fputs(t->microseconds ? "microseconds (on-CPU samples weighted by their period, "
 					"off-CPU intervals by their blocked time)"
 				      : "sample counts", out);
 	if (faults && !t->bytes)
 		fputs("; under [faults]: bytes of memory first touched", out);
+	if (lock)
+		fputs("; lock waits: the waiter's stack, [lock ADDRESS KIND], then "
+		      "the waker's stack leaf first and [waker COMM]", out);
 	if (pruned)
 		fprintf(out, " \xc2\xb7 %s boxes under 0.1%% not drawn", thousands(pruned, num));
 	put_stack_quality(out, t->prof);

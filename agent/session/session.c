@@ -42,6 +42,7 @@ int session_open(struct session *s, const struct session_options *opt,
 	s->freq_hz = opt->src.freq_hz ? opt->src.freq_hz : EMBER_DEFAULT_FREQ;
 	s->fault_period = opt->src.fault_period ? opt->src.fault_period :
 			  EMBER_DEFAULT_FAULT_PERIOD;
+	s->lock_min_ns = opt->src.lock_min_ns;
 	/* one process model for the aggregation and the symbolizer */
 	s->procs = proc_table_new(NULL);
 	symo.procs = s->procs;
@@ -81,7 +82,47 @@ int session_open(struct session *s, const struct session_options *opt,
 		session_close(s);
 		return r;
 	}
+	if ((s->events & EMBER_EV_LOCK) && s->ops->lock_caps) {
+		char note[256];
+
+		s->lock_caps = s->ops->lock_caps(s->src);
+		if (!opt->quiet && session_lock_note(s->lock_caps, s->ops->name,
+						     note, sizeof(note)))
+			fprintf(stderr, "ember: %s\n", note);
+	}
 	return 0;
+}
+
+bool session_lock_note(uint64_t caps, const char *backend, char *buf,
+		       size_t len)
+{
+	bool futex = caps & EMBER_CAP_LOCK_FUTEX;
+	bool kernel = caps & EMBER_CAP_LOCK_KERNEL;
+	bool waitv = caps & EMBER_CAP_LOCK_WAITV;
+
+	if (futex && kernel && waitv)
+		return false;
+	if (!futex && !kernel)
+		snprintf(buf, len, "-e lock: the %s backend records no lock waits "
+			 "on this kernel", backend);
+	else if (!futex)
+		snprintf(buf, len, "-e lock: kernel lock contention only: the %s "
+			 "backend records no futex waits on this kernel", backend);
+	else if (!kernel && !waitv)
+		snprintf(buf, len, "-e lock: futex waits only: kernel lock "
+			 "contention needs Linux 5.19+ (lock:contention_begin/end) "
+			 "and futex_waitv 5.16+, which this kernel or the %s "
+			 "backend does not have", backend);
+	else if (!kernel)
+		snprintf(buf, len, "-e lock: no kernel lock contention: it needs "
+			 "the lock:contention_begin/end tracepoints (Linux 5.19+), "
+			 "which this kernel or the %s backend does not have",
+			 backend);
+	else
+		snprintf(buf, len, "-e lock: no futex_waitv waits: the syscall "
+			 "needs Linux 5.16+, which this kernel or the %s backend "
+			 "does not have", backend);
+	return true;
 }
 
 static void source_counters(struct session *s, uint64_t *lost,
@@ -297,6 +338,8 @@ static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
 	switch (rec->type) {
 	case EMBER_REC_SAMPLE:
 	case EMBER_REC_OFFCPU:
+	case EMBER_REC_LOCK:
+	case EMBER_REC_LOCK_WAKER:
 		if (((const struct ember_sample *)rec)->flags & EMBER_SF_USER_CUT)
 			request_after_cut(s, (const struct ember_sample *)rec);
 		break;
@@ -411,6 +454,10 @@ struct profile *session_snapshot(struct session *s)
 		meta.events |= 1u << PROF_EV_FAULTS;
 	if (s->events & EMBER_EV_ALLOC)
 		meta.events |= 1u << PROF_EV_ALLOC | 1u << PROF_EV_INUSE;
+	if (s->events & EMBER_EV_LOCK) {
+		meta.events |= 1u << PROF_EV_LOCK;
+		meta.lock_min_ns = s->lock_min_ns;
+	}
 	meta.alloc_rate = s->alloc_rate;
 	meta.freq_hz = s->freq_hz;
 	meta.period_ns = 1000000000ull / s->freq_hz;

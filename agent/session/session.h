@@ -44,6 +44,9 @@ struct session {
 	uint32_t freq_hz;
 	uint32_t fault_period;
 	uint64_t alloc_rate;		/* -e alloc: bytes between samples */
+	uint64_t lock_min_ns;		/* -e lock: shorter waits not recorded */
+	uint64_t lock_caps;		/* -e lock: EMBER_CAP_LOCK_* the
+					 * backend has (0: it did not say) */
 	bool alloc_no_inuse;		/* -e alloc: entry points only */
 	uint64_t start_real_ns;		/* CLOCK_REALTIME of start/last reset */
 	uint64_t lost_base;		/* source lost count at start/last reset */
@@ -70,6 +73,14 @@ struct session {
 int session_open(struct session *s, const struct session_options *opt,
 		 char *err, size_t err_len);
 int session_start(struct session *s, char *err, size_t err_len);
+/*
+ * -e lock: the one line that says what the backend's EMBER_CAP_LOCK_*
+ * caps leave out (kernel contention before 5.19, futex_waitv before
+ * 5.16), into buf; false when nothing is missing. session_open() prints
+ * it unless quiet.
+ */
+bool session_lock_note(uint64_t caps, const char *backend, char *buf,
+		       size_t len);
 /* Wait up to timeout_ms and drain every ring into the builder. */
 int session_poll(struct session *s, int timeout_ms);
 /*

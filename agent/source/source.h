@@ -139,6 +139,12 @@ struct ember_source_ops {
 	 * (the module): decides whether an exec'd process needs them again.
 	 */
 	bool alloc_pid_follows_exec;
+	/*
+	 * EMBER_EV_LOCK: which of EMBER_CAP_LOCK_FUTEX, _KERNEL and _WAITV
+	 * the opened source records on this kernel (the session says in one
+	 * line what is missing); NULL: the backend does not say.
+	 */
+	uint64_t (*lock_caps)(struct ember_source *src);
 };
 
 extern const struct ember_source_ops ember_source_kmod;

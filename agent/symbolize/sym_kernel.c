@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Kernel symbols from /proc/kallsyms (kernel and loaded modules), parsed
- * once into an array sorted by address. Only text symbols are kept: data
- * symbols would cut functions short and stack addresses are always code.
+ * once into an array sorted by address. Only text symbols are kept (data
+ * symbols would cut functions short and stack addresses are always code);
+ * data symbols, for naming static kernel locks, are a separate table read
+ * on first need (sym_kdata_*, at the end).
  * kallsyms has no sizes, so a symbol ends where the next one starts.
  *
  * With kptr_restrict (or without CAP_SYSLOG) every address reads as 0:
@@ -383,4 +385,128 @@ bool sym_kernel_lookup(struct sym_kernel *k, uint64_t addr,
 	*module = m->name;
 	*module_offset = addr - m->base;
 	return true;
+}
+
+/* ---- data symbols: the names of static kernel locks (-e lock) ---------- */
+
+/*
+ * A lock inside a static object (a struct holding a mutex) is named as
+ * that object plus an offset, up to this far; anything further (heap,
+ * stacks, per-CPU offsets) is no data symbol's.
+ */
+#define KDATA_MAX_OFFSET 4096
+
+struct kdata_sym {
+	uint64_t addr;
+	uint32_t name;		/* offset into sym_kdata.names */
+};
+
+struct sym_kdata {
+	struct kdata_sym *syms;
+	size_t nr, cap;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+static int cmp_kdata(const void *a, const void *b)
+{
+	uint64_t x = ((const struct kdata_sym *)a)->addr;
+	uint64_t y = ((const struct kdata_sym *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "ffffffff82a0c0e0 d rtnl_mutex" (and b/B/D, in modules too) */
+static bool kdata_line(struct sym_kdata *d, char *line)
+{
+	char *end, *name, type;
+	uint64_t addr = strtoull(line, &end, 16);
+	size_t len;
+
+	if (end == line || *end != ' ' || !addr)
+		return true;
+	type = end[1];
+	if (!type || end[2] != ' ' || !strchr("dDbB", type))
+		return true;
+	name = end + 3;
+	len = strcspn(name, "\t\n");
+	if (!len || len > 255)
+		return true;
+	if (d->nr == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 16384;
+		struct kdata_sym *s = realloc(d->syms, cap * sizeof(*s));
+
+		if (!s)
+			return false;
+		d->syms = s;
+		d->cap = cap;
+	}
+	if (d->names_len + len + 1 > d->names_cap) {
+		size_t cap = d->names_cap ? d->names_cap * 2 : 1u << 18;
+		char *n = realloc(d->names, cap);
+
+		if (!n || cap > UINT32_MAX)
+			return false;
+		d->names = n;
+		d->names_cap = cap;
+	}
+	memcpy(d->names + d->names_len, name, len);
+	d->names[d->names_len + len] = '\0';
+	d->syms[d->nr++] = (struct kdata_sym){ addr, (uint32_t)d->names_len };
+	d->names_len += len + 1;
+	return true;
+}
+
+struct sym_kdata *sym_kdata_load(const char *path)
+{
+	struct sym_kdata *d = calloc(1, sizeof(*d));
+	char buf[KALLSYMS_MAX_LINE], *line;
+	struct safe_lines lines;
+	FILE *f;
+
+	if (!d)
+		return NULL;
+	f = fopen(path, "re");
+	if (!f) {
+		free(d);
+		return NULL;
+	}
+	safe_lines_init(&lines, f, buf, sizeof(buf), KALLSYMS_MAX_BYTES, 0);
+	while ((line = safe_line(&lines, NULL)))
+		if (!kdata_line(d, line))
+			break;
+	fclose(f);
+	qsort(d->syms, d->nr, sizeof(*d->syms), cmp_kdata);
+	return d;
+}
+
+void sym_kdata_free(struct sym_kdata *d)
+{
+	if (!d)
+		return;
+	free(d->syms);
+	free(d->names);
+	free(d);
+}
+
+const char *sym_kdata_lookup(const struct sym_kdata *d, uint64_t addr,
+			     uint64_t *off)
+{
+	size_t lo = 0, hi;
+
+	if (!d || !d->nr)
+		return NULL;
+	hi = d->nr;
+	while (lo < hi) {	/* first symbol with addr > target */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr - d->syms[lo - 1].addr >= KDATA_MAX_OFFSET)
+		return NULL;
+	*off = addr - d->syms[lo - 1].addr;
+	return d->names + d->syms[lo - 1].name;
 }

@@ -95,6 +95,8 @@ struct symbolizer {
 	char *kallsyms_path;
 	struct sym_kernel *kernel;
 	bool kernel_tried;
+	struct sym_kdata *kdata;	/* data symbols: -e lock's lock names */
+	bool kdata_tried;
 	/* processes: a sym_proc in each one's PROC_SLOT_SYM */
 	struct proc_table *procs;
 	bool own_procs;		/* made by sym_new(), freed by sym_free() */
@@ -203,6 +205,7 @@ void sym_free(struct symbolizer *s)
 	}
 	sym_cache_free(s->cache);
 	sym_kernel_free(s->kernel);
+	sym_kdata_free(s->kdata);
 	sym_debuginfod_end(s->ctx.debuginfod);
 	sym_strings_free(s->strings);
 	free(s->kallsyms_path);
@@ -222,6 +225,9 @@ void sym_set_kallsyms_path(struct symbolizer *s, const char *path)
 	sym_kernel_free(s->kernel);
 	s->kernel = NULL;
 	s->kernel_tried = false;
+	sym_kdata_free(s->kdata);
+	s->kdata = NULL;
+	s->kdata_tried = false;
 }
 
 /* ------------------------------------------------------------ processes */
@@ -1021,6 +1027,21 @@ int sym_resolve_kernel(struct symbolizer *s, uint64_t addr,
 		s->misses++;
 	}
 	return 1;
+}
+
+const char *sym_kernel_data_symbol(struct symbolizer *s, uint64_t addr,
+				   uint64_t *off)
+{
+	const char *name;
+
+	if (!s)
+		return NULL;
+	if (!s->kdata_tried) {
+		s->kdata_tried = true;
+		s->kdata = sym_kdata_load(s->kallsyms_path);
+	}
+	name = sym_kdata_lookup(s->kdata, addr, off);
+	return name ? sym_intern(s->strings, name) : NULL;
 }
 
 const char *sym_frame_name(struct symbolizer *s, const struct sym_frame *f)

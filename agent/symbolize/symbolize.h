@@ -138,6 +138,14 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 int sym_resolve_kernel(struct symbolizer *s, uint64_t addr,
 		       struct sym_frame *out, int max);
 
+/*
+ * The kernel data symbol addr lies in (a static lock, or the static
+ * object holding it: *off bytes in), read from kallsyms on first use;
+ * NULL when none. The name is interned (lives as the symbolizer).
+ */
+const char *sym_kernel_data_symbol(struct symbolizer *s, uint64_t addr,
+				   uint64_t *off);
+
 /* Format an unresolved frame the way outputs show it: "file+0xoff" or "0xaddr". */
 const char *sym_frame_name(struct symbolizer *s, const struct sym_frame *f);
 

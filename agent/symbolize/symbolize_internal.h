@@ -47,6 +47,16 @@ size_t sym_kernel_bytes(const struct sym_kernel *k);
 bool sym_kernel_lookup(struct sym_kernel *k, uint64_t addr,
 		       const char **name, const char **module,
 		       uint64_t *module_offset);
+/*
+ * Data symbols (d, D, b, B) of the same file, read on first need: the
+ * names of static kernel locks. Lookup: the symbol addr is in (within
+ * 4 KiB of its start), with the offset; NULL when none.
+ */
+struct sym_kdata;
+struct sym_kdata *sym_kdata_load(const char *path);
+void sym_kdata_free(struct sym_kdata *d);
+const char *sym_kdata_lookup(const struct sym_kdata *d, uint64_t addr,
+			     uint64_t *off);
 
 /* ---- /proc/PID/maps lines: proc/proc_maps.h ---- */
 

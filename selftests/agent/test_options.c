@@ -77,6 +77,7 @@ static bool same(const struct ember_opts *a, const struct ember_opts *b)
 	return a->freq_hz == b->freq_hz && a->events == b->events &&
 	       str_eq(a->backend, b->backend) && a->fault_period == b->fault_period &&
 	       a->offcpu_min_ns == b->offcpu_min_ns && a->max_stacks == b->max_stacks &&
+	       a->lock_min_ns == b->lock_min_ns && a->lock_waker == b->lock_waker &&
 	       a->include_idle == b->include_idle && a->no_cfi == b->no_cfi &&
 	       str_eq(a->debug_dirs, b->debug_dirs) && a->debuginfod == b->debuginfod &&
 	       str_eq(a->cgroup_path, b->cgroup_path) && a->all == b->all &&
@@ -104,6 +105,7 @@ static bool same(const struct ember_opts *a, const struct ember_opts *b)
 static const struct { const char *name, *value; } examples[] = {
 	{ "freq", "7" }, { "event", "cpu,offcpu" }, { "pid", "1,2" },
 	{ "backend", "bpf" }, { "fault-period", "16" }, { "offcpu-min", "250" },
+	{ "lock-min", "50" }, { "waker", NULL },
 	{ "max-stacks", "1000" }, { "idle", NULL }, { "no-cfi", NULL },
 	{ "debug-dir", "/srv/debug" }, { "debuginfod", NULL },
 	{ "endpoint", "http://collector:4318" },
@@ -320,7 +322,7 @@ int main(void)
 		{ "options_unknown", CMD_RUN, (char *[]){ "run", "--bogus", NULL },
 		  "unknown option '--bogus' (see ember run --help)" },
 		{ "options_run_bad_event", CMD_RUN, (char *[]){ "run", "-e", "cycles", NULL },
-		  "-e (event) wants cpu, offcpu, faults, alloc or a list like cpu,faults, not 'cycles'" },
+		  "-e (event) wants cpu, offcpu, faults, alloc, lock or a list like cpu,faults, not 'cycles'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = parse(&a, bad[i].cmd, bad[i].argv);

@@ -4,20 +4,25 @@
  * kernel, but a bug there, a version skew or a corrupted ring must cost a
  * counted bad record, never a crash: split the input into records the way
  * a ring reader does (header size, 8-byte steps) and feed each to the
- * profile builder and the unwind check, then freeze a profile.
+ * profile builder and the unwind check, then freeze a profile and write
+ * it as folded stacks (lock waits' [lock ...]/[waker COMM] frames too).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aggregate/aggregate.h"
 #include "aggregate/profile.h"
+#include "output/output.h"
 #include "source/source.h"
 #include "unwind/unwind_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct unwind_check *chk;
+	static FILE *null_out;
+	struct profile *p;
 	struct pb_options opt = { .max_stacks = 256, .max_timestamps = 4 };
 	struct profile_builder *pb = pb_new(&opt, NULL);
 	struct prof_meta meta = { .host_name = "fuzz", .backend = "fuzz",
@@ -27,6 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!chk)
 		chk = unwind_check_new();
+	if (!null_out)
+		null_out = fopen("/dev/null", "w");
 	if (!pb || size > sizeof(buf))
 		goto out;
 	memcpy(buf, data, size);	/* records are 8-byte aligned in rings */
@@ -42,7 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		off += step;
 	}
-	profile_free(pb_finish(pb, &meta));
+	p = pb_finish(pb, &meta);
+	if (p && null_out)
+		output_folded(p, null_out);
+	profile_free(p);
 out:
 	pb_free(pb);
 	return 0;

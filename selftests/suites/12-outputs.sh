@@ -95,6 +95,68 @@ else
 	t_skip "pprof: pprof-format read-back" "node/npm missing"
 fi
 
+# ---- -e lock: folded, SVG, pprof and OTLP of lock waits ----------------------
+# selftests/agent/test_lock_output.c builds the profile from synthetic
+# EMBER_REC_LOCK/_WAKER records, checks it in C and leaves the files here
+# for readers outside C: protoc, pprof-format, go tool pprof, ember decode.
+lockdir=$work/lock
+mkdir -p "$lockdir"
+if make -s -j2 agent/gen/tests/test_lock_output agent/ember >"$work/lock-build.log" 2>&1; then
+	agent/gen/tests/test_lock_output "$lockdir" >"$work/lock.log" 2>&1
+	sed 's/^\(PASS\|FAIL\): /\1: lock outputs: /' "$work/lock.log" | grep -E '^(PASS|FAIL): '
+	if command -v protoc >/dev/null && gzip -dc "$lockdir/lock.pb.gz" |
+		protoc --decode perftools.profiles.Profile -Iproto proto/pprof/profile.proto \
+		>"$work/lock.txt" 2>&1; then
+		if grep -q '^string_table: "contentions"$' "$work/lock.txt" &&
+			grep -q '^string_table: "delay"$' "$work/lock.txt" &&
+			grep -q '^string_table: "\[lock 0x7f0000001000 futex\]"$' "$work/lock.txt"; then
+			t_pass "lock outputs: pprof decodes with protoc (contentions, delay, [lock ...])"
+		else
+			t_fail "lock outputs: pprof decodes with protoc" "strings missing"
+		fi
+	elif command -v protoc >/dev/null; then
+		t_fail "lock outputs: pprof decodes with protoc" "$(head -c 300 "$work/lock.txt")"
+	fi
+	dec=$(agent/ember decode "$lockdir/lock.otlp" 2>&1)
+	if grep -q 'profile [0-9]*: contentions/count, period 1 contentions/count' <<<"$dec" &&
+		grep -q 'profile [0-9]*: delay/nanoseconds.*total 7107000 (0.007107 s)' <<<"$dec" &&
+		grep -q 'ember.lock.address=0x7f0000001000 ember.lock.kind="futex"' <<<"$dec" &&
+		grep -q '\[waker unlocker\]' <<<"$dec"; then
+		t_pass "lock outputs: ember decode prints the lock profiles readably"
+	else
+		t_fail "lock outputs: ember decode prints the lock profiles readably" \
+			"$(head -c 400 <<<"$dec" | tr '\n' ' ')"
+	fi
+	if [ -f "$node_dir/node_modules/pprof-format/package.json" ]; then
+		if NODE_PATH=$node_dir/node_modules node -e '
+			const { Profile } = require("pprof-format");
+			const zlib = require("zlib"), fs = require("fs");
+			const p = Profile.decode(zlib.gunzipSync(fs.readFileSync(process.argv[1])));
+			const s = (i) => p.stringTable.strings[Number(i)];
+			const t = p.sampleType.map((v) => s(v.type) + "/" + s(v.unit)).join(",");
+			if (t !== "contentions/count,delay/nanoseconds") throw new Error(t);
+			const d = p.sample.reduce((a, x) => a + Number(x.value[1]), 0);
+			if (d !== 7107000) throw new Error("delay " + d);' "$lockdir/lock.pb.gz" \
+			>"$work/lock-node.log" 2>&1; then
+			t_pass "lock outputs: pprof-format reads contentions/count, delay/nanoseconds"
+		else
+			t_fail "lock outputs: pprof-format read-back" "$(tail -n 2 "$work/lock-node.log" | tr '\n' ' ')"
+		fi
+	fi
+	if command -v go >/dev/null; then
+		if go tool pprof -sample_index=delay -traces "$lockdir/lock.pb.gz" \
+			>"$work/lock-go.txt" 2>&1 && grep -q 'waker unlocker' "$work/lock-go.txt"; then
+			t_pass "lock outputs: go tool pprof reads the delay profile"
+		else
+			t_fail "lock outputs: go tool pprof" "$(tail -n 2 "$work/lock-go.txt" | tr '\n' ' ')"
+		fi
+	else
+		t_skip "lock outputs: go tool pprof" "go not installed"
+	fi
+else
+	t_fail "lock outputs: build" "$(grep -m3 -E 'error|Error' "$work/lock-build.log" | tr '\n' ' ')"
+fi
+
 # ---- SVG in headless Chromium -----------------------------------------------
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
