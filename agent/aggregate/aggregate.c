@@ -302,6 +302,21 @@ static uint64_t comm_hash(uint64_t h, const char *comm)
 	return h;
 }
 
+/*
+ * What the waker's stack needs to tell whether it is whole: user task or
+ * not, unwinder's verdict, and a cut where a frame could not be an address.
+ */
+static uint16_t lock_waker_flags(const struct lock_key *lk)
+{
+	const struct ember_sample *k = lk->waker;
+	uint16_t f = k->flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_COMPLETE |
+				 EMBER_SF_KTHREAD | EMBER_SF_IDLE);
+
+	if (lk->wk_nr_user != k->nr_user && k->ips[k->nr_kernel + lk->wk_nr_user])
+		f |= EMBER_SF_USER_CUT;
+	return f;
+}
+
 static uint64_t lock_hash(uint64_t h, const struct lock_key *lk)
 {
 	const struct ember_sample *k = lk->waker;
@@ -312,7 +327,8 @@ static uint64_t lock_hash(uint64_t h, const struct lock_key *lk)
 	if (!k)
 		return h;
 	h = pb_mix64(h, ((uint64_t)k->pid << 32) | 1);
-	h = pb_mix64(h, ((uint64_t)k->nr_kernel << 16) | lk->wk_nr_user);
+	h = pb_mix64(h, ((uint64_t)lock_waker_flags(lk) << 32) |
+		     ((uint64_t)k->nr_kernel << 16) | lk->wk_nr_user);
 	h = comm_hash(h, k->comm);
 	n = (size_t)k->nr_kernel + lk->wk_nr_user;
 	for (size_t i = 0; i < n; i++)
@@ -333,6 +349,7 @@ static bool lock_matches(const struct agg_entry *e, const struct lock_key *lk)
 	if (!k)
 		return true;
 	return e->wk_pid == k->pid && e->wk_nr_kernel == k->nr_kernel &&
+	       e->wk_flags == lock_waker_flags(lk) &&
 	       e->wk_nr_user == lk->wk_nr_user &&
 	       !memcmp(e->wk_comm, k->comm, EMBER_COMM_LEN) &&
 	       !memcmp(e->ips + off, k->ips,
@@ -352,6 +369,7 @@ static void lock_fill(struct agg_entry *e, const struct lock_key *lk)
 	e->wk_pid = k->pid;
 	e->wk_nr_kernel = k->nr_kernel;
 	e->wk_nr_user = lk->wk_nr_user;
+	e->wk_flags = lock_waker_flags(lk);
 	memcpy(e->wk_comm, k->comm, EMBER_COMM_LEN);
 	e->wk_comm[EMBER_COMM_LEN - 1] = '\0';
 	memcpy(e->ips + e->nr_kernel + e->nr_user, k->ips,

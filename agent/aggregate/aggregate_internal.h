@@ -43,6 +43,7 @@ struct agg_entry {
 	uint8_t lock_kind;		/* enum ember_lock_kind */
 	bool has_waker;
 	uint16_t wk_nr_kernel, wk_nr_user;
+	uint16_t wk_flags;		/* the waker record's EMBER_SF_* */
 	uint32_t wk_pid;
 	char wk_comm[EMBER_COMM_LEN];
 	/* kernel leaf..root, user leaf..root; then the waker's, the same */

@@ -459,6 +459,28 @@ static const char *lock_name(struct profile_builder *pb,
 }
 
 /*
+ * Whether the waker's user stack is short of its root, by the rules of
+ * user_stack_whole(): its [cut] goes between "[waker COMM]" and its root.
+ */
+static bool waker_cut(const struct agg_entry *e,
+		      const struct prof_frame **wk, size_t nr_wk)
+{
+	size_t user = 0;
+
+	if (e->wk_flags & EMBER_SF_USER_CUT)
+		return true;
+	if (!e->wk_pid || (e->wk_flags & (EMBER_SF_KTHREAD | EMBER_SF_IDLE)))
+		return false;
+	for (size_t i = 0; i < nr_wk; i++)
+		if (wk[i]->kind != PROF_FRAME_KERNEL)
+			user = i + 1;
+	if (!e->wk_nr_user || !user)
+		return true;
+	return !(e->wk_flags & EMBER_SF_USER_COMPLETE) &&
+	       !frame_is_outermost(wk[user - 1]);
+}
+
+/*
  * frames[] of a lock wait: the waker's "[waker COMM]" and its frames
  * root first (copies: an inlined flag would now point the wrong way),
  * the lock's frame, then the waiter's (wait[0..nr_wait), leaf first).
@@ -516,7 +538,7 @@ static int lock_frames(struct profile_builder *pb, struct profile_impl *pi,
 			}
 		}
 	}
-	frames = arena_alloc(pi, (nr_wk + nr_wait + 3) * sizeof(*frames));
+	frames = arena_alloc(pi, (nr_wk + nr_wait + 4) * sizeof(*frames));
 	if (!frames)
 		return -ENOMEM;
 	if (e->has_waker) {
@@ -524,6 +546,8 @@ static int lock_frames(struct profile_builder *pb, struct profile_impl *pi,
 			 e->wk_comm[0] ? e->wk_comm : "?");
 		if (!(frames[n++] = name_frame(pi, nf, name)))
 			return -ENOMEM;
+		if (waker_cut(e, wk, nr_wk))
+			frames[n++] = &prof_cut_frame;
 		for (size_t i = nr_wk; i-- > 0;)
 			frames[n++] = wk[i];
 	}

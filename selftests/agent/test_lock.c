@@ -72,6 +72,7 @@ static struct ember_sample *waker_rec(uint32_t tid, uint64_t start,
 	s->nr_user = 2;
 	s->time_ns = now;
 	s->weight_ns = now - start;
+	s->flags = EMBER_SF_USER_COMPLETE;	/* a whole stack */
 	strcpy(s->comm, "unlocker");
 	for (int i = 0; i < 3; i++)
 		s->ips[i] = base + i;
@@ -157,6 +158,29 @@ static void test_join_orders(void)
 	T_CHECK("lock_meta_counts", p && p->meta.lock_wakers_joined == 2 &&
 		p->meta.samples[PROF_EV_LOCK] == 2, "meta joined %llu",
 		p ? (unsigned long long)p->meta.lock_wakers_joined : 0ull);
+	profile_free(p);
+	pb_free(pb);
+}
+
+/* A waker whose stack nothing proves whole gets [cut] at its root. */
+static void test_waker_cut(void)
+{
+	struct profile_builder *pb = pb_new(NULL, NULL);
+	const struct prof_sample *ps;
+	struct ember_sample *k;
+	struct profile *p;
+
+	k = waker_rec(P, 1000, 30000, 0x900);
+	k->flags = EMBER_SF_USER_FP;	/* a frame-pointer walk, unproven */
+	pb_add_record(pb, &k->hdr);
+	pb_add_record(pb, &lock_rec(P, 0x100, 2, 1000, 50000, 0x7f0000001000,
+				    EMBER_LOCK_FUTEX, 0, W)->hdr);
+	p = pb_finish(pb, NULL);
+	ps = lock_sample(p, P, true);
+	T_CHECK("lock_waker_unproven_cut", ps && ps->nr_frames == 8 &&
+		ps->frames[1] == &prof_cut_frame &&
+		ps->frames[2]->address == 0x902,
+		"frames %u", ps ? ps->nr_frames : 0);
 	profile_free(p);
 	pb_free(pb);
 }
@@ -509,6 +533,7 @@ int main(void)
 	test_valid();
 	test_caps_note();
 	test_join_orders();
+	test_waker_cut();
 	test_orphans_and_missing();
 	test_keys();
 	test_kinds();

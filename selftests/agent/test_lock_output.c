@@ -72,6 +72,7 @@ static const struct ember_rec_header *waker_rec(uint32_t tid, uint64_t start)
 	s->nr_kernel = 1;
 	s->nr_user = 2;
 	s->time_ns = start + 1000;
+	s->flags = EMBER_SF_USER_COMPLETE;	/* a whole stack */
 	strcpy(s->comm, "unlocker");
 	s->ips[0] = 0x900;
 	s->ips[1] = 0x901;
