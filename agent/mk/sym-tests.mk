@@ -106,3 +106,41 @@ $(SYM_T)/cxx: $(SYM_S)/cxx.cc
 	@echo "  CXX     $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)g++ -O1 -g -Wall -Wextra -Wl,--build-id -o $@ $<
+
+# Go binaries without symbol tables (suite 11; needs `go`, Debian's
+# golang-go): selftests/agent/sym/gowork built with DWARF and .symtab,
+# stripped of both afterwards (same addresses), and as containers ship it
+# (-trimpath -ldflags='-s -w'), also as a PIE; sym_go compares them.
+SYM_GO := $(SYM_T)/go
+SYM_GO_SRC := $(SYM_S)/gowork/main.go $(SYM_S)/gowork/go.mod
+SYM_GO_ENV := GOCACHE=$(abspath $(SYM_GO))/cache GOFLAGS= GO111MODULE=on GOTOOLCHAIN=local
+.PHONY: sym-go
+sym-go: $(SYM_GO)/sym_go $(SYM_GO)/gowork $(SYM_GO)/gowork-strip \
+	$(SYM_GO)/gowork-stripped $(SYM_GO)/gowork-pie $(SYM_GO)/gowork.nm
+
+$(SYM_GO)/sym_go: $(SYM_S)/sym_go.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(SYM_GO)
+	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
+
+$(SYM_GO)/gowork: $(SYM_GO_SRC)
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(SYM_GO)
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go build -o $(abspath $@) .
+
+$(SYM_GO)/gowork-strip: $(SYM_GO)/gowork
+	$(Q)strip --strip-all -o $@ $<
+
+$(SYM_GO)/gowork.nm: $(SYM_GO)/gowork
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go tool nm -n $(abspath $<) >$(abspath $@)
+
+$(SYM_GO)/gowork-stripped: $(SYM_GO_SRC)
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(SYM_GO)
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go build -trimpath -ldflags='-s -w' -o $(abspath $@) .
+
+$(SYM_GO)/gowork-pie: $(SYM_GO_SRC)
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(SYM_GO)
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go build -buildmode=pie -trimpath \
+		-ldflags='-s -w' -o $(abspath $@) .
