@@ -380,7 +380,7 @@ static bool pcvalue(const struct sym_gopcln *g, uint32_t prog, uint64_t entry,
 	uint64_t base = g->ver == 12 ? 0 : g->pctab;
 	uint64_t end = g->ver == 12 ? g->size : g->pcln;
 	uint64_t off = base + prog, cur = entry;
-	int32_t v = -1;
+	uint32_t v = ~0u;	/* -1; wraps like the runtime's int32 */
 	bool first = true;
 
 	if (!prog || off >= end)
@@ -394,12 +394,12 @@ static bool pcvalue(const struct sym_gopcln *g, uint32_t prog, uint64_t entry,
 		if (uv == 0 && !first)
 			return false;	/* ended before pc */
 		first = false;
-		v += (int32_t)(-(uv & 1) ^ (uv >> 1));
+		v += -(uv & 1) ^ (uv >> 1);	/* zig-zag */
 		if (!varint(g, &off, end, &pcd))
 			return false;
 		cur += (uint64_t)pcd * g->quantum;
 		if (pc < cur) {
-			*val = v;
+			*val = (int32_t)v;
 			return true;
 		}
 	}
