@@ -116,7 +116,8 @@ SYM_GO_SRC := $(SYM_S)/gowork/main.go $(SYM_S)/gowork/go.mod
 SYM_GO_ENV := GOCACHE=$(abspath $(SYM_GO))/cache GOFLAGS= GO111MODULE=on GOTOOLCHAIN=local
 .PHONY: sym-go
 sym-go: $(SYM_GO)/sym_go $(SYM_GO)/gowork $(SYM_GO)/gowork-strip \
-	$(SYM_GO)/gowork-stripped $(SYM_GO)/gowork-pie $(SYM_GO)/gowork.nm
+	$(SYM_GO)/gowork-stripped $(SYM_GO)/gowork-pie $(SYM_GO)/gowork.nm \
+	$(SYM_GO)/layouts/main-118
 
 $(SYM_GO)/sym_go: $(SYM_S)/sym_go.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
 	@echo "  CC      $@"
@@ -144,3 +145,12 @@ $(SYM_GO)/gowork-pie: $(SYM_GO_SRC)
 	$(Q)mkdir -p $(SYM_GO)
 	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go build -buildmode=pie -trimpath \
 		-ldflags='-s -w' -o $(abspath $@) .
+
+# The other table layouts (Go 1.2, 1.16, 1.20), made from this Go's 1.18
+# one: main.* and 60 runtime functions from runtime.schedule.
+$(SYM_GO)/layouts/main-118: $(SYM_GO)/gowork-stripped selftests/fuzz/gopcln_seed.py
+	$(Q)mkdir -p $(@D)
+	$(Q)for l in 12 116 118 120; do \
+		python3 selftests/fuzz/gopcln_seed.py $< $(@D)/main-$$l main.hashLoop 20 $$l >/dev/null && \
+		python3 selftests/fuzz/gopcln_seed.py $< $(@D)/runtime-$$l runtime.schedule 60 $$l >/dev/null || exit 1; \
+	done

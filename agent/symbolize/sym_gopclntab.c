@@ -52,6 +52,7 @@
 struct gopcln_seg {
 	uint64_t vaddr, size;	/* file-backed part only */
 	const uint8_t *data;
+	bool code;		/* executable: no moduledata there */
 };
 
 struct sym_gopcln {
@@ -615,7 +616,7 @@ void sym_gopcln_add_seg(struct sym_gopcln *g, uint64_t vaddr,
 			const uint8_t *data, uint64_t size)
 {
 	if (g && g->nr_segs < GOPCLN_MAX_SEGS && data && size)
-		g->segs[g->nr_segs++] = (struct gopcln_seg){ vaddr, size, data };
+		g->segs[g->nr_segs++] = (struct gopcln_seg){ vaddr, size, data, false };
 }
 
 void sym_gopcln_set_gofunc(struct sym_gopcln *g, const uint8_t *data,
@@ -782,6 +783,8 @@ static void find_moduledata(struct sym_gopcln *g)
 		const struct gopcln_seg *s = &g->segs[i];
 		uint64_t len = s->size < budget ? s->size : budget;
 
+		if (s->code)
+			continue;
 		budget -= len;
 		for (uint64_t o = (8 - (s->vaddr & 7)) & 7; o + gofunc_at + 8 <= len; o += 8) {
 			const uint8_t *m = s->data + o;
@@ -807,7 +810,7 @@ static void find_moduledata(struct sym_gopcln *g)
 }
 
 static int collect_segs(Elf *elf, const uint8_t *raw, size_t rawsize,
-			struct gopcln_seg *segs, bool *code)
+			struct gopcln_seg *segs)
 {
 	size_t phnum;
 	int n = 0;
@@ -820,9 +823,8 @@ static int collect_segs(Elf *elf, const uint8_t *raw, size_t rawsize,
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
 		    !ph.p_filesz || !in(ph.p_offset, ph.p_filesz, rawsize))
 			continue;
-		code[n] = ph.p_flags & PF_X;
 		segs[n++] = (struct gopcln_seg){ ph.p_vaddr, ph.p_filesz,
-						 raw + ph.p_offset };
+						 raw + ph.p_offset, ph.p_flags & PF_X };
 	}
 	return n;
 }
@@ -830,7 +832,6 @@ static int collect_segs(Elf *elf, const uint8_t *raw, size_t rawsize,
 struct sym_gopcln *sym_gopcln_open(Elf *elf, const char *path)
 {
 	struct gopcln_seg segs[GOPCLN_MAX_SEGS], data[GOPCLN_MAX_SEGS];
-	bool code[GOPCLN_MAX_SEGS];
 	struct sym_gopcln *g = NULL;
 	size_t rawsize = 0;
 	const uint8_t *raw;
@@ -841,7 +842,7 @@ struct sym_gopcln *sym_gopcln_open(Elf *elf, const char *path)
 	raw = elf ? (const uint8_t *)elf_rawfile(elf, &rawsize) : NULL;
 	if (!raw)
 		return NULL;
-	nr = collect_segs(elf, raw, rawsize, segs, code);
+	nr = collect_segs(elf, raw, rawsize, segs);
 	if ((section_named(elf, ".gopclntab", &sh) ||
 	     section_named(elf, ".data.rel.ro.gopclntab", &sh)) &&
 	    sh.sh_type == SHT_PROGBITS) {
@@ -851,7 +852,7 @@ struct sym_gopcln *sym_gopcln_open(Elf *elf, const char *path)
 					   sh.sh_addr, path);
 	} else if (looks_go(elf, raw, rawsize)) {
 		for (int i = 0; i < nr; i++)
-			if (!code[i])
+			if (!segs[i].code)
 				data[nr_data++] = segs[i];
 		g = scan_header(data, nr_data, path);
 		sect = true;	/* a Go file: its table must be there */
@@ -863,8 +864,8 @@ struct sym_gopcln *sym_gopcln_open(Elf *elf, const char *path)
 				  "is malformed (its frames stay unnamed)");
 		return NULL;
 	}
-	for (int i = 0; i < nr; i++)
-		sym_gopcln_add_seg(g, segs[i].vaddr, segs[i].data, segs[i].size);
+	for (int i = 0; i < nr && g->nr_segs < GOPCLN_MAX_SEGS; i++)
+		g->segs[g->nr_segs++] = segs[i];
 	if (g->ver >= 118)
 		find_moduledata(g);
 	return g;

@@ -5,7 +5,8 @@
  * Input: u32 table length, the table (loaded at 0x400000), then the bytes
  * of go:func.* (inline trees; also loaded at 0x800000, for the 1.16
  * layout's addresses). Seeds (corpus/gopcln/) are runs of a real Go
- * binary's functions laid out as small tables (gopcln_seed.py). Whatever
+ * binary's functions laid out as small tables in each layout, Go 1.2,
+ * 1.16, 1.18 and 1.20 (gopcln_seed.py). Whatever
  * the bytes: no read outside them (ASan), bounded work, and frames that
  * are all named, inlined ones first.
  */

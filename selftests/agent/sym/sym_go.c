@@ -10,6 +10,9 @@
  *   gowork-stripped  go build -trimpath -ldflags='-s -w'
  *   gowork-pie       the same, -buildmode=pie
  *   gowork.nm        go tool nm -n gowork
+ *   layouts/NAME-L   runs of gowork-stripped's functions laid out as the
+ *                    tables of Go 1.2 (L=12), 1.16, 1.18, 1.20
+ *                    (selftests/fuzz/gopcln_seed.py)
  *
  *   sym_go DIR       one PASS:/FAIL: line per check
  */
@@ -413,6 +416,107 @@ static void test_corrupt(void)
 	close_go(&g);
 }
 
+struct blob {
+	uint8_t *buf;
+	size_t size;
+	struct sym_gopcln *g;
+};
+
+/* A gopcln_seed.py file: the table at 0x400000, go:func.* at 0x800000. */
+static bool load_layout(struct blob *b, const char *name, int layout)
+{
+	char path[4096];
+	uint32_t len;
+	struct stat st;
+	int fd;
+
+	memset(b, 0, sizeof(*b));
+	snprintf(path, sizeof(path), "%s/layouts/%s-%d", dir, name, layout);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < 4 ||
+	    !(b->buf = malloc((size_t)st.st_size)) ||
+	    read(fd, b->buf, (size_t)st.st_size) != st.st_size) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	close(fd);
+	b->size = (size_t)st.st_size;
+	memcpy(&len, b->buf, 4);
+	if (len > b->size - 4)
+		return false;
+	b->g = sym_gopcln_new(b->buf + 4, len, 0x400000, path);
+	sym_gopcln_add_seg(b->g, 0x400000, b->buf + 4, len);
+	sym_gopcln_add_seg(b->g, 0x800000, b->buf + 4 + len, b->size - 4 - len);
+	sym_gopcln_set_gofunc(b->g, b->buf + 4 + len, b->size - 4 - len);
+	return b->g != NULL;
+}
+
+/*
+ * The layouts this host's Go cannot make: the same functions as Go 1.2,
+ * 1.16 and 1.20 tables give the frames the 1.18 one gives (1.2: the
+ * function alone, at its innermost file:line: the reader has no inline
+ * trees for it).
+ */
+static void test_layouts(const char *name)
+{
+	static const int layouts[] = { 12, 116, 120 };
+	struct blob ref, b;
+	uint64_t pcs[4096];
+	size_t n;
+	char tn[128];
+
+	snprintf(tn, sizeof(tn), "go_layout_%s_118", name);
+	if (!check(tn, load_layout(&ref, name, 118), "no table"))
+		return;
+	n = sym_gopcln_entries(ref.g, pcs, 4096);
+	for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
+		size_t addrs = 0, same = 0, inl = 0;
+
+		snprintf(tn, sizeof(tn), "go_layout_%s_%d", name, layouts[l]);
+		if (!check(tn, load_layout(&b, name, layouts[l]) &&
+			   sym_gopcln_version(b.g) == (uint32_t)layouts[l],
+			   "no table or layout %u", sym_gopcln_version(b.g))) {
+			sym_gopcln_free(b.g);
+			free(b.buf);
+			continue;
+		}
+		for (size_t i = 0; i + 1 < n; i++) {
+			for (uint64_t pc = pcs[i]; pc < pcs[i + 1]; pc++) {
+				struct sym_frame x[MAX_FR], y[MAX_FR];
+				int nx = sym_gopcln_frames(ref.g, strs, pc, true, x, MAX_FR);
+				int ny = sym_gopcln_frames(b.g, strs, pc, true, y, MAX_FR);
+				bool ok = nx > 0;
+
+				addrs++;
+				inl += nx > 1;
+				if (layouts[l] == 12)
+					ok = ok && ny == 1 &&
+					     y[0].function == x[nx - 1].function &&
+					     y[0].source_file == x[0].source_file &&
+					     y[0].line == x[0].line;
+				else
+					ok = ok && nx == ny;
+				for (int j = 0; ok && layouts[l] != 12 && j < nx; j++)
+					ok = x[j].function == y[j].function &&
+					     x[j].source_file == y[j].source_file &&
+					     x[j].line == y[j].line &&
+					     x[j].inlined == y[j].inlined;
+				same += ok;
+			}
+		}
+		printf("# go layout %d (%s): %zu of %zu addresses as with 1.18 "
+		       "(%zu with inlined frames)\n", layouts[l], name, same, addrs, inl);
+		snprintf(tn, sizeof(tn), "go_layout_%s_%d_same_frames", name, layouts[l]);
+		check(tn, addrs > 1000 && same == addrs && inl > 10,
+		      "%zu of %zu, %zu inlined", same, addrs, inl);
+		sym_gopcln_free(b.g);
+		free(b.buf);
+	}
+	sym_gopcln_free(ref.g);
+	free(ref.buf);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -426,6 +530,8 @@ int main(int argc, char **argv)
 	test_same_as_unstripped();
 	test_nm();
 	test_corrupt();
+	test_layouts("main");
+	test_layouts("runtime");
 	sym_strings_free(strs);
 	return failures ? 1 : 0;
 }
