@@ -682,7 +682,7 @@ static Elf_Scn *section_named(Elf *elf, const char *want, GElf_Shdr *sh)
 	return NULL;
 }
 
-/* The Go build-id note ("Go", type 4) in a PT_NOTE segment. */
+/* The Go build-id note (owner "Go", type 4) in a PT_NOTE segment. */
 static bool go_note(const uint8_t *raw, size_t rawsize, const GElf_Phdr *ph)
 {
 	uint64_t off = ph->p_offset, end;
@@ -694,8 +694,9 @@ static bool go_note(const uint8_t *raw, size_t rawsize, const GElf_Phdr *ph)
 		uint32_t nh[3];
 
 		memcpy(nh, raw + off, 12);
-		if (nh[0] == 3 && nh[2] == 4 && in(off + 12, 3, end) &&
-		    !memcmp(raw + off + 12, "Go", 3))
+		/* the linker writes the name "Go\0\0" (namesz 4) */
+		if ((nh[0] == 3 || nh[0] == 4) && nh[2] == 4 &&
+		    in(off + 12, 3, end) && !memcmp(raw + off + 12, "Go", 3))
 			return true;
 		off += 12 + ((nh[0] + 3ull) & ~3ull) + ((nh[1] + 3ull) & ~3ull);
 	}

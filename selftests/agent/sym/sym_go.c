@@ -9,6 +9,7 @@
  *   gowork-strip     strip --strip-all of gowork: the same addresses
  *   gowork-stripped  go build -trimpath -ldflags='-s -w'
  *   gowork-pie       the same, -buildmode=pie
+ *   gowork-noshdr    gowork-stripped without section headers
  *   gowork.nm        go tool nm -n gowork
  *   layouts/NAME-L   runs of gowork-stripped's functions laid out as the
  *                    tables of Go 1.2 (L=12), 1.16, 1.18, 1.20
@@ -324,6 +325,26 @@ static void test_nm(void)
 		      sym_gopcln_has_inline(pie.se.gopcln) ? "found" : "not found");
 		free(a);
 		free(b);
+		close_go(&pie);
+	}
+	/* no section headers: the table found by its header, the same names */
+	if (check("go_open_noshdr", open_go(&pie, "gowork-noshdr") && pie.se.gopcln,
+		  "no table in %s", pie.path)) {
+		uint64_t *a = calloc(1 << 16, sizeof(*a));
+		size_t na = a ? sym_gopcln_entries(g.se.gopcln, a, 1 << 16) : 0, alike = 0;
+
+		for (size_t i = 0; i < na; i++) {
+			struct sym_frame x[MAX_FR], y[MAX_FR];
+			int nx = resolve(&g, a[i] + 1, x, MAX_FR), ny = resolve(&pie, a[i] + 1, y, MAX_FR);
+
+			alike += nx > 0 && nx == ny && x[0].function == y[0].function &&
+				 x[0].line == y[0].line;
+		}
+		check("go_noshdr_same_frames", na > 500 && alike == na &&
+		      sym_gopcln_has_inline(pie.se.gopcln),
+		      "%zu of %zu, inline trees %s", alike, na,
+		      sym_gopcln_has_inline(pie.se.gopcln) ? "found" : "not found");
+		free(a);
 		close_go(&pie);
 	}
 	close_go(&g);
