@@ -122,6 +122,10 @@ static const char *str_at(const struct sym_gopcln *g, uint64_t off,
 	s = (const char *)g->tab + off;
 	max = end - off < GOPCLN_NAME_MAX ? end - off : GOPCLN_NAME_MAX;
 	nul = memchr(s, 0, max);
+	if (!nul && max == GOPCLN_NAME_MAX) {
+		*len = max;	/* a very long generic name: its start */
+		return s;
+	}
 	if (!nul || nul == s)
 		return NULL;
 	*len = (size_t)(nul - s);
@@ -846,7 +850,7 @@ struct sym_gopcln *sym_gopcln_open(Elf *elf, const char *path)
 	nr = collect_segs(elf, raw, rawsize, segs);
 	if ((section_named(elf, ".gopclntab", &sh) ||
 	     section_named(elf, ".data.rel.ro.gopclntab", &sh)) &&
-	    sh.sh_type == SHT_PROGBITS) {
+	    sh.sh_type == SHT_PROGBITS && !(sh.sh_flags & SHF_COMPRESSED)) {
 		sect = true;
 		if (in(sh.sh_offset, sh.sh_size, rawsize))
 			g = sym_gopcln_new(raw + sh.sh_offset, sh.sh_size,
