@@ -157,8 +157,9 @@ static void test_same_as_unstripped(void)
 	full.se.gopcln = NULL;
 	check("go_strip_has_table", strip.se.gopcln && !strip.se.nr_syms,
 	      "table %p, %zu symbols", (void *)strip.se.gopcln, strip.se.nr_syms);
-	check("go_table_layout_1_18",
-	      sym_gopcln_version(strip.se.gopcln) == 118 &&
+	/* Debian 12's Go 1.19 makes the 1.18 layout; a newer Go 1.20's */
+	check("go_table_layout_with_inline_trees",
+	      sym_gopcln_version(strip.se.gopcln) >= 118 &&
 	      sym_gopcln_has_inline(strip.se.gopcln),
 	      "layout %u, inline trees %s", sym_gopcln_version(strip.se.gopcln),
 	      sym_gopcln_has_inline(strip.se.gopcln) ? "found" : "not found");
@@ -487,6 +488,12 @@ static void test_layouts(const char *name)
 	size_t n;
 	char tn[128];
 
+	snprintf(tn, sizeof(tn), "%s/layouts/none", dir);
+	if (!access(tn, F_OK)) {
+		printf("SKIP: go_layouts_%s: the host's Go does not make the "
+		       "1.18 layout the other layouts are made from\n", name);
+		return;
+	}
 	snprintf(tn, sizeof(tn), "go_layout_%s_118", name);
 	if (!check(tn, load_layout(&ref, name, 118), "no table"))
 		return;
