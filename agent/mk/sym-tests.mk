@@ -117,7 +117,7 @@ SYM_GO_ENV := GOCACHE=$(abspath $(SYM_GO))/cache GOFLAGS= GO111MODULE=on GOTOOLC
 .PHONY: sym-go
 sym-go: $(SYM_GO)/sym_go $(SYM_GO)/gowork $(SYM_GO)/gowork-strip \
 	$(SYM_GO)/gowork-stripped $(SYM_GO)/gowork-pie $(SYM_GO)/gowork.nm \
-	$(SYM_GO)/layouts/main-118 $(SYM_GO)/gowork-noshdr
+	$(SYM_GO)/layouts/main-118 $(SYM_GO)/gowork-noshdr $(SYM_GO)/gowork-extpie
 
 $(SYM_GO)/sym_go: $(SYM_S)/sym_go.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
 	@echo "  CC      $@"
@@ -164,3 +164,13 @@ $(SYM_GO)/gowork-noshdr: $(SYM_GO)/gowork-stripped
 	$(Q)python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); \
 		d[0x28:0x30] = bytes(8); d[0x3c:0x40] = bytes(4); \
 		open(sys.argv[2], "wb").write(d)' $< $@ && chmod +x $@
+
+# cgo's way: linked by the system linker as a PIE, the table has no
+# section of its own (it is inside .data.rel.ro): found by its header.
+$(SYM_GO)/gowork-extpie: $(SYM_GO_SRC)
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(SYM_GO) && rm -f $@
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) CGO_ENABLED=1 go build -buildmode=pie -trimpath \
+		-ldflags='-s -w -linkmode=external' -o $(abspath $@) . 2>&1 | \
+		grep -v -e '^# gowork' -e 'loadinternal: cannot find runtime/cgo' || true
+	$(Q)test -x $@

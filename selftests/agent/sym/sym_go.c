@@ -10,6 +10,8 @@
  *   gowork-stripped  go build -trimpath -ldflags='-s -w'
  *   gowork-pie       the same, -buildmode=pie
  *   gowork-noshdr    gowork-stripped without section headers
+ *   gowork-extpie    -s -w, a PIE linked by the system linker (cgo's
+ *                    way): no .gopclntab section
  *   gowork.nm        go tool nm -n gowork
  *   layouts/NAME-L   runs of gowork-stripped's functions laid out as the
  *                    tables of Go 1.2 (L=12), 1.16, 1.18, 1.20
@@ -351,6 +353,40 @@ static void test_nm(void)
 	close_go(&g);
 }
 
+/* A PIE linked externally: every function named, main.mix inlined. */
+static void test_extpie(void)
+{
+	struct gofile g;
+	uint64_t *pcs = calloc(1 << 16, sizeof(*pcs));
+	size_t n = 0, named = 0;
+	bool mix = false;
+	char buf[2048];
+
+	if (!check("go_open_extpie", pcs && open_go(&g, "gowork-extpie") && g.se.gopcln,
+		   "no table in %s", g.path)) {
+		free(pcs);
+		return;
+	}
+	n = sym_gopcln_entries(g.se.gopcln, pcs, 1 << 16);
+	for (size_t i = 0; i + 1 < n; i++) {
+		struct sym_frame fr[MAX_FR];
+		int k = resolve(&g, pcs[i], fr, MAX_FR);
+
+		named += k > 0 && fr[k - 1].function && fr[k - 1].source_file;
+		if (k > 0 && fr[k - 1].function && !strcmp(fr[k - 1].function, "main.hashLoop"))
+			for (uint64_t a = pcs[i]; a < pcs[i + 1] && !mix; a++) {
+				chain_str(&g, a, buf, sizeof(buf));
+				mix = !strncmp(buf, "main.mix:main.go:", 17);
+			}
+	}
+	printf("# go extpie: %zu functions, %zu named with file:line\n", n, named);
+	check("go_extpie_names", n > 500 && named + 1 >= n && mix &&
+	      sym_gopcln_has_inline(g.se.gopcln),
+	      "%zu of %zu named, main.mix inlined: %s", named, n, mix ? "yes" : "no");
+	close_go(&g);
+	free(pcs);
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -557,6 +593,7 @@ int main(int argc, char **argv)
 	ctx.strings = strs;
 	test_same_as_unstripped();
 	test_nm();
+	test_extpie();
 	test_corrupt();
 	test_layouts("main");
 	test_layouts("runtime");
