@@ -25,8 +25,9 @@ PKGS=(
 	qemu-system-x86 qemu-utils libcmocka-dev python3 python3-protobuf chromium
 	curl openssl
 	systemd binutils file
-	# symbolizer: demangler (libiberty), C++ test program
-	libiberty-dev g++ debuginfod
+	# symbolizer: demangler (libiberty), C++ test program, Go test program
+	# (stripped Go binaries are named from .gopclntab: suite 11)
+	libiberty-dev g++ debuginfod golang-go
 	# packaging
 	debhelper dh-dkms devscripts rpm fakeroot man-db
 	# make bench: the profilers ember is compared with

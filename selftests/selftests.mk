@@ -55,7 +55,7 @@ FUZZ_INSTR_SRCS := agent/source/record.c agent/aggregate/aggregate.c \
 FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))
 FUZZ_REST_OBJS := $(filter-out $(FUZZ_INSTR_SRCS:.c=.o),$(AGENT_LIB_OBJS))
 FUZZERS := $(FUZZ_DIR)/fuzz_cfi $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/fuzz_decode \
-	$(FUZZ_DIR)/fuzz_table
+	$(FUZZ_DIR)/fuzz_table $(FUZZ_DIR)/fuzz_gopcln
 .PHONY: fuzzers
 fuzzers: $(FUZZERS)
 
@@ -67,6 +67,13 @@ $(FUZZ_DIR)/fuzz_cfi: selftests/fuzz/fuzz_cfi.c $(FUZZ_DIR)/unwind/cfi_compile.o
 		$(FUZZ_DIR)/unwind/cfa_program.o
 	@echo "  FUZZ    $@"
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw
+
+# Go's function table reader (.gopclntab): the reader instrumented, the
+# string table and warnings as built
+$(FUZZ_DIR)/fuzz_gopcln: selftests/fuzz/fuzz_gopcln.c $(FUZZ_DIR)/symbolize/sym_gopclntab.o \
+		agent/symbolize/sym_intern.o agent/lib/hash_index.o agent/lib/safe_file.o
+	@echo "  FUZZ    $@"
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf
 
 # the shared table checker alone: a header, instrumented in the harness
 $(FUZZ_DIR)/fuzz_table: selftests/fuzz/fuzz_table.c include/ember_unwind.h \

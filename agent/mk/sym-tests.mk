@@ -106,3 +106,71 @@ $(SYM_T)/cxx: $(SYM_S)/cxx.cc
 	@echo "  CXX     $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)g++ -O1 -g -Wall -Wextra -Wl,--build-id -o $@ $<
+
+# Go binaries without symbol tables (suite 11; needs `go`, Debian's
+# golang-go): selftests/agent/sym/gowork built with DWARF and .symtab,
+# stripped of both afterwards (same addresses), and as containers ship it
+# (-trimpath -ldflags='-s -w'), also as a PIE; sym_go compares them.
+SYM_GO := $(SYM_T)/go
+SYM_GO_SRC := $(SYM_S)/gowork/main.go $(SYM_S)/gowork/go.mod
+SYM_GO_ENV := GOCACHE=$(abspath $(SYM_GO))/cache GOFLAGS= GO111MODULE=on GOTOOLCHAIN=local
+.PHONY: sym-go
+sym-go: $(SYM_GO)/sym_go $(SYM_GO)/gowork $(SYM_GO)/gowork-strip \
+	$(SYM_GO)/gowork-stripped $(SYM_GO)/gowork-pie $(SYM_GO)/gowork.nm \
+	$(SYM_GO)/layouts/main-118 $(SYM_GO)/gowork-noshdr $(SYM_GO)/gowork-extpie
+
+$(SYM_GO)/sym_go: $(SYM_S)/sym_go.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(SYM_GO)
+	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
+
+$(SYM_GO)/gowork: $(SYM_GO_SRC)
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(SYM_GO)
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go build -o $(abspath $@) .
+
+$(SYM_GO)/gowork-strip: $(SYM_GO)/gowork
+	$(Q)strip --strip-all -o $@ $<
+
+$(SYM_GO)/gowork.nm: $(SYM_GO)/gowork
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go tool nm -n $(abspath $<) >$(abspath $@)
+
+$(SYM_GO)/gowork-stripped: $(SYM_GO_SRC)
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(SYM_GO)
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go build -trimpath -ldflags='-s -w' -o $(abspath $@) .
+
+$(SYM_GO)/gowork-pie: $(SYM_GO_SRC)
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(SYM_GO)
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) go build -buildmode=pie -trimpath \
+		-ldflags='-s -w' -o $(abspath $@) .
+
+# The other table layouts (Go 1.2, 1.16, 1.20), made from this Go's 1.18
+# one: main.* and 60 runtime functions from runtime.schedule. A Go that
+# makes another layout leaves layouts/none (sym_go skips the check).
+$(SYM_GO)/layouts/main-118: $(SYM_GO)/gowork-stripped selftests/fuzz/gopcln_seed.py
+	$(Q)rm -rf $(@D) && mkdir -p $(@D)
+	$(Q)for l in 12 116 118 120; do \
+		python3 selftests/fuzz/gopcln_seed.py $< $(@D)/main-$$l main.hashLoop 20 $$l >$(@D)/log; \
+		rc=$$?; if [ $$rc = 3 ]; then cp $(@D)/log $(@D)/none; touch $@; exit 0; fi; \
+		[ $$rc = 0 ] && python3 selftests/fuzz/gopcln_seed.py $< $(@D)/runtime-$$l \
+			runtime.schedule 60 $$l >$(@D)/log || exit 1; \
+	done
+
+# No section headers at all (as sstrip leaves a file): the table is found
+# by its header in a read-only segment of a file with a Go build-id note.
+$(SYM_GO)/gowork-noshdr: $(SYM_GO)/gowork-stripped
+	$(Q)python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); \
+		d[0x28:0x30] = bytes(8); d[0x3c:0x40] = bytes(4); \
+		open(sys.argv[2], "wb").write(d)' $< $@ && chmod +x $@
+
+# cgo's way: linked by the system linker as a PIE, the table has no
+# section of its own (it is inside .data.rel.ro): found by its header.
+$(SYM_GO)/gowork-extpie: $(SYM_GO_SRC)
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(SYM_GO) && rm -f $@
+	$(Q)cd $(SYM_S)/gowork && $(SYM_GO_ENV) CGO_ENABLED=1 go build -buildmode=pie -trimpath \
+		-ldflags='-s -w -linkmode=external' -o $(abspath $@) . 2>&1 | \
+		grep -v -e '^# gowork' -e 'loadinternal: cannot find runtime/cgo' || true
+	$(Q)test -x $@

@@ -404,6 +404,9 @@ void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 	se->nr_syms = out;
 	se->cost = sizeof(*se) + cap * sizeof(*syms) + plt_bytes;
 	se->dwarf_cost = 0;
+	/* Go code is named by Go's own table when there is no DWARF for it. */
+	se->gopcln = sym_gopcln_open(f->elf, f->path);
+	se->cost += sym_gopcln_bytes(se->gopcln);
 	/*
 	 * Reading the tables touched every page of .symtab/.strtab; a lookup
 	 * needs one name, so let the rest leave our RSS.
@@ -420,6 +423,8 @@ void sym_elf_unload(struct sym_elf *se)
 		sym_release_pages(se->loaded_from->elf);
 		sym_release_pages(se->loaded_from->debug_elf);
 	}
+	sym_gopcln_free(se->gopcln);
+	se->gopcln = NULL;
 	free(se->syms);
 	free(se->plt_names);
 	se->plt_names = NULL;
@@ -480,6 +485,14 @@ int sym_elf_resolve(struct sym_elf *se, const struct sym_elf_ctx *ctx,
 		sym_dwarf_open(se, ctx);
 	if (se->dwarf)
 		nr = sym_dwarf_frames(se, ctx, vaddr, out, max);
+	/*
+	 * Go code without DWARF for it (-ldflags=-w or -s, assembly): Go's
+	 * table has what a stripped binary lost, and lines and inlined calls
+	 * a symbol cannot give.
+	 */
+	if (nr == 0 && se->gopcln)
+		nr = sym_gopcln_frames(se->gopcln, ctx->strings, vaddr,
+				       !ctx->no_dwarf, out, max);
 	if (nr > 0 && sym && !out[nr - 1].function) {
 		/* DWARF found the function but not its name: use the symbol. */
 		set_name(&out[nr - 1], ctx, sym->name);

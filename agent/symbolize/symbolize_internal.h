@@ -125,6 +125,8 @@ struct sym_elf {
 	struct sym_dwfunc *funcs;
 	size_t nr_funcs;
 	uint8_t *cu_seen;	/* per CU: its line table was loaded (cost) */
+	/* Go's function table (sym_gopclntab.c), NULL when not a Go file */
+	struct sym_gopcln *gopcln;
 	size_t nr_cus;
 	size_t cost;		/* approximate heap bytes while loaded */
 	size_t dwarf_cost;	/* the part of cost that is DWARF state */
@@ -233,6 +235,39 @@ bool sym_dwarf_close(struct sym_elf *se);
 /* Inline chain and lines for vaddr, innermost first; 0 if none. */
 int sym_dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
 		     uint64_t vaddr, struct sym_frame *out, int max);
+
+/* ---- Go's function table, .gopclntab (sym_gopclntab.c) ---- */
+struct sym_gopcln;
+/*
+ * The table of a Go ELF file (pointing into its image, which must outlive
+ * it), or NULL: not Go, or (one warning naming path) malformed.
+ */
+struct sym_gopcln *sym_gopcln_open(Elf *elf, const char *path);
+/* A table at tab (loaded at vaddr, 0: unknown); NULL if its header is bad. */
+struct sym_gopcln *sym_gopcln_new(const uint8_t *tab, uint64_t size,
+				  uint64_t vaddr, const char *path);
+/* Loaded bytes at vaddr (1.16, 1.17 inline trees are found by address). */
+void sym_gopcln_add_seg(struct sym_gopcln *g, uint64_t vaddr,
+			const uint8_t *data, uint64_t size);
+/* go:func.* (1.18+ inline trees are offsets into it). */
+void sym_gopcln_set_gofunc(struct sym_gopcln *g, const uint8_t *data,
+			   uint64_t size);
+void sym_gopcln_free(struct sym_gopcln *g);
+size_t sym_gopcln_bytes(const struct sym_gopcln *g);
+/* 12, 116, 118 or 120 (the layout's first Go version x100); 0: none. */
+uint32_t sym_gopcln_version(const struct sym_gopcln *g);
+bool sym_gopcln_has_inline(const struct sym_gopcln *g);
+/* The entry addresses of up to max functions (tests, fuzzer). */
+size_t sym_gopcln_entries(const struct sym_gopcln *g, uint64_t *pcs,
+			  size_t max);
+/*
+ * Frames of the Go code at vaddr, innermost first (inlined calls, then the
+ * function), function/source_file/line/inlined set; only the function
+ * without lines. 0 when vaddr is not Go code or the table is malformed
+ * there (one warning per table).
+ */
+int sym_gopcln_frames(struct sym_gopcln *g, struct sym_strings *strings,
+		      uint64_t vaddr, bool lines, struct sym_frame *out, int max);
 
 /* Loads symbols (and DWARF lazily later) of se from f. */
 void sym_elf_load(struct sym_elf *se, struct sym_file *f,

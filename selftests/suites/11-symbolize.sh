@@ -10,7 +10,8 @@
 # 4 GB sparse file, another user's file or "../../etc/shadow", symbolized as
 # root within a time bound and a peak-RSS bound, with one warning naming
 # the file (issue 14). Then times a cold and warm symbolization of 5000
-# addresses.
+# addresses. Then Go binaries without symbol tables, named from
+# .gopclntab (selftests/agent/sym/go_e2e.sh; needs go).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . selftests/lib.sh
@@ -85,6 +86,10 @@ if command -v debuginfod >/dev/null && command -v curl >/dev/null; then
 else
 	t_skip sym_debuginfod "debuginfod (server) or curl not installed"
 fi
+
+# Stripped Go binaries: sym_go, then ember record -b bpf of one.
+. selftests/agent/sym/go_e2e.sh
+go_suite
 
 # Cold: a fresh symbolizer reads maps and ELF files; warm: same addresses.
 if b=$(timeout 120 "$T/sym_test" "$T" --bench 5000); then

@@ -4,7 +4,8 @@
 # ASan/UBSan: an ELF file -> CFI table compiler, ring bytes -> the record
 # path (profile builder, unwind check), files -> `ember decode`, bytes ->
 # the shared unwind-table checker and lookup (include/ember_unwind.h, what
-# the module validates netlink tables with). A crash,
+# the module validates netlink tables with), bytes -> Go's function table
+# reader (.gopclntab, seeds from a real Go binary: fuzz/gopcln_seed.py). A crash,
 # a leak, a sanitizer report or a table the validator refuses fails; the
 # input that did it is kept in selftests/logs/fuzz/ for a regression.
 set -uo pipefail
@@ -23,7 +24,7 @@ fi
 t_pass fuzz_build
 logs=${EMBER_TEST_LOGS:-selftests/logs}/fuzz
 mkdir -p "$logs"
-for name in cfi record decode table; do
+for name in cfi record decode table gopcln; do
 	work=$(mktemp -d "${TMPDIR:-/tmp}/ember-fuzz-$name.XXXXXX")
 	log=$logs/$name.log
 	# -max_len: ELF seeds are ~14 KB; records and OTLP files fit in 64 KB
