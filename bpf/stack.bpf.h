@@ -191,6 +191,10 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
+		if (r == EMBER_STEP_FP_END) {
+			w->done = 1;
+			break;
+		}
 		if (r != EMBER_STEP_NEXT) {
 			w->flags |= EMBER_SF_USER_CUT;
 			w->done = 1;

@@ -477,11 +477,13 @@ static __always_inline int uw_fp_step(struct uw_state *w)
 {
 	__u64 next, ra;
 
+	if (w->fp_ok && !w->fp)
+		return EMBER_STEP_FP_END;
 	if (!w->fp_ok || w->fp < w->sp || uw_read(w, w->fp, &next) ||
 	    uw_read(w, w->fp + 8, &ra))
 		return EMBER_STEP_CUT;
 	if (!ra)
-		return EMBER_STEP_END;
+		return EMBER_STEP_FP_END;
 	w->sp = w->fp + 16;
 	w->pc = ra;
 	w->fp = next;
@@ -510,7 +512,7 @@ static __always_inline int uw_fp_step_at(struct uw_state *w)
 		if (uw_read(w, w->sp, &ra))
 			return EMBER_STEP_CUT;
 		if (!ra)
-			return EMBER_STEP_END;
+			return EMBER_STEP_FP_END;
 		w->sp += 8;
 		w->pc = ra;
 		w->exact = 0;

@@ -178,6 +178,13 @@ enum ember_step_result {
 	EMBER_STEP_NEXT = 0,	/* regs now describe the caller */
 	EMBER_STEP_END,		/* outermost frame: the stack is complete */
 	EMBER_STEP_CUT,		/* cannot go on: rule, memory or sanity */
+	/*
+	 * A frame-pointer chain ended (saved rbp or return address 0, the
+	 * ABI's end of chain: _start, a Go goroutine's base). Not cut, but
+	 * not proven complete either: code without frame pointers may hold
+	 * 0 in rbp. The reader judges the stack by its root.
+	 */
+	EMBER_STEP_FP_END,
 };
 
 /* Reads 8 bytes of user memory; 0 on success. */

@@ -233,11 +233,13 @@ static int ember_fp_step(struct ember_uregs *r)
 {
 	u64 next, ra;
 
+	if (r->fp_ok && !r->fp)
+		return EMBER_STEP_FP_END;
 	if (!r->fp_ok || r->fp < r->sp || ember_uw_read(NULL, r->fp, &next) ||
 	    ember_uw_read(NULL, r->fp + 8, &ra))
 		return EMBER_STEP_CUT;
 	if (!ra)
-		return EMBER_STEP_END;
+		return EMBER_STEP_FP_END;
 	r->sp = r->fp + 16;
 	r->pc = ra;
 	r->fp = next;
@@ -329,6 +331,8 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 			*flags |= EMBER_SF_USER_COMPLETE;
 			break;
 		}
+		if (s == EMBER_STEP_FP_END)
+			break;
 		if (s != EMBER_STEP_NEXT) {
 			*flags |= EMBER_SF_USER_CUT;
 			break;

@@ -467,17 +467,17 @@ static bool waker_cut(const struct agg_entry *e,
 {
 	size_t user = 0;
 
+	for (size_t i = 0; i < nr_wk; i++)
+		if (wk[i]->kind != PROF_FRAME_KERNEL)
+			user = i + 1;
+	if (user && frame_is_outermost(wk[user - 1]))
+		return false;
 	if (e->wk_flags & EMBER_SF_USER_CUT)
 		return true;
 	if (!e->wk_pid || (e->wk_flags & (EMBER_SF_KTHREAD | EMBER_SF_IDLE)))
 		return false;
-	for (size_t i = 0; i < nr_wk; i++)
-		if (wk[i]->kind != PROF_FRAME_KERNEL)
-			user = i + 1;
-	if (!e->wk_nr_user || !user)
-		return true;
-	return !(e->wk_flags & EMBER_SF_USER_COMPLETE) &&
-	       !frame_is_outermost(wk[user - 1]);
+	return !e->wk_nr_user || !user ||
+	       !(e->wk_flags & EMBER_SF_USER_COMPLETE);
 }
 
 /*
@@ -595,7 +595,12 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 	}
 	if (!e->nr_user)
 		user = nr;
-	if (e->user_cut) {
+	if (e->user_cut && nr > user && frame_is_outermost(frames[nr - 1])) {
+		/* the walk went wrong past the thread's entry: the stack is
+		 * whole (a Go M's mstart under runtime.clone's frame) */
+		if (e->event != PROF_EV_INUSE)
+			pi->pub.meta.cut_user_stacks -= e->records;
+	} else if (e->user_cut) {
 		frames[nr++] = &prof_cut_frame;
 	} else if (e->user_expected && !user_stack_whole(e, frames, user, &nr)) {
 		/* a short stack shown as whole would be a wrong answer */
