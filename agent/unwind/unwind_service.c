@@ -98,6 +98,7 @@ static void publish_stats(struct unwind_service *us)
 	us->st.tables_built = us->b.cache.built;
 	us->st.store_on = us->store != NULL;
 	table_store_get_stats(us->store, &us->st.store);
+	table_store_get_stats(us->store, &us->st.store);
 	us->st.tables = us->b.cache.live;
 	us->st.bound = bound;
 	pthread_mutex_unlock(&us->lock);
@@ -296,6 +297,8 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	us->b.procs = procs;
 	if (opt->table_dir && *opt->table_dir)
 		us->store = table_store_open(opt->table_dir, opt->table_max);
+	us->st.store_on = us->store != NULL;
+	table_store_get_stats(us->store, &us->st.store);
 	table_cache_init(&us->b.cache, ops, src, us->store, opt->verbose);
 	pthread_mutex_init(&us->lock, NULL);
 	pthread_cond_init(&us->wake, NULL);
