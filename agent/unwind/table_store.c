@@ -146,7 +146,7 @@ static int open_component(const char *dir, int parent, const char *name,
 		goto bad;
 	}
 	if (!last && (st.st_mode & (S_IWGRP | S_IWOTH)) &&
-	    !(st.st_mode & S_ISVTX) && st.st_uid != geteuid()) {
+	    !(st.st_mode & S_ISVTX)) {
 		/* someone else could move our directory away and plant one */
 		open_warn(dir, "%s is writable by other users", sofar, 0);
 		goto bad;

@@ -4,7 +4,8 @@
  *  - the directory is made 0700 (parents too); a table stored comes back
  *    byte for byte, also after the store is closed and opened again;
  *  - a directory that is a symbolic link (or lies under one), is owned by
- *    another user or is open to others is refused with one warning;
+ *    another user, is open to others or lies in a directory others may
+ *    write to (without the sticky bit) is refused with one warning;
  *  - through the table cache with a fake backend: a second run builds
  *    nothing; a truncated entry, one with a bad checksum and a hostile one
  *    (correct checksum, a rule index out of range) are warned about,
@@ -347,6 +348,13 @@ static void test_bad_dirs(void)
 	} else {
 		printf("SKIP: table_store_other_owner_refused: not root\n");
 	}
+	/* a parent others may write to (no sticky bit): they could swap it */
+	snprintf(sub, sizeof(sub), "%s/open", base);
+	mkdir(sub, 0700);
+	chmod(sub, 0777);
+	strcat(sub, "/tables");
+	refused("table_store_parent_writable_refused", sub,
+		"is writable by other users");
 	snprintf(sub, sizeof(sub), "%s/stderr/x", base);
 	refused("table_store_file_in_path_refused", sub, "not a directory");
 }
