@@ -660,3 +660,34 @@ void table_store_save(struct table_store *ts, const char *id,
 		ts->st.bytes += bytes;
 	}
 }
+
+int table_store_usage(const char *dir, uint32_t *entries, uint64_t *bytes)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	uint32_t seen = 0;
+
+	*entries = 0;
+	*bytes = 0;
+	if (!d) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	while ((de = readdir(d)) && seen++ < TABLE_STORE_MAX_ENTRIES) {
+		struct stat st;
+		char id[41];
+
+		if (entry_id(de->d_name, id) &&
+		    !fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISREG(st.st_mode)) {
+			(*entries)++;
+			*bytes += (uint64_t)st.st_size;
+		}
+	}
+	closedir(d);
+	return 0;
+}

@@ -85,6 +85,12 @@ void table_store_save(struct table_store *ts, const char *build_id,
 void table_store_get_stats(const struct table_store *ts,
 			   struct table_store_stats *st);
 void table_store_close(struct table_store *ts);
+/*
+ * What dir holds (ember status): its entries and their bytes, read
+ * without creating or changing anything, at most TABLE_STORE_MAX_ENTRIES
+ * looked at. -errno when it cannot be read (-ENOENT: not made yet).
+ */
+int table_store_usage(const char *dir, uint32_t *entries, uint64_t *bytes);
 
 /* The checksum of the header: 64 bits, not cryptographic (see .c). */
 uint64_t table_store_checksum(const void *p, size_t len);
