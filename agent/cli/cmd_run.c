@@ -350,10 +350,14 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	    nc.include_idle != rc->include_idle || nc.no_cfi != rc->no_cfi ||
 	    nc.max_stacks != rc->max_stacks ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
+	    nc.table_cache_max_mb != rc->table_cache_max_mb ||
+	    strcmp(nc.table_cache ? nc.table_cache : "",
+		   rc->table_cache ? rc->table_cache : "") ||
 	    (nc.metrics_addr ? !rc->metrics_addr || strcmp(nc.metrics_addr, rc->metrics_addr)
 			     : rc->metrics_addr != NULL))
 		fprintf(stderr, "ember run: reloaded; freq, event, fault-period, offcpu-min, "
-			"idle, no-cfi, max-stacks, backend, pid and metrics-addr changes "
+			"idle, no-cfi, max-stacks, backend, pid, table-cache and "
+			"metrics-addr changes "
 			"take effect on restart\n");
 	else if (!nc.quiet)
 		fprintf(stderr, "ember run: configuration reloaded (endpoint %s, "

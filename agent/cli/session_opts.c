@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include "cli/session_opts.h"
+#include "unwind/table_store.h"
 
 /* per-sample times (OTLP output uses them) */
 #define TIMESTAMPS_PER_STACK 1024
