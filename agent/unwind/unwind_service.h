@@ -9,7 +9,8 @@
  * a few instructions and never block on I/O. The worker reads
  * /proc/PID/maps, compiles each executable file's CFI once (cfi_compile.c;
  * one table per file, keyed by build-id or device/inode/size/mtime, shared
- * by every process that maps it), loads it through the backend's
+ * by every process that maps it; or takes it from the persistent cache,
+ * table_store.h), loads it through the backend's
  * unwind_load op, and binds the process's mappings with unwind_bind.
  * Tables nobody has mapped for UNWIND_GRACE_S are dropped again.
  */
