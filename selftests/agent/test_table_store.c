@@ -5,7 +5,8 @@
  *    byte for byte, also after the store is closed and opened again;
  *  - a directory that is a symbolic link (or lies under one), is owned by
  *    another user, is open to others or lies in a directory others may
- *    write to (without the sticky bit) is refused with one warning;
+ *    write to (without the sticky bit) is refused with one warning, and
+ *    so is one that cannot be made (a read-only file system);
  *  - through the table cache with a fake backend: a second run builds
  *    nothing; a truncated entry, one with a bad checksum and a hostile one
  *    (correct checksum, a rule index out of range) are warned about,
@@ -355,6 +356,18 @@ static void test_bad_dirs(void)
 	strcat(sub, "/tables");
 	refused("table_store_parent_writable_refused", sub,
 		"is writable by other users");
+	/* a read-only file system (a read-only root): one warning */
+	snprintf(sub, sizeof(sub), "%s/ro", base);
+	mkdir(sub, 0700);
+	if (geteuid() == 0 && !mount("tmpfs", sub, "tmpfs", MS_RDONLY, "mode=0755")) {
+		strcat(sub, "/cache/tables");
+		refused("table_store_read_only_fs_refused", sub,
+			"Read-only file system");
+		sub[strlen(sub) - strlen("/cache/tables")] = '\0';
+		umount2(sub, MNT_DETACH);
+	} else {
+		printf("SKIP: table_store_read_only_fs_refused: no read-only tmpfs\n");
+	}
 	snprintf(sub, sizeof(sub), "%s/stderr/x", base);
 	refused("table_store_file_in_path_refused", sub, "not a directory");
 }
