@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The persistent unwind-table cache (table_store.h).
+ *
+ * One file (~700 lines): the directory's checks, the entry format, the
+ * checksum and the size bound meet in load and store, which share the
+ * in-memory list of entries; split, each part would need the other's
+ * insides. Sections: checksum, opening the directory, the entries, load,
+ * store.
  */
 #include <dirent.h>
 #include <errno.h>
