@@ -493,14 +493,25 @@ int cmd_record(int argc, char **argv)
 		struct unwind_service_stats u;
 
 		unwind_service_get_stats(s.unwind, &u);
-		fprintf(stderr, "ember: unwind tables: %" PRIu64 " built (%" PRIu64
-			" KiB loaded now), %" PRIu64 " files without usable CFI; %"
+		fprintf(stderr, "ember: unwind tables: %" PRIu64 " loaded (%" PRIu64
+			" KiB loaded now), %" PRIu64 " built from CFI in %.1f ms, %"
+			PRIu64 " files without usable CFI; %"
 			PRIu64 " bindings, %.1f ms mean and %.1f ms max from exec "
 			"or first miss to binding; %" PRIu64 " follow-up reads of "
 			"maps, %" PRIu64 " found new code\n", u.tables_loaded,
-			u.table_bytes / 1024, u.tables_failed, u.binds,
+			u.table_bytes / 1024, u.tables_built, u.build_ns / 1e6,
+			u.tables_failed, u.binds,
 			u.binds ? u.bind_latency_ns_sum / 1e6 / u.binds : 0,
 			u.bind_latency_ns_max / 1e6, u.rechecks, u.recheck_binds);
+		if (u.store_on)
+			fprintf(stderr, "ember: unwind-table cache: %" PRIu64
+				" hits in %.1f ms, %" PRIu64 " misses, %" PRIu64
+				" stored, %" PRIu64 " rejected (corrupt), %" PRIu64
+				" write failures, %" PRIu64 " evicted; %u entries, %"
+				PRIu64 " KiB\n", u.store.hits, u.store.load_ns / 1e6,
+				u.store.misses, u.store.stores, u.store.rejected,
+				u.store.write_failures, u.store.evicted,
+				u.store.entries, u.store.bytes / 1024);
 	}
 	session_close(&s);
 	/* the command's exit status is ours, as with time(1); our own

@@ -135,10 +135,37 @@ static void fill_unwind_metrics(FILE *f, struct unwind_service *us)
 		"ember_unwind_rechecks_total %" PRIu64 "\n"
 		"# HELP ember_unwind_recheck_binds_total Follow-up reads that found new code and rebound.\n"
 		"# TYPE ember_unwind_recheck_binds_total counter\n"
-		"ember_unwind_recheck_binds_total %" PRIu64 "\n",
+		"ember_unwind_recheck_binds_total %" PRIu64 "\n"
+		"# HELP ember_unwind_tables_built_total Tables compiled from CFI (not from the cache).\n"
+		"# TYPE ember_unwind_tables_built_total counter\n"
+		"ember_unwind_tables_built_total %" PRIu64 "\n",
 		u.tables, u.table_bytes, u.bound, u.binds, u.bind_errors,
 		u.tables_failed, u.requests_dropped, u.build_ns / 1e9,
-		u.bind_latency_ns_max / 1e9, u.rechecks, u.recheck_binds);
+		u.bind_latency_ns_max / 1e9, u.rechecks, u.recheck_binds,
+		u.tables_built);
+	if (!u.store_on)
+		return;
+	fprintf(f,
+		"# HELP ember_unwind_cache_hits_total Tables loaded from the persistent cache.\n"
+		"# TYPE ember_unwind_cache_hits_total counter\n"
+		"ember_unwind_cache_hits_total %" PRIu64 "\n"
+		"# HELP ember_unwind_cache_misses_total Tables not in the cache (or stale): built.\n"
+		"# TYPE ember_unwind_cache_misses_total counter\n"
+		"ember_unwind_cache_misses_total %" PRIu64 "\n"
+		"# TYPE ember_unwind_cache_stores_total counter\n"
+		"ember_unwind_cache_stores_total %" PRIu64 "\n"
+		"# HELP ember_unwind_cache_rejected_total Cache entries found corrupt or hostile, removed.\n"
+		"# TYPE ember_unwind_cache_rejected_total counter\n"
+		"ember_unwind_cache_rejected_total %" PRIu64 "\n"
+		"# HELP ember_unwind_cache_write_failures_total Tables not kept: full disk, quota, errors.\n"
+		"# TYPE ember_unwind_cache_write_failures_total counter\n"
+		"ember_unwind_cache_write_failures_total %" PRIu64 "\n"
+		"# TYPE ember_unwind_cache_evicted_total counter\n"
+		"ember_unwind_cache_evicted_total %" PRIu64 "\n"
+		"# TYPE ember_unwind_cache_bytes gauge\n"
+		"ember_unwind_cache_bytes %" PRIu64 "\n",
+		u.store.hits, u.store.misses, u.store.stores, u.store.rejected,
+		u.store.write_failures, u.store.evicted, u.store.bytes);
 }
 
 /* -e lock's part of /metrics: the backend's waits, the agent's joins. */
@@ -365,10 +392,14 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	    nc.include_idle != rc->include_idle || nc.no_cfi != rc->no_cfi ||
 	    nc.max_stacks != rc->max_stacks ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
+	    nc.table_cache_max_mb != rc->table_cache_max_mb ||
+	    strcmp(nc.table_cache ? nc.table_cache : "",
+		   rc->table_cache ? rc->table_cache : "") ||
 	    (nc.metrics_addr ? !rc->metrics_addr || strcmp(nc.metrics_addr, rc->metrics_addr)
 			     : rc->metrics_addr != NULL))
 		fprintf(stderr, "ember run: reloaded; freq, event, fault-period, offcpu-min, "
-			"lock-min, waker, idle, no-cfi, max-stacks, backend, pid and metrics-addr changes "
+			"lock-min, waker, idle, no-cfi, max-stacks, backend, pid, "
+			"table-cache and metrics-addr changes "
 			"take effect on restart\n");
 	else if (!nc.quiet)
 		fprintf(stderr, "ember run: configuration reloaded (endpoint %s, "

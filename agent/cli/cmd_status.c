@@ -5,6 +5,7 @@
  * nothing can run. Exit status 0 when some backend can run, 1 otherwise.
  * It never loads the module itself (no side effects).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "source/backend.h"
 #include "source/source_kmod.h"
 #include "source/status_bpf.h"
+#include "unwind/table_store.h"
 
 struct cpu_totals {
 	uint64_t samples, records, lost, filtered, handler_ns;
@@ -110,6 +112,21 @@ static void print_module(void)
 		       t.switches, t.offcpu_ns / t.switches, t.offcpu_overflow);
 }
 
+/* The default unwind-table cache (--table-cache): looked at, not made. */
+static void print_table_cache(void)
+{
+	uint32_t n;
+	uint64_t bytes;
+	int r = table_store_usage(TABLE_STORE_DEFAULT_DIR, &n, &bytes);
+
+	if (r)
+		printf("unwind-table cache %s: %s\n", TABLE_STORE_DEFAULT_DIR,
+		       r == -ENOENT ? "not made yet" : strerror(-r));
+	else
+		printf("unwind-table cache %s: %u tables, %.1f MiB\n",
+		       TABLE_STORE_DEFAULT_DIR, n, bytes / 1048576.0);
+}
+
 int cmd_status(int argc, char **argv)
 {
 	char kwhy[512], bwhy[512];
@@ -142,6 +159,7 @@ int cmd_status(int argc, char **argv)
 	if (br == 0)
 		status_bpf_running();
 
+	print_table_cache();
 	if (kr == 0 || kr == 1)
 		printf("ember record will use: the module backend\n");
 	else if (br == 0)

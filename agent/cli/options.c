@@ -22,6 +22,7 @@
 #include "aggregate/profile.h"
 #include "source/source.h"
 #include "symbolize/symbolize.h"
+#include "unwind/table_store.h"
 
 #define MAX_LIST 64	/* headers, attributes */
 #define PID_MAX 4194304	/* PID_MAX_LIMIT on 64-bit */
@@ -723,6 +724,16 @@ const struct ember_option ember_options[] = {
 	  .parse = p_debug_dir, .expected = "a directory without ':'",
 	  .help = "also look for separate debug files under DIR (repeatable; "
 		  "searched before /usr/lib/debug)" },
+	{ "table-cache", 0, "DIR", BOTH, 0, .type = F_STR, FIELD(table_cache),
+	  .expected = "a directory, or none",
+	  .help = "keep the unwind tables built from CFI in DIR (root's, mode "
+		  "0700) for the next run and the next boot (default "
+		  TABLE_STORE_DEFAULT_DIR "; none: no cache)" },
+	{ "table-cache-max", 0, "MB", BOTH, 0,
+	  UINT(table_cache_max_mb, 1, 1u << 20),
+	  .expected = "megabytes from 1 to 1048576",
+	  .help = "--table-cache: at most MB megabytes of tables, the least "
+		  "recently used go first (default 256)" },
 	{ "debuginfod", 0, NULL, BOTH, 0, F_FLAG, FIELD(debuginfod),
 	  .expected = "true or false",
 	  .help = "fetch missing debug info from DEBUGINFOD_URLS (off by "
@@ -1090,6 +1101,7 @@ void opts_free(struct ember_opts *o)
 {
 	free(o->pids);
 	free(o->debug_dirs);
+	free(o->table_cache);
 	free(o->cgroup_path);
 	free(o->output);
 	free(o->alloc_lib);

@@ -66,6 +66,10 @@ struct ember_opts {
 	bool no_cfi;			/* frame pointers only */
 	char *debug_dirs;		/* ':'-joined; NULL = default */
 	bool debuginfod;
+	/* the persistent unwind-table cache: NULL = the default directory,
+	 * "" or "none" = none */
+	char *table_cache;
+	uint32_t table_cache_max_mb;	/* 0: the default */
 	/* ember record */
 	char *cgroup_path;
 	bool all;			/* -a (the default without -p/--cgroup/cmd) */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The session options ember record and ember run set alike (session_opts.h). */
 #include <errno.h>
+#include <string.h>
 #include "cli/session_opts.h"
+#include "unwind/table_store.h"
 
 /* per-sample times (OTLP output uses them) */
 #define TIMESTAMPS_PER_STACK 1024
@@ -25,6 +27,11 @@ int session_opts_from(struct session_options *so, struct ember_opts *o)
 	so->no_unwind_tables = o->no_cfi;
 	so->src.no_unwind_tables = o->no_cfi;
 	so->sym.use_debuginfod = o->debuginfod;
+	if (!o->table_cache)
+		so->table_cache_dir = TABLE_STORE_DEFAULT_DIR;
+	else if (*o->table_cache && strcmp(o->table_cache, "none"))
+		so->table_cache_dir = o->table_cache;
+	so->table_cache_max = (uint64_t)o->table_cache_max_mb << 20;
 	/* --debug-dir adds to the default root, searched last */
 	if (o->debug_dirs && sym_debug_dirs_add(&o->debug_dirs, SYM_DEFAULT_DEBUG_DIR))
 		return -ENOMEM;

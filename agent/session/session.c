@@ -39,6 +39,8 @@ int session_open(struct session *s, const struct session_options *opt,
 	s->events = opt->src.events;
 	s->want_unwind = !opt->no_unwind_tables;
 	s->verbose_unwind = opt->verbose_unwind;
+	s->table_cache_dir = opt->table_cache_dir;
+	s->table_cache_max = opt->table_cache_max;
 	s->freq_hz = opt->src.freq_hz ? opt->src.freq_hz : EMBER_DEFAULT_FREQ;
 	s->fault_period = opt->src.fault_period ? opt->src.fault_period :
 			  EMBER_DEFAULT_FAULT_PERIOD;
@@ -156,8 +158,13 @@ int session_start(struct session *s, char *err, size_t err_len)
 	}
 	s->started = true;
 	if (s->want_unwind) {
-		s->unwind = unwind_service_start(s->ops, s->src, s->procs,
-						 s->verbose_unwind);
+		struct unwind_service_opts uo = {
+			.verbose = s->verbose_unwind,
+			.table_dir = s->table_cache_dir,
+			.table_max = s->table_cache_max,
+		};
+
+		s->unwind = unwind_service_start(s->ops, s->src, s->procs, &uo);
 		unwind_service_exclude(s->unwind, (uint32_t)getpid());
 		for (size_t i = 0; i < s->nr_watch_pids; i++)
 			unwind_service_request(s->unwind, s->watch_pids[i], 0);

@@ -26,6 +26,9 @@ struct session_options {
 	bool quiet;			/* no backend line on stderr */
 	bool no_unwind_tables;		/* frame pointers only (--no-cfi) */
 	bool verbose_unwind;		/* a line per unwind table built */
+	/* the persistent unwind-table cache: NULL = none; 0 = default cap */
+	const char *table_cache_dir;
+	uint64_t table_cache_max;
 	bool check_unwind;		/* test mode: compare with libdwfl */
 };
 
@@ -39,6 +42,8 @@ struct session {
 	struct unwind_check *check;	/* --check-unwind, or NULL */
 	struct ring_reader *reader;	/* the rings' own thread, or NULL */
 	bool want_unwind, verbose_unwind;
+	const char *table_cache_dir;	/* session_options' (not owned) */
+	uint64_t table_cache_max;
 	char backend_why[256];		/* the reason the backend was chosen */
 	uint32_t events;		/* EMBER_EV_* asked */
 	uint32_t freq_hz;

@@ -12,6 +12,14 @@
 #include <stdint.h>
 #include <libelf.h>
 
+/*
+ * The version of the compiler's output. Bump it whenever cfi_compile()
+ * may produce a different table for the same file (a new rule, another
+ * merge, a fix): tables in the persistent cache (table_store.h) built by
+ * another version are then rebuilt instead of loaded.
+ */
+#define CFI_COMPILE_VERSION	1
+
 struct cfi_stats {
 	uint32_t fdes;			/* FDEs read */
 	uint32_t fdes_bad;		/* FDEs skipped: undecodable */

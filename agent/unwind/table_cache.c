@@ -20,7 +20,8 @@
 #include "unwind/table_cache.h"
 
 void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
-		      struct ember_source *src, bool verbose)
+		      struct ember_source *src, struct table_store *store,
+		      bool verbose)
 {
 	memset(c, 0, sizeof(*c));
 	/* libelf refuses every file until a version is set: do not rely on
@@ -28,6 +29,7 @@ void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
 	elf_version(EV_CURRENT);
 	c->ops = ops;
 	c->src = src;
+	c->store = store;
 	c->verbose = verbose;
 	c->next_id = 1;
 }
@@ -115,19 +117,50 @@ static struct table_file *find_build_id(struct table_cache *c,
 	return NULL;
 }
 
-/* Compile elf's CFI and hand the table to the backend. */
+/*
+ * The table of f: from the persistent cache when it has one for f's
+ * build-id (checked there like any table from user space), else
+ * compiled from elf's CFI and kept there for the next run. 0 with a
+ * malloc'ed table, or a negative errno with a sentence in err.
+ */
+static int get_table(struct table_cache *c, Elf *elf,
+		     const struct table_file *f, const char *name, void **tab, size_t *len, struct cfi_stats *st, bool *cached,
+		     char *err, size_t err_len)
+{
+	uint64_t t0;
+	int r;
+
+	*cached = false;
+	if (c->store && f->build_id[0] &&
+	    !table_store_load(c->store, f->build_id, name, tab, len)) {
+		*cached = true;
+		return 0;
+	}
+	t0 = mono_ns();
+	r = cfi_compile(elf, tab, len, st, err, err_len);
+	c->build_ns += mono_ns() - t0;
+	if (!r) {
+		c->built++;
+		if (c->store && f->build_id[0])
+			table_store_save(c->store, f->build_id, *tab, *len);
+	}
+	return r;
+}
+
+/* Get f's table and hand it to the backend. */
 static void build_and_load(struct table_cache *c, Elf *elf,
 			   struct table_file *f, const char *name)
 {
-	struct cfi_stats st;
+	struct cfi_stats st = { 0 };
 	char err[256] = "";
 	void *tab = NULL;
 	size_t len = 0;
 	uint64_t t0 = mono_ns();
+	bool cached;
 	int r;
 
-	r = cfi_compile(elf, &tab, &len, &st, err, sizeof(err));
-	c->build_ns += mono_ns() - t0;
+	r = get_table(c, elf, f, name, &tab, &len, &st, &cached, err,
+		      sizeof(err));
 	if (!r) {
 		uint32_t id = c->next_id++;
 
@@ -146,9 +179,13 @@ static void build_and_load(struct table_cache *c, Elf *elf,
 		if (c->verbose || r != -ENOENT)
 			fprintf(stderr, "ember: no unwind table for %s: %s\n",
 				name, err[0] ? err : strerror(-r));
+	} else if (c->verbose && cached) {
+		fprintf(stderr, "ember: unwind table for %s: %zu bytes, from the "
+			"cache in %.2f ms\n", name, len, (mono_ns() - t0) / 1e6);
 	} else if (c->verbose) {
 		fprintf(stderr, "ember: unwind table for %s: %u rows, %u rules, "
-			"%zu bytes\n", name, st.rows, st.rules, len);
+			"%zu bytes, built in %.2f ms\n", name, st.rows, st.rules,
+			len, (mono_ns() - t0) / 1e6);
 	}
 }
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include "source/source.h"
+#include "unwind/table_store.h"
 
 /* ELF files bigger than this are not read (libelf maps them; still cap). */
 #define TABLE_FILE_MAX_BYTES	(4ULL << 30)
@@ -46,17 +47,24 @@ struct table_file {
 struct table_cache {
 	const struct ember_source_ops *ops;
 	struct ember_source *src;
+	struct table_store *store;	/* the persistent cache, or NULL */
 	struct table_file *files;
 	uint32_t nr, cap;
 	uint32_t next_id;
 	bool verbose;
-	/* counters, see struct unwind_service_stats */
-	uint64_t loaded, failed, dropped, bytes, build_ns;
+	/* counters, see struct unwind_service_stats; built: compiled from
+	 * CFI (loaded also counts tables from the persistent cache) */
+	uint64_t loaded, built, failed, dropped, bytes, build_ns;
 	uint32_t live;
 };
 
+/*
+ * store: the persistent cache tables of files with a build-id are loaded
+ * from and kept in (not owned: closed by the caller), or NULL.
+ */
 void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
-		      struct ember_source *src, bool verbose);
+		      struct ember_source *src, struct table_store *store,
+		      bool verbose);
 /*
  * The entry for the open file fd (named name for messages), building and
  * loading its table the first time. NULL only when the cache is full or

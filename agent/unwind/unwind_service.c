@@ -95,6 +95,10 @@ static void publish_stats(struct unwind_service *us)
 	us->st.tables_dropped = us->b.cache.dropped;
 	us->st.table_bytes = us->b.cache.bytes;
 	us->st.build_ns = us->b.cache.build_ns;
+	us->st.tables_built = us->b.cache.built;
+	us->st.store_on = us->store != NULL;
+	table_store_get_stats(us->store, &us->st.store);
+	table_store_get_stats(us->store, &us->st.store);
 	us->st.tables = us->b.cache.live;
 	us->st.bound = bound;
 	pthread_mutex_unlock(&us->lock);
@@ -278,7 +282,7 @@ static void *worker(void *arg)
 struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 					    struct ember_source *src,
 					    struct proc_table *procs,
-					    bool verbose)
+					    const struct unwind_service_opts *opt)
 {
 	struct unwind_service *us;
 
@@ -291,7 +295,11 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	us->b.ops = ops;
 	us->b.src = src;
 	us->b.procs = procs;
-	table_cache_init(&us->b.cache, ops, src, verbose);
+	if (opt->table_dir && *opt->table_dir)
+		us->store = table_store_open(opt->table_dir, opt->table_max);
+	us->st.store_on = us->store != NULL;
+	table_store_get_stats(us->store, &us->st.store);
+	table_cache_init(&us->b.cache, ops, src, us->store, opt->verbose);
 	pthread_mutex_init(&us->lock, NULL);
 	pthread_cond_init(&us->wake, NULL);
 	pthread_cond_init(&us->idle, NULL);
@@ -299,6 +307,7 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	if (pthread_create(&us->thread, NULL, worker, us)) {
 		proc_table_slot_drop(procs, PROC_SLOT_UNWIND);
 		table_cache_free(&us->b.cache, true);
+		table_store_close(us->store);
 		free(us);
 		return NULL;
 	}
@@ -367,6 +376,7 @@ void unwind_service_stop(struct unwind_service *us)
 	}
 	free(us->b.spare);
 	table_cache_free(&us->b.cache, !us->source_stopped);
+	table_store_close(us->store);
 	pthread_cond_destroy(&us->wake);
 	pthread_cond_destroy(&us->idle);
 	pthread_mutex_destroy(&us->lock);

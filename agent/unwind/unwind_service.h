@@ -9,7 +9,8 @@
  * a few instructions and never block on I/O. The worker reads
  * /proc/PID/maps, compiles each executable file's CFI once (cfi_compile.c;
  * one table per file, keyed by build-id or device/inode/size/mtime, shared
- * by every process that maps it), loads it through the backend's
+ * by every process that maps it; or takes it from the persistent cache,
+ * table_store.h), loads it through the backend's
  * unwind_load op, and binds the process's mappings with unwind_bind.
  * Tables nobody has mapped for UNWIND_GRACE_S are dropped again.
  */
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include "proc/proc.h"
 #include "source/source.h"
+#include "unwind/table_store.h"
 
 struct unwind_service;
 
@@ -39,20 +41,30 @@ struct unwind_service_stats {
 	uint64_t tables_dropped;	/* unused for the grace period */
 	uint64_t table_bytes;		/* bytes of tables loaded now */
 	uint64_t build_ns;		/* time compiling CFI */
+	uint64_t tables_built;		/* compiled from CFI (the rest: cached) */
+	bool store_on;			/* the persistent cache is in use */
+	struct table_store_stats store;	/* its hits, misses, stores... */
 	uint32_t tables;		/* loaded now */
 	uint32_t bound;			/* processes bound now */
+};
+
+struct unwind_service_opts {
+	bool verbose;			/* one stderr line per table */
+	/* the persistent table cache (table_store.h); NULL or "": none */
+	const char *table_dir;
+	uint64_t table_max;		/* its size cap in bytes; 0: default */
 };
 
 /*
  * Start the worker for this backend; NULL (and no error) when the backend
  * has no unwind ops. Its bindings live in procs, the process model, in
- * PROC_SLOT_UNWIND (stop the service before freeing procs). verbose: one
- * stderr line per table built.
+ * PROC_SLOT_UNWIND (stop the service before freeing procs). A table cache
+ * directory that cannot be used costs one warning, not the service.
  */
 struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 					    struct ember_source *src,
 					    struct proc_table *procs,
-					    bool verbose);
+					    const struct unwind_service_opts *opt);
 /*
  * A process needs (new) bindings; cheap, never blocks on I/O. since_ns:
  * CLOCK_MONOTONIC time of the record that asked (0 = now), for the

@@ -46,6 +46,7 @@ struct unwind_service {
 	struct unwind_proc *orphans;
 	/* worker-only state */
 	struct unwind_bindings b;	/* ops, source, process model, cache */
+	struct table_store *store;	/* the persistent cache, or NULL */
 	uint32_t excluded;		/* never bound (the agent itself) */
 	uint64_t trimmed_at;		/* cache.build_ns at the last trim */
 };

@@ -80,6 +80,8 @@ static bool same(const struct ember_opts *a, const struct ember_opts *b)
 	       a->lock_min_ns == b->lock_min_ns && a->lock_waker == b->lock_waker &&
 	       a->include_idle == b->include_idle && a->no_cfi == b->no_cfi &&
 	       str_eq(a->debug_dirs, b->debug_dirs) && a->debuginfod == b->debuginfod &&
+	       str_eq(a->table_cache, b->table_cache) &&
+	       a->table_cache_max_mb == b->table_cache_max_mb &&
 	       str_eq(a->cgroup_path, b->cgroup_path) && a->all == b->all &&
 	       a->duration_ms == b->duration_ms && str_eq(a->output, b->output) &&
 	       a->format == b->format && a->alloc_rate == b->alloc_rate &&
@@ -108,6 +110,7 @@ static const struct { const char *name, *value; } examples[] = {
 	{ "lock-min", "50" }, { "waker", NULL },
 	{ "max-stacks", "1000" }, { "idle", NULL }, { "no-cfi", NULL },
 	{ "debug-dir", "/srv/debug" }, { "debuginfod", NULL },
+	{ "table-cache", "/srv/tables" }, { "table-cache-max", "64" },
 	{ "endpoint", "http://collector:4318" },
 	{ "profiles-endpoint", "https://c:4318/x/profiles" },
 	{ "header", "Authorization=Bearer t" }, { "headers", "a=1,b=2" },

@@ -355,8 +355,9 @@ static void test_process_model(struct unwind_service *us,
 int main(void)
 {
 	struct proc_table *procs = proc_table_new(NULL);
+	const struct unwind_service_opts uo = { .verbose = getenv("V") != NULL };
 	struct unwind_service *us = unwind_service_start(&fake_ops, NULL, procs,
-							 getenv("V") != NULL);
+							 &uo);
 	struct unwind_service_stats st;
 	bool sorted = true, vdso = false, bias_ok = false;
 	int v[4] = { 3, 1, 2, 0 }, binds;

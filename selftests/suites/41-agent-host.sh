@@ -199,3 +199,71 @@ PY
 else
 	t_skip agent_host_pprof_main_binary_first "xz or protoc missing"
 fi
+
+# The persistent unwind-table cache (agent/unwind/table_store.c): a second
+# run of the same program builds no table from CFI (every one comes from
+# the cache) and binds sooner; a full disk (a 64 KiB tmpfs) costs one
+# warning and leaves nothing behind; --table-cache-max 1 holds the
+# directory to 1 MiB. The figures (build vs load per table) are printed.
+py=/usr/bin/python3.11
+if [ -x $py ]; then
+	work=$(mktemp -d)
+	tc_run() {	# DIR [ember options...]: stderr of one recording of python
+		local dir=$1
+		shift
+		agent/ember record -b $backend --verbose-cfi --table-cache "$dir" "$@" \
+			-o "$work/out.folded" -- $py -c 'import json,zlib
+x=0
+for i in range(200000): x+=len(json.dumps([i]))' 2>&1 >/dev/null
+	}
+	first=$(tc_run "$work/tc")
+	second=$(tc_run "$work/tc")
+	built1=$(sed -n 's/.* loaded (.*), \([0-9]*\) built from CFI.*/\1/p' <<<"$first")
+	built2=$(sed -n 's/.* loaded (.*), \([0-9]*\) built from CFI.*/\1/p' <<<"$second")
+	hits2=$(sed -n 's/^ember: unwind-table cache: \([0-9]*\) hits.*/\1/p' <<<"$second")
+	for f in python3.11 libc.so.6; do
+		b=$(grep -m1 "unwind table for .*/$f: .*built in" <<<"$first" | sed 's/.*built in \([0-9.]*\) ms/\1/')
+		l=$(grep -m1 "unwind table for .*/$f: .*from the cache in" <<<"$second" | sed 's/.*cache in \([0-9.]*\) ms/\1/')
+		echo "# table of $f: built from CFI in ${b:-?} ms, loaded from the cache in ${l:-?} ms"
+	done
+	grep -h "from exec or first miss" <<<"$first
+$second" | sed 's/.*bindings, \([0-9.]* ms mean\).*/# binding: \1/'
+	if [ "${built1:-0}" -ge 3 ] && [ "$built2" = 0 ] && [ "$hits2" = "$built1" ]; then
+		t_pass agent_host_table_cache_second_run_builds_nothing
+	else
+		t_fail agent_host_table_cache_second_run_builds_nothing \
+			"built $built1 then $built2, hits $hits2: $(tail -n 2 <<<"$second" | tr '\n' ' ')"
+	fi
+	mkdir -p "$work/tiny"
+	if mount -t tmpfs -o size=64k,mode=0700 tmpfs "$work/tiny" 2>/dev/null; then
+		out=$(tc_run "$work/tiny")
+		n=$(grep -c "cannot write to the unwind-table cache" <<<"$out")
+		left=$(find "$work/tiny" -name '.tmp-*' | wc -l)
+		if [ "$n" = 1 ] && [ "$left" = 0 ] && [ -s "$work/out.folded" ] &&
+		   grep -q ' [1-9][0-9]* write failures' <<<"$out"; then
+			t_pass agent_host_table_cache_full_disk
+		else
+			t_fail agent_host_table_cache_full_disk "$n warnings, $left temp files: $(tr '\n' ' ' <<<"$out" | head -c 400)"
+		fi
+		umount "$work/tiny"
+	else
+		t_skip agent_host_table_cache_full_disk "cannot mount a tmpfs"
+	fi
+	# the cap: 900 KiB of older entries first, then python's ~650 KiB
+	mkdir -m 0700 "$work/capped"
+	for i in 1 2 3; do
+		head -c 307200 /dev/zero >"$work/capped/f1ff0$i.tab"
+		touch -d '1 day ago' "$work/capped/f1ff0$i.tab"
+	done
+	out=$(tc_run "$work/capped" --table-cache-max 1)
+	kb=$(du -sk --apparent-size "$work/capped" | cut -f1)
+	ev=$(sed -n 's/.* \([0-9]*\) evicted;.*/\1/p' <<<"$out")
+	if [ "$kb" -le 1024 ] && [ "${ev:-0}" -ge 1 ] && ls "$work/capped"/*.tab >/dev/null 2>&1; then
+		t_pass agent_host_table_cache_cap
+	else
+		t_fail agent_host_table_cache_cap "$kb KiB in $work/capped, $ev evicted"
+	fi
+	rm -rf "$work"
+else
+	t_skip agent_host_table_cache "no $py"
+fi
