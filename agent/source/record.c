@@ -66,6 +66,10 @@ bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail)
 		return sample_valid(hdr, 0);
 	case EMBER_REC_ALLOC:
 		return sample_valid(hdr, 2);
+	case EMBER_REC_LOCK:
+		return sample_valid(hdr, 3);
+	case EMBER_REC_LOCK_WAKER:
+		return sample_valid(hdr, 3);
 	case EMBER_REC_FREE:
 		return hdr->size >= sizeof(struct ember_free);
 	case EMBER_REC_EXEC:
