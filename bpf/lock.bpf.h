@@ -306,12 +306,18 @@ static __always_inline struct lock_busy *get_busy(void)
 	return bpf_map_lookup_elem(&lock_busy, &zero);
 }
 
-/* This CPU is inside the ring's lock for one of our records: ignore. */
-static __always_inline bool in_emit(void)
+/*
+ * Contention seen while this CPU is inside the ring's lock for one of our
+ * records, or inside our own contention_end program (an IRQ's spinlock
+ * under it: the kernel skips the nested contention_end run as recursion,
+ * so its begin must not count either, or the thread's entry would stay
+ * nested for good): ignored.
+ */
+static __always_inline bool lock_ignore(struct lock_busy *busy)
 {
 	__u32 zero = 0, *n = bpf_map_lookup_elem(&emitting, &zero);
 
-	return n && *n;
+	return (n && *n) || !busy || busy->kernel;
 }
 
 static __always_inline int handle_contention_begin(__u64 lock, __u32 lcb)
@@ -323,15 +329,16 @@ static __always_inline int handle_contention_begin(__u64 lock, __u32 lcb)
 	struct lock_wait *v, w = {};
 	__u16 flags = lcb & LCB_F_MASK_;
 
-	if (tid == 0 || in_emit())
+	if (tid == 0 || lock_ignore(get_busy()))
 		return 0;
 	v = bpf_map_lookup_elem(&lock_kernel, &tid);
-	if (v && v->start_ns) {
+	if (v && v->start_ns && v->addr != lock) {
 		/* nested (an IRQ's spinlock inside this thread's wait): the
 		 * inner one and its end are ignored */
 		v->nest++;
 		return 0;
 	}
+	/* (the same lock again: the end of the one noted was never seen) */
 	st = get_stats();
 	if (!st)
 		return 0;
@@ -344,6 +351,7 @@ static __always_inline int handle_contention_begin(__u64 lock, __u32 lcb)
 	if (v) {
 		/* an entry left by an end whose delete failed: reuse it,
 		 * start_ns last (a waker reads it first) */
+		v->start_ns = 0;
 		v->addr = lock;
 		v->waker_tid = 0;
 		v->nest = 0;
@@ -366,43 +374,47 @@ static __always_inline int handle_contention_begin(__u64 lock, __u32 lcb)
 	return 0;
 }
 
-static __always_inline int handle_contention_end(void *ctx, __u64 lock)
+static __always_inline void contention_end(void *ctx, __u64 lock, __u32 tid)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct ember_bpf_stats *st;
-	struct lock_busy *busy;
 	struct lock_wait *v, w;
 	struct scratch *sc;
 	__u64 now;
 
-	if (tid == 0 || in_emit())
-		return 0;
 	v = bpf_map_lookup_elem(&lock_kernel, &tid);
 	if (!v || !v->start_ns)
-		return 0;
-	if (v->nest) {
+		return;
+	/* an inner end; or the noted lock's, should an inner end have been
+	 * missed (the wait is then whole anyway) */
+	if (v->nest && v->addr != lock) {
 		v->nest--;
-		return 0;
+		return;
 	}
 	if (v->addr != lock)
-		return 0;	/* not the wait noted: its begin was missed */
+		return;	/* not the wait noted: its begin was missed */
 	now = bpf_ktime_get_ns();
 	w = *v;
 	v->start_ns = 0;	/* done, should the delete fail */
 	bpf_map_delete_elem(&lock_kernel, &tid);
 	if (now - w.start_ns < lock_min_ns)
-		return 0;
+		return;
 	st = get_stats();
-	busy = get_busy();
 	sc = get_scratch(EMBER_SLOT_LOCK_KERNEL);
-	if (!st || !busy || !sc)
-		return 0;
-	if (busy->kernel) {
-		st->lost++;	/* slot in use below us on this CPU */
-		return 0;
-	}
-	busy->kernel = 1;
+	if (!st || !sc)
+		return;
 	emit_wait(ctx, sc, EMBER_SLOT_LOCK_KERNEL, &w, now, w.flags, st);
+}
+
+static __always_inline int handle_contention_end(void *ctx, __u64 lock)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct lock_busy *busy = get_busy();
+
+	if (tid == 0 || lock_ignore(busy) || !busy)
+		return 0;
+	/* the slot, and the begin/end of anything under us, are ours */
+	busy->kernel = 1;
+	contention_end(ctx, lock, tid);
 	busy->kernel = 0;
 	return 0;
 }
