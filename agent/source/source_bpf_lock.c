@@ -92,19 +92,20 @@ void bpf_lock_configure(struct ember_source *s, struct ember_bpf *skel)
 {
 	const struct ember_source_config *cfg = &s->cfg;
 	bool on = cfg->events & EMBER_EV_LOCK;
-	bool kern = on && kernel_has_raw_tp("contention_begin") &&
-		    kernel_has_raw_tp("contention_end");
 	bool waker = on && cfg->lock_waker;
+	bool kern;
 
-	s->lock_caps = 0;
-	if (on) {
-		s->lock_caps |= EMBER_CAP_LOCK_FUTEX;
-		if (kern)
+	/* once per open: load_skel() configures every flavour it tries */
+	if (on && !s->lock_caps) {
+		s->lock_caps = EMBER_CAP_LOCK_FUTEX;
+		if (kernel_has_raw_tp("contention_begin") &&
+		    kernel_has_raw_tp("contention_end"))
 			s->lock_caps |= EMBER_CAP_LOCK_KERNEL;
 		if (kernel_has_syscall_tp("sys_enter_futex_waitv") &&
 		    kernel_has_syscall_tp("sys_exit_futex_waitv"))
 			s->lock_caps |= EMBER_CAP_LOCK_WAITV;
 	}
+	kern = on && (s->lock_caps & EMBER_CAP_LOCK_KERNEL);
 	skel->rodata->lock_min_ns = cfg->lock_min_ns;
 	skel->rodata->lock_waker = waker;
 	/* the ring guard (record.bpf.h) costs only where it is needed */
@@ -139,6 +140,17 @@ static int attach_syscall(struct ember_source *s, int slot,
 		fprintf(stderr, "ember: bpf: cannot attach to the syscalls:%s tracepoint: %s\n",
 			tp, strerror(-ret));
 	return ret;
+}
+
+/* An optional part that did not attach whole: none of it, and not said
+ * to run. */
+static void drop_links(struct ember_source *s, int a, int b)
+{
+	bpf_link__destroy(s->lock_links[a]);
+	bpf_link__destroy(s->lock_links[b]);
+	s->lock_links[a] = s->lock_links[b] = NULL;
+	if (a == LOCK_LINK_WAITV_ENTER)
+		s->lock_caps &= ~EMBER_CAP_LOCK_WAITV;
 }
 
 /* The one line saying what -e lock cannot give on this kernel. */
@@ -186,7 +198,7 @@ int bpf_lock_attach(struct ember_source *s)
 				   "sys_enter_futex_waitv") ||
 		    attach_syscall(s, LOCK_LINK_WAITV_EXIT, k->progs.ember_futex_exit,
 				   "sys_exit_futex_waitv"))
-			s->lock_caps &= ~EMBER_CAP_LOCK_WAITV;
+			drop_links(s, LOCK_LINK_WAITV_ENTER, LOCK_LINK_WAITV_EXIT);
 	}
 	if (s->lock_caps & EMBER_CAP_LOCK_KERNEL) {
 		/* the end first: a begin without its end would fill the table */
@@ -199,6 +211,7 @@ int bpf_lock_attach(struct ember_source *s)
 		if (ret) {
 			fprintf(stderr, "ember: bpf: cannot attach to lock:contention_*: %s\n",
 				strerror(-ret));
+			drop_links(s, LOCK_LINK_BEGIN, LOCK_LINK_END);
 			s->lock_caps &= ~EMBER_CAP_LOCK_KERNEL;
 		}
 	}
