@@ -62,24 +62,43 @@ static long futex(void *addr, int op, uint32_t val, const struct timespec *ts,
 	return syscall(SYS_futex, addr, op, val, ts, NULL, val3);
 }
 
-/* ---- contend: mutex and condition variable ---- */
+/*
+ * ---- contend: mutex and condition variable ----
+ * The threads hand over with pipes, never by spinning: a thread spinning
+ * (even with sched_yield) competes with the woken waiter for the CPU, and
+ * under TCG the waiter then lost milliseconds between its futex syscall's
+ * return and its own clock (5.10 VM: ember's waits 30% short of its own).
+ */
 static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t cmtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static atomic_int phase, got, held;
+static int p_held[2], p_got[2], p_phase[2];
 static int rounds, cond_ready;
 static pid_t holder_tid, signaller_tid;
 
-/* holds the mutex ~2 ms a round, once the waiter is about to block */
+static void put(int *p)
+{
+	if (write(p[1], "x", 1) != 1)
+		abort();
+}
+
+static void take(int *p)
+{
+	char c;
+
+	if (read(p[0], &c, 1) != 1)
+		abort();
+}
+
+/* holds the mutex ~2 ms a round while the waiter blocks on it */
 __attribute__((noinline)) void lw_hold(void)
 {
 	for (int i = 0; i < rounds; i++) {
 		pthread_mutex_lock(&mtx);
-		atomic_store(&held, i + 1);
+		put(p_held);
 		sleep_ns(2000000);
 		pthread_mutex_unlock(&mtx);
-		while (atomic_load(&got) < i + 1)
-			sched_yield();
+		take(p_got);
 	}
 }
 
@@ -95,10 +114,8 @@ static void *holder(void *arg)
 __attribute__((noinline)) void lw_signal(void)
 {
 	for (int i = 0; i < rounds; i++) {
-		while (atomic_load(&phase) < i + 1)
-			sched_yield();
-		sleep_ns(1000000);	/* the waiter is in pthread_cond_wait */
-		sleep_ns(2000000);
+		take(p_phase);
+		sleep_ns(3000000);	/* the waiter is in pthread_cond_wait */
 		pthread_mutex_lock(&cmtx);
 		cond_ready = i + 1;
 		pthread_cond_signal(&cond);
@@ -119,13 +136,12 @@ __attribute__((noinline)) uint64_t lw_mutex_wait(int *waits)
 	uint64_t total = 0, t0, d;
 
 	for (int i = 0; i < rounds; i++) {
-		while (atomic_load(&held) < i + 1)
-			sched_yield();
+		take(p_held);	/* the holder has it */
 		t0 = now_ns();
 		pthread_mutex_lock(&mtx);
 		d = now_ns() - t0;
 		pthread_mutex_unlock(&mtx);
-		atomic_store(&got, i + 1);
+		put(p_got);
 		if (d > 100000) {
 			total += d;
 			(*waits)++;
@@ -140,7 +156,7 @@ __attribute__((noinline)) uint64_t lw_cond_wait(int *waits)
 
 	for (int i = 0; i < rounds; i++) {
 		pthread_mutex_lock(&cmtx);
-		atomic_store(&phase, i + 1);
+		put(p_phase);
 		t0 = now_ns();
 		while (cond_ready < i + 1)
 			pthread_cond_wait(&cond, &cmtx);
@@ -161,6 +177,8 @@ static int contend(int n)
 	int waits = 0;
 
 	rounds = n;
+	if (pipe(p_held) || pipe(p_got) || pipe(p_phase))
+		return 1;
 	pthread_create(&t, NULL, holder, NULL);
 	total = lw_mutex_wait(&waits);
 	pthread_join(t, NULL);
