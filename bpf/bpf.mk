@@ -71,7 +71,8 @@ BPF_TEST_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
 	$(AGENT_INC)
 BPF_TEST_BINS := $(BPF_TEST_OUT)/bpf-dump $(BPF_TEST_OUT)/ring-fuzz \
 	$(BPF_TEST_OUT)/fp-burn \
-	$(BPF_TEST_OUT)/syscall-burn $(BPF_TEST_OUT)/offcpu-wait
+	$(BPF_TEST_OUT)/syscall-burn $(BPF_TEST_OUT)/offcpu-wait \
+	$(BPF_TEST_OUT)/lock-wait
 
 bpf-tests: $(BPF_TEST_BINS)
 

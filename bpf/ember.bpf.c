@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * ember's eBPF backend: on-CPU samples, off-CPU intervals, page faults,
- * allocations and process lifecycle records, in exactly the record format
- * the kernel module writes (include/uapi/ember.h), so the agent cannot
- * tell the two apart.
+ * allocations, lock contention and process lifecycle records, in exactly
+ * the record format the kernel module writes (include/uapi/ember.h), so
+ * the agent cannot tell the two apart.
  *
  * One translation unit, so one object, one skeleton (ember_bpf) and one
  * load; each concern is a .bpf.h part over shared parts:
@@ -33,6 +33,12 @@
  *             lifecycle.bpf.h  ember_exec_btf/_raw (sched_process_exec),
  *                              ember_exit_btf/_raw (sched_process_exit,
  *                              last thread of a process)
+ *             lock.bpf.h       ember_futex_enter/_exit, ember_waitv_enter
+ *                              (futex and futex_waitv syscall tracepoints),
+ *                              ember_lock_begin_/end_btf|raw
+ *                              (lock:contention_begin/end,
+ *                              5.19+), ember_waking_* (sched_waking: the
+ *                              waker's stack): -e lock
  * Two off-CPU designs, measured (see bpf/README.md):
  *   deferred (default): sched_switch stores only a timestamp; the stacks
  *     are taken when the thread is back on CPU and current again (its user
@@ -64,3 +70,4 @@ char LICENSE[] SEC("license") = "GPL";
 #include "alloc.bpf.h"
 #include "offcpu.bpf.h"
 #include "lifecycle.bpf.h"
+#include "lock.bpf.h"

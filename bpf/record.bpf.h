@@ -11,11 +11,48 @@
 
 #include "common.bpf.h"
 
+/*
+ * -e lock's kernel contention (lock.bpf.h) fires inside the ring's own
+ * spinlock too: on 5.19..6.15 the ring buffer's lock is a raw spinlock
+ * whose slow path has the lock:contention_* tracepoints, and
+ * contention_end runs with that lock held. A contention_end program that
+ * emitted then would take the same lock again on this CPU: deadlock. So
+ * while a program of ours is in the ring on this CPU, the contention
+ * programs ignore what they see (per-CPU count, only when they run).
+ */
+const volatile bool lock_kernel_on;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} emitting SEC(".maps");
+
+static __always_inline __u32 *emit_enter(void)
+{
+	__u32 zero = 0, *n;
+
+	if (!lock_kernel_on)
+		return NULL;
+	n = bpf_map_lookup_elem(&emitting, &zero);
+	if (n)
+		(*n)++;
+	return n;
+}
+
+static __always_inline void emit_leave(__u32 *n)
+{
+	if (n)
+		(*n)--;
+}
+
 /* Hand a record to the ring; count it as written or lost. */
 static __always_inline void emit_wake(void *ctx, void *data, __u64 size,
 				      struct ember_bpf_stats *st, bool urgent)
 {
 	__u64 wake = BPF_RB_NO_WAKEUP;
+	__u32 *busy = emit_enter();
 	long err;
 
 	if (use_perfbuf) {
@@ -28,6 +65,7 @@ static __always_inline void emit_wake(void *ctx, void *data, __u64 size,
 			wake = BPF_RB_FORCE_WAKEUP;
 		err = bpf_ringbuf_output(&ringbuf, data, size, wake);
 	}
+	emit_leave(busy);
 	if (err)
 		st->lost++;
 	else

@@ -314,7 +314,7 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 {
 	struct uapi_x86_regs u;
 	struct ember_user_stack *r;
-	__u32 got = 0;
+	__u32 got = 0, *busy;
 	int i;
 
 	if (use_perfbuf)
@@ -342,7 +342,9 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	} else if (entry_uregs(&u)) {
 		return;
 	}
+	busy = emit_enter();	/* the ring's lock: see emit_enter() */
 	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
+	emit_leave(busy);
 	if (!r)
 		return;
 	r->hdr.type = EMBER_REC_USER_STACK;
@@ -382,7 +384,7 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 		got += 256;
 	}
 	r->stack_len = got;
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, 0);	/* lockless */
 }
 
 #endif /* EMBER_STACK_BPF_H */

@@ -57,6 +57,12 @@ struct sched_entity {
 	u64 sum_exec_runtime;
 };
 
+struct rw_semaphore {
+	long count;
+};
+struct mm_struct {
+	struct rw_semaphore mmap_lock;
+};
 struct task_struct {
 	unsigned int __state;
 	struct sched_entity se;
@@ -68,6 +74,7 @@ struct task_struct {
 	struct css_set *cgroups;
 	void *stack;
 	int pagefault_disabled;
+	struct mm_struct *mm;
 };
 
 struct linux_binprm {

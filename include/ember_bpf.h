@@ -45,6 +45,19 @@ enum ember_bpf_slot {
 	EMBER_SLOT_ALLOC,	/* uprobes: task context, preemptible */
 	EMBER_SLOT_FAULT,	/* page-fault tracepoints: inside any program's
 				 * faulting user read, the perf one's too */
+	/*
+	 * -e lock (bpf/lock.bpf.h), one slot per program kind, because each
+	 * can run on top of another on the same CPU: the futex syscall-exit
+	 * program (task context; perf tracepoint programs never nest in one
+	 * another) can be interrupted by an IRQ whose wake-up runs
+	 * sched_waking, or whose spinlock contention runs contention_end;
+	 * contention_end also fires inside another contention_end (task,
+	 * then IRQ, on one CPU). The kernel and waker slots carry a per-CPU
+	 * busy flag as well: a run that finds its slot in use is dropped.
+	 */
+	EMBER_SLOT_LOCK,	/* futex / futex_waitv syscall exit */
+	EMBER_SLOT_LOCK_KERNEL,	/* lock:contention_end, any context */
+	EMBER_SLOT_LOCK_WAKER,	/* sched_waking, any context */
 	EMBER_NR_SLOTS,
 };
 
@@ -68,5 +81,9 @@ enum ember_bpf_slot {
 
 /* Default number of threads that can be off CPU and tracked at once. */
 #define EMBER_BPF_INFLIGHT_DEFAULT	4096
+
+/* -e lock: threads followed at once in a futex wait, in a kernel lock wait */
+#define EMBER_BPF_LOCK_FUTEX_DEFAULT	8192
+#define EMBER_BPF_LOCK_KERNEL_DEFAULT	4096
 
 #endif /* EMBER_BPF_H */

@@ -262,8 +262,9 @@ static int check_config(const struct ember_source_config *cfg, char *err,
 		    cfg->offcpu_sample_ppm);
 		return -EINVAL;
 	}
-	if (!(cfg->events & (EMBER_EV_ONCPU | EMBER_EV_OFFCPU | EMBER_EV_LIFECYCLE))) {
-		say(err, err_len, "no event asked (on-CPU, off-CPU or lifecycle)");
+	if (!(cfg->events & (EMBER_EV_ONCPU | EMBER_EV_OFFCPU | EMBER_EV_LIFECYCLE |
+			     EMBER_EV_LOCK))) {
+		say(err, err_len, "no event asked (on-CPU, off-CPU, lock or lifecycle)");
 		return -EINVAL;
 	}
 	return 0;
@@ -324,6 +325,7 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	bpf_offcpu_configure(s, skel);
 	bpf_alloc_configure(s, skel);
 	bpf_lifecycle_configure(s, skel);
+	bpf_lock_configure(s, skel);
 }
 
 /*
@@ -525,6 +527,7 @@ fail:
 static int bpf_stop(struct ember_source *s)
 {
 	bpf_alloc_detach(s);
+	bpf_lock_detach(s);
 	for (int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
@@ -548,6 +551,8 @@ static int bpf_start(struct ember_source *s)
 	ret = bpf_lifecycle_attach(s);
 	if (!ret)
 		ret = bpf_offcpu_attach(s);
+	if (!ret)
+		ret = bpf_lock_attach(s);
 	if (ret)
 		goto fail;
 	if (cfg->events & (EMBER_EV_ONCPU | EMBER_EV_FAULTS)) {
@@ -644,6 +649,9 @@ static int bpf_stats(struct ember_source *s, struct ember_source_stats *out)
 	out->lost = st.lost;
 	out->filtered = st.filtered;
 	out->offcpu_overflow = st.offcpu_overflow;
+	out->lock_waits = st.lock_waits;
+	out->lock_overflow = st.lock_overflow;
+	out->lock_wakers = st.lock_wakers;
 	out->extra_records = st.unwind_miss;
 	out->ustack_cfi = st.ustack_cfi;
 	out->ustack_fp = st.ustack_fp;

@@ -9,6 +9,8 @@
  *   source_bpf_faults.c     page faults: perf event or tracepoints
  *   source_bpf_alloc.c      allocation uprobes
  *   source_bpf_lifecycle.c  exec and exit tracepoints
+ *   source_bpf_lock.c       lock contention: futex, lock:contention_*,
+ *                           sched_waking
  *   source_bpf_filter.c     pid and cgroup filters
  * Calls go one way, from source_bpf.c to the others: what they share
  * (say(), attach_tp(), attach_perf_link()) is static inline here.
@@ -60,6 +62,9 @@ struct ember_source {
 	struct bpf_link **alloc_links;
 	int nr_alloc_links, cap_alloc_links;
 	struct bpf_link *back_link;	/* deferred off-CPU hook, open..close */
+	struct bpf_link *lock_links[8];	/* -e lock: source_bpf_lock.c */
+	uint64_t lock_caps;		/* EMBER_CAP_LOCK_* that run here */
+	bool lock_said;			/* what is missing was said once */
 	bool running;
 	bool use_perfbuf;
 	bool raw_tp;			/* tp_btf refused: raw_tp flavour */
@@ -157,6 +162,10 @@ void bpf_alloc_detach(struct ember_source *s);
 
 void bpf_lifecycle_configure(struct ember_source *s, struct ember_bpf *skel);
 int bpf_lifecycle_attach(struct ember_source *s);
+
+void bpf_lock_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_lock_attach(struct ember_source *s);
+void bpf_lock_detach(struct ember_source *s);
 
 int bpf_set_filter(struct ember_source *s, const uint32_t *pids,
 		   size_t nr_pids, uint64_t cgroup_id);

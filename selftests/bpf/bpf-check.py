@@ -23,6 +23,13 @@ what it found and exits 0 when the property holds, 1 otherwise:
   lifecycle DUMP PID FILE       EXEC of FILE and EXIT for PID arrived
   switch DUMP PID1 PID2         samples only from PID1 before the FILTER
                                 line (set_filter at run time), only PID2 after
+  lock DUMP ERRFILE             lock-wait contend (its MUTEX/COND lines in
+                                ERRFILE): LOCK records on the mutex and the
+                                condvar, wait per lock within 20% of its own,
+                                >= 90% joined to a WAKER naming the holder
+  lock-kernel DUMP PID N        >= N kernel contention LOCK records of PID on
+                                its mmap_lock (EMBER_LOCK_F_MMAP_LOCK)
+  lock-stats DUMP KEY:N ..      STATS counters at least N (e.g. lock_overflow:1)
 
 User addresses are symbolized with the MAPS lines in the dump (or
 /proc/PID/maps snapshots in the same format) and the binaries' symbol
@@ -55,7 +62,8 @@ def parse(path):
                         (int(m.group(2), 16), int(m.group(3), 16),
                          int(m.group(4), 16), m.group(5)))
                 continue
-            if kind not in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT', 'LOST', 'STATS', 'FILTER', 'MISS'):
+            if kind not in ('SAMPLE', 'OFFCPU', 'EXEC', 'EXIT', 'LOST', 'STATS', 'FILTER', 'MISS',
+                            'LOCK', 'WAKER'):
                 continue
             d = dict(KV.findall(line))
             d['kind'] = kind
@@ -384,11 +392,94 @@ def cmd_switch(dump, pid1, pid2):
        % (len(before), bad_b, len(after), bad_a))
 
 
+def measured_lines(path):
+    out = {}
+    opener = gzip.open if path.endswith('.gz') else open
+    with opener(path, 'rt', errors='replace') as f:
+        for line in f:
+            kind = line.split(' ', 1)[0]
+            if kind in ('MUTEX', 'COND', 'MMAP', 'STORM', 'MANY'):
+                out[kind] = dict(KV.findall(line))
+    return out
+
+
+def check_lock_kind(recs, label, m, lo, hi, waker_tid):
+    """LOCK records of m's waiter with addr in [lo, hi): counts, weight, wakers."""
+    waiter = m['waiter']
+    mine = [r for r in recs if r['kind'] == 'LOCK' and r['tid'] == waiter and
+            lo <= int(r['addr'], 16) < hi]
+    wakers = {(r['wtid'], r['start']): r for r in recs if r['kind'] == 'WAKER'}
+    got = sum(int(r['weight']) for r in mine)
+    own = int(m['wait_ns'])
+    joined = [r for r in mine if r['waker'] != '0' and
+              (r['tid'], r['start']) in wakers and
+              wakers[(r['tid'], r['start'])]['tid'] == waker_tid]
+    # plain futex waits (EMBER_LOCK_FUTEX), no timeout or signal flags
+    bad_kind = [r for r in mine if r['lkind'] != '1' or r['lflags'] != '0x0']
+    waits = int(m['waits'])
+    good = (waits > 0 and len(mine) >= 0.9 * waits and own > 0 and
+            abs(got - own) <= 0.2 * own and len(joined) >= 0.9 * len(mine) and
+            not bad_kind)
+    msg = ('%s: %d records (own %d waits), %.2f ms (own %.2f ms, %+.1f%%), '
+           '%d of them with a WAKER from tid %s'
+           % (label, len(mine), waits, got / 1e6, own / 1e6,
+              100.0 * (got - own) / own if own else 0, len(joined), waker_tid))
+    return good, msg
+
+
+def cmd_lock(dump, errfile):
+    recs, _, _ = parse(dump)
+    m = measured_lines(errfile)
+    if 'MUTEX' not in m or 'COND' not in m:
+        ok(False, 'no MUTEX/COND lines in %s' % errfile)
+    mu, cv = m['MUTEX'], m['COND']
+    a = int(mu['addr'], 16)
+    g1, m1 = check_lock_kind(recs, 'mutex', mu, a, a + 1, mu['holder'])
+    c = int(cv['addr'], 16)
+    g2, m2 = check_lock_kind(recs, 'condvar', cv, c, c + int(cv['size']),
+                             cv['signaller'])
+    # every LOCK record's trailer is sane
+    odd = [r for r in recs if r['kind'] == 'LOCK' and
+           (r['lkind'] not in ('1', '2', '3', '4') or r['start'] == '0' or
+            int(r['start']) > int(r['time']))]
+    ok(g1 and g2 and not odd, '%s; %s%s' % (m1, m2,
+       '; %d records with a bad start' % len(odd) if odd else ''))
+
+
+def cmd_lock_kernel(dump, pid, n):
+    recs, _, _ = parse(dump)
+    kern = [r for r in recs if r['kind'] == 'LOCK' and r['pid'] == pid and
+            r['lkind'] == '4' and r['k'] and int(r['lflags'], 16) & 0x100]
+    rw = sum(1 for r in kern if int(r['lflags'], 16) & 0x6)
+    total = sum(int(r['weight']) for r in kern)
+    ok(len(kern) >= int(n) and rw == len(kern),
+       '%d kernel waits on the mmap_lock of %s (%d reader/writer-flagged), '
+       '%.1f ms' % (len(kern), pid, rw, total / 1e6))
+
+
+def cmd_lock_stats(dump, *conds):
+    _, _, st = parse(dump)
+    if st is None:
+        ok(False, 'no STATS line')
+    bad = []
+    for c in conds:
+        key, val = c.split(':')
+        if int(st.get(key, '-1')) < int(val):
+            bad.append('%s=%s' % (key, st.get(key)))
+    ok(not bad and st.get('corrupt') == '0',
+       'lock_waits=%s lock_overflow=%s lock_wakers=%s got_lock=%s corrupt=%s%s'
+       % (st.get('lock_waits'), st.get('lock_overflow'), st.get('lock_wakers'),
+          st.get('got_lock'), st.get('corrupt'),
+          '; not met: ' + ', '.join(bad) if bad else ''))
+
+
 if __name__ == '__main__':
     cmds = {'rate': cmd_rate, 'rate-attempts': cmd_rate_attempts, 'chain': cmd_chain, 'syscall': cmd_syscall,
             'only': cmd_only, 'offcpu': cmd_offcpu, 'lost': cmd_lost,
             'waits': cmd_waits, 'sampled': cmd_sampled,
-            'lifecycle': cmd_lifecycle, 'switch': cmd_switch}
+            'lifecycle': cmd_lifecycle, 'switch': cmd_switch,
+            'lock': cmd_lock, 'lock-kernel': cmd_lock_kernel,
+            'lock-stats': cmd_lock_stats}
     if len(sys.argv) < 3 or sys.argv[1] not in cmds:
         print(__doc__)
         sys.exit(2)

@@ -4,10 +4,12 @@
  * every record it delivers, one line each, then a STATS line. Used by
  * selftests/suites/20-bpf.sh and by anyone who wants to see the records.
  *
- *   bpf-dump [-d secs] [-F hz] [-e on,off,life] [-p pid[,pid..]] [-c cgroup-dir]
+ *   bpf-dump [-d secs] [-F hz] [-e on,off,life,lock] [-p pid[,pid..]] [-c cgroup-dir]
  *            [-i] [-C] [-k frames] [-u frames] [-m offcpu-min-ns] [-s ppm]
  *            [-r ring-bytes] [-S stall-ms] [-P pid[,pid..]] [-q]
- *            [-- command args...]
+ *            [-L lock-min-ns] [-W] [-- command args...]
+ *
+ * -W: with -e lock, the wakers' records too (EMBER_F_LOCK_WAKER).
  *
  * -P switches the pid filter to these pids (set_filter) half-way through,
  * printing "FILTER begin=<ns> time=<ns>" (CLOCK_MONOTONIC, before and
@@ -88,6 +90,32 @@ static void on_record(const struct ember_rec_header *h, void *ctx)
 		printf("\n");
 		break;
 	}
+	case EMBER_REC_LOCK:
+	case EMBER_REC_LOCK_WAKER: {
+		const struct ember_sample *s = (const void *)h;
+
+		printf("%s time=%llu weight=%llu pid=%u tid=%u cpu=%u flags=0x%x nk=%u nu=%u comm=%s",
+		       h->type == EMBER_REC_LOCK ? "LOCK" : "WAKER",
+		       (unsigned long long)s->time_ns, (unsigned long long)s->weight_ns,
+		       s->pid, s->tid, s->cpu, s->flags, s->nr_kernel, s->nr_user, s->comm);
+		if (h->type == EMBER_REC_LOCK) {
+			const struct ember_lock_wait *w = EMBER_LOCK_WAIT(s);
+
+			printf(" addr=0x%llx start=%llu waker=%u lkind=%u op=%u lflags=0x%x",
+			       (unsigned long long)w->addr, (unsigned long long)w->start_ns,
+			       w->waker_tid, w->kind, w->futex_op, w->flags);
+		} else {
+			const struct ember_lock_waker *w = EMBER_LOCK_WAKER(s);
+
+			printf(" addr=0x%llx start=%llu wpid=%u wtid=%u",
+			       (unsigned long long)w->addr, (unsigned long long)w->start_ns,
+			       w->waiter_pid, w->waiter_tid);
+		}
+		print_ips("k", s->ips, s->nr_kernel);
+		print_ips("u", s->ips + s->nr_kernel, s->nr_user);
+		printf("\n");
+		break;
+	}
 	case EMBER_REC_EXEC: {
 		const struct ember_exec *e = (const void *)h;
 
@@ -147,6 +175,8 @@ static uint32_t parse_events(const char *arg)
 		ev |= EMBER_EV_OFFCPU;
 	if (strstr(arg, "life"))
 		ev |= EMBER_EV_LIFECYCLE;
+	if (strstr(arg, "lock"))
+		ev |= EMBER_EV_LOCK;
 	return ev;
 }
 
@@ -180,7 +210,7 @@ int main(int argc, char **argv)
 	struct stat sb;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "+d:F:e:p:c:iCk:u:m:s:r:S:P:q")) != -1) {
+	while ((opt = getopt(argc, argv, "+d:F:e:p:c:iCk:u:m:s:r:S:P:qL:W")) != -1) {
 		switch (opt) {
 		case 'd': secs = atof(optarg); break;
 		case 'F': cfg.freq_hz = strtoul(optarg, NULL, 10); break;
@@ -206,6 +236,8 @@ int main(int argc, char **argv)
 		case 'S': stall_ms = strtoul(optarg, NULL, 10); break;
 		case 'q': quiet = true; break;
 		case 'P': new_pids = parse_pids(optarg, &nr_new); break;
+		case 'L': cfg.lock_min_ns = strtoull(optarg, NULL, 10); break;
+		case 'W': cfg.lock_waker = true; break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of selftests/bpf/bpf-dump.c\n");
 			return 2;
@@ -297,12 +329,15 @@ int main(int argc, char **argv)
 	       " filtered=%" PRIu64 " handler_ns=%" PRIu64 " overflow=%" PRIu64
 	       " corrupt=%" PRIu64 " cpus=%u got_sample=%" PRIu64 " got_offcpu=%" PRIu64
 	       " got_exec=%" PRIu64 " got_exit=%" PRIu64 " got_lost=%" PRIu64
-	       " extra=%" PRIu64 " got_miss=%" PRIu64 "\n",
+	       " extra=%" PRIu64 " got_miss=%" PRIu64 " lock_waits=%" PRIu64
+	       " lock_overflow=%" PRIu64 " lock_wakers=%" PRIu64 " got_lock=%" PRIu64
+	       " got_waker=%" PRIu64 "\n",
 	       st.samples, st.records, st.lost, st.filtered, st.handler_ns,
 	       st.offcpu_overflow, st.corrupt, st.nr_cpus,
 	       nrec[EMBER_REC_SAMPLE], nrec[EMBER_REC_OFFCPU], nrec[EMBER_REC_EXEC],
 	       nrec[EMBER_REC_EXIT], lost_sum, st.extra_records,
-	       nrec[EMBER_REC_UNWIND_MISS]);
+	       nrec[EMBER_REC_UNWIND_MISS], st.lock_waits, st.lock_overflow,
+	       st.lock_wakers, nrec[EMBER_REC_LOCK], nrec[EMBER_REC_LOCK_WAKER]);
 	ops->close(src);
 	if (child > 0) {
 		kill(child, SIGTERM);

@@ -54,6 +54,19 @@ EMBER_BPF_RAW_TP=1 $D -d 20 -e off,life -- $T/offcpu-wait 5 >/tmp/offr 2>/tmp/of
 	fail offcpu-raw "$(tail -n 2 /tmp/offr.err)"
 grep "^ember: bpf" /tmp/offr.err | sed 's/^/FLAVOUR raw_tp forced: /'
 
+# -e lock: futex waits and wakers; kernel mmap_lock contention where the
+# kernel has lock:contention_* (5.19+; else the one line saying so); a
+# futex storm on distinct and unmapped addresses; a table too small
+$D -d 30 -e lock,life -W -L 100000 -- $T/lock-wait contend 20 >/tmp/lock 2>/tmp/lock.err ||
+	fail lock "$(tail -n 2 /tmp/lock.err)"
+grep "^ember: " /tmp/lock.err | grep -i lock | sed 's/^/FLAVOUR lock: /'
+$D -d 30 -e lock,life -W -L 10000 -- $T/lock-wait mmap 3 4 >/tmp/lockk 2>/tmp/lockk.err ||
+	fail lock-kernel "$(tail -n 2 /tmp/lockk.err)"
+$D -d 60 -q -e lock,life -L 10000 -- $T/lock-wait storm 200000 >/tmp/lockstorm 2>/tmp/lockstorm.err ||
+	fail lock-storm "$(tail -n 2 /tmp/lockstorm.err)"
+EMBER_BPF_LOCK_INFLIGHT=16 $D -d 30 -e lock,life -L 10000 -- $T/lock-wait many 64 300 \
+	>/tmp/lockovf 2>/tmp/lockovf.err || fail lock-overflow "$(tail -n 2 /tmp/lockovf.err)"
+
 # stalled consumer
 # (burners outlast the slow program load under TCG; idle samples count too)
 burn 8
@@ -111,7 +124,7 @@ if [ -x /payload/agent/ember ]; then
 	cd /tmp || exit 1
 fi
 
-for f in rate chain sys off offp offr lost; do
+for f in rate chain sys off offp offr lost lock lockk lockstorm lockovf; do
 	gzip -c /tmp/$f >/out/$f.gz
 	cp /tmp/$f.err /out/$f.err 2>/dev/null
 done

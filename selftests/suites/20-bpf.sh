@@ -201,6 +201,39 @@ else
 	t_fail bpf-offcpu-overflow "overflow=${ovf:-none} with a 1-entry in-flight table: $(tail -n 2 "$TMP/ovf.err" | tr '\n' ' ')"
 fi
 
+# --- -e lock: futex waits on a mutex and a condvar with their wakers, the
+# kernel's mmap_lock where lock:contention_* exist, bad futex input ---
+for flavour in tp_btf raw_tp; do
+	env=()
+	[ $flavour = raw_tp ] && env=(EMBER_BPF_RAW_TP=1)
+	env "${env[@]}" $DUMP -d 20 -e lock,life -W -L 100000 -- $O/lock-wait contend 30 \
+		>"$TMP/lock-$flavour" 2>"$TMP/lock-$flavour.err"
+	check bpf-lock-futex-$flavour $CHECK lock "$TMP/lock-$flavour" "$TMP/lock-$flavour.err"
+done
+if [ -d /sys/kernel/tracing/events/lock/contention_begin ] ||
+	[ -d /sys/kernel/debug/tracing/events/lock/contention_begin ]; then
+	$DUMP -d 20 -e lock,life -W -L 10000 -- $O/lock-wait mmap 2 8 \
+		>"$TMP/lockk" 2>"$TMP/lockk.err"
+	pid=$(exec_pid "$TMP/lockk")
+	check bpf-lock-kernel-mmap $CHECK lock-kernel "$TMP/lockk" "${pid:-0}" 10
+else
+	$DUMP -d 3 -e lock,life -- $O/lock-wait contend 2 >"$TMP/lockk" 2>"$TMP/lockk.err"
+	if grep -q "kernel lock contention .* not available on this kernel" "$TMP/lockk.err"; then
+		t_pass bpf-lock-kernel-said-missing
+	else
+		t_fail bpf-lock-kernel-said-missing "no line saying so: $(head -c 200 "$TMP/lockk.err")"
+	fi
+fi
+# a million distinct futex addresses, then a million unmapped ones: every
+# wait followed and let go (the table is per thread, never per address)
+$DUMP -d 60 -q -e lock,life -L 10000 -- $O/lock-wait storm 1000000 \
+	>"$TMP/lockstorm" 2>"$TMP/lockstorm.err"
+check bpf-lock-storm $CHECK lock-stats "$TMP/lockstorm" lock_waits:1900000
+# more threads waiting at once than the table holds: counted, not followed
+EMBER_BPF_LOCK_INFLIGHT=16 $DUMP -d 20 -e lock,life -L 10000 -- $O/lock-wait many 64 200 \
+	>"$TMP/lockovf" 2>"$TMP/lockovf.err"
+check bpf-lock-overflow $CHECK lock-stats "$TMP/lockovf" lock_overflow:1 got_lock:8
+
 # --- a stalled consumer: losses counted exactly, both transports ---
 for tr in ringbuf perfbuf; do
 	burn_all 3

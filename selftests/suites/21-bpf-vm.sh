@@ -5,7 +5,8 @@
 # here with bpf-check.py, as suite 20-bpf does on the host: rate per CPU,
 # user call chain, kernel frames in a syscall, pid filter, off-CPU time per
 # function (default flavour, forced parked stacks, forced raw_tp), exec/exit
-# records, exact losses. Then, with kernel.modules_disabled=1, `ember
+# records, exact losses, -e lock (futex waits and wakers, kernel mmap_lock
+# contention from 5.19, a futex storm, a full table). Then, with kernel.modules_disabled=1, `ember
 # record` with --backend auto must say it uses eBPF, and the agent's
 # end-to-end checks (selftests/agent/e2e/e2e.sh: shares, call chains,
 # kernel frames, off-CPU...) and -e faults against selftests/faults's
@@ -106,6 +107,20 @@ for k in $KERNELS; do
 	pid=$(exec_pid "$out/off.gz")
 	c lifecycle $CHECK lifecycle "$out/off.gz" "${pid:-0}" /payload/tests/offcpu-wait
 	c lost-exact $CHECK lost "$out/lost.gz"
+	c lock-futex $CHECK lock "$out/lock.gz" "$out/lock.err"
+	case $k in
+	5.10)	# no lock:contention_* and no futex_waitv: said in one line
+		if grep -q "kernel lock contention .* and futex_waitv waits .* not available on this kernel" \
+			"$out/lockk.err"; then
+			t_pass "$T: lock-kernel said missing"
+		else
+			t_fail "$T: lock-kernel said missing" "$(head -c 300 "$out/lockk.err")"
+		fi ;;
+	*)	pid=$(exec_pid "$out/lockk.gz")
+		c lock-kernel-mmap $CHECK lock-kernel "$out/lockk.gz" "${pid:-0}" 3 ;;
+	esac
+	c lock-storm $CHECK lock-stats "$out/lockstorm.gz" lock_waits:390000
+	c lock-overflow $CHECK lock-stats "$out/lockovf.gz" lock_overflow:1 got_lock:8
 	if [ ${#agent_payload[@]} -gt 0 ]; then
 		auto=$(grep '^AUTO rc=' "$out/console")
 		if [ "$auto" = "AUTO rc=0 ember: module loading disabled (kernel.modules_disabled=1): using eBPF" ] &&
