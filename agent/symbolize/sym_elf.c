@@ -373,6 +373,45 @@ static char *plt_symbols(Elf *elf, struct sym_symbol **syms, size_t *nr,
 	return names;
 }
 
+/*
+ * The ELF entry point is _start by definition, but a stripped file (the
+ * dynamic loader, most executables) names it nowhere, and a stack whose
+ * root is the entry function then looks cut. A symbol for it, sized up to
+ * the next symbol and at most ENTRY_SPAN bytes (glibc's x86-64 _start is
+ * 0x27 bytes padded to 0x30; the loader's falls into _dl_start_user right
+ * after its call), where none covers the entry.
+ */
+#define ENTRY_SPAN	0x30
+
+static void add_entry_symbol(Elf *elf, struct sym_symbol **syms, size_t *nr,
+			     size_t *cap)
+{
+	uint64_t size = ENTRY_SPAN;
+	struct sym_symbol *grown;
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(elf, &eh) || !eh.e_entry)
+		return;
+	for (size_t i = 0; i < *nr; i++) {
+		const struct sym_symbol *o = &(*syms)[i];
+
+		if (o->addr <= eh.e_entry &&
+		    (eh.e_entry - o->addr < o->size || o->addr == eh.e_entry))
+			return;		/* named already */
+		if (o->addr > eh.e_entry && o->addr - eh.e_entry < size)
+			size = o->addr - eh.e_entry;
+	}
+	if (*nr == *cap) {
+		grown = realloc(*syms, (*cap * 2 + 8) * sizeof(**syms));
+		if (!grown)
+			return;
+		*syms = grown;
+		*cap = *cap * 2 + 8;
+	}
+	(*syms)[(*nr)++] = (struct sym_symbol){ .addr = eh.e_entry,
+						 .size = size, .name = "_start" };
+}
+
 void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 		  const struct sym_elf_ctx *ctx)
 {
@@ -392,6 +431,7 @@ void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 	if (!found)
 		read_symbols(f->elf, f->path, SHT_DYNSYM, &syms, &nr, &cap, &found);
 	se->plt_names = plt_symbols(f->elf, &syms, &nr, &cap, &plt_bytes);
+	add_entry_symbol(f->elf, &syms, &nr, &cap);
 	if (nr) {
 		qsort(syms, nr, sizeof(*syms), cmp_sym);
 		for (size_t i = 0; i < nr; i++) {	/* one per address */
