@@ -16,7 +16,10 @@ static bool str_terminated(const char *s, size_t max)
 	return memchr(s, '\0', max) != NULL;
 }
 
-/* extra: u64s that follow the frames (EMBER_REC_ALLOC's address, size) */
+/*
+ * extra: u64s that follow the frames (EMBER_REC_ALLOC's address and size,
+ * the lock records' trailers)
+ */
 static bool sample_valid(const struct ember_rec_header *hdr, unsigned int extra)
 {
 	const struct ember_sample *s = (const void *)hdr;
@@ -66,6 +69,10 @@ bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail)
 		return sample_valid(hdr, 0);
 	case EMBER_REC_ALLOC:
 		return sample_valid(hdr, 2);
+	case EMBER_REC_LOCK:
+		return sample_valid(hdr, sizeof(struct ember_lock_wait) / 8);
+	case EMBER_REC_LOCK_WAKER:
+		return sample_valid(hdr, sizeof(struct ember_lock_waker) / 8);
 	case EMBER_REC_FREE:
 		return hdr->size >= sizeof(struct ember_free);
 	case EMBER_REC_EXEC:
