@@ -310,12 +310,20 @@ static void ember_contention_begin(void *data, void *lock, unsigned int flags)
 	/* per thread: contention in interrupts is not this thread's wait */
 	if (!in_task() || !current->pid)
 		return;
-	/* nested (a mutex's spin then sleep; its wait_lock): the outer one */
-	s = ember_lock_find(&ember_kern_tbl, current->pid);
-	if (s && (READ_ONCE(s->seq) & 1))
-		return;
 	if (mm && lock == (void *)&mm->mmap_lock)
 		f |= EMBER_LOCK_F_MMAP_LOCK;
+	/*
+	 * Nested (a mutex's optimistic spin, then its sleep; an rwsem's
+	 * wait_lock): the outer wait goes on. The same lock again says how
+	 * the wait goes on (a mutex that stopped spinning): only the owner
+	 * reads flags.
+	 */
+	s = ember_lock_find(&ember_kern_tbl, current->pid);
+	if (s && (READ_ONCE(s->seq) & 1)) {
+		if (s->addr == (unsigned long)lock)
+			s->flags = f;
+		return;
+	}
 	ember_wait_begin(&ember_kern_tbl, (unsigned long)lock,
 			 EMBER_LOCK_KERNEL, 0, f);
 }
