@@ -251,13 +251,13 @@ static u64 ember_waitv_addr(unsigned long uwaiters)
 	return addr;
 }
 
-static void ember_sys_enter(void *data, struct pt_regs *regs, long id)
+static void ember_futex_enter(struct pt_regs *regs, long id)
 {
 	unsigned long args[6];
 	unsigned int cmd;
 	u8 kind;
 
-	if (!ember_is_futex_nr(id) || !ember_native_syscall())
+	if (!ember_native_syscall())
 		return;
 	syscall_get_arguments(current, regs, args);
 	if (ember_is_waitv_nr(id)) {
@@ -269,6 +269,20 @@ static void ember_sys_enter(void *data, struct pt_regs *regs, long id)
 	kind = ember_futex_kind(cmd);
 	if (kind != EMBER_LOCK_NONE)
 		ember_wait_begin(&ember_futex_tbl, args[0], kind, cmd, 0);
+}
+
+/*
+ * Syscall tracepoints may call their probes preemptible (faultable
+ * tracepoints, 6.13+); the per-CPU stats and scratch buffers want
+ * preemption off, whatever the kernel does.
+ */
+static void ember_sys_enter(void *data, struct pt_regs *regs, long id)
+{
+	if (!ember_is_futex_nr(id))
+		return;
+	preempt_disable_notrace();
+	ember_futex_enter(regs, id);
+	preempt_enable_notrace();
 }
 
 static u16 ember_end_flags(long ret)
@@ -294,9 +308,11 @@ static void ember_sys_exit(void *data, struct pt_regs *regs, long ret)
 	if (!ember_is_futex_nr(syscall_get_nr(current, regs)) ||
 	    !ember_native_syscall())
 		return;
+	preempt_disable_notrace();
 	s = ember_lock_find(&ember_futex_tbl, current->pid);
 	if (s)
 		ember_wait_end(s, ember_end_flags(ret), NULL);
+	preempt_enable_notrace();
 }
 
 /* ---- kernel lock contention (5.19+) ---- */
