@@ -14,6 +14,9 @@
  * lockwork-mini mmap SECONDS
  *   8 threads mmap, touch and munmap 1 MiB in a loop: mm->mmap_lock
  *   contention in the kernel. Prints "own pid= rounds=".
+ * lockwork-mini many SECONDS
+ *   256 threads in 50 ms FUTEX_WAITs at once: more than a small in-flight
+ *   table holds (lock_slots=64). Prints "own pid= mode=many rounds=".
  * lockwork-mini getppid SECONDS
  *   getppid(2) in a loop, no pause: "own mode=getppid calls= ns_per_call="
  *   (what TIF_SYSCALL_TRACEPOINT costs every syscall under -e lock).
@@ -189,19 +192,34 @@ static void *storm_worker(void *arg)
 	return NULL;
 }
 
-static int mode_threads(double secs, void *(*fn)(void *), const char *what)
+static void *many_worker(void *arg)
 {
-	struct worker w[8];
+	static const struct timespec ms50 = { 0, 50000000 };
+	struct worker *w = arg;
+	int word = 0;
+
+	while (now_ns() < deadline) {
+		futex(&word, FUTEX_WAIT_PRIVATE, 0, &ms50);
+		w->rounds++;
+	}
+	return NULL;
+}
+
+#define MAX_THREADS 256
+
+static int mode_threads(double secs, void *(*fn)(void *), const char *what,
+			int n)
+{
+	static struct worker w[MAX_THREADS];
 	long rounds = 0;
 	int i;
 
-	memset(w, 0, sizeof(w));
 	deadline = now_ns() + (long)(secs * 1e9);
-	for (i = 0; i < 8; i++) {
+	for (i = 0; i < n; i++) {
 		w[i].seed = i + 1;
 		pthread_create(&w[i].th, NULL, fn, &w[i]);
 	}
-	for (i = 0; i < 8; i++) {
+	for (i = 0; i < n; i++) {
 		pthread_join(w[i].th, NULL);
 		rounds += w[i].rounds;
 	}
@@ -229,7 +247,7 @@ int main(int argc, char **argv)
 	double secs;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: lockwork-mini mutex|mmap|storm|getppid SECONDS\n");
+		fprintf(stderr, "usage: lockwork-mini mutex|mmap|storm|many|getppid SECONDS\n");
 		return 2;
 	}
 	secs = atof(argv[2]);
@@ -240,9 +258,11 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "mutex"))
 		return mode_mutex(secs);
 	if (!strcmp(argv[1], "mmap"))
-		return mode_threads(secs, mmap_worker, "mmap");
+		return mode_threads(secs, mmap_worker, "mmap", 8);
 	if (!strcmp(argv[1], "storm"))
-		return mode_threads(secs, storm_worker, "storm");
+		return mode_threads(secs, storm_worker, "storm", 8);
+	if (!strcmp(argv[1], "many"))
+		return mode_threads(secs, many_worker, "many", MAX_THREADS);
 	fprintf(stderr, "lockwork-mini: unknown mode %s\n", argv[1]);
 	return 2;
 }
