@@ -176,4 +176,37 @@ static inline void ember_check_fault_probe(ember_fault_probe_t fn)
 }
 #endif
 
+/*
+ * Lock contention (lock.c). lock:contention_begin/_end exist from 5.19
+ * (configure probe lock_contention); futex_waitv(2) from 5.16, known by
+ * its syscall number in the target's headers. Without them START still
+ * takes EMBER_EV_LOCK for futex waits; the caps say what is missing.
+ */
+typedef void (*ember_contention_begin_t)(void *data, void *lock,
+					 unsigned int flags);
+typedef void (*ember_contention_end_t)(void *data, void *lock, int ret);
+#ifdef EMBER_HAVE_LOCK_CONTENTION
+#include <trace/events/lock.h>
+#define EMBER_LOCK_CONTENTION	true
+static inline void ember_check_contention_probes(ember_contention_begin_t b,
+						 ember_contention_end_t e)
+{
+	check_trace_callback_type_contention_begin(b);
+	check_trace_callback_type_contention_end(e);
+}
+#else
+#define EMBER_LOCK_CONTENTION	false
+static inline void ember_check_contention_probes(ember_contention_begin_t b,
+						 ember_contention_end_t e)
+{
+}
+#endif
+
+#include <asm/unistd.h>
+#ifdef __NR_futex_waitv
+#define EMBER_NR_FUTEX_WAITV	__NR_futex_waitv
+#else
+#define EMBER_NR_FUTEX_WAITV	(-1L)	/* no syscall has it */
+#endif
+
 #endif /* EMBER_COMPAT_H */

@@ -84,6 +84,8 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_ALLOC_PID]		= { .type = NLA_U32 },
 	[EMBER_A_ALLOC_RATE]		= { .type = NLA_U64 },
 	[EMBER_A_ALLOC_INUSE]		= { .type = NLA_FLAG },
+	/* bounds checked in ember_parse_config(): a u64 range */
+	[EMBER_A_LOCK_MIN_NS]		= { .type = NLA_U64 },
 };
 
 static struct genl_family ember_family;
@@ -150,6 +152,8 @@ static int ember_put_info(struct sk_buff *msg)
 	    nla_put_u64_64bit(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns,
 			      EMBER_A_PAD) ||
 	    nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_ppm) ||
+	    nla_put_u64_64bit(msg, EMBER_A_LOCK_MIN_NS, c->lock_min_ns,
+			      EMBER_A_PAD) ||
 	    nla_put_u64_64bit(msg, EMBER_A_RING_MEM_USED,
 			      ember_cur_set ? ember_ring_mem(ring_size) : 0,
 			      EMBER_A_PAD) ||
@@ -248,6 +252,9 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 		c->offcpu_min_ns = nla_get_u64(tb[EMBER_A_OFFCPU_MIN_NS]);
 	c->fault_period = ember_get_u32(tb, EMBER_A_FAULT_PERIOD,
 					EMBER_DEFAULT_FAULT_PERIOD);
+	c->lock_min_ns = EMBER_DEFAULT_LOCK_MIN_NS;
+	if (tb[EMBER_A_LOCK_MIN_NS])
+		c->lock_min_ns = nla_get_u64(tb[EMBER_A_LOCK_MIN_NS]);
 
 	if (ember_caps & EMBER_CAP_ONCPU)
 		ev_caps |= EMBER_EV_ONCPU;
@@ -259,12 +266,15 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 		ev_caps |= EMBER_EV_FAULTS;
 	if (ember_caps & EMBER_CAP_ALLOC)
 		ev_caps |= EMBER_EV_ALLOC;
+	if (ember_caps & EMBER_CAP_LOCK_FUTEX)
+		ev_caps |= EMBER_EV_LOCK;
 	if (!c->events || (c->events & ~ev_caps)) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_EVENTS],
 				    "EVENTS must be a non-empty set of supported EMBER_EV_* bits");
 		return -EINVAL;
 	}
-	if (c->flags & ~(EMBER_F_INCLUDE_IDLE | EMBER_F_STACK_COPY)) {
+	if (c->flags & ~(EMBER_F_INCLUDE_IDLE | EMBER_F_STACK_COPY |
+			 EMBER_F_LOCK_WAKER)) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_FLAGS],
 				    "unknown FLAGS bits");
 		return -EINVAL;
@@ -285,6 +295,11 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_WATERMARK],
 				    "WATERMARK must be 1..RING_SIZE bytes");
 		return -EINVAL;
+	}
+	if (c->lock_min_ns > EMBER_MAX_LOCK_MIN_NS) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_LOCK_MIN_NS],
+				    "LOCK_MIN_NS must be at most 60 s (EMBER_MAX_LOCK_MIN_NS)");
+		return -ERANGE;
 	}
 	if (c->offcpu_ppm > 1000000) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_OFFCPU_SAMPLE_PPM],
@@ -587,7 +602,13 @@ static int ember_put_cpu_stats(struct sk_buff *skb, unsigned int cpu)
 			      local64_read(&st->unwind_miss_limited),
 			      EMBER_STAT_PAD) ||
 	    nla_put_u64_64bit(skb, EMBER_STAT_ALLOC_HITS,
-			      local64_read(&st->alloc_hits), EMBER_STAT_PAD)) {
+			      local64_read(&st->alloc_hits), EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_LOCK_WAITS,
+			      local64_read(&st->lock_waits), EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_LOCK_OVERFLOW,
+			      local64_read(&st->lock_overflow), EMBER_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, EMBER_STAT_LOCK_WAKERS,
+			      local64_read(&st->lock_wakers), EMBER_STAT_PAD)) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}

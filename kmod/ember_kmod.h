@@ -37,6 +37,7 @@ struct ember_config {
 	u64 offcpu_min_ns;
 	u32 offcpu_ppm;
 	u32 fault_period;	/* page faults per EMBER_REC_FAULT */
+	u64 lock_min_ns;	/* shorter lock waits are not recorded */
 };
 
 /* Per-CPU counters; local64_t so nested writers on one CPU never lose one. */
@@ -55,6 +56,9 @@ struct ember_cpu_stats {
 	local64_t unwind_miss;
 	local64_t unwind_miss_limited;
 	local64_t alloc_hits;	/* allocation probe hits past the filters */
+	local64_t lock_waits;	/* futex waits / kernel contentions followed */
+	local64_t lock_overflow; /* ... not followed: in-flight table full */
+	local64_t lock_wakers;	/* EMBER_REC_LOCK_WAKER written */
 	bool online;
 };
 
@@ -110,6 +114,11 @@ void ember_emit_alloc_at(struct pt_regs *regs, u64 lead, u64 time_ns,
 			 u64 weight, u64 addr, u64 size, u16 flags,
 			 struct ember_cpu_stats *st);
 void ember_emit_free(u64 time_ns, u64 addr, struct ember_cpu_stats *st);
+void ember_emit_lock(const struct ember_lock_wait *w, const void *kfirst,
+		     u64 time_ns, u64 weight_ns, struct ember_cpu_stats *st);
+void ember_emit_lock_waker(const struct ember_lock_waker *w,
+			   const void *kfirst, u64 time_ns, u64 weight_ns,
+			   struct ember_cpu_stats *st);
 void *ember_scratch_get(unsigned int *level);
 void ember_scratch_put(unsigned int level);
 int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st);
@@ -123,6 +132,8 @@ unsigned int ember_record_user_stack(struct pt_regs *uregs, bool at_entry,
 unsigned int ember_unwind_kernel(struct task_struct *task,
 				 struct pt_regs *regs, u64 *ips,
 				 unsigned int max, u16 *flags);
+unsigned int ember_unwind_kernel_here(const void *first, u64 *ips,
+				      unsigned int max, u16 *flags);
 unsigned int ember_unwind_user(struct pt_regs *uregs, bool at_entry,
 			       u64 *ips, unsigned int max, u16 *flags,
 			       struct ember_unwind_miss *miss);
@@ -177,6 +188,13 @@ void ember_offcpu_stop(void);
 int ember_lifecycle_start(struct netlink_ext_ack *extack);
 void ember_lifecycle_stop(void);
 void *ember_find_tracepoint(const char *name);
+
+/* lock.c: EMBER_EV_LOCK (futex waits, kernel contention, wakers) */
+int ember_lock_check_params(void);
+u64 ember_lock_caps(void);
+int ember_lock_start(const struct ember_config *cfg,
+		     struct netlink_ext_ack *extack);
+void ember_lock_stop(void);
 
 /* chardev.c */
 int ember_chardev_init(void);

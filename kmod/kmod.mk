@@ -113,10 +113,11 @@ KG_FP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -no-pie -fno-optimize-si
 	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 KG_PROGS := $(KG_BIN)/ember-test $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy \
 	$(KG_BIN)/offcpu-work $(KG_BIN)/runas $(KG_BIN)/compat32 \
-	$(KG_BIN)/ticker $(KG_BIN)/exitrace $(KG_BIN)/allocprobe
+	$(KG_BIN)/ticker $(KG_BIN)/exitrace $(KG_BIN)/allocprobe \
+	$(KG_BIN)/lockwork-mini
 
 kmod-guest: $(KG_PROGS) $(KG_BIN)/fpbusy.nm $(KG_BIN)/sysbusy.nm \
-	$(KG_BIN)/offcpu-work.nm $(KG_BIN)/compat32.nm
+	$(KG_BIN)/offcpu-work.nm $(KG_BIN)/compat32.nm $(KG_BIN)/lockwork-mini.nm
 
 $(KG_BIN):
 	$(Q)mkdir -p $@
@@ -132,7 +133,7 @@ $(KG_BIN)/runas $(KG_BIN)/ticker: $(KG_BIN)/%: $(KG_DIR)/%.c | $(KG_BIN)
 $(KG_BIN)/exitrace: $(KG_DIR)/exitrace.c | $(KG_BIN)
 	$(Q)$(CC) $(KG_CFLAGS) -pthread -o $@ $<
 
-$(KG_BIN)/fpbusy $(KG_BIN)/sysbusy $(KG_BIN)/offcpu-work: $(KG_BIN)/%: $(KG_DIR)/%.c | $(KG_BIN)
+$(KG_BIN)/fpbusy $(KG_BIN)/sysbusy $(KG_BIN)/offcpu-work $(KG_BIN)/lockwork-mini: $(KG_BIN)/%: $(KG_DIR)/%.c | $(KG_BIN)
 	$(Q)$(CLANG) $(KG_FP_CFLAGS) -pthread -o $@ $<
 
 # the allocation-probe test reads its symbols and file offsets itself

@@ -23,6 +23,9 @@ static int __init ember_init(void)
 	ret = ember_offcpu_check_params();
 	if (ret)
 		return ret;
+	ret = ember_lock_check_params();
+	if (ret)
+		return ret;
 	if (!is_power_of_2(ember_param_ring_size) ||
 	    ember_param_ring_size < EMBER_MIN_RING_SIZE ||
 	    ember_param_ring_size > EMBER_MAX_RING_SIZE) {
@@ -47,6 +50,7 @@ static int __init ember_init(void)
 		ember_caps |= EMBER_CAP_CYCLES;
 	if (ember_faults_available())
 		ember_caps |= EMBER_CAP_FAULTS;
+	ember_caps |= ember_lock_caps();
 	if (ember_alloc_available())
 		ember_caps |= EMBER_CAP_ALLOC | EMBER_CAP_ALLOC_ENTRY |
 			      EMBER_CAP_ALLOC_INUSE;
@@ -62,6 +66,9 @@ static int __init ember_init(void)
 		goto err_chardev;
 	pr_info("ember: loaded, ABI %u, %u rings of %u bytes by default\n",
 		EMBER_ABI_VERSION, nr_cpu_ids, ember_param_ring_size);
+	if ((ember_caps & EMBER_CAP_LOCK_FUTEX) &&
+	    !(ember_caps & EMBER_CAP_LOCK_KERNEL))
+		pr_info("ember: this kernel has no lock:contention_begin/end tracepoints (5.19+): lock profiles show futex waits only\n");
 	return 0;
 
 err_chardev:

@@ -224,6 +224,8 @@ struct ember_stack_how {
 	bool at_entry;
 	u64 lead;
 	u16 flags;
+	/* regs NULL: current's kernel stack from this probe frame (callers only) */
+	const void *kfirst;
 };
 
 /*
@@ -256,6 +258,11 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 		if (ember_kmax)
 			nk = ember_unwind_kernel(t, regs, s->ips, ember_kmax,
 						 &flags);
+	} else if (!regs && how && how->kfirst) {
+		flags |= EMBER_SF_IN_KERNEL;
+		if (ember_kmax)
+			nk = ember_unwind_kernel_here(how->kfirst, s->ips,
+						      ember_kmax, &flags);
 	}
 	if (ember_umax && !(flags & (EMBER_SF_KTHREAD | EMBER_SF_IDLE))) {
 		struct pt_regs *uregs = regs && user_mode(regs) ?
@@ -344,4 +351,41 @@ void ember_emit_free(u64 time_ns, u64 addr, struct ember_cpu_stats *st)
 	};
 
 	ember_emit_buf(&r, sizeof(r), st);
+}
+
+/*
+ * Lock records of current from a tracepoint probe (lock.c): kernel frames
+ * from kfirst, the probe's frame, when not NULL (a futex wait's kernel
+ * stack at syscall exit says nothing, so it passes NULL), then the user
+ * stack from task_pt_regs(), then the 24-byte trailer the format puts
+ * after ips[]. Preemption must be off.
+ */
+static void ember_emit_lock_rec(u16 type, const void *kfirst, u64 time_ns,
+				u64 weight_ns, const void *trailer,
+				struct ember_cpu_stats *st)
+{
+	const struct ember_stack_how how = { .kfirst = kfirst };
+	u64 tail[3];
+
+	BUILD_BUG_ON(sizeof(struct ember_lock_wait) != sizeof(tail));
+	BUILD_BUG_ON(sizeof(struct ember_lock_waker) != sizeof(tail));
+	memcpy(tail, trailer, sizeof(tail));
+	ember_emit_stack(type, NULL, &how, time_ns, weight_ns, tail,
+			 ARRAY_SIZE(tail), st);
+}
+
+/* EMBER_REC_LOCK: the waiter (current) at the end of its wait */
+void ember_emit_lock(const struct ember_lock_wait *w, const void *kfirst,
+		     u64 time_ns, u64 weight_ns, struct ember_cpu_stats *st)
+{
+	ember_emit_lock_rec(EMBER_REC_LOCK, kfirst, time_ns, weight_ns, w, st);
+}
+
+/* EMBER_REC_LOCK_WAKER: the waker (current) of a kept wait */
+void ember_emit_lock_waker(const struct ember_lock_waker *w,
+			   const void *kfirst, u64 time_ns, u64 weight_ns,
+			   struct ember_cpu_stats *st)
+{
+	ember_emit_lock_rec(EMBER_REC_LOCK_WAKER, kfirst, time_ns, weight_ns,
+			    w, st);
 }

@@ -35,6 +35,9 @@ static void ember_stats_reset(void)
 		local64_set(&st->offcpu_overflow, 0);
 		local64_set(&st->offcpu_ns, 0);
 		local64_set(&st->alloc_hits, 0);
+		local64_set(&st->lock_waits, 0);
+		local64_set(&st->lock_overflow, 0);
+		local64_set(&st->lock_wakers, 0);
 		st->online = false;
 	}
 }
@@ -74,6 +77,11 @@ int ember_session_start(const struct ember_config *req, u32 portid,
 		if (ret)
 			goto fail;
 	}
+	if (cfg.events & EMBER_EV_LOCK) {
+		ret = ember_lock_start(&cfg, extack);
+		if (ret)
+			goto fail;
+	}
 	if (cfg.events & EMBER_EV_ONCPU) {
 		ret = ember_oncpu_start(&cfg, extack);
 		if (ret)
@@ -110,6 +118,7 @@ void ember_session_stop(void)
 	ember_faults_stop();
 	ember_oncpu_stop();
 	ember_offcpu_stop();
+	ember_lock_stop();
 	ember_lifecycle_stop();
 	WRITE_ONCE(ember_active_set, NULL);
 	ember_ringset_sync(ember_cur_set);

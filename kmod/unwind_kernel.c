@@ -9,6 +9,25 @@
 
 #include "ember_kmod.h"
 
+static unsigned int ember_unwind_walk(struct unwind_state *state, u64 *ips,
+				      unsigned int n, unsigned int max,
+				      u16 *flags)
+{
+	unsigned long addr;
+
+	for (; !unwind_done(state); unwind_next_frame(state)) {
+		addr = unwind_get_return_address(state);
+		if (!addr)
+			break;
+		if (n == max) {
+			*flags |= EMBER_SF_KERNEL_TRUNC;
+			break;
+		}
+		ips[n++] = addr;
+	}
+	return n;
+}
+
 /*
  * __unwind_start() wants the first frame to report, the way the inline
  * unwind_start() computes it. From registers, the interrupted ip is stored
@@ -23,7 +42,6 @@ unsigned int ember_unwind_kernel(struct task_struct *task,
 {
 	struct unwind_state state;
 	unsigned long *first;
-	unsigned long addr;
 	unsigned int n = 0;
 
 	if (!max)
@@ -40,16 +58,21 @@ unsigned int ember_unwind_kernel(struct task_struct *task,
 	if (regs && !unwind_done(&state) && state.sp == regs->sp &&
 	    unwind_get_return_address(&state) == regs->ip)
 		unwind_next_frame(&state);
+	return ember_unwind_walk(&state, ips, n, max, flags);
+}
 
-	for (; !unwind_done(&state); unwind_next_frame(&state)) {
-		addr = unwind_get_return_address(&state);
-		if (!addr)
-			break;
-		if (n == max) {
-			*flags |= EMBER_SF_KERNEL_TRUNC;
-			break;
-		}
-		ips[n++] = addr;
-	}
-	return n;
+/*
+ * current's kernel stack from inside a probe: first is the probe's own
+ * frame (__builtin_frame_address(0) there), so the report starts at its
+ * caller and no ember frame shows.
+ */
+unsigned int ember_unwind_kernel_here(const void *first, u64 *ips,
+				      unsigned int max, u16 *flags)
+{
+	struct unwind_state state;
+
+	if (!max)
+		return 0;
+	__unwind_start(&state, current, NULL, (unsigned long *)first);
+	return ember_unwind_walk(&state, ips, 0, max, flags);
 }

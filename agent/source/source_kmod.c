@@ -78,6 +78,9 @@ static struct nla_policy stat_policy[EMBER_STAT_MAX + 1] = {
 	[EMBER_STAT_USTACK_CUT] = { .type = NLA_U64 },
 	[EMBER_STAT_UNWIND_MISS] = { .type = NLA_U64 },
 	[EMBER_STAT_UNWIND_MISS_LIMITED] = { .type = NLA_U64 },
+	[EMBER_STAT_LOCK_WAITS] = { .type = NLA_U64 },
+	[EMBER_STAT_LOCK_OVERFLOW] = { .type = NLA_U64 },
+	[EMBER_STAT_LOCK_WAKERS] = { .type = NLA_U64 },
 };
 
 static struct nla_policy attr_policy[EMBER_A_MAX + 1] = {
@@ -97,6 +100,7 @@ static struct nla_policy attr_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_FILTER_CGROUP] = { .type = NLA_U64 },
 	[EMBER_A_OFFCPU_MIN_NS] = { .type = NLA_U64 },
 	[EMBER_A_OFFCPU_SAMPLE_PPM] = { .type = NLA_U32 },
+	[EMBER_A_LOCK_MIN_NS] = { .type = NLA_U64 },
 	[EMBER_A_STATS] = { .type = NLA_NESTED },
 	[EMBER_A_UNWIND_MEM_USED] = { .type = NLA_U64 },
 	[EMBER_A_UNWIND_MEM_CAP] = { .type = NLA_U64 },
@@ -330,6 +334,9 @@ static int parse_stats(struct nlattr **tb, void *arg)
 	s.ustack_cut = stat_u64(st, EMBER_STAT_USTACK_CUT);
 	s.unwind_miss = stat_u64(st, EMBER_STAT_UNWIND_MISS);
 	s.unwind_miss_limited = stat_u64(st, EMBER_STAT_UNWIND_MISS_LIMITED);
+	s.lock_waits = stat_u64(st, EMBER_STAT_LOCK_WAITS);
+	s.lock_overflow = stat_u64(st, EMBER_STAT_LOCK_OVERFLOW);
+	s.lock_wakers = stat_u64(st, EMBER_STAT_LOCK_WAKERS);
 	w->fn(&s, w->arg);
 	return 0;
 }
@@ -489,6 +496,12 @@ static int kmod_open(struct ember_source **out,
 			 "this ember module cannot put allocation probes (older than -e alloc): load a newer ember.ko, or use --backend bpf");
 		r = -EOPNOTSUPP;
 	}
+	if (!r && (cfg->events & EMBER_EV_LOCK) &&
+	    !(src->info.caps & EMBER_CAP_LOCK_FUTEX)) {
+		snprintf(err, err_len,
+			 "this ember module cannot record lock contention (older than -e lock): load a newer ember.ko, or use --backend bpf");
+		r = -EOPNOTSUPP;
+	}
 	if (r) {
 		if (!err[0])
 			snprintf(err, err_len, "the ember module does not answer GET_INFO: %s",
@@ -576,11 +589,16 @@ static int kmod_start(struct ember_source *src)
 	    nla_put_u32(msg, EMBER_A_USTACK_MAX, c->ustack_max) ||
 	    nla_put_u32(msg, EMBER_A_FLAGS,
 			(c->include_idle ? EMBER_F_INCLUDE_IDLE : 0) |
-			(c->stack_copy ? EMBER_F_STACK_COPY : 0)) ||
+			(c->stack_copy ? EMBER_F_STACK_COPY : 0) |
+			((c->events & EMBER_EV_LOCK) && c->lock_waker ?
+			 EMBER_F_LOCK_WAKER : 0)) ||
 	    (c->ring_bytes && nla_put_u32(msg, EMBER_A_RING_SIZE, c->ring_bytes)) ||
 	    (c->offcpu_min_ns && nla_put_u64(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns)) ||
 	    (c->offcpu_sample_ppm &&
 	     nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_sample_ppm)) ||
+	    /* always: 0 asks for every wait (the default is the caller's) */
+	    ((c->events & EMBER_EV_LOCK) &&
+	     nla_put_u64(msg, EMBER_A_LOCK_MIN_NS, c->lock_min_ns)) ||
 	    ((c->events & EMBER_EV_FAULTS) &&
 	     nla_put_u32(msg, EMBER_A_FAULT_PERIOD,
 			 c->fault_period ? c->fault_period : EMBER_DEFAULT_FAULT_PERIOD)))
@@ -698,6 +716,9 @@ static void add_cpu_stats(const struct kmod_cpu_stats *c, void *arg)
 	st->filtered += c->filtered;
 	st->handler_ns += c->handler_ns;
 	st->offcpu_overflow += c->offcpu_overflow;
+	st->lock_waits += c->lock_waits;
+	st->lock_overflow += c->lock_overflow;
+	st->lock_wakers += c->lock_wakers;
 	st->nr_cpus++;
 }
 
@@ -925,6 +946,13 @@ static void kmod_close(struct ember_source *src)
 	free(src);
 }
 
+/* What -e lock can follow with this module on this kernel (GET_INFO). */
+static uint64_t kmod_lock_caps(struct ember_source *src)
+{
+	return src->info.caps & (EMBER_CAP_LOCK_FUTEX | EMBER_CAP_LOCK_KERNEL |
+				 EMBER_CAP_LOCK_WAITV);
+}
+
 const struct ember_source_ops ember_source_kmod = {
 	.name = "kmod",
 	.probe = kmod_probe,
@@ -940,4 +968,5 @@ const struct ember_source_ops ember_source_kmod = {
 	.unwind_bind = kmod_unwind_bind,
 	.alloc_attach = kmod_alloc_attach,
 	.alloc_follows_free = kmod_alloc_follows_free,
+	.lock_caps = kmod_lock_caps,
 };

@@ -28,6 +28,7 @@ struct kmod_cpu_stats {
 	uint64_t samples, filtered, records, lost, handler_ns;
 	uint64_t offcpu_switches, offcpu_overflow, offcpu_ns;
 	uint64_t ustack_cfi, ustack_fp, ustack_cut, unwind_miss, unwind_miss_limited;
+	uint64_t lock_waits, lock_overflow, lock_wakers;
 };
 
 /*

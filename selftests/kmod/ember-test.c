@@ -25,6 +25,8 @@
  *   -s SECS:PID (replace the filter by that one pid after SECS)
  *   -W MS (poll timeout; "poll ready=N timeout=M" tells how often the
  *   watermark woke the reader)
+ *   -L NS (LOCK_MIN_NS) -Z (EMBER_F_LOCK_WAKER): with -e 32, the lock
+ *   records print as "lock ..." and "waker ..." lines
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,7 +63,8 @@
 
 struct opts {
 	uint32_t freq, events, clock, kmax, umax, ring_size, watermark, ppm;
-	uint64_t cgroup, offcpu_min;
+	uint64_t cgroup, offcpu_min, lock_min;
+	bool have_lock_min, lock_waker;
 	bool have_freq, have_kmax, have_umax, have_ring, have_wm, have_cg;
 	bool have_min, have_ppm, idle, quiet, folded, kallsyms, bogus;
 	double refilter_at;	/* -s SECS:PID: SET_FILTER to PID at SECS */
@@ -224,6 +227,7 @@ struct cpu_stats {
 	bool seen, online;
 	uint64_t samples, filtered, records, lost, handler_ns;
 	uint64_t switches, overflow, offcpu_ns, alloc_hits, ucfi;
+	uint64_t lock_waits, lock_overflow, lock_wakers;
 };
 static struct cpu_stats stats[MAX_CPUS];
 /* online as seen just before STOP, which turns every CPU off */
@@ -257,6 +261,9 @@ static int parse_stats(struct nl_msg *msg, void *arg)
 	U64(EMBER_STAT_OFFCPU_NS, offcpu_ns);
 	U64(EMBER_STAT_ALLOC_HITS, alloc_hits);
 	U64(EMBER_STAT_USTACK_CFI, ucfi);
+	U64(EMBER_STAT_LOCK_WAITS, lock_waits);
+	U64(EMBER_STAT_LOCK_OVERFLOW, lock_overflow);
+	U64(EMBER_STAT_LOCK_WAKERS, lock_wakers);
 #undef U64
 	if (st[EMBER_STAT_ONLINE])
 		c->online = nla_get_u8(st[EMBER_STAT_ONLINE]);
@@ -294,7 +301,8 @@ static void report(const char *what, int ret)
 static int do_start(const struct opts *o, struct info *in)
 {
 	struct nl_msg *m = req(EMBER_CMD_START, NLM_F_ACK);
-	uint32_t flags = o->idle ? EMBER_F_INCLUDE_IDLE : 0;
+	uint32_t flags = (o->idle ? EMBER_F_INCLUDE_IDLE : 0) |
+			 (o->lock_waker ? EMBER_F_LOCK_WAKER : 0);
 	int ret;
 
 	nla_put_u32(m, EMBER_A_EVENTS, o->events);
@@ -318,6 +326,8 @@ static int do_start(const struct opts *o, struct info *in)
 		nla_put_u64(m, EMBER_A_OFFCPU_MIN_NS, o->offcpu_min);
 	if (o->have_ppm)
 		nla_put_u32(m, EMBER_A_OFFCPU_SAMPLE_PPM, o->ppm);
+	if (o->have_lock_min)
+		nla_put_u64(m, EMBER_A_LOCK_MIN_NS, o->lock_min);
 	memset(in, 0, sizeof(*in));
 	ret = transact(m, parse_info, in);
 	report("start", ret);
@@ -591,6 +601,67 @@ static void free_record(const struct opts *o, const struct ember_free *f)
 	kept_frees[nr_kept_frees++].addr = f->addr;
 }
 
+/*
+ * EMBER_REC_LOCK / _WAKER as one line each: the trailer's fields, then
+ * the frames (symbolized like samples). A size that does not match the
+ * frames plus the 24-byte trailer exactly is reported as bad.
+ */
+static unsigned int nr_bad_lock_records;
+
+static void lock_frames(const struct ember_sample *s)
+{
+	unsigned int nk = s->nr_kernel, nu = s->nr_user, i;
+	char fr[300];
+
+	printf(" k=");
+	for (i = 0; i < nk; i++) {
+		fmt_frame(fr, sizeof(fr), &ksyms, s->ips[i], i);
+		printf("%s%s", i ? "," : "", fr);
+	}
+	printf(" u=");
+	for (i = 0; i < nu; i++) {
+		fmt_frame(fr, sizeof(fr), &usyms, s->ips[nk + i], i);
+		printf("%s%s", i ? "," : "", fr);
+	}
+	printf("\n");
+}
+
+static void lock_record(const struct opts *o, const struct ember_sample *s)
+{
+	unsigned int nk = s->nr_kernel, nu = s->nr_user;
+
+	if (nk > EMBER_MAX_FRAMES || nu > EMBER_MAX_FRAMES ||
+	    sizeof(*s) + (size_t)(nk + nu + 3) * 8 != s->hdr.size) {
+		printf("bad-lock type=%u size=%u nk=%u nu=%u\n", s->hdr.type,
+		       s->hdr.size, nk, nu);
+		nr_bad_lock_records++;
+		return;
+	}
+	if (o->quiet)
+		return;
+	if (s->hdr.type == EMBER_REC_LOCK) {
+		const struct ember_lock_wait *w = EMBER_LOCK_WAIT(s);
+
+		printf("lock pid=%u tid=%u comm=%.16s t=%" PRIu64 " w=%" PRIu64
+		       " kind=%u op=%u lflags=0x%x addr=0x%" PRIx64
+		       " start=%" PRIu64 " waker=%u mmap=%d nk=%u nu=%u",
+		       s->pid, s->tid, s->comm, (uint64_t)s->time_ns,
+		       (uint64_t)s->weight_ns, w->kind, w->futex_op, w->flags,
+		       (uint64_t)w->addr, (uint64_t)w->start_ns, w->waker_tid,
+		       !!(w->flags & EMBER_LOCK_F_MMAP_LOCK), nk, nu);
+	} else {
+		const struct ember_lock_waker *w = EMBER_LOCK_WAKER(s);
+
+		printf("waker pid=%u tid=%u comm=%.16s t=%" PRIu64 " w=%" PRIu64
+		       " waiter_pid=%u waiter_tid=%u addr=0x%" PRIx64
+		       " start=%" PRIu64 " nk=%u nu=%u",
+		       s->pid, s->tid, s->comm, (uint64_t)s->time_ns,
+		       (uint64_t)s->weight_ns, w->waiter_pid, w->waiter_tid,
+		       (uint64_t)w->addr, (uint64_t)w->start_ns, nk, nu);
+	}
+	lock_frames(s);
+}
+
 static void handle(const struct opts *o, const struct ember_rec_header *h)
 {
 	const struct ember_exec *ex = (const void *)h;
@@ -617,6 +688,13 @@ static void handle(const struct opts *o, const struct ember_rec_header *h)
 	case EMBER_REC_FREE:
 		if (h->size >= sizeof(struct ember_free))
 			free_record(o, (const void *)h);
+		break;
+	case EMBER_REC_LOCK:
+	case EMBER_REC_LOCK_WAKER:
+		if (h->size >= sizeof(struct ember_sample))
+			lock_record(o, (const void *)h);
+		else
+			nr_bad_lock_records++;
 		break;
 	case EMBER_REC_EXEC:
 		if (!o->quiet && h->size >= sizeof(*ex) &&
@@ -713,6 +791,7 @@ static void print_stats(double secs)
 {
 	uint64_t samples = 0, filtered = 0, records = 0, lost = 0, hns = 0;
 	uint64_t read = 0, ctrl_lost = 0, corrupt = 0, sw = 0, ovf = 0, ah = 0;
+	uint64_t lw = 0, lo = 0, lk = 0;
 	unsigned int i, t;
 
 	for (i = 0; i < MAX_CPUS; i++) {
@@ -746,15 +825,21 @@ static void print_stats(double secs)
 		sw += c->switches;
 		ovf += c->overflow;
 		ah += c->alloc_hits;
+		lw += c->lock_waits;
+		lo += c->lock_overflow;
+		lk += c->lock_wakers;
 		read += r;
 	}
 	printf("summary secs=%.3f samples=%" PRIu64 " filtered=%" PRIu64
 	       " records=%" PRIu64 " lost=%" PRIu64 " read=%" PRIu64
 	       " ctrl_lost=%" PRIu64 " corrupt=%" PRIu64 " switches=%" PRIu64
 	       " overflow=%" PRIu64 " handler_ns_avg=%" PRIu64
-	       " alloc_hits=%" PRIu64 "\n",
+	       " alloc_hits=%" PRIu64 " lock_waits=%" PRIu64
+	       " lock_overflow=%" PRIu64 " lock_wakers=%" PRIu64
+	       " bad_lock=%u\n",
 	       secs, samples, filtered, records, lost, read, ctrl_lost, corrupt,
-	       sw, ovf, samples ? hns / samples : 0, ah);
+	       sw, ovf, samples ? hns / samples : 0, ah, lw, lo, lk,
+	       nr_bad_lock_records);
 }
 
 static void print_folded(void)
@@ -1053,6 +1138,12 @@ static int cmd_badreq(const char *name)
 	} else if (!strcmp(name, "fault-period-high")) {
 		nla_put_u32(m, EMBER_A_EVENTS, EMBER_EV_FAULTS);
 		nla_put_u32(m, EMBER_A_FAULT_PERIOD, 1000001);
+	} else if (!strcmp(name, "lock-min-high")) {
+		nla_put_u32(m, EMBER_A_EVENTS, EMBER_EV_LOCK);
+		nla_put_u64(m, EMBER_A_LOCK_MIN_NS, EMBER_MAX_LOCK_MIN_NS + 1);
+	} else if (!strcmp(name, "lock-min-short")) {
+		nla_put_u32(m, EMBER_A_EVENTS, EMBER_EV_LOCK);
+		nla_put_u32(m, EMBER_A_LOCK_MIN_NS, 1000);
 	} else if (!strcmp(name, "ppm-high")) {
 		nla_put_u32(m, EMBER_A_OFFCPU_SAMPLE_PPM, 1000001);
 	} else if (!strcmp(name, "truncated-attr")) {
@@ -2351,7 +2442,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->events = EMBER_EV_ONCPU;
 	o->duration = 2;
-	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:Bs:W:")) != -1) {
+	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:Bs:W:L:Z")) != -1) {
 		switch (c) {
 		case 'f': o->freq = strtoul(optarg, NULL, 0); o->have_freq = true; break;
 		case 'e': o->events = strtoul(optarg, NULL, 0); break;
@@ -2375,6 +2466,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'm': o->offcpu_min = strtoull(optarg, NULL, 0); o->have_min = true; break;
 		case 'P': o->ppm = strtoul(optarg, NULL, 0); o->have_ppm = true; break;
 		case 'B': o->bogus = true; break;
+		case 'L': o->lock_min = strtoull(optarg, NULL, 0); o->have_lock_min = true; break;
+		case 'Z': o->lock_waker = true; break;
 		case 'W': o->poll_ms = atoi(optarg); break;
 		case 's':
 			if (sscanf(optarg, "%lf:%u", &o->refilter_at,

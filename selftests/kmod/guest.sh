@@ -593,6 +593,7 @@ want hotplug && t_hotplug
 want limits && t_limits
 want unload && t_unload
 [ -f "$HERE/guest-offcpu.sh" ] && . "$HERE/guest-offcpu.sh"
+[ -f "$HERE/guest-lock.sh" ] && . "$HERE/guest-lock.sh"
 [ -f "$HERE/guest-stress.sh" ] && . "$HERE/guest-stress.sh"
 rmmod ember 2>/dev/null
 exit 0
