@@ -309,6 +309,35 @@ static bool user_stack_whole(const struct agg_entry *e,
 }
 
 /*
+ * Kernel frames of the tracing machinery at the leaf of a stack taken in
+ * a tracepoint by an eBPF program (bpf_get_stack() starts inside it): the
+ * program, bpf_trace_runN, __bpf_trace_X, __traceiter_X. They are ember's
+ * own, never the profiled code's: the stack starts below them.
+ */
+static bool is_tracing_frame(const struct prof_frame *f)
+{
+	static const char *const prefixes[] = {
+		"bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_",
+	};
+
+	if (f->kind != PROF_FRAME_KERNEL || !f->function)
+		return false;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(f->function, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
+static size_t tracing_frames(const struct prof_frame **frames, size_t nr)
+{
+	size_t n = 0;
+
+	while (n < nr && is_tracing_frame(frames[n]))
+		n++;
+	return n < nr ? n : 0;
+}
+
+/*
  * Frames of the allocation sampler itself (preload/ember_alloc.c) at the
  * leaf of an allocation stack: all but the outermost, the malloc-family
  * function the program called, which stays as the leaf.
@@ -388,6 +417,9 @@ static const char *futex_kind_of(const char *fn)
 		{ "sem_clockwait", "semaphore" },
 		{ "new_sem_wait", "semaphore" },
 		{ "pthread_barrier_wait", "barrier" },
+		{ "pthread_join", "join" },
+		{ "pthread_clockjoin", "join" },
+		{ "pthread_timedjoin", "join" },
 	};
 
 	while (*fn == '_')
@@ -493,6 +525,7 @@ static int lock_frames(struct profile_builder *pb, struct profile_impl *pi,
 {
 	const struct prof_frame **wk = NULL, **frames;
 	size_t wk_nips = (size_t)e->wk_nr_kernel + e->wk_nr_user, nr_wk = 0;
+	size_t wk_skip;
 	const uint64_t *ips = e->ips + e->nr_kernel + e->nr_user;
 	char name[PROF_GROUP_NAME_MAX];
 	struct addr_entry *ae;
@@ -548,7 +581,8 @@ static int lock_frames(struct profile_builder *pb, struct profile_impl *pi,
 			return -ENOMEM;
 		if (waker_cut(e, wk, nr_wk))
 			frames[n++] = &prof_cut_frame;
-		for (size_t i = nr_wk; i-- > 0;)
+		wk_skip = tracing_frames(wk, nr_wk);
+		for (size_t i = nr_wk; i-- > wk_skip;)
 			frames[n++] = wk[i];
 	}
 	if (!(frames[n++] = name_frame(pi, nf, prof_lock_frame_name(ps, name,
@@ -612,6 +646,12 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 	}
 	if (e->event == PROF_EV_ALLOC || e->event == PROF_EV_INUSE) {
 		size_t skip = sampler_frames(frames, nr);
+
+		frames += skip;
+		nr -= skip;
+	}
+	{
+		size_t skip = tracing_frames(frames, nr);
 
 		frames += skip;
 		nr -= skip;
