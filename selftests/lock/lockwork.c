@@ -90,13 +90,18 @@ struct site {
 };
 
 static struct site sites[NSITES] = {
-	[S_A] = { "site_a_m1", "M1", "mutex", "hold_m1_", &M1, sizeof(M1) },
-	[S_B] = { "site_b_m1", "M1", "mutex", "hold_m1_", &M1, sizeof(M1) },
-	[S_C] = { "site_c_m2", "M2", "mutex", "hold_m2_", &M2, sizeof(M2) },
-	[S_RD] = { "site_rd_rw", "RW", "rwlock", "hold_rw_", &RW, sizeof(RW) },
-	[S_WR] = { "site_wr_rw", "RW", "rwlock", "hold_rw_", &RW, sizeof(RW) },
-	[S_CV] = { "site_cv_wait", "CV", "condvar", "signal_cv_in_signaller",
-		   &CV, sizeof(CV) },
+	[S_A] = { .name = "site_a_m1", .lock = "M1", .kind = "mutex",
+		.holder = "hold_m1_", .addr = &M1, .size = sizeof(M1) },
+	[S_B] = { .name = "site_b_m1", .lock = "M1", .kind = "mutex",
+		.holder = "hold_m1_", .addr = &M1, .size = sizeof(M1) },
+	[S_C] = { .name = "site_c_m2", .lock = "M2", .kind = "mutex",
+		.holder = "hold_m2_", .addr = &M2, .size = sizeof(M2) },
+	[S_RD] = { .name = "site_rd_rw", .lock = "RW", .kind = "rwlock",
+		.holder = "hold_rw_", .addr = &RW, .size = sizeof(RW) },
+	[S_WR] = { .name = "site_wr_rw", .lock = "RW", .kind = "rwlock",
+		.holder = "hold_rw_", .addr = &RW, .size = sizeof(RW) },
+	[S_CV] = { .name = "site_cv_wait", .lock = "CV", .kind = "condvar",
+		.holder = "signal_cv_in_signaller", .addr = &CV, .size = sizeof(CV) },
 };
 
 static struct ksite {
@@ -104,7 +109,7 @@ static struct ksite {
 	pthread_mutex_t mu;
 	unsigned long calls;
 	uint64_t sys_ns;
-} ksites[NKSITES] = { { "kmap_site" }, { "kunmap_site" } };
+} ksites[NKSITES] = { { .name = "kmap_site" }, { .name = "kunmap_site" } };
 
 static uint64_t now(void)
 {
