@@ -85,6 +85,10 @@ if [ "$backend" = bpf ]; then
 		--backend bpf --work agent/gen/tests/faultwork --label host_bpf_tp \
 		--out "$art/faults-tp"
 fi
+# the ground truth itself: lockwork's counts and waits against the
+# kernel's futex syscall trace (no ember involved)
+selftests/lock/validate-truth.sh --work agent/gen/tests/lockwork --label host \
+	--out "$art/lock-truth"
 # -e lock: delay, contentions, kind, address and waker per call site
 # against lockwork's own measurement (no frame pointers, then with them),
 # mmap_lock, the --lock-min threshold, and futexstorm's bad input

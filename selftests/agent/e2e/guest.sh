@@ -45,6 +45,8 @@ sh ./check-faults.sh --ember ./ember --work ./faultwork --backend kmod \
 # futexstorm's bad input (bounded memory, drops counted; the harness fails
 # the run on any kernel warning)
 if [ -x ./lockwork ]; then
+	# the ground truth itself against the kernel's futex syscall trace
+	sh ./validate-truth.sh --work ./lockwork --label vm --out $out/lock-truth
 	sh ./check-lock.sh --ember ./ember --work ./lockwork --storm ./futexstorm \
 		--backend kmod --label kmod_vm --secs "${EMBER_LOCK_SECS:-4}" \
 		--storm-secs 3 --out $out/lock
