@@ -16,7 +16,8 @@
 #    --secs S --min-us US; per call site (site_a_m1, site_b_m1 on M1,
 #    site_c_m2 on M2, site_rd_rw/site_wr_rw on a rwlock, site_cv_wait on a
 #    condition variable; the site's frame below the [lock ...] frame):
-#    delay: ember's delay (folded weights, ns) within 10% of the waits
+#    delay: ember's delay (folded weights: microseconds waited, as ember(1)
+#      says; --folded-unit ns for nanoseconds) within 10% of the waits
 #      lockwork kept (>= US);
 #    kind: >= 90% of the site's delay under [lock ADDR KIND] of the right
 #      kind (mutex, rwlock, condvar) and ADDR inside the lock object;
@@ -40,7 +41,7 @@
 #    summary line counts lost records (drops are never silent).
 AWK=${AWK:-awk}
 ember=ember work=lockwork storm= backend=bpf label=host secs=4 lockmin=10
-countmin=100 storm_secs=4 minrun=0 unit=ns out=${TMPDIR:-/tmp}/ember-lock selftest=
+countmin=100 storm_secs=4 minrun=0 unit=us out=${TMPDIR:-/tmp}/ember-lock selftest=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) ember=$2; shift ;;
@@ -195,7 +196,7 @@ pprof_dump() {
 }
 
 # judge TRUTH PROFILE MODE: PASS/FAIL lines and "# " figures.
-# MODE folded: PROFILE is folded stacks (weights in $unit): delay, kind,
+# MODE folded: PROFILE is folded stacks (weights in $unit, us or ns): delay, kind,
 # address and waker per site, mmap_lock. MODE pprof: PROFILE is
 # pprof_dump's text: sample types, contentions and delay per site.
 # MODE min: folded, delay per site only (the --lock-min 1000 run).
@@ -335,6 +336,8 @@ judge() {
 			r = tt > 0 ? (tot - mm) / tt : 0
 			if (unit == "ns" && r > 0.0003 && r < 0.003)
 				print "# the folded weights are about 1/1000 of the waits: microseconds? (--folded-unit us)"
+			if (unit == "us" && r > 300 && r < 3000)
+				print "# the folded weights are about 1000 x the waits: nanoseconds? (--folded-unit ns)"
 		}
 		for (j = 1; j <= nsite; j++) {
 			s = sites[j]

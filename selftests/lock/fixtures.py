@@ -6,7 +6,7 @@ usage: fixtures.py DIR
 
 Writes DIR/truth.txt (lockwork's output), DIR/lock.folded (the folded
 stacks ember -e lock --waker writes: waiter root..leaf, [lock ADDR KIND],
-the waker's frames leaf..root, [waker COMM]), DIR/lock.pb.gz (a pprof
+the waker's frames leaf..root, [waker COMM]; microseconds), DIR/lock.pb.gz (a pprof
 profile with contentions/count and delay/nanoseconds, encoded here with no
 protobuf library) and DIR/expected.txt: the PASS/FAIL verdict each check
 must reach. Every site is right but one thing, so each check is seen both
@@ -97,7 +97,8 @@ def folded_lines():
     # noise: another process's futex, a line without a lock frame
     lines.append((["lockwork"] + ROOT[:1] + ["main", "pthread_join", "[lock 0x7f0000001000 futex]"], 4_000_000_000))
     lines.append((["other", "main", "read"], 5000))
-    return sorted(";".join(s) + f" {v}" for s, v in lines)
+    # weights in microseconds, as ember writes lock waits
+    return sorted(";".join(s) + f" {v // 1000}" for s, v in lines)
 
 
 # ---- pprof, encoded by hand ----
