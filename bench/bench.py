@@ -524,7 +524,7 @@ class Bench:
             return
         else:
             cmd = wl
-        self.workload_cost("lock", cfg, rep, cmd, env, r"(\d+) lock waits")
+        self.workload_cost("lock", cfg, rep, cmd, env, r"(\d+) lock contentions")
 
     # ---- per-sample kernel cost (eBPF run time) --------------------------
     def bpf_progs(self, ids):
