@@ -13,7 +13,7 @@
 
 BENCH_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread
 BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong .cache/bench/mallocs \
-	.cache/bench/touch .cache/bench/deep
+	.cache/bench/touch .cache/bench/deep .cache/bench/lockwork
 
 .cache/bench/%: bench/workloads/%.c
 	@mkdir -p $(@D)
@@ -24,6 +24,11 @@ BENCH_WORKLOADS := .cache/bench/spin .cache/bench/pingpong .cache/bench/mallocs 
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(filter-out -fno-omit-frame-pointer,$(BENCH_CFLAGS)) \
 		-fomit-frame-pointer -fasynchronous-unwind-tables -o $@ $<
+
+# the lock ground truth's --bench mode (selftests/lock/lockwork.c)
+.cache/bench/lockwork: selftests/lock/lockwork.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $<
 
 .PHONY: bench bench-workloads
 bench-workloads: $(BENCH_WORKLOADS)

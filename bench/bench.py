@@ -36,6 +36,7 @@ PINGPONG = os.path.join(TOP, ".cache", "bench", "pingpong")
 MALLOCS = os.path.join(TOP, ".cache", "bench", "mallocs")
 DEEP = os.path.join(TOP, ".cache", "bench", "deep")
 TOUCH = os.path.join(TOP, ".cache", "bench", "touch")
+LOCKWORK = os.path.join(TOP, ".cache", "bench", "lockwork")
 ALLOC_LIB = os.path.join(TOP, "preload", "libember-alloc.so")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -50,6 +51,7 @@ def uapi_define(name, default):
 
 
 DEFAULT_FAULT_PERIOD = uapi_define("EMBER_DEFAULT_FAULT_PERIOD", 64)
+DEFAULT_LOCK_MIN_US = uapi_define("EMBER_DEFAULT_LOCK_MIN_NS", 10000) // 1000
 RECEIVER = os.path.join(TOP, "selftests", "otlp", "receiver.py")
 
 # Durations in seconds. W: time a profiler gets to attach before the
@@ -191,6 +193,9 @@ class Profiler:
                    "-F", str(freq), "-o", out + ".data"]
         elif kind == "offcputime":
             cmd = ["offcputime"] + list(extra)
+        elif kind == "offwaketime":
+            # bcc's (Debian: bpfcc-tools), folded, system-wide
+            cmd = [offwaketime_path(), "-f"] + list(extra)
         else:
             raise ValueError(kind)
         waits = kind != "perf"
@@ -244,6 +249,17 @@ def ember_summary(err):
     return m
 
 
+def offwaketime_path():
+    return shutil.which("offwaketime-bpfcc") or shutil.which("offwaketime") or "offwaketime"
+
+
+def perf_lock_bpf():
+    """Whether this perf has `perf lock contention -b` (BPF skeletons:
+    Debian's linux-perf is built without them)."""
+    r = run(["perf", "lock", "contention", "-b", "--", "true"])
+    return "BUILD_BPF_SKEL" not in (r.stderr + r.stdout)
+
+
 def rotate(seq, n):
     n %= len(seq)
     return seq[n:] + seq[:n]
@@ -260,6 +276,7 @@ class Bench:
         self.notes = []
         self.have = {t: shutil.which(t) is not None
                      for t in ("perf", "offcputime", "bpftool")}
+        self.have["offwaketime"] = shutil.which(offwaketime_path()) is not None
 
     def note(self, msg):
         log(msg)
@@ -433,6 +450,81 @@ class Bench:
                           "-o", os.path.join(self.tmp, "faults.data"), "--"] + wl
                 self.workload_cost("faults", cfg, rep, wl, env,
                                    r"(\d+) page-fault samples")
+
+    # ---- lock contention profiling cost (-e lock) ------------------------
+    def lock(self):
+        """lockwork --bench (two threads pinned to one CPU passing a turn
+        through a pthread mutex and condition variable: every op is one
+        futex wait and one wake, ~100-200k/s here) alone; under `ember
+        record -e lock` at the default --lock-min (10 us, the UAPI's
+        EMBER_DEFAULT_LOCK_MIN_NS) and at 0, 1 and 100 us, and with
+        --waker; under perf lock (`perf lock contention -b` where perf has
+        BPF skeletons, else `perf lock record`, which traces the kernel's
+        lock tracepoints only); and under bcc's offwaketime (system-wide,
+        started first, as offcputime in section 3). Slowdown per
+        CPU-second of the workload, paired per repetition."""
+        p = self.p
+        mins = [0, 1, DEFAULT_LOCK_MIN_US, 100]
+        configs = ["none"] + [f"ember-min{m}" for m in mins] + ["ember-waker"]
+        perf_b = False
+        if self.have["perf"]:
+            perf_b = perf_lock_bpf()
+            configs.append("perf-lock-b" if perf_b else "perf-lock-record")
+            if not perf_b:
+                self.note("perf lock contention -b: this perf has no BPF skeletons "
+                          "(BUILD_BPF_SKEL=1); measured `perf lock record` instead "
+                          "(kernel lock tracepoints only, written to a file)")
+        else:
+            self.note("perf not found: perf lock comparison skipped (install linux-perf)")
+        if self.have["offwaketime"]:
+            configs.append("offwaketime")
+        else:
+            self.note("offwaketime not found: install bpfcc-tools (scripts/install-deps.sh)")
+        log(f"lock cost: {len(configs)} configurations x {p['alloc_reps']} "
+            f"repetitions of {p['alloc_D']} s")
+        for rep in range(p["alloc_reps"]):
+            for cfg in rotate(configs, rep):
+                self.lock_one(cfg, rep)
+
+    def lock_one(self, cfg, rep):
+        p = self.p
+        wl = ["taskset", "-c", "0", LOCKWORK, "--bench", str(p["alloc_D"])]
+        env = dict(os.environ)
+        if cfg.startswith("ember"):
+            extra = ["--waker"] if cfg == "ember-waker" else \
+                ["--lock-min", cfg[len("ember-min"):]]
+            cmd = [EMBER, "record", "-e", "lock"] + extra + \
+                ["-o", os.path.join(self.tmp, "lock.folded"), "--"] + wl
+        elif cfg == "perf-lock-b":
+            cmd = ["perf", "lock", "contention", "-b", "--"] + wl
+        elif cfg == "perf-lock-record":
+            cmd = ["perf", "lock", "record", "-o", os.path.join(self.tmp, "lock.data"),
+                   "--"] + wl
+        elif cfg == "offwaketime":
+            prof = Profiler("offwaketime", self.tmp)
+            time.sleep(p["W"])
+            if not prof.alive():
+                _, err = prof.stop()
+                why = err.strip()[-200:]
+                try:  # bcc prints some of its complaints on stdout
+                    err += open(os.path.join(self.tmp, "offwaketime.out")).read()
+                except OSError:
+                    pass
+                if "Unable to find kernel headers" in err:
+                    why = ("bcc compiles its programs against the running kernel's "
+                           "headers and this kernel has none (no /lib/modules/"
+                           f"{platform.release()}/build, no CONFIG_IKHEADERS)")
+                elif "kprobes" in err:
+                    why = "this kernel has no kprobes (offwaketime attaches one)"
+                self.note(f"offwaketime could not run: {why}")
+                return
+            r = run(wl, env=env)
+            prof.stop()
+            self.workload_result("lock", cfg, rep, r.stdout, r.stderr, r"$^")
+            return
+        else:
+            cmd = wl
+        self.workload_cost("lock", cfg, rep, cmd, env, r"(\d+) lock contentions")
 
     # ---- per-sample kernel cost (eBPF run time) --------------------------
     def bpf_progs(self, ids):
@@ -1087,7 +1179,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--vm-kernels", default=os.environ.get("BENCH_VM_KERNELS"))
     ap.add_argument("--sections", default=os.environ.get("BENCH_SECTIONS",
-                    "oncpu bpfcost offcpu loss agent symbolize alloc faults vm"))
+                    "oncpu bpfcost offcpu loss agent symbolize alloc faults lock vm"))
     args = ap.parse_args()
     if args.vm_kernels is None:
         # the dry run proves the scripts, it does not boot kernels
@@ -1099,7 +1191,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     if os.geteuid() != 0:
         sys.exit("bench: run as root (ember, perf -a and offcputime need CAP_BPF/CAP_PERFMON)")
-    for b in (EMBER, SPIN, PINGPONG, MALLOCS, TOUCH, DEEP):
+    for b in (EMBER, SPIN, PINGPONG, MALLOCS, TOUCH, DEEP, LOCKWORK):
         if not os.access(b, os.X_OK):
             sys.exit(f"bench: {b} missing: run `make bench` (it builds them)")
     bench = Bench(args)

@@ -553,6 +553,38 @@ class Report:
                 f"perf at the same period "
                 f"{self.fo(self.overhead('faults', 'perf', 'ops_per_workload_cpu_s'))}"))
 
+    def lock_section(self):
+        if not any(k[0] == "lock" for k in self.rows):
+            return
+        self.w("## 10. Lock contention profiling cost (`-e lock`, this host, eBPF backend)")
+        self.w()
+        self.w("Workload: `lockwork --bench` (selftests/lock/lockwork.c), two threads "
+               "pinned to one CPU passing a turn through a pthread mutex and condition "
+               "variable: every op is one futex wait (a few us) and one wake. "
+               "Configurations: alone; under `ember record -e lock -- lockwork` at "
+               "--lock-min 0, 1, 10 (the default) and 100 us, and with --waker; under "
+               "perf lock (`perf lock contention -b`, or `perf lock record` where perf "
+               "has no BPF skeletons, as Debian's: kernel lock tracepoints only, no "
+               "futexes); under bcc's `offwaketime` (system-wide, started first). "
+               "Slowdown per CPU-second of the workload, paired per repetition. "
+               "Benchmarks report, they do not assert: no target.")
+        self.w()
+        self.w("| config | slowdown | ns per op (CPU) | ops/s | lock waits kept/s |")
+        self.w("|---|---|---|---|---|")
+        cfgs = sorted({k[1] for k in self.rows if k[0] == "lock"},
+                      key=lambda c: (c != "none", not c.startswith("ember-min"),
+                                     int(c[9:]) if c.startswith("ember-min") else 0, c))
+        for cfg in cfgs:
+            if not self.vals("lock", cfg, "ns_per_op"):
+                continue
+            o = None if cfg == "none" else self.overhead("lock", cfg, "ops_per_workload_cpu_s")
+            sps = self.m("lock", cfg, "samples_per_s")
+            self.w(f"| {cfg} | {'' if cfg == 'none' else self.fo(o)} "
+                   f"| {num(self.m('lock', cfg, 'ns_per_op'), '{:.0f}')} "
+                   f"| {num(self.m('lock', cfg, 'ops_per_s'))} "
+                   f"| {'' if sps is None else num(sps)} |")
+        self.w()
+
     def vm_section(self):
         vms = [s for s in sorted({k[0] for k in self.rows})
                if s.startswith("vm") and not s.endswith("off")]
@@ -671,6 +703,7 @@ class Report:
         self.vm_section()
         self.alloc_section()
         self.faults_section()
+        self.lock_section()
         body = self.out[body_start:]
         self.out = []
         self.w(f"# ember benchmark report: {m['host']}, {m['when']}")

@@ -30,8 +30,9 @@ PKGS=(
 	libiberty-dev g++ debuginfod golang-go
 	# packaging
 	debhelper dh-dkms devscripts rpm fakeroot man-db
-	# make bench: the profilers ember is compared with
-	linux-perf libbpf-tools
+	# make bench: the profilers ember is compared with (bpfcc-tools:
+	# offwaketime, for -e lock --waker)
+	linux-perf libbpf-tools bpfcc-tools
 	# -e alloc against other allocators (selftests/suites/16-alloc-sampler.sh)
 	libjemalloc2 libtcmalloc-minimal4
 )

@@ -86,3 +86,27 @@ $(FUZZ_DIR)/fuzz_%: selftests/fuzz/fuzz_%.c $(FUZZ_INSTR_OBJS) $(FUZZ_REST_OBJS)
 	@echo "  FUZZ    $@"
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_INSTR_OBJS) \
 		$(FUZZ_REST_OBJS) $(AGENT_LDLIBS) $(LDFLAGS)
+
+# Lock contention ground truth (selftests/lock/, issue 27): lockwork built
+# the way distributions build (-O2, no frame pointers) and, as lockwork-fp,
+# with frame pointers; futexstorm, the bad-input workload.
+LOCK_WORK := agent/gen/tests/lockwork agent/gen/tests/lockwork-fp \
+	agent/gen/tests/futexstorm
+.PHONY: lock-work
+lock-work: $(LOCK_WORK)
+
+agent/gen/tests/lockwork: selftests/lock/lockwork.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -Wall -pthread -o $@ $<
+
+agent/gen/tests/lockwork-fp: selftests/lock/lockwork.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		-Wall -pthread -o $@ $<
+
+agent/gen/tests/futexstorm: selftests/lock/futexstorm.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $<

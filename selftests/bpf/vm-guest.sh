@@ -99,6 +99,17 @@ if [ -x /payload/agent/ember ]; then
 			--rounds 8 --out /tmp/faults-tp 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 	fi
+	# -e lock: per call site against lockwork's truth, kinds, wakers,
+	# mmap_lock (5.19+), futexstorm's bad input
+	if [ -x ./lockwork ]; then
+		sh ./check-lock.sh --ember ./ember --work ./lockwork \
+			--storm ./futexstorm --backend bpf --label bpf_vm --secs 4 \
+			--storm-secs 3 --out /tmp/lock 2>&1 |
+			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+		for f in /tmp/lock/*.folded; do
+			[ -e "$f" ] && gzip -c "$f" >"/out/lock-$(basename "$f").gz"
+		done
+	fi
 	# -e alloc: the sampler preloaded, uprobes on its probe points
 	if [ -x ./allocwork ]; then
 		sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend bpf \

@@ -11,7 +11,8 @@
 # end-to-end checks (selftests/agent/e2e/e2e.sh: shares, call chains,
 # kernel frames, off-CPU...) and -e faults against selftests/faults's
 # ground truth must pass with --backend bpf, as they do with the module in
-# suite 40. Any kernel WARNING/BUG in the guest fails the run.
+# suite 40, and so must -e lock against selftests/lock's ground truth and
+# bad input. Any kernel WARNING/BUG in the guest fails the run.
 #
 # EMBER_VM_KERNELS="6.1" limits the kernels.
 set -uo pipefail
@@ -40,7 +41,7 @@ fi
 
 # the agent and its end-to-end test, when they build
 agent_payload=()
-if make -s agent-e2e unwind-work alloc-work >"$work/agent-build.log" 2>&1; then
+if make -s agent-e2e unwind-work alloc-work lock-work >"$work/agent-build.log" 2>&1; then
 	mkdir -p "$work/agent"
 	cp agent/ember agent/gen/tests/ember-phases selftests/agent/e2e/e2e.sh "$work/agent/"
 	# no-frame-pointer ground truth (CFI unwinding), gcc build
@@ -48,6 +49,10 @@ if make -s agent-e2e unwind-work alloc-work >"$work/agent-build.log" 2>&1; then
 	cp selftests/unwind/check-nofp.sh selftests/unwind/check-oracle.sh "$work/agent/"
 	# -e faults ground truth: ember_faults through this kernel's verifier
 	cp agent/gen/tests/faultwork selftests/faults/check-faults.sh "$work/agent/"
+	# -e lock ground truth and bad input: the lock programs through this
+	# verifier
+	cp agent/gen/tests/lockwork agent/gen/tests/futexstorm \
+		selftests/lock/check-lock.sh "$work/agent/"
 	# -e alloc ground truth: the uprobe programs through this verifier
 	cp agent/gen/tests/allocwork preload/libember-alloc.so \
 		selftests/alloc/check-alloc.sh selftests/alloc/alloc-common.sh \
@@ -67,7 +72,7 @@ for k in $KERNELS; do
 	out=$work/$k
 	mkdir -p "$out"
 	"$RUNVM" --kernel "$k" --payload bpf/.output/tests --payload selftests/bpf "${agent_payload[@]}" \
-		--cmd "sh /payload/bpf/vm-guest.sh" --timeout 600 --out "$out" \
+		--cmd "sh /payload/bpf/vm-guest.sh" --timeout 720 --out "$out" \
 		--log "$logs/bpf-vm-$k.log" --result "$out/result" >"$out/console" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ] || ! grep -q GUEST-DONE "$out/console"; then

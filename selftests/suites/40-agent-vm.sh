@@ -14,7 +14,7 @@ if [ ! -x selftests/vm/run-vm.sh ] || ! command -v qemu-system-x86_64 >/dev/null
 	t_skip agent_vm "selftests/vm/run-vm.sh or qemu missing"
 	exit 0
 fi
-if ! out=$(make -s -j2 agent-e2e unwind-work alloc-work 2>&1); then
+if ! out=$(make -s -j2 agent-e2e unwind-work alloc-work lock-work 2>&1); then
 	t_fail agent_vm_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
 	exit 1
 fi
@@ -32,6 +32,8 @@ cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
 	preload/libember-alloc.so selftests/alloc/check-alloc.sh \
 	selftests/alloc/check-alloc-pid.sh selftests/alloc/alloc-common.sh \
 	selftests/alloc/check-alloc-cgroup.sh \
+	agent/gen/tests/lockwork agent/gen/tests/futexstorm \
+	selftests/lock/check-lock.sh selftests/lock/validate-truth.sh \
 	"$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc and
 # clang builds)
@@ -60,7 +62,7 @@ for k in $kernels; do
 	selftests/vm/run-vm.sh --kernel "$k" --payload "$work/agent" \
 		--module "$work/ember-$k.ko" --host-file /usr/bin/bash \
 		--host-file /usr/bin/xz --host-file /usr/bin/openssl "${py_files[@]}" \
-		--cmd "sh /payload/agent/guest.sh" --smp 2 --mem 1G --timeout 420 \
+		--cmd "sh /payload/agent/guest.sh" --smp 2 --mem 1G --timeout 540 \
 		--out "$art/$k" --log "$art/$k/console.log" --result "$work/result-$k" \
 		>"$art/$k/guest.out" 2>"$art/$k/run-vm.err"
 	rc=$?

@@ -4,6 +4,7 @@
 # (CPU shares within 3 points, symbolized chains, kernel frames under the
 # syscall phase), a 200 ms process, stdio/exit status pass-through, Ctrl-C,
 # off-CPU, -e faults against selftests/faults/faultwork's ground truth,
+# -e lock against selftests/lock/lockwork's (and futexstorm's bad input),
 # 100 runs of a 20 ms program under -a (check-shortlived.sh),
 # and SVG (which must open in headless Chromium; screenshot in
 # selftests/artifacts/record-host.png). See selftests/agent/e2e/e2e.sh.
@@ -11,10 +12,23 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . selftests/lib.sh
 
-if ! out=$(make -s -j2 agent-e2e 2>&1); then
+if ! out=$(make -s -j2 agent-e2e lock-work 2>&1); then
 	t_fail agent_host_build "$(printf '%s' "$out" | grep -m3 -E 'error|Error' | tr '\n' ' ')"
 	exit 1
 fi
+# check-lock.sh's own parsers (folded, a pprof decoder in awk) on
+# hand-made profiles, with this host's awk and busybox's (the VMs' one)
+fx=$(mktemp -d)
+if python3 selftests/lock/fixtures.py "$fx"; then
+	selftests/lock/check-lock.sh --selftest "$fx"
+	if command -v busybox >/dev/null; then
+		AWK="busybox awk" selftests/lock/check-lock.sh --selftest "$fx" |
+			sed 's/lock_parsers_on_fixtures/lock_parsers_on_fixtures_busybox/'
+	fi
+else
+	t_fail lock_parsers_on_fixtures "selftests/lock/fixtures.py failed"
+fi
+rm -rf "$fx"
 if [ "$(id -u)" -ne 0 ]; then
 	t_skip agent_host_e2e "needs root (CAP_BPF/CAP_PERFMON or the module)"
 	exit 0
@@ -71,6 +85,19 @@ if [ "$backend" = bpf ]; then
 		--backend bpf --work agent/gen/tests/faultwork --label host_bpf_tp \
 		--out "$art/faults-tp"
 fi
+# the ground truth itself: lockwork's counts and waits against the
+# kernel's futex syscall trace (no ember involved)
+selftests/lock/validate-truth.sh --work agent/gen/tests/lockwork --label host \
+	--out "$art/lock-truth"
+# -e lock: delay, contentions, kind, address and waker per call site
+# against lockwork's own measurement (no frame pointers, then with them),
+# mmap_lock, the --lock-min threshold, and futexstorm's bad input
+selftests/lock/check-lock.sh --ember agent/ember --backend "$backend" \
+	--work agent/gen/tests/lockwork --storm agent/gen/tests/futexstorm \
+	--label "host_$backend" --min-run --out "$art/lock"
+selftests/lock/check-lock.sh --ember agent/ember --backend "$backend" \
+	--work agent/gen/tests/lockwork-fp --label "host_${backend}_fp" \
+	--out "$art/lock-fp"
 # short-lived processes under -a come out named like long-lived ones
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
 	--out "$art/shortlived"

@@ -41,7 +41,7 @@ for s in "## Headline" "## Targets" "## Machine and run" \
 	"## 1. On-CPU overhead" "## 2. Per-sample kernel cost" "## 3. Off-CPU overhead" \
 	"## 4. Loss" "## 5. Agent CPU and memory" "## 6. Time to symbolize" \
 	"## 7. Module backend in test-kernel VMs" "## 8. Allocation profiling cost" \
-	"## 9. Page-fault profiling cost" \
+	"## 9. Page-fault profiling cost" "## 10. Lock contention profiling cost" \
 	"## How to read this report"; do
 	grep -qF "$s" "$work/r/report.md" || missing="$missing '$s'"
 done
@@ -54,7 +54,7 @@ fi
 # every section measured something (rows in the CSV), tools that are
 # installed by scripts/install-deps.sh included
 missing=
-for sec in oncpu bpfcost offcpu loss agent symbolize alloc faults; do
+for sec in oncpu bpfcost offcpu loss agent symbolize alloc faults lock; do
 	grep -q "^$sec," "$work/r/results.csv" || missing="$missing $sec"
 done
 grep -q "^oncpu,perf" "$work/r/results.csv" || missing="$missing oncpu/perf"

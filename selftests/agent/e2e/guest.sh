@@ -39,6 +39,19 @@ bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
 sh ./check-faults.sh --ember ./ember --work ./faultwork --backend kmod \
 	--label kmod_vm --rounds "${EMBER_FAULTS_ROUNDS:-8}" --out $out/faults
 
+# -e lock through the module: delay and contentions per call site against
+# lockwork's own measurement, lock kinds and addresses, the waker's stack,
+# mmap_lock where the kernel has contention tracepoints (5.19+), and
+# futexstorm's bad input (bounded memory, drops counted; the harness fails
+# the run on any kernel warning)
+if [ -x ./lockwork ]; then
+	# the ground truth itself against the kernel's futex syscall trace
+	sh ./validate-truth.sh --work ./lockwork --label vm --out $out/lock-truth
+	sh ./check-lock.sh --ember ./ember --work ./lockwork --storm ./futexstorm \
+		--backend kmod --label kmod_vm --secs "${EMBER_LOCK_SECS:-4}" \
+		--storm-secs 3 --out $out/lock
+fi
+
 # -e alloc through the module: the sampler preloaded into allocwork (no
 # frame pointers), uprobes on its probe points; bytes per chain allocated
 # and in use against allocwork's own accounting
