@@ -422,6 +422,11 @@ static const char *futex_kind_of(const char *fn)
 		{ "pthread_timedjoin", "join" },
 	};
 
+	/* glibc's internal aliases: __GI___pthread_cond_wait */
+	while (*fn == '_')
+		fn++;
+	if (!strncmp(fn, "GI_", 3))
+		fn += 3;
 	while (*fn == '_')
 		fn++;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
