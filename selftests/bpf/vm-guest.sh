@@ -104,9 +104,9 @@ if [ -x /payload/agent/ember ]; then
 	if [ -x ./lockwork ]; then
 		sh ./check-lock.sh --ember ./ember --work ./lockwork \
 			--storm ./futexstorm --backend bpf --label bpf_vm --secs 4 \
-			--storm-secs 3 --out /tmp/lock 2>&1 |
+			--storm-secs 3 --out /tmp/lock-check 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
-		for f in /tmp/lock/*.folded; do
+		for f in /tmp/lock-check/*.folded; do
 			[ -e "$f" ] && gzip -c "$f" >"/out/lock-$(basename "$f").gz"
 		done
 	fi

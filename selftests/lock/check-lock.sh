@@ -390,7 +390,10 @@ if [ -n "$selftest" ]; then
 	exit 0
 fi
 
-mkdir -p "$out"
+if ! mkdir -p "$out" || [ ! -d "$out" ] || [ ! -w "$out" ]; then
+	fail record "--out $out is not a writable directory"
+	exit 0
+fi
 rec() { "$ember" record --backend "$backend" "$@"; }
 # kernels with lock:contention_begin (5.19+)
 kcontend=0
