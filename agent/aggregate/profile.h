@@ -103,6 +103,12 @@ struct prof_sample {
 	const char *lock_name;	/* kernel lock's symbol ("mmap_lock"), or NULL */
 	uint16_t lock_flags;	/* EMBER_LOCK_F_* */
 	bool lock_waker;	/* frames[] starts with the waker's */
+	/*
+	 * lock_addr is not an address but a per-run id: a kernel lock's
+	 * address would give away the kernel's layout (KASLR) to whoever
+	 * reads the profile, so it is replaced by a keyed hash of it.
+	 */
+	bool lock_addr_is_id;
 };
 
 struct prof_meta {
@@ -213,6 +219,9 @@ static inline const char *prof_lock_frame_name(const struct prof_sample *s,
 
 	if (s->lock_name && s->lock_name[0])
 		snprintf(buf, len, "[lock %s %s]", s->lock_name, kind);
+	else if (s->lock_addr_is_id)
+		snprintf(buf, len, "[lock #%08llx %s]",
+			 (unsigned long long)s->lock_addr, kind);
 	else
 		snprintf(buf, len, "[lock 0x%llx %s]",
 			 (unsigned long long)s->lock_addr, kind);

@@ -6,6 +6,9 @@
  * profile holds lives in one arena freed by profile_free().
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sys/random.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include "alloc/alloc_lib.h"
@@ -473,6 +476,28 @@ const char *prof_lock_kind(uint8_t kind, uint16_t flags,
 	return "futex";
 }
 
+/*
+ * A kernel lock's id in outputs: 32 bits of a hash of its address keyed
+ * by a random value of this run, so one lock keeps one id in a profile
+ * and across ember run's intervals, and the address (KASLR) stays in.
+ */
+static uint64_t kernel_lock_key;
+
+static void kernel_lock_key_init(void)
+{
+	if (getrandom(&kernel_lock_key, sizeof(kernel_lock_key), 0) !=
+	    sizeof(kernel_lock_key))
+		kernel_lock_key = mono_ns() ^ ((uint64_t)getpid() << 32);
+}
+
+static uint64_t kernel_lock_id(uint64_t addr)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, kernel_lock_key_init);
+	return pb_mix64(kernel_lock_key, addr) & 0xffffffffu;
+}
+
 /* A kernel lock's name: mmap_lock, or the static lock's data symbol. */
 static const char *lock_name(struct profile_builder *pb,
 			     struct profile_impl *pi, const struct agg_entry *e)
@@ -537,6 +562,10 @@ static int lock_frames(struct profile_builder *pb, struct profile_impl *pi,
 	size_t n = 0;
 
 	ps->lock_addr = e->lock_addr;
+	if (e->lock_kind == EMBER_LOCK_KERNEL) {
+		ps->lock_addr = kernel_lock_id(e->lock_addr);
+		ps->lock_addr_is_id = true;
+	}
 	ps->lock_flags = e->lock_flags;
 	ps->lock_kind = prof_lock_kind(e->lock_kind, e->lock_flags,
 				       (const struct prof_frame *const *)wait,

@@ -60,7 +60,7 @@ struct enc {
 	struct otlp_arena a;
 	struct table t[T__COUNT];
 	int32_t s_thread_id, s_thread_name, s_frame_type, s_build_id, s_state;
-	int32_t s_lock_addr, s_lock_kind, s_lock_name;
+	int32_t s_lock_addr, s_lock_id, s_lock_kind, s_lock_name;
 	int32_t a_frame_kernel, a_frame_native;
 	uint64_t start_ns, end_ns;	/* covers meta and every timestamp */
 	int err;
@@ -558,8 +558,13 @@ static size_t lock_attrs(struct enc *e, const struct prof_sample *s,
 {
 	size_t n = 0;
 
-	attrs[n++] = attr_idx(e, lazy_str(e, &e->s_lock_addr, "ember.lock.address"),
-			      true, (int64_t)s->lock_addr, NULL);
+	if (s->lock_addr_is_id)
+		attrs[n++] = attr_idx(e, lazy_str(e, &e->s_lock_id, "ember.lock.id"),
+				      true, (int64_t)s->lock_addr, NULL);
+	else
+		attrs[n++] = attr_idx(e, lazy_str(e, &e->s_lock_addr,
+						  "ember.lock.address"),
+				      true, (int64_t)s->lock_addr, NULL);
 	if (s->lock_kind)
 		attrs[n++] = attr_idx(e, lazy_str(e, &e->s_lock_kind,
 						  "ember.lock.kind"),
@@ -968,7 +973,7 @@ int otlp_encode_request(const struct profile *p,
 	memset(&e, 0, sizeof(e));
 	e.s_thread_id = e.s_thread_name = e.s_frame_type = e.s_build_id = -1;
 	e.s_state = -1;
-	e.s_lock_addr = e.s_lock_kind = e.s_lock_name = -1;
+	e.s_lock_addr = e.s_lock_id = e.s_lock_kind = e.s_lock_name = -1;
 	e.a_frame_kernel = e.a_frame_native = -1;
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(&req);
 	counts = calloc(nr_slots * PROF_EV__COUNT, sizeof(*counts));

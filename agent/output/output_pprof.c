@@ -407,7 +407,7 @@ static int64_t label_str(struct builder *b, PbLabel *labels, size_t *nl,
 static int64_t lock_labels(struct builder *b, const struct prof_sample *s,
 			   PbLabel *labels, size_t *nl)
 {
-	int64_t k = intern(b, "lock.address");
+	int64_t k = intern(b, s->lock_addr_is_id ? "lock.id" : "lock.address");
 
 	if (k < 0)
 		return k;

@@ -360,6 +360,7 @@ static void test_named(void)
 	struct ember_sample *s;
 	struct profile *p;
 	const char *kind = NULL, *rtnl = NULL, *mm = NULL, *off = NULL, *heap = "?";
+	bool leaked = false;
 	char name[128];
 	int fd = mkstemp(path);
 
@@ -397,17 +398,24 @@ static void test_named(void)
 
 		if (ps->event != PROF_EV_LOCK)
 			continue;
-		if (ps->lock_addr == 0x5000)
+		if (ps->lock_addr == 0x5000) {
 			kind = ps->lock_kind;
-		else if (ps->lock_addr == 0xffffffff82a0c0e0ull)
+			continue;
+		}
+		/* kernel locks: a per-run id, never the address (KASLR) */
+		if (!ps->lock_addr_is_id || ps->lock_addr > 0xffffffffu)
+			leaked = true;
+		if (ps->lock_flags & EMBER_LOCK_F_MUTEX)
 			rtnl = ps->lock_name;
-		else if (ps->lock_addr == 0xffffffff82a0c208ull)
+		else if (ps->lock_flags & EMBER_LOCK_F_SPIN)
 			off = ps->lock_name;
 		else if (ps->lock_flags & EMBER_LOCK_F_MMAP_LOCK)
 			mm = prof_lock_frame_name(ps, name, sizeof(name));
 		else
 			heap = ps->lock_name;
 	}
+	T_CHECK("lock_kernel_address_not_exported", !leaked,
+		"a kernel lock's address reached the profile");
 	T_CHECK("lock_kind_symbolized", kind && !strcmp(kind, "mutex"),
 		"pthread_mutex_lock read as %s", kind ? kind : "(none)");
 	T_CHECK("lock_kernel_data_symbol", rtnl && !strcmp(rtnl, "rtnl_mutex") &&
