@@ -204,7 +204,8 @@ static void ember_wait_end(struct ember_lock_slot *s, u16 end_flags,
 		goto release;
 	/* no waker can claim this wait any more */
 	wake = xchg(&s->wake, EMBER_WAKE_CLOSED);
-	if (now - s->start_ns < ember_min_ns)
+	/* signed: the fast clock read on another CPU may be a little behind */
+	if ((s64)(now - s->start_ns) < (s64)ember_min_ns)
 		goto release;
 	memset(&w, 0, sizeof(w));
 	w.addr = s->addr;
@@ -391,7 +392,8 @@ static bool ember_wake_one(struct ember_lock_table *t, struct task_struct *p,
 	}
 	if (i == EMBER_LOCK_WINDOW)
 		return false;
-	if (now - start < ember_min_ns || wake == EMBER_WAKE_CLOSED ||
+	/* signed: a wait published after now was read starts after it */
+	if ((s64)(now - start) < (s64)ember_min_ns || wake == EMBER_WAKE_CLOSED ||
 	    (wake && (u32)(wake >> 32) == seq))
 		return true;
 	if (cmpxchg(&s->wake, wake, (u64)seq << 32 | current->pid) != wake)
