@@ -338,6 +338,12 @@ static __always_inline int handle_contention_begin(__u64 lock, __u32 lcb)
 		v->nest++;
 		return 0;
 	}
+	if (v && v->start_ns) {
+		/* the same lock again: a mutex that spun and now sleeps. The
+		 * wait began at the first begin; only its kind changes */
+		v->flags = (v->flags & EMBER_LOCK_F_MMAP_LOCK) | flags;
+		return 0;
+	}
 	/* (the same lock again: the end of the one noted was never seen) */
 	st = get_stats();
 	if (!st)
@@ -458,9 +464,13 @@ int BPF_PROG(ember_lock_end_raw, void *lock, int ret)
  * every kernel from 5.10 (which has no BPF cmpxchg) on, so the check and
  * the write need no atomic.
  * A waker in IRQ context (a timeout's hrtimer, a signal sent from an
- * interrupt) is the interrupted task: its record is written, but the
- * wait then ends with -ETIMEDOUT or -EINTR, its EMBER_REC_LOCK carries no
- * waker_tid, and the reader drops the orphan.
+ * interrupt) is the interrupted task: its record is written, and the
+ * wait usually ends with -ETIMEDOUT or -EINTR, so its EMBER_REC_LOCK
+ * carries no waker_tid and the reader drops the orphan. Not always: when
+ * a real FUTEX_WAKE on another CPU dequeues the waiter while its timer
+ * fires, the wait returns 0 and keeps the interrupted task as its waker.
+ * The module checks in_task(); here that needs preempt_count through a
+ * per-CPU ksym, left for later (docs/NOTES.md).
  */
 static __always_inline int handle_waking(void *ctx, struct task_struct *p)
 {
@@ -497,6 +507,10 @@ static __always_inline int handle_waking(void *ctx, struct task_struct *p)
 		st->lost++;
 		return 0;
 	}
+	/* the element may have been freed and taken for another thread's
+	 * wait since the lookup (preallocated hash): its start tells */
+	if (v->start_ns != start || v->addr != addr)
+		return 0;
 	v->waker_tid = tid;
 	busy->waker = 1;
 	task = (void *)bpf_get_current_task();
