@@ -103,7 +103,7 @@ if [ -x /payload/agent/ember ]; then
 	# mmap_lock (5.19+), futexstorm's bad input
 	if [ -x ./lockwork ]; then
 		sh ./check-lock.sh --ember ./ember --work ./lockwork \
-			--storm ./futexstorm --backend bpf --label bpf_vm --secs 4 \
+			--storm ./futexstorm --backend bpf --label bpf_vm --secs 6 \
 			--storm-secs 3 --out /tmp/lock-check 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 		for f in /tmp/lock-check/*.folded; do

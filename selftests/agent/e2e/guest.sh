@@ -48,7 +48,7 @@ if [ -x ./lockwork ]; then
 	# the ground truth itself against the kernel's futex syscall trace
 	sh ./validate-truth.sh --work ./lockwork --label vm --out $out/lock-truth
 	sh ./check-lock.sh --ember ./ember --work ./lockwork --storm ./futexstorm \
-		--backend kmod --label kmod_vm --secs "${EMBER_LOCK_SECS:-4}" \
+		--backend kmod --label kmod_vm --secs "${EMBER_LOCK_SECS:-6}" \
 		--storm-secs 3 --out $out/lock
 fi
 
