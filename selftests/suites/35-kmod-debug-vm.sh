@@ -32,8 +32,8 @@ TIMEOUT=${EMBER_DEBUG_VM_TIMEOUT:-1800}
 # the VM's timers deliver 99 Hz within 10%: under KASAN+lockdep in TCG that
 # measures the emulator) and "offcpu-min" (it needs 10 ms sleeps to stay
 # under a 15 ms threshold: the debug kernel stretches them). 30-kmod-vm runs
-# both on Debian's kernels.
-TESTS=${EMBER_DEBUG_TESTS:-ustack kstack compat32 filter-pid filter-change filter-cgroup ring-full poll bogus-consumer owner badreq unwind alloc nonroot cycles hotplug limits unload offcpu-blocks lifecycle exit-once pingpong nlfuzz tablefuzz}
+# both on Debian's kernels, and lock-cost (a syscall rate).
+TESTS=${EMBER_DEBUG_TESTS:-ustack kstack compat32 filter-pid filter-change filter-cgroup ring-full poll bogus-consumer owner badreq unwind alloc nonroot cycles hotplug limits unload offcpu-blocks lifecycle exit-once pingpong nlfuzz tablefuzz lock-futex lock-kernel lock-storm}
 logs=${EMBER_TEST_LOGS:-selftests/logs}/vm
 mkdir -p "$logs"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-35.XXXXXX")
