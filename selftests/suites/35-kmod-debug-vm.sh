@@ -136,7 +136,7 @@ fi
 echo "info: $T: module, guest programs and agent built in $((SECONDS - t0)) s"
 
 # tests this checkout's guest.sh knows; the others are named, not lost
-have=$(sed -n 's/^want \([a-z0-9-]*\) .*/\1/p' selftests/kmod/guest.sh selftests/kmod/guest-offcpu.sh selftests/kmod/guest-stress.sh)
+have=$(sed -n 's/^want \([a-z0-9-]*\) .*/\1/p' selftests/kmod/guest.sh selftests/kmod/guest-offcpu.sh selftests/kmod/guest-stress.sh selftests/kmod/guest-lock.sh)
 run_tests=""
 for t in $TESTS; do
 	if grep -qx -- "$t" <<<"$have"; then
