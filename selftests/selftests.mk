@@ -71,9 +71,10 @@ $(FUZZ_DIR)/fuzz_cfi: selftests/fuzz/fuzz_cfi.c $(FUZZ_DIR)/unwind/cfi_compile.o
 # Go's function table reader (.gopclntab): the reader instrumented, the
 # string table and warnings as built
 $(FUZZ_DIR)/fuzz_gopcln: selftests/fuzz/fuzz_gopcln.c $(FUZZ_DIR)/symbolize/sym_gopclntab.o \
-		agent/symbolize/sym_intern.o agent/lib/hash_index.o agent/lib/safe_file.o
+		agent/symbolize/sym_elf_image.o agent/symbolize/sym_intern.o \
+		agent/lib/hash_index.o agent/lib/safe_file.o
 	@echo "  FUZZ    $@"
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -ldw -lelf
 
 # the shared table checker alone: a header, instrumented in the harness
 $(FUZZ_DIR)/fuzz_table: selftests/fuzz/fuzz_table.c include/ember_unwind.h \

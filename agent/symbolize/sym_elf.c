@@ -289,25 +289,6 @@ static bool push_sym(struct sym_symbol **syms, size_t *nr, size_t *cap,
 	return true;
 }
 
-static Elf_Scn *find_section(Elf *elf, const char *want, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		name = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (name && !strcmp(name, want))
-			return scn;
-	}
-	return NULL;
-}
-
 /*
  * Name PLT stubs "fn@plt" as perf does, from .rela.plt: stub i is at
  * .plt.sec + 16 i (IBT layout) or .plt + 16 (i + 1) (after PLT0). x86-64
@@ -325,12 +306,12 @@ static char *plt_symbols(Elf *elf, struct sym_symbol **syms, size_t *nr,
 	char *names;
 
 	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
-	    !(rela = find_section(elf, ".rela.plt", &rsh)) ||
+	    !(rela = sym_find_section(elf, ".rela.plt", &rsh)) ||
 	    rsh.sh_type != SHT_RELA || !rsh.sh_entsize)
 		return NULL;
-	if (find_section(elf, ".plt.sec", &psh)) {
+	if (sym_find_section(elf, ".plt.sec", &psh)) {
 		base = psh.sh_addr;
-	} else if (find_section(elf, ".plt", &psh)) {
+	} else if (sym_find_section(elf, ".plt", &psh)) {
 		base = psh.sh_addr + 16;
 	} else {
 		return NULL;
@@ -387,7 +368,6 @@ static void add_entry_symbol(Elf *elf, struct sym_symbol **syms, size_t *nr,
 			     size_t *cap)
 {
 	uint64_t size = ENTRY_SPAN;
-	struct sym_symbol *grown;
 	GElf_Ehdr eh;
 
 	if (!gelf_getehdr(elf, &eh) || !eh.e_entry)
@@ -401,15 +381,7 @@ static void add_entry_symbol(Elf *elf, struct sym_symbol **syms, size_t *nr,
 		if (o->addr > eh.e_entry && o->addr - eh.e_entry < size)
 			size = o->addr - eh.e_entry;
 	}
-	if (*nr == *cap) {
-		grown = realloc(*syms, (*cap * 2 + 8) * sizeof(**syms));
-		if (!grown)
-			return;
-		*syms = grown;
-		*cap = *cap * 2 + 8;
-	}
-	(*syms)[(*nr)++] = (struct sym_symbol){ .addr = eh.e_entry,
-						 .size = size, .name = "_start" };
+	push_sym(syms, nr, cap, eh.e_entry, size, "_start");
 }
 
 void sym_elf_load(struct sym_elf *se, struct sym_file *f,

@@ -157,6 +157,25 @@ bool sym_reset_elf(Elf **elfp)
 	return true;
 }
 
+Elf_Scn *sym_find_section(Elf *elf, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}
+
 ssize_t sym_build_id(Elf *elf, const unsigned char **id)
 {
 	const void *p = NULL;

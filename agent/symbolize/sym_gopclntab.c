@@ -667,25 +667,6 @@ size_t sym_gopcln_entries(const struct sym_gopcln *g, uint64_t *pcs,
 
 /* ------------------------------------------------------ in an ELF file */
 
-static Elf_Scn *section_named(Elf *elf, const char *want, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		name = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (name && !strcmp(name, want))
-			return scn;
-	}
-	return NULL;
-}
-
 /* The Go build-id note (owner "Go", type 4) in a PT_NOTE segment. */
 static bool go_note(const uint8_t *raw, size_t rawsize, const GElf_Phdr *ph)
 {
@@ -712,8 +693,8 @@ static bool looks_go(Elf *elf, const uint8_t *raw, size_t rawsize)
 	GElf_Shdr sh;
 	size_t phnum;
 
-	if (section_named(elf, ".go.buildinfo", &sh) ||
-	    section_named(elf, ".note.go.buildid", &sh))
+	if (sym_find_section(elf, ".go.buildinfo", &sh) ||
+	    sym_find_section(elf, ".note.go.buildid", &sh))
 		return true;
 	if (elf_getphdrnum(elf, &phnum) != 0)
 		return false;
@@ -848,8 +829,8 @@ struct sym_gopcln *sym_gopcln_open(Elf *elf, const char *path)
 	if (!raw)
 		return NULL;
 	nr = collect_segs(elf, raw, rawsize, segs);
-	if ((section_named(elf, ".gopclntab", &sh) ||
-	     section_named(elf, ".data.rel.ro.gopclntab", &sh)) &&
+	if ((sym_find_section(elf, ".gopclntab", &sh) ||
+	     sym_find_section(elf, ".data.rel.ro.gopclntab", &sh)) &&
 	    sh.sh_type == SHT_PROGBITS && !(sh.sh_flags & SHF_COMPRESSED)) {
 		sect = true;
 		if (in(sh.sh_offset, sh.sh_size, rawsize))

@@ -210,6 +210,8 @@ void sym_release_range(Elf *elf, size_t off, size_t len);
  */
 bool sym_reset_elf(Elf **elfp);
 /* GNU build-id bytes of elf (0 when none). */
+/* The section named want (its header into *sh), or NULL. */
+Elf_Scn *sym_find_section(Elf *elf, const char *want, GElf_Shdr *sh);
 ssize_t sym_build_id(Elf *elf, const unsigned char **id);
 /* Lower-case hex of len bytes into out (2 len + 1 chars). */
 void sym_hex(char *out, const unsigned char *id, size_t len);
