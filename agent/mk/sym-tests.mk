@@ -31,13 +31,15 @@ CLEAN_FILES += $(SYM_T)
 .PHONY: sym-tests
 sym-tests: $(SYM_TEST_BINS)
 
-$(SYM_T)/sym_test: $(SYM_S)/sym_test.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
+$(SYM_T)/sym_test: $(SYM_S)/sym_test.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h \
+		$(SYM_S)/sym_check.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
 
 # Hostile debug links and mapped files, symbolized as root (issue 14).
-$(SYM_T)/sym_hostile: $(SYM_S)/sym_hostile.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
+$(SYM_T)/sym_hostile: $(SYM_S)/sym_hostile.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h \
+		$(SYM_S)/sym_check.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(SYM_T)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)
@@ -119,7 +121,8 @@ sym-go: $(SYM_GO)/sym_go $(SYM_GO)/gowork $(SYM_GO)/gowork-strip \
 	$(SYM_GO)/gowork-stripped $(SYM_GO)/gowork-pie $(SYM_GO)/gowork.nm \
 	$(SYM_GO)/layouts/main-118 $(SYM_GO)/gowork-noshdr $(SYM_GO)/gowork-extpie
 
-$(SYM_GO)/sym_go: $(SYM_S)/sym_go.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h
+$(SYM_GO)/sym_go: $(SYM_S)/sym_go.c $(SYM_OBJS) agent/symbolize/symbolize_internal.h \
+		$(SYM_S)/sym_check.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(SYM_GO)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(SYM_OBJS) $(SYM_LIBS)

@@ -30,27 +30,9 @@
 #include <unistd.h>
 #include "lib/safe_file.h"
 #include "symbolize/symbolize_internal.h"
+#include "sym_check.h"
 
 static const char *dir;
-static int failures;
-
-__attribute__((format(printf, 3, 4)))
-static bool check(const char *name, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		printf("PASS: %s\n", name);
-		return true;
-	}
-	printf("FAIL: %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failures++;
-	return false;
-}
 
 static struct sym_strings *strs;
 static struct sym_elf_ctx ctx = { .debug_dirs = "/nonexistent" };

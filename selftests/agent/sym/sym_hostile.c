@@ -40,6 +40,7 @@
 #include <linux/capability.h>
 #include "lib/safe_file.h"
 #include "symbolize/symbolize.h"
+#include "sym_check.h"
 
 #define HOSTILE_TIMEOUT_S 10
 #define HOSTILE_MAX_RSS_KB (64 * 1024)
@@ -49,25 +50,6 @@
 
 static const char *dir;
 static char base[64];
-static int failures;
-
-__attribute__((format(printf, 3, 4)))
-static bool check(const char *name, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		printf("PASS: %s\n", name);
-		return true;
-	}
-	printf("FAIL: %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failures++;
-	return false;
-}
 
 static bool sh(const char *fmt, ...)
 {

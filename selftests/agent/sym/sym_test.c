@@ -27,27 +27,9 @@
 #include "lib/safe_file.h"
 #include "symbolize/symbolize.h"
 #include "symbolize/symbolize_internal.h"
+#include "sym_check.h"
 
 static const char *dir;
-static int failures;
-
-__attribute__((format(printf, 3, 4)))
-static bool check(const char *name, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		printf("PASS: %s\n", name);
-		return true;
-	}
-	printf("FAIL: %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failures++;
-	return false;
-}
 
 /* As selftests/lib.sh's t_skip: a missing prerequisite fails in CI. */
 __attribute__((format(printf, 2, 3)))
