@@ -40,7 +40,17 @@ ember_unwind_rules(const struct ember_unwind_table *t)
 
 static inline int ember_unwind_rule_check(const struct ember_unwind_rule *r)
 {
-	if (r->cfa_type >= __EMBER_CFA_MAX || r->fp_type >= __EMBER_FP_MAX)
+	unsigned int fp = EMBER_RULE_FP(r->fp_type);
+	unsigned int ra = EMBER_RULE_RA(r->fp_type);
+
+	if (r->cfa_type >= __EMBER_CFA_MAX || fp >= __EMBER_FP_MAX ||
+	    ra >= __EMBER_RA_MAX)
+		return -1;
+	/* fp_off locates one slot: the saved fp's, or (RA_AT_CFA) the RA's */
+	if (ra == EMBER_RA_AT_CFA && fp != EMBER_FP_SAME &&
+	    fp != EMBER_FP_UNKNOWN)
+		return -1;
+	if (ra == EMBER_RA_PAIR && fp != EMBER_FP_AT_CFA)
 		return -1;
 	if (r->cfa_off > EMBER_UNWIND_MAX_CFA_OFF ||
 	    r->cfa_off < -EMBER_UNWIND_MAX_CFA_OFF)
@@ -169,8 +179,15 @@ ember_unwind_find(const struct ember_unwind_table *t, __u64 vaddr)
 struct ember_uregs {
 	__u64 pc;
 	__u64 sp;
-	__u64 fp;
-	int fp_ok;		/* fp holds the frame's real rbp */
+	__u64 fp;		/* rbp, x29 */
+	__u64 lr;		/* aarch64 x30, while lr_ok */
+	__u64 pac_mask;		/* aarch64: return-address bits that hold a
+				 * pointer-authentication code, from the
+				 * kernel (0: none, and on x86_64) */
+	int fp_ok;		/* fp holds the frame's real rbp / x29 */
+	int lr_ok;		/* lr holds this frame's return address
+				 * register: the interrupted frame, or the
+				 * one a signal frame restored */
 	int exact;		/* pc is where the frame is, not a return address */
 };
 
@@ -191,10 +208,76 @@ enum ember_step_result {
 typedef int (*ember_read_fn)(void *ctx, __u64 addr, __u64 *val);
 
 /*
+ * The return address of a frame whose CFA is cfa, by the rule's RA part,
+ * with its pointer-authentication code stripped. The CFA must lie above
+ * the frame's sp (equal only while the return address is still in x30: an
+ * aarch64 leaf that has not moved sp), 8-aligned. 0 on success.
+ */
+static inline int ember_unwind_ra(const struct ember_unwind_rule *r, __u64 cfa,
+				  const struct ember_uregs *regs,
+				  ember_read_fn read, void *ctx, __u64 *ra)
+{
+	unsigned int how = EMBER_RULE_RA(r->fp_type);
+
+	if ((cfa & 7) || cfa < regs->sp ||
+	    (cfa == regs->sp && how != EMBER_RA_LR))
+		return -1;
+	switch (how) {
+	case EMBER_RA_CFA_M8:
+		if (read(ctx, cfa - 8, ra))
+			return -1;
+		break;
+	case EMBER_RA_LR:
+		if (!regs->lr_ok)
+			return -1;	/* mid-stack: x30 is long gone */
+		*ra = regs->lr;
+		break;
+	case EMBER_RA_AT_CFA:
+		if (read(ctx, cfa + r->fp_off, ra))
+			return -1;
+		break;
+	case EMBER_RA_PAIR:
+		if (read(ctx, cfa + r->fp_off + 8, ra))
+			return -1;
+		break;
+	default:
+		return -1;
+	}
+	*ra &= ~regs->pac_mask;
+	return 0;
+}
+
+/*
+ * aarch64 __kernel_rt_sigreturn: sp is the kernel's struct rt_sigframe;
+ * the interrupted frame's pc, sp, x29 and x30 are in its sigcontext. That
+ * frame may be a leaf, so its x30 counts as its link register.
+ */
+static inline int ember_unwind_signal_a64(struct ember_uregs *regs,
+					  ember_read_fn read, void *ctx)
+{
+	__u64 pc, sp, fp, lr;
+
+	if (read(ctx, regs->sp + EMBER_A64_SIGFRAME_PC, &pc) ||
+	    read(ctx, regs->sp + EMBER_A64_SIGFRAME_SP, &sp) ||
+	    read(ctx, regs->sp + EMBER_A64_SIGFRAME_X29, &fp) ||
+	    read(ctx, regs->sp + EMBER_A64_SIGFRAME_X30, &lr) || !pc)
+		return EMBER_STEP_CUT;
+	regs->pc = pc;
+	regs->sp = sp;
+	regs->fp = fp;
+	regs->fp_ok = 1;
+	regs->lr = lr & ~regs->pac_mask;
+	regs->lr_ok = 1;
+	regs->exact = 1;	/* the interrupted instruction itself */
+	return EMBER_STEP_NEXT;
+}
+
+/*
  * One step of the table-driven walk: apply rule r (found for the frame at
  * regs->pc) and move regs to the caller. The caller's stack pointer (the
- * CFA) must lie above this frame's: that and the 8-byte alignment of every
- * slot read keep a corrupt stack from looping or wandering.
+ * CFA) must lie above this frame's (or equal it for one x30 step): that
+ * and the 8-byte alignment of every slot read keep a corrupt stack from
+ * looping or wandering.
  */
 static inline int ember_unwind_step(const struct ember_unwind_rule *r,
 				    struct ember_uregs *regs,
@@ -249,14 +332,17 @@ static inline int ember_unwind_step(const struct ember_unwind_rule *r,
 		regs->fp = fp;
 		regs->fp_ok = 1;
 		regs->exact = 1;	/* the interrupted instruction itself */
+		regs->lr_ok = 0;
 		return EMBER_STEP_NEXT;
 	}
+	case EMBER_CFA_SIGNAL_A64:
+		return ember_unwind_signal_a64(regs, read, ctx);
 	default:
 		return EMBER_STEP_CUT;
 	}
-	if (cfa <= regs->sp || (cfa & 7) || read(ctx, cfa - 8, &ra))
+	if (ember_unwind_ra(r, cfa, regs, read, ctx, &ra))
 		return EMBER_STEP_CUT;
-	switch (r->fp_type) {
+	switch (EMBER_RULE_FP(r->fp_type)) {
 	case EMBER_FP_SAME:
 		break;
 	case EMBER_FP_AT_CFA:
@@ -271,7 +357,8 @@ static inline int ember_unwind_step(const struct ember_unwind_rule *r,
 		regs->fp_ok = 0;
 		break;
 	}
-	if (r->fp_type == EMBER_FP_AT_CFA || r->fp_type == EMBER_FP_AT_FP)
+	if (EMBER_RULE_FP(r->fp_type) == EMBER_FP_AT_CFA ||
+	    EMBER_RULE_FP(r->fp_type) == EMBER_FP_AT_FP)
 		regs->fp_ok = 1;
 	if (!ra)
 		return EMBER_STEP_END;	/* thread entry with a zeroed slot */
@@ -279,6 +366,7 @@ static inline int ember_unwind_step(const struct ember_unwind_rule *r,
 	regs->sp = cfa;
 	regs->fp = fp;
 	regs->exact = 0;
+	regs->lr_ok = 0;	/* the caller's x30 was clobbered by its call */
 	return EMBER_STEP_NEXT;
 }
 

@@ -319,7 +319,7 @@ struct ember_ring_ctrl {
 };
 
 /*
- * Unwind tables: user stacks without frame pointers (x86_64)
+ * Unwind tables: user stacks without frame pointers (x86_64, aarch64)
  *
  * The agent compiles a file's call-frame information (.eh_frame,
  * .debug_frame) into one table per file, and describes each profiled
@@ -371,6 +371,9 @@ enum ember_cfa_type {
 					 * cfa_off (EMBER_CFA_DEREF_OFF/_ADD) */
 	EMBER_CFA_DEREF_SP_ADD	= 10,	/* *(rsp + off) + add: OpenSSL's and
 					 * libgcrypt's perlasm (saved rsp + 8) */
+	EMBER_CFA_SIGNAL_A64	= 11,	/* aarch64 __kernel_rt_sigreturn: the
+					 * interrupted registers are in the
+					 * rt_sigframe at sp */
 	__EMBER_CFA_MAX,
 };
 
@@ -384,18 +387,41 @@ enum ember_cfa_type {
 #define EMBER_CFA_DEREF_OFF(cfa_off)	((__s64)(__s16)((__u32)(cfa_off) & 0xffff))
 #define EMBER_CFA_DEREF_ADD(cfa_off)	((__s64)(__s16)((__u32)(cfa_off) >> 16))
 
-/* Where the caller's rbp is (the return address is always at CFA - 8). */
+/*
+ * "fp" below is the frame-pointer register: rbp on x86_64, x29 on aarch64;
+ * "sp" is rsp or sp. A rule's fp_type byte holds two rules: the low four
+ * bits where the caller's frame pointer is (enum ember_fp_rule), the high
+ * four bits where the return address is (enum ember_ra_rule, always 0 on
+ * x86_64). Use EMBER_RULE_FP(), EMBER_RULE_RA() and EMBER_RULE_FP_RA().
+ */
 enum ember_fp_rule {
-	EMBER_FP_SAME		= 0,	/* unchanged: the caller's rbp is rbp */
+	EMBER_FP_SAME		= 0,	/* unchanged: the caller's fp is fp */
 	EMBER_FP_AT_CFA		= 1,	/* saved at CFA + fp_off */
-	EMBER_FP_AT_FP		= 2,	/* saved at rbp + fp_off (realigned) */
-	EMBER_FP_UNKNOWN	= 3,	/* clobbered: the caller's rbp is unknown */
+	EMBER_FP_AT_FP		= 2,	/* saved at fp + fp_off (realigned) */
+	EMBER_FP_UNKNOWN	= 3,	/* clobbered: the caller's fp is unknown */
 	__EMBER_FP_MAX,
 };
 
+enum ember_ra_rule {
+	EMBER_RA_CFA_M8		= 0,	/* at CFA - 8 (x86_64: pushed by call) */
+	EMBER_RA_LR		= 1,	/* aarch64: still in x30 (leaf function,
+					 * prologue, epilogue, PLT); valid only
+					 * for the interrupted frame itself */
+	EMBER_RA_AT_CFA		= 2,	/* aarch64: saved at CFA + fp_off; the
+					 * fp rule is then SAME or UNKNOWN */
+	EMBER_RA_PAIR		= 3,	/* aarch64: saved at CFA + fp_off + 8,
+					 * next to the caller's x29 (fp rule
+					 * AT_CFA): stp x29, x30 */
+	__EMBER_RA_MAX,
+};
+
+#define EMBER_RULE_FP(fp_type)		((fp_type) & 0xf)
+#define EMBER_RULE_RA(fp_type)		(((fp_type) >> 4) & 0xf)
+#define EMBER_RULE_FP_RA(fp, ra)	((__u8)((fp) | (ra) << 4))
+
 struct ember_unwind_rule {
 	__u8 cfa_type;		/* enum ember_cfa_type */
-	__u8 fp_type;		/* enum ember_fp_rule */
+	__u8 fp_type;		/* EMBER_RULE_FP_RA(fp rule, ra rule) */
 	__s16 fp_off;		/* multiple of 8 */
 	__s32 cfa_off;		/* |cfa_off| <= EMBER_UNWIND_MAX_CFA_OFF */
 };
@@ -442,6 +468,18 @@ struct ember_unwind_mapping {
 #define EMBER_SIGFRAME_RBP	(40 + 80)	/* uc_mcontext.rbp */
 #define EMBER_SIGFRAME_RSP	(40 + 120)	/* uc_mcontext.rsp */
 #define EMBER_SIGFRAME_RIP	(40 + 128)	/* uc_mcontext.rip */
+
+/*
+ * EMBER_CFA_SIGNAL_A64: the same from sp at __kernel_rt_sigreturn on
+ * aarch64 (arch/arm64/kernel/signal.c struct rt_sigframe: siginfo, 128
+ * bytes, then the ucontext, whose 16-aligned uc_mcontext is at 176;
+ * struct sigcontext: fault_address, regs[31], sp, pc).
+ */
+#define EMBER_A64_SIGFRAME_MC	(128 + 176)
+#define EMBER_A64_SIGFRAME_X29	(EMBER_A64_SIGFRAME_MC + 8 + 29 * 8)
+#define EMBER_A64_SIGFRAME_X30	(EMBER_A64_SIGFRAME_MC + 8 + 30 * 8)
+#define EMBER_A64_SIGFRAME_SP	(EMBER_A64_SIGFRAME_MC + 8 + 31 * 8)
+#define EMBER_A64_SIGFRAME_PC	(EMBER_A64_SIGFRAME_MC + 8 + 32 * 8)
 
 /*
  * Control: generic netlink family "ember". Every command needs
