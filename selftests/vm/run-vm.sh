@@ -20,6 +20,9 @@
 # the guest root (e.g. /usr/bin/xz), or a host file when it has none. /out
 # needs the virtio disk (virt has no second serial port).
 #
+# EMBER_VM_LOCK=FILE: flock FILE while qemu runs (one VM at a time on a
+# shared machine; the initramfs is built outside the lock).
+#
 # Guest: each payload DIR appears as /payload/<basename of DIR>, with the
 # shared-library closure (ldd) of every ELF in it; --module FILE appears as
 # /payload/ember.ko; --host-file PATH copies a host file (plus closure) to the
@@ -444,11 +447,18 @@ PY
 	nmi_pid=$!
 fi
 
+# EMBER_VM_LOCK=FILE: one VM at a time among everyone naming that file
+# (a shared machine); held only while qemu runs, and not timed.
+if [ -n "${EMBER_VM_LOCK:-}" ]; then
+	exec {vm_lock_fd}>>"$EMBER_VM_LOCK"
+	flock "$vm_lock_fd"
+fi
 start=$(date +%s.%N)
 set +e
 timeout -k 5 "$timeout_s" "$QEMU" "${qemu_args[@]}" </dev/null >"$work/qemu.out" 2>&1
 qrc=$?
 set -e
+[ -z "${EMBER_VM_LOCK:-}" ] || flock -u "$vm_lock_fd"
 if [ -n "$nmi_pid" ]; then
 	kill "$nmi_pid" 2>/dev/null || true
 	wait "$nmi_pid" 2>/dev/null || true
