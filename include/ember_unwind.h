@@ -175,19 +175,21 @@ ember_unwind_find(const struct ember_unwind_table *t, __u64 vaddr)
 	return &ember_unwind_rules(t)[rows[lo].rule];
 }
 
-/* Registers the unwinder tracks from frame to frame. */
+/*
+ * Registers the unwinder tracks from frame to frame. lr is aarch64's x30,
+ * meaningful while lr_ok: for the interrupted frame, or the one a signal
+ * frame restored. pac_mask holds the return-address bits that carry a
+ * pointer-authentication code on aarch64, from the kernel (0: none, and
+ * always on x86_64).
+ */
 struct ember_uregs {
 	__u64 pc;
 	__u64 sp;
 	__u64 fp;		/* rbp, x29 */
-	__u64 lr;		/* aarch64 x30, while lr_ok */
-	__u64 pac_mask;		/* aarch64: return-address bits that hold a
-				 * pointer-authentication code, from the
-				 * kernel (0: none, and on x86_64) */
+	__u64 lr;		/* x30 */
+	__u64 pac_mask;
 	int fp_ok;		/* fp holds the frame's real rbp / x29 */
-	int lr_ok;		/* lr holds this frame's return address
-				 * register: the interrupted frame, or the
-				 * one a signal frame restored */
+	int lr_ok;		/* lr holds this frame's return address */
 	int exact;		/* pc is where the frame is, not a return address */
 };
 
