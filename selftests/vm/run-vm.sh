@@ -75,7 +75,11 @@ done
 [ -n "$series" ] || die "--kernel SERIES is required (5.10, 6.1, 6.12 or debug)"
 # "debug": the KASAN/lockdep/kmemleak/UBSAN 6.12 that
 # scripts/build-debug-kernel.sh built (same query options; never built here)
-[ "$series" != debug ] || FETCH=$TOP/scripts/build-debug-kernel.sh
+case $series in
+debug) FETCH=$TOP/scripts/build-debug-kernel.sh ;;
+# the same with PREEMPT_RT (EMBER_DEBUG_KERNEL_VARIANT=rt)
+debug-rt) export EMBER_DEBUG_KERNEL_VARIANT=rt FETCH=$TOP/scripts/build-debug-kernel.sh ;;
+esac
 [ ${#payloads[@]} -gt 0 ] || [ -n "$cmd" ] || die "--payload DIR or --cmd is required"
 for p in "${payloads[@]}"; do [ -d "$p" ] || die "payload $p is not a directory"; done
 [ -z "$module" ] || [ -f "$module" ] || die "module $module not found"
