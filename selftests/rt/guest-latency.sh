@@ -28,18 +28,40 @@ busy_stop() { kill $busy 2>/dev/null; wait $busy 2>/dev/null; }
 
 # cyclictest PHASE: the summary lines, one per thread
 cyclic() {
-	cyclictest -q -m -p 95 -t 2 -i 1000 -D "$DUR" >"$OUT/cyclic-$1.txt" 2>&1
+	# -h: a 1 us histogram up to 100 ms (overflows counted), for the
+	# percentiles: under TCG one host hiccup sets the max
+	cyclictest -q -m -p 95 -t 2 -i 1000 -D "$DUR" -h 100000 \
+		>"$OUT/cyclic-$1.txt" 2>&1
 	rc=$?
-	awk -v p="$1" '/^T:/ {
-		for (i = 1; i <= NF; i++) {
-			if ($i == "C:") c = $(i + 1)
-			if ($i == "Min:") mn = $(i + 1)
-			if ($i == "Avg:") av = $(i + 1)
-			if ($i == "Max:") mx = $(i + 1)
+	# with -h cyclictest prints the histogram and "# Total/Min/Avg/Max"
+	# lines (one column per thread) instead of its T: lines
+	# num(): busybox awk reads "000032" as octal
+	awk -v p="$1" '
+	function num(s) { sub(/^0+/, "", s); return s == "" ? 0 : s + 0 }
+	/^# (Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows):/ {
+		k = $2
+		n = 0
+		for (i = 3; i <= NF; i++) if ($i ~ /^[0-9]+$/) { v[k, n] = num($i); n++ }
+		if (n > nt) nt = n
+	}
+	/^[0-9]+[ \t]/ { u = num($1); for (i = 2; i <= NF; i++) h[u] += num($i) }
+	END {
+		for (t = 0; t < nt; t++) {
+			print "rt-latency| phase=" p " thread=" t " cycles=" v["Total:", t] " min_us=" v["Min", t] " avg_us=" v["Avg", t] " max_us=" v["Max", t]
+			total += v["Total:", t]; over += v["Histogram", t]
 		}
-		print "rt-latency| phase=" p " thread=" $2 " cycles=" c " min_us=" mn " avg_us=" av " max_us=" mx
+		if (!total) exit
+		acc = 0
+		for (u = 0; u < 100000; u++) {
+			acc += h[u]
+			if (!p99 && acc >= total * 0.99) p99 = u
+			if (!p999 && acc >= total * 0.999) p999 = u
+		}
+		if (!p99) p99 = 100000
+		if (!p999) p999 = 100000
+		print "rt-latency-pct| phase=" p " samples=" total " p99_us=" p99 " p999_us=" p999 " over_100ms=" over
 	}' "$OUT/cyclic-$1.txt"
-	if [ "$rc" -ne 0 ] || ! grep -q '^T:' "$OUT/cyclic-$1.txt"; then
+	if [ "$rc" -ne 0 ] || ! grep -q '^# Max Latencies:' "$OUT/cyclic-$1.txt"; then
 		fail "rt_cyclictest_$1" "cyclictest exited $rc: $(tail -n 2 "$OUT/cyclic-$1.txt" | tr '\n' ' ')"
 		return 1
 	fi

@@ -88,3 +88,5 @@ awk '/^rt-latency\|/ {
 } END {
 	for (p in mx) printf "info: rt latency %s: max %d us, mean %.1f us over %d wake-ups\n", p, mx[p], n[p] ? sum[p] / n[p] : 0, n[p]
 }' "$work/guest.out" | sort
+sed -n 's/^rt-latency-pct| phase=\([^ ]*\) samples=\([0-9]*\) p99_us=\([0-9]*\) p999_us=\([0-9]*\) over_100ms=\([0-9]*\)/info: rt latency \1: p99 \3 us, p99.9 \4 us (\2 wake-ups, \5 over 100 ms)/p' \
+	"$work/guest.out"
