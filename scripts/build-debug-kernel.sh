@@ -32,6 +32,13 @@
 # /etc/apt, /boot or /lib/modules is touched. When the mirror cannot be
 # reached the cached build is used.
 #
+# Variant: EMBER_DEBUG_KERNEL_VARIANT=rt builds the same kernel with
+# PREEMPT_RT (selftests/vm/debug-kernel-rt.config on top of the fragment)
+# into .cache/debug-kernel-rt/, booted as `run-vm.sh --kernel debug-rt`:
+# Debian's -rt kernels have no lockdep and no DEBUG_ATOMIC_SLEEP, so this
+# is where a sleeping lock taken in perf-overflow or tracepoint context
+# shows (issue 23 item 4).
+#
 # Environment: EMBER_CACHE (default <repo>/.cache), EMBER_OFFLINE=1,
 # EMBER_DEBUG_KERNEL_JOBS (make -j, default: number of CPUs),
 # EMBER_DEBUG_KERNEL_CC (default gcc-12, what Debian builds 6.12 with on
@@ -47,7 +54,24 @@ log() { echo "build-debug-kernel: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 BASE=$CACHE/debug-kernel
+DEBS=$CACHE/debug-kernel/debs
 FRAGMENT=$TOP/selftests/vm/debug-kernel.config
+case ${EMBER_DEBUG_KERNEL_VARIANT:-} in
+"") ;;
+rt)
+	# the overlay's options replace the base fragment's lines of the same
+	# name; the merged fragment is what the build checks and keys on
+	BASE=$CACHE/debug-kernel-rt
+	mkdir -p "$BASE"
+	overlay=$TOP/selftests/vm/debug-kernel-rt.config
+	names=$(sed -nE 's/^(# )?(CONFIG_[A-Za-z0-9_]+)[= ].*/\2/p' "$overlay" | paste -sd'|')
+	grep -vE "^(# )?($names)[= ]" "$FRAGMENT" >"$BASE/fragment.config.tmp"
+	cat "$overlay" >>"$BASE/fragment.config.tmp"
+	mv "$BASE/fragment.config.tmp" "$BASE/fragment.config"
+	FRAGMENT=$BASE/fragment.config
+	;;
+*) echo "build-debug-kernel: unknown EMBER_DEBUG_KERNEL_VARIANT '$EMBER_DEBUG_KERNEL_VARIANT' (known: rt)" >&2; exit 1 ;;
+esac
 SRCPKG=linux-source-6.12
 # Bump when the way the tree is built changes (the cache key includes it).
 BUILD_REV=1
@@ -87,7 +111,7 @@ build() {
 	local cc key ver dir deb t0 t1 t2 rel missing
 	cc=$(pick_cc)
 	key=$(cache_key "$cc")
-	mkdir -p "$BASE/debs"
+	mkdir -p "$BASE" "$DEBS"
 	exec {lock_fd}>"$BASE/.lock"
 	flock "$lock_fd"
 
@@ -98,7 +122,7 @@ build() {
 	fi
 	if [ -z "$ver" ]; then
 		# Offline or the lists lost the package: newest cached source.
-		ver=$(find "$BASE/debs" -name "${SRCPKG}_*_all.deb" | sed 's/.*_\(.*\)_all\.deb$/\1/; s/%3a/:/g' | sort -V | tail -n 1)
+		ver=$(find "$DEBS" -name "${SRCPKG}_*_all.deb" | sed 's/.*_\(.*\)_all\.deb$/\1/; s/%3a/:/g' | sort -V | tail -n 1)
 		[ -n "$ver" ] || die "cannot resolve $SRCPKG (offline?) and nothing is cached"
 		log "package lists unavailable; using cached $SRCPKG $ver"
 	fi
@@ -109,12 +133,12 @@ build() {
 		return 0
 	fi
 
-	deb=$(ls "$BASE/debs/${SRCPKG}_${ver//:/%3a}_all.deb" 2>/dev/null || true)
+	deb=$(ls "$DEBS/${SRCPKG}_${ver//:/%3a}_all.deb" 2>/dev/null || true)
 	if [ -z "$deb" ]; then
 		log "downloading $SRCPKG $ver (~150 MB)"
-		(cd "$BASE/debs" && apt-get -q download "$SRCPKG=$ver" >"$BASE/download.log" 2>&1) ||
+		(cd "$DEBS" && apt-get -q download "$SRCPKG=$ver" >"$BASE/download.log" 2>&1) ||
 			{ tail -n 5 "$BASE/download.log" >&2; die "apt-get download $SRCPKG=$ver failed"; }
-		deb=$(ls "$BASE/debs/${SRCPKG}_${ver//:/%3a}_all.deb")
+		deb=$(ls "$DEBS/${SRCPKG}_${ver//:/%3a}_all.deb")
 	fi
 
 	t0=$(date +%s)
@@ -183,7 +207,7 @@ build() {
 		old=${old%/}
 		[ "$old" = "$dir" ] || [ ! -d "$old/linux" ] || rm -rf "$old"
 	done
-	find "$BASE/debs" -name "${SRCPKG}_*_all.deb" ! -name "$(basename "$deb")" -delete
+	find "$DEBS" -name "${SRCPKG}_*_all.deb" ! -name "$(basename "$deb")" -delete
 	log "ready: $rel in $((t2 - t0)) s (extract+config $((t1 - t0)) s, compile $((t2 - t1)) s; $cpu_s CPU s)"
 }
 

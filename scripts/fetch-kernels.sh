@@ -68,6 +68,7 @@ image_pattern() {
 	case $KARCH:$1 in
 	arm64:6.1) echo '^linux-image-6\.1\.0-[0-9]+-arm64-unsigned$' ;;
 	arm64:6.12) echo '^linux-image-6\.12\.[0-9]+\+deb12-arm64-unsigned$' ;;
+	arm64:6.12-rt) echo '^linux-image-6\.12\.[0-9]+\+deb12-rt-arm64-unsigned$' ;;
 	arm64:*) die "unknown arm64 series '$1' (known: ${DEFAULT_SERIES[*]})" ;;
 	*:*) image_pattern_amd64 "$1" ;;
 	esac
@@ -77,6 +78,7 @@ image_pattern_amd64() {
 	5.10) echo '^linux-image-5\.10\.0-[0-9]+-amd64-unsigned$' ;;
 	6.1) echo '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
 	6.12) echo '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
+	6.12-rt) echo '^linux-image-6\.12\.[0-9]+\+deb12-rt-amd64-unsigned$' ;;
 	*) die "unknown series '$1' (known: ${DEFAULT_SERIES[*]})" ;;
 	esac
 }

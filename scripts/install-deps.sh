@@ -36,6 +36,8 @@ PKGS=(
 	# make bench: the profilers ember is compared with (bpfcc-tools:
 	# offwaketime, for -e lock --waker)
 	linux-perf libbpf-tools bpfcc-tools
+	# PREEMPT_RT latency with ember on and off (selftests/suites/36-rt-vm.sh)
+	rt-tests
 	# -e alloc against other allocators (selftests/suites/16-alloc-sampler.sh)
 	libjemalloc2 libtcmalloc-minimal4
 )

@@ -438,6 +438,26 @@ static const char *futex_kind_of(const char *fn)
 	return NULL;
 }
 
+/*
+ * PREEMPT_RT kernels (LCB_F_RT): rw_semaphore and rwlock_t both wait in
+ * rwbase_rt with the same flags (RT|READ, RT|WRITE) and cannot be told
+ * apart, except the mmap_lock, known to be an rwsem; spinlock_t waits as
+ * an rtlock (RT|SPIN); mutex and rt_mutex in the rtmutex (RT).
+ */
+static const char *rt_lock_kind(uint16_t flags)
+{
+	int rd = flags & EMBER_LOCK_F_READ;
+
+	if (flags & (EMBER_LOCK_F_READ | EMBER_LOCK_F_WRITE)) {
+		if (flags & EMBER_LOCK_F_MMAP_LOCK)
+			return rd ? "rwsem-read" : "rwsem-write";
+		return rd ? "rt-rw-read" : "rt-rw-write";
+	}
+	if (flags & EMBER_LOCK_F_SPIN)
+		return "rt-spinlock";
+	return "rtmutex";
+}
+
 const char *prof_lock_kind(uint8_t kind, uint16_t flags,
 			   const struct prof_frame *const *frames, size_t nr)
 {
@@ -446,7 +466,7 @@ const char *prof_lock_kind(uint8_t kind, uint16_t flags,
 		if (flags & EMBER_LOCK_F_PERCPU)
 			return "percpu-rwsem";
 		if (flags & EMBER_LOCK_F_RT)
-			return "rtmutex";
+			return rt_lock_kind(flags);
 		if (flags & EMBER_LOCK_F_MUTEX)
 			return "mutex";
 		if (flags & EMBER_LOCK_F_SPIN)

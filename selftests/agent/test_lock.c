@@ -333,6 +333,19 @@ static void test_kinds(void)
 		!strcmp(prof_lock_kind(EMBER_LOCK_KERNEL, EMBER_LOCK_F_SPIN |
 				       EMBER_LOCK_F_WRITE, NULL, 0), "rwlock-write") &&
 		!strcmp(prof_lock_kind(EMBER_LOCK_KERNEL, EMBER_LOCK_F_RT, NULL, 0), "rtmutex") &&
+		/* PREEMPT_RT: rwbase_rt (rwsem or rwlock_t) and rtlock */
+		!strcmp(prof_lock_kind(EMBER_LOCK_KERNEL, EMBER_LOCK_F_RT |
+				       EMBER_LOCK_F_READ, NULL, 0), "rt-rw-read") &&
+		!strcmp(prof_lock_kind(EMBER_LOCK_KERNEL, EMBER_LOCK_F_RT |
+				       EMBER_LOCK_F_WRITE, NULL, 0), "rt-rw-write") &&
+		!strcmp(prof_lock_kind(EMBER_LOCK_KERNEL, EMBER_LOCK_F_RT |
+				       EMBER_LOCK_F_WRITE | EMBER_LOCK_F_MMAP_LOCK,
+				       NULL, 0), "rwsem-write") &&
+		!strcmp(prof_lock_kind(EMBER_LOCK_KERNEL, EMBER_LOCK_F_RT |
+				       EMBER_LOCK_F_READ | EMBER_LOCK_F_MMAP_LOCK,
+				       NULL, 0), "rwsem-read") &&
+		!strcmp(prof_lock_kind(EMBER_LOCK_KERNEL, EMBER_LOCK_F_RT |
+				       EMBER_LOCK_F_SPIN, NULL, 0), "rt-spinlock") &&
 		!strcmp(prof_lock_kind(EMBER_LOCK_KERNEL, EMBER_LOCK_F_PERCPU |
 				       EMBER_LOCK_F_READ, NULL, 0), "percpu-rwsem"),
 		"kernel kinds");

@@ -19,12 +19,16 @@
 #   EMBER_DEBUG_KERNEL=1 SUITES=35-kmod-debug-vm selftests/run.sh
 #
 # EMBER_DEBUG_TESTS overrides the guest.sh tests; EMBER_DEBUG_VM_TIMEOUT
-# (seconds, default 1800) bounds the VM run.
+# (seconds, default 1800) bounds the VM run. EMBER_DEBUG_KERNEL_VARIANT=rt
+# runs the same on the PREEMPT_RT build of that kernel (kmod[debug-rt],
+# run-vm.sh --kernel debug-rt; selftests/suites/36-rt-vm.sh does).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . selftests/lib.sh
 
-T="kmod[debug]"
+VM_KERNEL=debug${EMBER_DEBUG_KERNEL_VARIANT:+-$EMBER_DEBUG_KERNEL_VARIANT}
+T="kmod[$VM_KERNEL]"
+export EMBER_DEBUG_KERNEL_VARIANT
 BUILD=scripts/build-debug-kernel.sh
 RUNVM=selftests/vm/run-vm.sh
 TIMEOUT=${EMBER_DEBUG_VM_TIMEOUT:-1800}
@@ -76,13 +80,13 @@ if [ "${EMBER_DEBUG_KERNEL:-}" = 0 ]; then
 fi
 if [ "${EMBER_DEBUG_KERNEL:-}" = 1 ] || [ "${CI:-}" = true ]; then
 	t0=$SECONDS
-	if "${NICE[@]}" "$BUILD" >"$logs/debug-kernel-build.log" 2>&1; then
+	if "${NICE[@]}" "$BUILD" >"$logs/$VM_KERNEL-kernel-build.log" 2>&1; then
 		t_pass "$T: kernel build ($("$BUILD" --version))"
 	else
-		t_fail "$T: kernel build" "$(oneline "$logs/debug-kernel-build.log" 4)"
+		t_fail "$T: kernel build" "$(oneline "$logs/$VM_KERNEL-kernel-build.log" 4)"
 		exit 0
 	fi
-	grep -q '^build-debug-kernel: ready' "$logs/debug-kernel-build.log" && built_now=1
+	grep -q '^build-debug-kernel: ready' "$logs/$VM_KERNEL-kernel-build.log" && built_now=1
 	build_s=$((SECONDS - t0))
 elif ! "$BUILD" --is-current >"$work/cur" 2>&1; then
 	# a developer's choice (a 10+ minute build), so a plain SKIP
@@ -104,10 +108,10 @@ echo "info: $T: $release from $(vm_result "$work/info" SOURCE), checkers: $check
 # ----------------------------------------------- ember.ko and the payload
 t0=$SECONDS
 rm -f ember.ko
-if "${NICE[@]}" make -j2 --no-print-directory module KDIR="$kdir" >"$logs/kmod-build-debug.log" 2>&1 && [ -f ember.ko ]; then
+if "${NICE[@]}" make -j2 --no-print-directory module KDIR="$kdir" >"$logs/kmod-build-$VM_KERNEL.log" 2>&1 && [ -f ember.ko ]; then
 	t_pass "$T: module build against the debug tree"
 else
-	t_fail "$T: module build" "$(grep -m2 -E 'error|Error' "$logs/kmod-build-debug.log" | tr '\n' ' ' | cut -c1-400)"
+	t_fail "$T: module build" "$(grep -m2 -E 'error|Error' "$logs/kmod-build-$VM_KERNEL.log" | tr '\n' ' ' | cut -c1-400)"
 	exit 0
 fi
 cp ember.ko "$work/ember.ko"
@@ -116,11 +120,11 @@ cp ember.ko "$work/ember.ko"
 # kernel's lock functions ember calls)
 inst="kasan_checks=$(objdump -dr "$work/ember.ko" | grep -c 'R_X86_64_.*__asan_report') ubsan_checks=$(objdump -dr "$work/ember.ko" | grep -c 'R_X86_64_.*__ubsan_handle')"
 echo "info: $T: ember.ko instrumentation: $inst"
-if grep -E ':[0-9]+:[0-9]+: (warning|error):' "$logs/kmod-build-debug.log" >"$work/warn"; then
+if grep -E ':[0-9]+:[0-9]+: (warning|error):' "$logs/kmod-build-$VM_KERNEL.log" >"$work/warn"; then
 	t_fail "$T: module builds warning-free against the debug tree" "$(head -n 3 "$work/warn" | tr '\n' ' ' | cut -c1-400)"
 fi
-if ! "${NICE[@]}" make --no-print-directory kmod-guest >"$logs/kmod-guest-build-debug.log" 2>&1; then
-	t_fail "$T: guest test programs build" "$(oneline "$logs/kmod-guest-build-debug.log")"
+if ! "${NICE[@]}" make --no-print-directory kmod-guest >"$logs/kmod-guest-build-$VM_KERNEL.log" 2>&1; then
+	t_fail "$T: guest test programs build" "$(oneline "$logs/kmod-guest-build-$VM_KERNEL.log")"
 	exit 0
 fi
 # the agent, for the kill -9 of a real controller (tables loaded); the
@@ -156,50 +160,50 @@ cp selftests/vm/selftest/debug-canary/{Kbuild,canary.c,guest.sh} "$canary/"
 if "${NICE[@]}" make -s -C "$kdir" M="$canary" modules >"$work/canary-build.log" 2>&1 &&
 	[ -f "$canary/ember_debug_canary.ko" ]; then
 	rm -f "$canary"/*.o "$canary"/*.mod* "$canary"/.*.cmd
-	"${NICE[@]}" "$RUNVM" --kernel debug --payload "$canary" --append kasan_multi_shot \
-		--timeout 900 --log "$logs/debug-canary.log" --result "$work/canary.res" \
+	"${NICE[@]}" "$RUNVM" --kernel "$VM_KERNEL" --payload "$canary" --append kasan_multi_shot \
+		--timeout 900 --log "$logs/$VM_KERNEL-canary.log" --result "$work/canary.res" \
 		>"$work/canary.out" 2>/dev/null
-	count_reports "$logs/debug-canary.log" "$work/canary.out"
+	count_reports "$logs/$VM_KERNEL-canary.log" "$work/canary.out"
 	if [ "$(vm_result "$work/canary.res" status)" = 126 ] && [ "$n_kasan" -gt 0 ] &&
 		[ "$n_lockdep" -gt 0 ] && [ "$n_sleep" -gt 0 ] && [ "$n_ubsan" -gt 0 ] &&
 		[ "$n_list" -gt 0 ] && [ "$n_leak" -gt 0 ]; then
 		t_pass "$T: checkers fire on a module's bugs (canary: $(counts))"
 	else
-		t_fail "$T: checkers fire on a module's bugs" "canary run status $(vm_result "$work/canary.res" status), $(counts) (log: $logs/debug-canary.log)"
+		t_fail "$T: checkers fire on a module's bugs" "canary run status $(vm_result "$work/canary.res" status), $(counts) (log: $logs/$VM_KERNEL-canary.log)"
 	fi
 else
 	t_fail "$T: checkers fire on a module's bugs" "canary module did not build: $(oneline "$work/canary-build.log")"
 fi
 
 # ------------------------------------------------------------------ run
-"${NICE[@]}" "$RUNVM" --kernel debug --payload selftests/kmod "${payload_agent[@]}" \
+"${NICE[@]}" "$RUNVM" --kernel "$VM_KERNEL" --payload selftests/kmod "${payload_agent[@]}" \
 	--module "$work/ember.ko" --cmd "sh /payload/kmod/guest-debug.sh$run_tests" \
 	--append kasan_multi_shot --smp 2 --mem 1G --timeout "$TIMEOUT" \
-	--log "$logs/kmod-debug.log" --result "$work/res" \
+	--log "$logs/kmod-$VM_KERNEL.log" --result "$work/res" \
 	>"$work/guest.out" 2>"$work/runvm.err"
-cp "$work/guest.out" "$logs/kmod-debug.out"
+cp "$work/guest.out" "$logs/kmod-$VM_KERNEL.out"
 sed -nE "s/^(PASS|FAIL|SKIP): /\1: $T: /p" "$work/guest.out"
 nfail=$(grep -c '^FAIL: ' "$work/guest.out")
 exit_code=$(vm_result "$work/res" exit)
 if [ "$(vm_result "$work/res" timeout)" = 1 ]; then
-	t_fail "$T: guest run" "timeout after ${TIMEOUT}s (log: $logs/kmod-debug.log)"
+	t_fail "$T: guest run" "timeout after ${TIMEOUT}s (log: $logs/kmod-$VM_KERNEL.log)"
 elif [ "$exit_code" = none ] || [ -z "$exit_code" ]; then
-	t_fail "$T: guest run" "no exit status: boot failure or kernel panic (log: $logs/kmod-debug.log): $(oneline "$work/runvm.err" 4)"
+	t_fail "$T: guest run" "no exit status: boot failure or kernel panic (log: $logs/kmod-$VM_KERNEL.log): $(oneline "$work/runvm.err" 4)"
 elif [ "$exit_code" != 0 ] && [ "$nfail" -eq 0 ]; then
-	t_fail "$T: guest run" "guest-debug.sh exited $exit_code without a FAIL line (log: $logs/kmod-debug.log)"
+	t_fail "$T: guest run" "guest-debug.sh exited $exit_code without a FAIL line (log: $logs/kmod-$VM_KERNEL.log)"
 elif ! grep -q '^PASS: kmemleak' "$work/guest.out"; then
-	t_fail "$T: guest run" "the run did not reach its kmemleak scan (log: $logs/kmod-debug.log)"
+	t_fail "$T: guest run" "the run did not reach its kmemleak scan (log: $logs/kmod-$VM_KERNEL.log)"
 fi
 
 # ------------------------------------------------------- checker verdict
-count_reports "$logs/kmod-debug.log" "$work/guest.out"
+count_reports "$logs/kmod-$VM_KERNEL.log" "$work/guest.out"
 n_all=$(vm_result "$work/res" kernel_problems)
 total=$((n_kasan + n_lockdep + n_sleep + n_ubsan + n_list + n_leak + n_warn + n_bug + ${n_all:-0}))
 if [ "$total" -eq 0 ] && [ -n "$exit_code" ] && [ "$exit_code" != none ]; then
 	t_pass "$T: no KASAN, lockdep, atomic-sleep, UBSAN, list, kmemleak or WARN report"
 else
-	t_fail "$T: checker reports" "$(counts) (log: $logs/kmod-debug.log)"
-	t_kernel_log_excerpt "$logs/kmod-debug.log"
+	t_fail "$T: checker reports" "$(counts) (log: $logs/kmod-$VM_KERNEL.log)"
+	t_kernel_log_excerpt "$logs/kmod-$VM_KERNEL.log"
 fi
 
 # ---------------------------------------------- NMI context, checked
@@ -209,7 +213,7 @@ fi
 if "${NICE[@]}" make -j2 --no-print-directory module-selftest KDIR="$kdir" >"$work/selftest-build.log" 2>&1; then
 	cp ember-selftest.ko "$work/ember-selftest.ko"
 	cp ember_nmi_test.ko selftests/kmod/bin/ember_nmi_test.ko
-	"${NICE[@]}" "$RUNVM" --kernel debug --payload selftests/kmod \
+	"${NICE[@]}" "$RUNVM" --kernel "$VM_KERNEL" --payload selftests/kmod \
 		--module "$work/ember-selftest.ko" --cmd "sh /payload/kmod/guest-nmi.sh" \
 		--append kasan_multi_shot --smp 2 --mem 1G --timeout 600 --nmi-every 20 \
 		--log "$logs/kmod-debug-nmi.log" --result "$work/nmi-res" \
@@ -225,7 +229,7 @@ if "${NICE[@]}" make -j2 --no-print-directory module-selftest KDIR="$kdir" >"$wo
 		t_kernel_log_excerpt "$logs/kmod-debug-nmi.log"
 	fi
 	# the report below is about the main run
-	count_reports "$logs/kmod-debug.log" "$work/guest.out"
+	count_reports "$logs/kmod-$VM_KERNEL.log" "$work/guest.out"
 else
 	t_fail "$T: test build (module-selftest)" "$(oneline "$work/selftest-build.log" 2)"
 fi
@@ -238,5 +242,5 @@ echo "$report"
 	grep '^debug: ' "$work/guest.out"
 	grep -E '^(PASS|FAIL|SKIP): ' "$work/guest.out"
 } >"$logs/debug-kernel-report.txt"
-echo "info: $T: report in $logs/debug-kernel-report.txt, guest log $logs/kmod-debug.log"
+echo "info: $T: report in $logs/debug-kernel-report.txt, guest log $logs/kmod-$VM_KERNEL.log"
 exit 0

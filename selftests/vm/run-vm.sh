@@ -94,8 +94,8 @@ arm64 | aarch64)
 	arch=arm64
 	fetch=("$FETCH" --arch arm64)
 	case $series in
-	6.1 | 6.12) ;;
-	*) die "--arch arm64: --kernel 6.1 or 6.12 (Debian's arm64 kernels)" ;;
+	6.1 | 6.12 | 6.12-rt) ;;
+	*) die "--arch arm64: --kernel 6.1, 6.12 or 6.12-rt (Debian's arm64 kernels)" ;;
 	esac
 	[ -z "$nmi_every" ] || die "--nmi-every: x86-64 only (the qemu monitor's nmi)"
 	[ "${EMBER_VM_OUT_VIA:-disk}" != serial ] || die "EMBER_VM_OUT_VIA=serial: x86-64 only (virt has one serial port)"
@@ -104,7 +104,11 @@ arm64 | aarch64)
 esac
 # "debug": the KASAN/lockdep/kmemleak/UBSAN 6.12 that
 # scripts/build-debug-kernel.sh built (same query options; never built here)
-[ "$series" != debug ] || fetch=("$TOP/scripts/build-debug-kernel.sh")
+case $series in
+debug) fetch=("$TOP/scripts/build-debug-kernel.sh") ;;
+# the same with PREEMPT_RT (EMBER_DEBUG_KERNEL_VARIANT=rt)
+debug-rt) export EMBER_DEBUG_KERNEL_VARIANT=rt; fetch=("$TOP/scripts/build-debug-kernel.sh") ;;
+esac
 [ ${#payloads[@]} -gt 0 ] || [ -n "$cmd" ] || die "--payload DIR or --cmd is required"
 for p in "${payloads[@]}"; do [ -d "$p" ] || die "payload $p is not a directory"; done
 [ -z "$module" ] || [ -f "$module" ] || die "module $module not found"
