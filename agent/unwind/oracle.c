@@ -21,7 +21,9 @@
  * pid nor AT_SYSINFO_EHDR), and libdwfl then walks a vDSO frame by rbp,
  * which is right inside the vDSO's framed code and wrong at its entry and
  * after its epilogue's pop (elfutils 0.188: every such sample disagreed).
- * Its bytes are read from the process's memory once per report.
+ * Its bytes are read from the process's memory once per report. (The
+ * arm64 vDSO of Debian's kernels has no CFI at all: libdwfl walks it by
+ * x29/x30, right only where a function keeps its frame record.)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -210,22 +212,44 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 {
 	struct oracle_proc *p = arg;
 	const struct oracle_stack *s = p->cur;
-	uint64_t sp = s->regs[7];
+	uint64_t sp = s->regs[ORACLE_REG_SP];
 
 	(void)dwfl;
 	/* only the copy: what was on the stack when the sample was taken */
 	if (addr < sp || addr - sp + 8 > s->stack_len)
 		return false;
 	memcpy(result, s->stack + (addr - sp), 8);
+	/*
+	 * elfutils 0.188 does not strip a signed return address (aarch64
+	 * PAC): every word is, which leaves pointers and small numbers as
+	 * they are; what the walk reads is saved registers, and only x30's
+	 * value matters to it
+	 */
+	*result &= ~s->pac_mask;
 	return true;
 }
 
+/*
+ * x86_64: registers 0..16, the last one rip (the return address column
+ * libdwfl takes the PC from). aarch64: x0..x30 and sp, then the PC on its
+ * own (elfutils' aarch64 backend does the same for a live thread).
+ */
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct oracle_proc *p = arg;
+	const struct oracle_stack *s = p->cur;
+	Dwarf_Word regs[ORACLE_NR_REGS];
 
-	return dwfl_thread_state_registers(thread, 0, ORACLE_NR_REGS,
-					   (const Dwarf_Word *)p->cur->regs);
+	memcpy(regs, s->regs, sizeof(regs));
+#if defined(__aarch64__)
+	regs[30] &= ~s->pac_mask;
+	if (!dwfl_thread_state_registers(thread, 0, ORACLE_REG_PC, regs))
+		return false;
+	dwfl_thread_state_register_pc(thread, regs[ORACLE_REG_PC]);
+	return true;
+#else
+	return dwfl_thread_state_registers(thread, 0, ORACLE_NR_REGS, regs);
+#endif
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -330,7 +354,7 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 	if (!p)
 		return -1;
 	/* a library mapped after the modules were reported: report again */
-	if (!dwfl_addrmodule(p->dwfl, s->regs[16])) {
+	if (!dwfl_addrmodule(p->dwfl, s->regs[ORACLE_REG_PC])) {
 		proc_drop(p);
 		p = proc_get(o, s->pid);
 		if (!p)
