@@ -5,7 +5,8 @@
 # arm64 package, the arm64 kernel headers of
 # scripts/fetch-kernels.sh --arch arm64 build modules with aarch64 vermagic,
 # and ember.ko is built for them. Everything is built in a temporary copy:
-# no arm64 object is left where the x86-64 suites look.
+# no arm64 object is left where the x86-64 suites look. The aarch64 unwind
+# tables of real Debian arm64 files are checked with a host test.
 # Needs gcc-aarch64-linux-gnu (scripts/install-deps.sh) and Debian's mirror
 # (or a filled cache: EMBER_CACHE, EMBER_OFFLINE=1).
 set -uo pipefail
@@ -35,6 +36,20 @@ fi
 if ! kdir=$(scripts/fetch-kernels.sh --arch arm64 --kdir 6.1 2>"$TMP/fetch.log"); then
 	t_fail arm64-kbuild "no arm64 6.1 kernel: $(why "$TMP/fetch.log")"
 	exit 0
+fi
+
+# aarch64 unwind tables from Debian's arm64 xz, openssl, python3.11 and
+# their libraries, and the vDSOs of the kernels above: every file
+# compiles, at least the measured share of its code gets a rule
+# (selftests/agent/test_unwind_a64.c, built and run on this host)
+if scripts/fetch-arm64-real.sh >"$TMP/real.log" 2>&1; then
+	if make -s -j2 agent/gen/tests/test_unwind_a64 >"$TMP/a64test.log" 2>&1; then
+		agent/gen/tests/test_unwind_a64
+	else
+		t_fail arm64-unwind-tables "$(why "$TMP/a64test.log")"
+	fi
+else
+	t_fail arm64-real-files "$(why "$TMP/real.log")"
 fi
 
 # a clean copy of the working tree (tracked and new files, no build outputs)
