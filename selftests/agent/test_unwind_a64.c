@@ -14,6 +14,7 @@
  * arm64 vDSOs cut from the cached kernels get the signal and leaf rules.
  */
 #include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -423,6 +424,143 @@ static void test_stacks(void)
 		(unsigned long long)r.pc);
 }
 
+/* ---- every rule against libdw's reading of the same CFI ---- */
+
+enum { LOC_SAME, LOC_UNDEF, LOC_AT_CFA, LOC_OTHER };
+
+/* Where libdw says register reg of the caller is (at CFA + *off). */
+static int libdw_loc(Dwarf_Frame *f, int reg, int64_t *off)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t n;
+
+	*off = 0;
+	if (dwarf_frame_register(f, reg, mem, &ops, &n))
+		return LOC_OTHER;
+	if (n == 0)
+		return ops ? LOC_UNDEF : LOC_SAME;
+	if (ops[0].atom != DW_OP_call_frame_cfa)
+		return LOC_OTHER;
+	if (n == 1)
+		return LOC_AT_CFA;
+	if (n == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return LOC_AT_CFA;
+	}
+	return LOC_OTHER;
+}
+
+static bool fits(int64_t off)
+{
+	return !(off % 8) && off >= INT16_MIN && off <= INT16_MAX - 7;
+}
+
+/*
+ * The rule include/uapi/ember.h asks for, from libdw's frame at an
+ * address; false where libdw has none or the CFA is an expression (the
+ * hand-built cases check those).
+ */
+static bool libdw_rule(Dwarf_CFI *cfi, uint64_t addr,
+		       struct ember_unwind_rule *w)
+{
+	Dwarf_Frame *f = NULL;
+	Dwarf_Addr lo, hi;
+	bool sig = false, ok = true;
+	Dwarf_Op *ops;
+	size_t n;
+	int64_t ra_off, fp_off, cfa_off = 0;
+	int ra, fp, cfa = -1;
+
+	if (dwarf_cfi_addrframe(cfi, addr, &f))
+		return false;
+	memset(w, 0, sizeof(*w));
+	if (dwarf_frame_info(f, &lo, &hi, &sig) >= 0 && sig) {
+		w->cfa_type = EMBER_CFA_SIGNAL_A64;
+		free(f);
+		return true;
+	}
+	ra = libdw_loc(f, 30, &ra_off);
+	fp = libdw_loc(f, 29, &fp_off);
+	if (!dwarf_frame_cfa(f, &ops, &n) && n == 1 &&
+	    (ops[0].atom == DW_OP_bregx || ops[0].atom == DW_OP_breg29 ||
+	     ops[0].atom == DW_OP_breg31)) {
+		unsigned int reg = ops[0].atom == DW_OP_bregx ?
+				   (unsigned int)ops[0].number :
+				   (unsigned int)(ops[0].atom - DW_OP_breg0);
+
+		cfa_off = (int64_t)(ops[0].atom == DW_OP_bregx ?
+				    ops[0].number2 : ops[0].number);
+		cfa = reg == 31 ? EMBER_CFA_SP : reg == 29 ? EMBER_CFA_FP :
+				  EMBER_CFA_NONE;
+	}
+	free(f);
+	if (ra == LOC_UNDEF) {
+		w->cfa_type = EMBER_CFA_END;
+		return true;
+	}
+	if (cfa < 0)
+		return false;
+	w->cfa_type = (uint8_t)cfa;
+	w->cfa_off = (int32_t)cfa_off;
+	if (ra == LOC_SAME) {
+		w->fp_type = fp == LOC_SAME ? LR :
+			     fp == LOC_AT_CFA && fits(fp_off) ?
+			     EMBER_RULE_FP_RA(EMBER_FP_AT_CFA, EMBER_RA_LR) :
+			     EMBER_RULE_FP_RA(EMBER_FP_UNKNOWN, EMBER_RA_LR);
+		w->fp_off = fp == LOC_AT_CFA && fits(fp_off) ? (int16_t)fp_off : 0;
+	} else if (ra == LOC_AT_CFA && fits(ra_off) && fp == LOC_AT_CFA &&
+		   fp_off == ra_off - 8 && fits(fp_off)) {
+		w->fp_type = PAIR;
+		w->fp_off = (int16_t)fp_off;
+	} else if (ra == LOC_AT_CFA && fits(ra_off) && fp == LOC_SAME) {
+		w->fp_type = SLOT;
+		w->fp_off = (int16_t)ra_off;
+	} else {
+		ok = false;
+	}
+	if (!ok || cfa == EMBER_CFA_NONE)
+		memset(w, 0, sizeof(*w));
+	return true;
+}
+
+/* Every 4-byte address of t's range with CFI: ours == libdw's. */
+static void check_against_libdw(const char *path, const char *name,
+				const struct ember_unwind_table *t)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Dwarf_CFI *cfi = elf ? dwarf_getcfi_elf(elf) : NULL;
+	uint64_t checked = 0, bad = 0, first_bad = 0;
+	char tn[160];
+
+	for (uint64_t a = t->base; cfi &&
+	     a < t->base + ((uint64_t)t->nr_pages << 16); a += 4) {
+		const struct ember_unwind_rule *r = ember_unwind_find(t, a);
+		struct ember_unwind_rule w;
+
+		if (!libdw_rule(cfi, a, &w))
+			continue;
+		checked++;
+		if (!r || memcmp(r, &w, sizeof(w))) {
+			if (!bad++)
+				first_bad = a;
+		}
+	}
+	printf("# %s: %" PRIu64 " addresses compared with libdw\n", name, checked);
+	snprintf(tn, sizeof(tn), "a64_agrees_with_libdw_%s", name);
+	T_CHECK(tn, checked > 1000 && bad == 0,
+		"%" PRIu64 " of %" PRIu64 " addresses disagree (first %#" PRIx64 ")",
+		bad, checked, first_bad);
+	if (bad && ember_unwind_find(t, first_bad))
+		rule_is(t, first_bad, -1, 0, 0, 0);	/* show ours */
+	if (cfi)
+		dwarf_cfi_end(cfi);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* ---- Debian's arm64 files ---- */
 
 /* Bytes of executable sections: the code a table could cover. */
@@ -523,6 +661,8 @@ static void test_real_files(void)
 
 		snprintf(path, sizeof(path), "%s/%s", root, real_files[i].path);
 		t = compile_file(path, &st, &exec, &r);
+		if (t)
+			check_against_libdw(path, base, t);
 		free(t);
 		fde_pct = st.bytes_in ? 100.0 * (double)(st.bytes_in -
 			  st.bytes_unsupported) / (double)st.bytes_in : 0;
