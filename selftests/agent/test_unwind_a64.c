@@ -11,7 +11,11 @@
  * directory EMBER_A64_REAL, else $EMBER_CACHE/arm64-real/root, else
  * .cache/arm64-real/root), every one compiles, and the share of its code
  * with a usable rule is at least what was measured (docs/NOTES.md); the
- * arm64 vDSOs cut from the cached kernels get the signal and leaf rules.
+ * arm64 vDSOs cut from the cached kernels get the signal and leaf rules,
+ * and every rule of those files equals what libdw reads from their CFI.
+ * Built for aarch64 (an arm64 machine, or qemu-aarch64 -cpu max), it
+ * also walks its own live stack through Debian's libc with the tables of
+ * its own mappings and compares it with libgcc's backtrace().
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -742,6 +746,200 @@ static void test_vdso(const char *series)
 	free(t);
 }
 
+#if defined(__aarch64__)
+/*
+ * ---- a live aarch64 stack (on arm64, or under qemu-aarch64) ----
+ *
+ * This process's own stack from inside qsort's comparator (Debian's
+ * libc: no frame pointers, pac-ret), walked with tables built from its
+ * own mappings, must give exactly the return addresses glibc's
+ * backtrace() (libgcc's DWARF unwinder) gives, and end at _start.
+ */
+#include <execinfo.h>
+#include <sys/auxv.h>
+
+struct live_map {
+	uint64_t start, end, bias;
+	struct ember_unwind_table *t;
+};
+
+static struct live_map live[64];
+static int nr_live;
+
+static bool file_bias(const char *path, uint64_t start, uint64_t pgoff,
+		      uint64_t *bias)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t n;
+	bool ok = false;
+
+	if (elf && !elf_getphdrnum(elf, &n)) {
+		for (size_t i = 0; i < n && !ok; i++) {
+			GElf_Phdr ph;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+			    !(ph.p_flags & PF_X))
+				continue;
+			if (pgoff >= (ph.p_offset & ~0xfffULL) &&
+			    pgoff < ph.p_offset + ph.p_filesz) {
+				*bias = start - ph.p_vaddr + ph.p_offset - pgoff;
+				ok = true;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static void load_live_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+
+	while (f && fgets(line, sizeof(line), f) && nr_live < 64) {
+		unsigned long long s, e, off;
+		char perms[8], path[256] = "";
+		struct cfi_stats st;
+		uint64_t exec;
+		int r;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %255s", &s, &e, perms,
+			   &off, path) < 4 || perms[2] != 'x' || path[0] != '/')
+			continue;
+		live[nr_live].start = s;
+		live[nr_live].end = e;
+		if (!file_bias(path, s, off, &live[nr_live].bias))
+			continue;
+		live[nr_live].t = compile_file(path, &st, &exec, &r);
+		if (live[nr_live].t)
+			nr_live++;
+	}
+	if (f)
+		fclose(f);
+}
+
+static int read_self(void *ctx, __u64 addr, __u64 *val)
+{
+	(void)ctx;
+	if (!addr || addr & 7)
+		return -1;
+	memcpy(val, (const void *)(uintptr_t)addr, 8);
+	return 0;
+}
+
+/*
+ * The PAC bits of a code address, the way the OpenTelemetry profiler
+ * finds them (the agent asks the kernel: NT_ARM_PAC_MASK; qemu-user has
+ * no such kernel): xpaci clears exactly them in a pointer that has them
+ * all set. 0 without pointer authentication (xpaci would not decode).
+ */
+static uint64_t pac_bits(uint64_t code)
+{
+	uint64_t all = code | (~0ULL << 48 & ~(1ULL << 55)), x = all;
+
+	if (!(getauxval(AT_HWCAP) & (1UL << 30)))	/* HWCAP_PACA */
+		return 0;
+	__asm__ volatile(".arch armv8.3-a\n\txpaci %0" : "+r"(x));
+	return all ^ x;
+}
+
+#define LIVE_MAX 64
+static void *bt[LIVE_MAX];
+static int bt_n, ours_n, ours_end;
+static uint64_t ours[LIVE_MAX], live_mask;
+
+static __attribute__((noinline)) void capture(void)
+{
+	struct ember_uregs r = { 0 };
+	uint64_t here;
+
+	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29\n\tmov %3, x30"
+			 : "=r"(here), "=r"(r.sp), "=r"(r.fp), "=r"(r.lr));
+	r.pc = here;
+	r.exact = 1;
+	r.fp_ok = 1;
+	r.lr_ok = 1;
+	live_mask = r.pac_mask = pac_bits(here);
+	r.lr &= ~r.pac_mask;
+	bt_n = backtrace(bt, LIVE_MAX);
+	ours_end = -1;
+	while (ours_n < LIVE_MAX) {
+		const struct ember_unwind_rule *rule = NULL;
+		uint64_t pc = ember_unwind_lookup_pc(&r);
+		int st;
+
+		for (int i = 0; i < nr_live && !rule; i++)
+			if (pc >= live[i].start && pc < live[i].end)
+				rule = ember_unwind_find(live[i].t, pc - live[i].bias);
+		if (!rule) {
+			ours_end = 100;
+			break;
+		}
+		st = ember_unwind_step(rule, &r, read_self, NULL);
+		if (st != EMBER_STEP_NEXT) {
+			ours_end = st;
+			break;
+		}
+		ours[ours_n++] = r.pc;
+	}
+}
+
+static volatile int sink;
+
+static __attribute__((noinline)) int cmp(const void *a, const void *b)
+{
+	static int done;
+
+	if (!done) {
+		done = 1;
+		capture();	/* not a tail call: x30 saved */
+	}
+	sink++;
+	return *(const int *)a - *(const int *)b;
+}
+
+static __attribute__((noinline)) void level2(void)
+{
+	int v[8] = { 5, 3, 7, 1, 9, 2, 8, 4 };
+
+	qsort(v, 8, sizeof(v[0]), cmp);
+	sink += v[0];
+}
+
+static __attribute__((noinline)) void level1(void)
+{
+	level2();
+	sink++;
+}
+
+static void test_live(void)
+{
+	int i, j, match = 0;
+
+	load_live_maps();
+	level1();
+	/* backtrace() starts at capture() (its call of backtrace); ours at
+	 * capture()'s caller: align on that */
+	for (i = 0; i < bt_n && (uint64_t)(uintptr_t)bt[i] != ours[0]; i++)
+		;
+	for (j = 0; i < bt_n && j < ours_n; i++, j++)
+		match += (uint64_t)(uintptr_t)bt[i] == ours[j];
+	printf("# live: %d frames, %d match backtrace()'s %d, end %d, PAC "
+	       "mask %#" PRIx64 "\n", ours_n, match, bt_n, ours_end, live_mask);
+	T_CHECK("a64_live_stack_matches_libgcc",
+		ours_n >= 5 && match == ours_n && i == bt_n,
+		"%d of our %d frames match backtrace()'s %d", match, ours_n, bt_n);
+	T_CHECK("a64_live_stack_complete", ours_end == EMBER_STEP_END,
+		"walk ended with %d", ours_end);
+	for (i = 0; i < nr_live; i++)
+		free(live[i].t);
+}
+#endif /* __aarch64__ */
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
@@ -751,6 +949,9 @@ int main(void)
 	test_real_files();
 	test_vdso("6.1");
 	test_vdso("6.12");
+#if defined(__aarch64__)
+	test_live();
+#endif
 	free(tab);
 	T_EXIT();
 }
