@@ -15,7 +15,8 @@
  * and every rule of those files equals what libdw reads from their CFI.
  * Built for aarch64 (an arm64 machine, or qemu-aarch64 -cpu max), it
  * also walks its own live stack through Debian's libc with the tables of
- * its own mappings and compares it with libgcc's backtrace().
+ * its own mappings and compares it with libgcc's backtrace() and with
+ * the libdwfl oracle (agent/unwind/oracle.c) on a copy of the stack.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -33,6 +34,7 @@
 #include "ember_unwind.h"
 #include "unwind/cfa_program.h"
 #include "unwind/cfi_compile.h"
+#include "unwind/oracle.h"
 #include "test_util.h"
 
 /* ---- an aarch64 ELF with hand-written .eh_frame and a .plt ---- */
@@ -851,6 +853,44 @@ static uint64_t pac_bits(uint64_t code)
 static void *bt[LIVE_MAX];
 static int bt_n, ours_n, ours_end;
 static uint64_t ours[LIVE_MAX], live_mask;
+/* the oracle's input, as a backend's stack-copy record would give it */
+static struct oracle_stack copy;
+static uint8_t copy_buf[16384];
+
+/* The end of the mapping holding addr (the stack's), or 0. */
+static uint64_t mapping_end(uint64_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long long s, e;
+	char line[512];
+	uint64_t end = 0;
+
+	while (f && !end && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx", &s, &e) == 2 && addr >= s &&
+		    addr < e)
+			end = e;
+	if (f)
+		fclose(f);
+	return end;
+}
+
+static void copy_stack(const struct ember_uregs *r, uint64_t x30)
+{
+	uint64_t end = mapping_end(r->sp);
+	size_t n = end > r->sp ? end - r->sp : 0;
+
+	if (n > sizeof(copy_buf))
+		n = sizeof(copy_buf);
+	memcpy(copy_buf, (const void *)(uintptr_t)r->sp, n);
+	copy.pid = copy.tid = (uint32_t)getpid();
+	copy.regs[29] = r->fp;
+	copy.regs[30] = x30;		/* as the task holds it: signed */
+	copy.regs[ORACLE_REG_SP] = r->sp;
+	copy.regs[ORACLE_REG_PC] = r->pc;
+	copy.pac_mask = r->pac_mask;
+	copy.stack = copy_buf;
+	copy.stack_len = n;
+}
 
 static __attribute__((noinline)) void capture(void)
 {
@@ -864,6 +904,7 @@ static __attribute__((noinline)) void capture(void)
 	r.fp_ok = 1;
 	r.lr_ok = 1;
 	live_mask = r.pac_mask = pac_bits(here);
+	copy_stack(&r, r.lr);
 	r.lr &= ~r.pac_mask;
 	bt_n = backtrace(bt, LIVE_MAX);
 	ours_end = -1;
@@ -935,6 +976,24 @@ static void test_live(void)
 		"%d of our %d frames match backtrace()'s %d", match, ours_n, bt_n);
 	T_CHECK("a64_live_stack_complete", ours_end == EMBER_STEP_END,
 		"walk ended with %d", ours_end);
+	/* libdwfl on the copy: capture()'s own PC, then the same frames */
+	{
+		struct oracle *o = oracle_new();
+		uint64_t ips[LIVE_MAX];
+		int complete = 0, n = o ? oracle_unwind(o, &copy, ips, LIVE_MAX,
+							 &complete) : -1;
+
+		match = 0;
+		for (i = 1; i < n && i - 1 < ours_n; i++)
+			match += ips[i] == ours[i - 1];
+		printf("# live oracle: %d frames (complete %d), %d agree\n", n,
+		       complete, match);
+		T_CHECK("a64_live_oracle_agrees", n >= 6 &&
+			ips[0] == copy.regs[ORACLE_REG_PC] &&
+			match == ours_n && n - 1 == ours_n,
+			"oracle %d frames, %d of our %d agree", n, match, ours_n);
+		oracle_free(o);
+	}
 	for (i = 0; i < nr_live; i++)
 		free(live[i].t);
 }
