@@ -7,6 +7,9 @@
 #
 #   scripts/fetch-arm64-real.sh          fetch when missing
 #   scripts/fetch-arm64-real.sh --path   print the root (fetch first)
+#   scripts/fetch-arm64-real.sh --qemu   print the path of a private
+#       qemu-aarch64-static (Debian's amd64 qemu-user-static, unpacked
+#       under the cache, no binfmt registered) to run arm64 tests with
 #
 # How: the private apt configuration of scripts/fetch-kernels.sh --arch
 # arm64 (the host's apt sources and dpkg architectures are never
@@ -80,8 +83,29 @@ fetch_real() {
 	done
 }
 
+fetch_qemu() {
+	local q=$CACHE/qemu-user/usr/bin/qemu-aarch64-static
+	mkdir -p "$CACHE"
+	exec {lock_fd}>"$CACHE/.qemu-user.lock"
+	flock "$lock_fd"
+	if [ ! -x "$q" ]; then
+		apt_setup
+		apt_refresh || { rlog "error: cannot update the package lists"; return 1; }
+		rm -rf "$CACHE/qemu-user" && mkdir -p "$CACHE/qemu-user/debs"
+		(cd "$CACHE/qemu-user/debs" && apt-get -q download qemu-user-static:amd64 \
+			>"$CACHE/qemu-user/download.log" 2>&1) || {
+			rlog "error: apt-get download qemu-user-static failed (see $CACHE/qemu-user/download.log)"
+			return 1
+		}
+		dpkg-deb -x "$CACHE"/qemu-user/debs/*.deb "$CACHE/qemu-user"
+		rm -rf "$CACHE/qemu-user/debs"
+	fi
+	echo "$q"
+}
+
 case ${1:-} in
 --path) fetch_real && echo "$REAL/root" ;;
+--qemu) fetch_qemu ;;
 "") fetch_real ;;
 -h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
 *) rlog "error: unknown option $1 (see --help)"; exit 1 ;;

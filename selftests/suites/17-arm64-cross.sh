@@ -26,6 +26,7 @@ fi
 
 if scripts/fetch-arm64-sysroot.sh >"$TMP/sysroot.log" 2>&1; then
 	t_pass arm64-sysroot
+	SYSROOT_LIB=$(scripts/fetch-arm64-sysroot.sh --path)/usr/lib/aarch64-linux-gnu
 else
 	t_fail arm64-sysroot "$(why "$TMP/sysroot.log")"
 	exit 0
@@ -66,6 +67,22 @@ else
 	exit 0
 fi
 machine() { readelf -h "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p'; }
+# the aarch64 unwinding tests built for arm64 and run under a private
+# qemu-aarch64 (-cpu max: pointer authentication): its own live stack
+# walked with its own tables, against libgcc's backtrace() and the
+# libdwfl oracle, besides everything the host run above checks
+if qemu=$(scripts/fetch-arm64-real.sh --qemu 2>"$TMP/qemu.log"); then
+	if "${MK[@]}" agent/gen/tests/test_unwind_a64 >"$TMP/a64native.log" 2>&1; then
+		QEMU_LD_PREFIX=/usr/aarch64-linux-gnu "$qemu" -cpu max \
+			-E "LD_LIBRARY_PATH=$SYSROOT_LIB:/usr/aarch64-linux-gnu/lib" \
+			-E "EMBER_CACHE=$EMBER_CACHE" "$S/agent/gen/tests/test_unwind_a64" |
+			sed 's/^\(PASS\|FAIL\): /\1: qemu_/'
+	else
+		t_fail arm64-unwind-native-build "$(why "$TMP/a64native.log" 5)"
+	fi
+else
+	t_fail arm64-qemu-user "$(why "$TMP/qemu.log")"
+fi
 t_check arm64-agent-elf test "$(machine "$S/agent/ember")" = AArch64
 t_check arm64-preload-elf test "$(machine "$S/preload/libember-alloc.so")" = AArch64
 t_check arm64-bpf-elf test "$(machine "$S/bpf/.output/arm64/ember.bpf.o")" = "Linux BPF"
