@@ -994,7 +994,190 @@ static void test_live(void)
 			"oracle %d frames, %d of our %d agree", n, match, ours_n);
 		oracle_free(o);
 	}
-	for (i = 0; i < nr_live; i++)
+}
+
+/*
+ * ---- sampled: what a backend sees ----
+ *
+ * SIGPROF interrupts a workload of Debian's code (zlib's deflate, libc's
+ * qsort and snprintf) anywhere, prologues and leaves included; the
+ * handler keeps the interrupted registers and a copy of the stack, as a
+ * backend's sample and stack-copy record would. Afterwards each sample
+ * is walked with the tables from the interrupted state (x30 valid for
+ * that frame only) and by the libdwfl oracle from the same copy: the
+ * frames must agree in >= 99% of the samples.
+ */
+#include <signal.h>
+#include <sys/time.h>
+#include <ucontext.h>
+#include <zlib.h>
+
+#define SAMPLES		1000
+#define SAMPLE_STACK	8192
+
+struct sample {
+	uint64_t regs[ORACLE_NR_REGS];
+	uint32_t len;
+	uint8_t stack[SAMPLE_STACK];
+};
+
+static struct sample *samples;
+static volatile int nr_samples;
+static uint64_t stack_end;
+
+static void on_prof(int sig, siginfo_t *si, void *uc_)
+{
+	const ucontext_t *uc = uc_;
+	struct sample *sm;
+	uint64_t sp = uc->uc_mcontext.sp;
+	size_t n;
+
+	(void)sig;
+	(void)si;
+	if (nr_samples >= SAMPLES || sp >= stack_end)
+		return;
+	sm = &samples[nr_samples];
+	for (int i = 0; i < 31; i++)
+		sm->regs[i] = uc->uc_mcontext.regs[i];
+	sm->regs[ORACLE_REG_SP] = sp;
+	sm->regs[ORACLE_REG_PC] = uc->uc_mcontext.pc;
+	n = stack_end - sp < SAMPLE_STACK ? stack_end - sp : SAMPLE_STACK;
+	memcpy(sm->stack, (const void *)(uintptr_t)sp, n);
+	sm->len = (uint32_t)n;
+	nr_samples++;
+}
+
+static const struct sample *cur_sample;
+
+static int read_copy(void *ctx, __u64 addr, __u64 *val)
+{
+	uint64_t sp = cur_sample->regs[ORACLE_REG_SP];
+
+	(void)ctx;
+	if (addr < sp || addr - sp + 8 > cur_sample->len || addr & 7)
+		return -1;
+	memcpy(val, cur_sample->stack + (addr - sp), 8);
+	return 0;
+}
+
+/* ember's frames of sample sm: the PC, then return addresses. */
+static int walk_sample(const struct sample *sm, uint64_t *ips, int max,
+		       int *end, bool *by_x30)
+{
+	struct ember_uregs r = {
+		.pc = sm->regs[ORACLE_REG_PC], .sp = sm->regs[ORACLE_REG_SP],
+		.fp = sm->regs[29], .lr = sm->regs[30] & ~live_mask,
+		.pac_mask = live_mask, .fp_ok = 1, .lr_ok = 1, .exact = 1,
+	};
+	int n = 0;
+
+	cur_sample = sm;
+	ips[n++] = r.pc;
+	*end = -1;
+	while (n < max) {
+		const struct ember_unwind_rule *rule = NULL;
+		uint64_t pc = ember_unwind_lookup_pc(&r);
+
+		for (int i = 0; i < nr_live && !rule; i++)
+			if (pc >= live[i].start && pc < live[i].end)
+				rule = ember_unwind_find(live[i].t, pc - live[i].bias);
+		if (rule && n == 1)
+			*by_x30 = EMBER_RULE_RA(rule->fp_type) == EMBER_RA_LR;
+		*end = rule ? ember_unwind_step(rule, &r, read_copy, NULL) : 100;
+		if (*end != EMBER_STEP_NEXT)
+			break;
+		ips[n++] = r.pc;
+	}
+	return n;
+}
+
+static volatile uint64_t work_sink;
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static __attribute__((noinline)) void work_once(uint32_t seed)
+{
+	static uint8_t src[32768], dst[40000];
+	static uint32_t arr[2048];
+	char text[128];
+	uLongf dl = sizeof(dst);
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)((seed + i * 7) % 61);
+	compress2(dst, &dl, src, sizeof(src), 6);
+	for (size_t i = 0; i < 2048; i++)
+		arr[i] = seed * 2654435761u + (uint32_t)i * 40503u;
+	qsort(arr, 2048, sizeof(arr[0]), cmp_u32);
+	snprintf(text, sizeof(text), "%u %lu %f", arr[7], dl, seed / 3.0);
+	work_sink += dl + arr[0] + (uint64_t)text[0];
+}
+
+static void test_sampled(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_prof, .sa_flags = SA_SIGINFO };
+	struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
+	struct oracle *o = oracle_new();
+	int compared = 0, agree = 0, shown = 0, complete_ours = 0, x30 = 0;
+	uint64_t here = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+
+	samples = calloc(SAMPLES, sizeof(*samples));
+	stack_end = mapping_end(here);
+	if (!samples || !o || !stack_end) {
+		T_CHECK("a64_sampled_setup", 0, "no memory or stack");
+		return;
+	}
+	sigaction(SIGPROF, &sa, NULL);
+	setitimer(ITIMER_PROF, &it, NULL);
+	for (uint32_t i = 0; nr_samples < SAMPLES && i < 200000; i++)
+		work_once(i);
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_PROF, &it, NULL);
+	for (int k = 0; k < nr_samples; k++) {
+		const struct sample *sm = &samples[k];
+		struct oracle_stack os = {
+			.pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(),
+			.stack = sm->stack, .stack_len = sm->len,
+			.pac_mask = live_mask,
+		};
+		uint64_t e[LIVE_MAX], w[LIVE_MAX];
+		int ne, no, end, complete = 0, same;
+		bool by_x30 = false;
+
+		memcpy(os.regs, sm->regs, sizeof(os.regs));
+		ne = walk_sample(sm, e, LIVE_MAX, &end, &by_x30);
+		no = oracle_unwind(o, &os, w, LIVE_MAX, &complete);
+		if (no < 1)
+			continue;
+		compared++;
+		x30 += by_x30;
+		complete_ours += end == EMBER_STEP_END;
+		same = ne == no && !memcmp(e, w, (size_t)ne * sizeof(e[0]));
+		agree += same;
+		if (!same && shown++ < 3) {
+			printf("# sample %d: ember %d frames (end %d), oracle %d "
+			       "(complete %d):", k, ne, end, no, complete);
+			for (int i = 0; i < ne || i < no; i++)
+				printf(" %#" PRIx64 "/%#" PRIx64, i < ne ? e[i] : 0,
+				       i < no ? w[i] : 0);
+			printf("\n");
+		}
+	}
+	printf("# sampled: %d samples, %d compared with libdwfl, %d agree "
+	       "frame for frame, %d reach _start, %d with the return address "
+	       "in x30\n", nr_samples, compared, agree, complete_ours, x30);
+	T_CHECK("a64_sampled_agrees_with_oracle", compared >= 200 &&
+		agree * 100 >= compared * 99, "%d of %d agree", agree, compared);
+	T_CHECK("a64_sampled_complete", compared >= 200 &&
+		complete_ours * 100 >= compared * 99, "%d of %d reach _start",
+		complete_ours, compared);
+	oracle_free(o);
+	free(samples);
+	for (int i = 0; i < nr_live; i++)
 		free(live[i].t);
 }
 #endif /* __aarch64__ */
@@ -1010,6 +1193,7 @@ int main(void)
 	test_vdso("6.12");
 #if defined(__aarch64__)
 	test_live();
+	test_sampled();
 #endif
 	free(tab);
 	T_EXIT();
