@@ -355,7 +355,11 @@ static void fp_part(const struct regset *rs, const struct cfa_state *st,
  * unchanged (the CIE's default, DW_CFA_same_value) is still in the link
  * register; saved at CFA + o is a slot of its own while x29 is unchanged,
  * or the upper half of an stp x29, x30 pair with x29 at CFA + o - 8. x29
- * and x30 saved apart, or x30 elsewhere, has no ember rule.
+ * saved apart from x30 (clang and LLVM without frame pointers treat it as
+ * any callee-saved register: x30 at CFA - 32, x29 at CFA - 48) has one
+ * slot too many for a rule: the return address is kept, the caller's x29
+ * becomes unknown (a caller whose CFA is x29-based then cuts). x30 in
+ * another register, or computed, has no ember rule.
  */
 static bool a64_ra_part(const struct cfa_state *st, struct ember_unwind_rule *r)
 {
@@ -379,13 +383,11 @@ static bool a64_ra_part(const struct cfa_state *st, struct ember_unwind_rule *r)
 			r->fp_off = (int16_t)fp_off;
 			return true;
 		}
-		if (fp == REG_SAME) {
-			r->fp_type = EMBER_RULE_FP_RA(EMBER_FP_SAME,
-						      EMBER_RA_AT_CFA);
-			r->fp_off = (int16_t)ra_off;
-			return true;
-		}
-		return false;
+		r->fp_type = EMBER_RULE_FP_RA(fp == REG_SAME ? EMBER_FP_SAME :
+					      EMBER_FP_UNKNOWN,
+					      EMBER_RA_AT_CFA);
+		r->fp_off = (int16_t)ra_off;
+		return true;
 	default:
 		return false;	/* x30 in another register, or computed */
 	}

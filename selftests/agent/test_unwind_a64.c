@@ -136,7 +136,7 @@ static uint8_t *make_elf(uint16_t machine, size_t *size)
 	FDE(&eh, c, TEXT + 0x200, 0x10,
 	    DW_CFA_advance_loc | 1, DW_CFA_def_cfa_offset, 16,
 	    DW_CFA_offset | 30, 2);
-	/* 4: x29 and x30 saved apart */
+	/* 4: x29 and x30 saved apart (clang without frame pointers) */
 	FDE(&eh, c, TEXT + 0x300, 0x10,
 	    DW_CFA_advance_loc | 1, DW_CFA_def_cfa_offset, 32,
 	    DW_CFA_offset | 29, 4, DW_CFA_offset | 30, 1);
@@ -206,6 +206,7 @@ static struct ember_unwind_table *compile_mem(uint8_t *img, size_t size,
 #define LR	EMBER_RULE_FP_RA(EMBER_FP_SAME, EMBER_RA_LR)
 #define PAIR	EMBER_RULE_FP_RA(EMBER_FP_AT_CFA, EMBER_RA_PAIR)
 #define SLOT	EMBER_RULE_FP_RA(EMBER_FP_SAME, EMBER_RA_AT_CFA)
+#define SLOT_FP_LOST	EMBER_RULE_FP_RA(EMBER_FP_UNKNOWN, EMBER_RA_AT_CFA)
 
 /* The rule at addr is exactly { cfa_type, fp_type, fp_off, cfa_off }. */
 static int rule_is(const struct ember_unwind_table *t, uint64_t addr,
@@ -251,9 +252,10 @@ static void test_compile(void)
 	T_CHECK("a64_x30_alone_slot",
 		rule_is(tab, TEXT + 0x204, EMBER_CFA_SP, SLOT, -16, 16) &&
 		rule_is(tab, TEXT + 0x200, EMBER_CFA_SP, LR, 0, 0), "see above");
-	T_CHECK("a64_saved_apart_no_rule",
-		rule_is(tab, TEXT + 0x304, EMBER_CFA_NONE, 0, 0, 0) &&
-		st.rows_unsupported == 2, "%" PRIu64 " unsupported rows",
+	/* the return address is kept, the caller's x29 is not */
+	T_CHECK("a64_saved_apart_x29_lost",
+		rule_is(tab, TEXT + 0x304, EMBER_CFA_SP, SLOT_FP_LOST, -8, 32) &&
+		st.rows_unsupported == 1, "%" PRIu64 " unsupported rows",
 		st.rows_unsupported);
 	T_CHECK("a64_x30_undefined_outermost",
 		rule_is(tab, TEXT + 0x404, EMBER_CFA_END, 0, 0, 0), "see above");
@@ -384,6 +386,21 @@ static void test_stacks(void)
 		(unsigned long long)r.sp);
 	s4 = step(&r);
 	T_CHECK("a64_step_outermost_end", s4 == EMBER_STEP_END, "s %d", s4);
+
+	/*
+	 * x29 saved apart (0x304: x30 at CFA - 8, CFA = sp + 32): the caller
+	 * is found, its x29 is not, so its x29-based CFA (0x114) cuts
+	 */
+	memset(mem, 0, sizeof(mem));
+	mem[43] = TEXT + 0x114;
+	r = (struct ember_uregs){ .pc = TEXT + 0x308, .sp = AT(40),
+				  .fp = AT(99), .fp_ok = 1, .exact = 1 };
+	s1 = step(&r);
+	s2 = step(&r);
+	T_CHECK("a64_step_apart_then_x29_cut", s1 == EMBER_STEP_NEXT &&
+		r.pc == TEXT + 0x114 && r.sp == AT(44) && !r.fp_ok &&
+		s2 == EMBER_STEP_CUT, "s %d %d pc %#llx fp_ok %d", s1, s2,
+		(unsigned long long)r.pc, r.fp_ok);
 
 	/* a return address into a leaf rule: x30 is long gone mid-stack */
 	r = (struct ember_uregs){ .pc = TEXT + 0x00c, .sp = AT(30),
@@ -518,8 +535,8 @@ static bool libdw_rule(Dwarf_CFI *cfi, uint64_t addr,
 		   fp_off == ra_off - 8 && fits(fp_off)) {
 		w->fp_type = PAIR;
 		w->fp_off = (int16_t)fp_off;
-	} else if (ra == LOC_AT_CFA && fits(ra_off) && fp == LOC_SAME) {
-		w->fp_type = SLOT;
+	} else if (ra == LOC_AT_CFA && fits(ra_off)) {
+		w->fp_type = fp == LOC_SAME ? SLOT : SLOT_FP_LOST;
 		w->fp_off = (int16_t)ra_off;
 	} else {
 		ok = false;
