@@ -343,6 +343,42 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+/*
+ * Does CFI describe the interrupted frame at pc? On aarch64 libdwfl
+ * walks a frame without CFI by the frame record at x29 (elfutils'
+ * aarch64_unwind): right in a function that keeps one, wrong in a leaf,
+ * whose caller's record it takes for its own, so the frame after next is
+ * off. The arm64 vDSO has no CFI at all: such samples are not the
+ * oracle's to judge.
+ */
+static bool pc_has_cfi(Dwfl *dwfl, uint64_t pc)
+{
+#if defined(__aarch64__)
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	Dwarf_CFI *cfi[2];
+	Dwarf_Addr bias[2] = { 0, 0 };
+	bool found = false;
+
+	if (!mod)
+		return false;
+	cfi[0] = dwfl_module_eh_cfi(mod, &bias[0]);
+	cfi[1] = dwfl_module_dwarf_cfi(mod, &bias[1]);
+	for (int i = 0; i < 2 && !found; i++) {
+		Dwarf_Frame *f = NULL;
+
+		if (cfi[i] && !dwarf_cfi_addrframe(cfi[i], pc - bias[i], &f)) {
+			found = true;
+			free(f);
+		}
+	}
+	return found;
+#else
+	(void)dwfl;
+	(void)pc;
+	return true;	/* x86_64: the vDSO is reported with its CFI */
+#endif
+}
+
 int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		  uint64_t *ips, int max, int *complete)
 {
@@ -360,6 +396,8 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		if (!p)
 			return -1;
 	}
+	if (!pc_has_cfi(p->dwfl, s->regs[ORACLE_REG_PC]))
+		return -1;
 	p->cur = s;
 	p->thread_given = false;
 	oracle_cur = p;

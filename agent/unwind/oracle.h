@@ -49,7 +49,8 @@ struct oracle *oracle_new(void);
 /*
  * Unwind s: up to max PCs, leaf first, into ips (the first is the exact
  * PC, the others return addresses, as in ember samples). Returns how many,
- * or -1 when libdwfl could not start. *complete says whether the walk ended
+ * or -1 when libdwfl could not start (or, on aarch64, when no CFI covers
+ * the interrupted PC: libdwfl's walk of such a frame is a guess). *complete says whether the walk ended
  * at the outermost frame rather than at the end of the copy.
  */
 int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
