@@ -248,6 +248,9 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 		if (ember_kmax)
 			nk = ember_unwind_kernel_here(how->kfirst, s->ips,
 						      ember_kmax, &flags);
+		/* the tracepoint's iterator, where it called the probe */
+		if (nk && ember_tp_in_iterator(s->ips[0]))
+			memmove(s->ips, s->ips + 1, --nk * sizeof(u64));
 	}
 	if (ember_umax && !(flags & (EMBER_SF_KTHREAD | EMBER_SF_IDLE))) {
 		struct pt_regs *uregs = regs && user_mode(regs) ?
