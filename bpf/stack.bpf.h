@@ -15,22 +15,13 @@
 #include "record.bpf.h"
 #include "unwind.bpf.h"
 
-/* THREAD_SIZE on x86-64 without KASAN (every kernel ember supports). */
-#define EMBER_THREAD_SIZE	(16384)
-
-/* The same, every field read on its own (context loads must stay whole). */
-struct uapi_x86_regs_v {
-	volatile __u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
-	volatile __u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
-};
-
 /*
  * The current task's user registers saved at kernel entry (the syscall or
  * interrupt it is in), found with bpf_task_pt_regs() where the kernel has
- * it (5.15+) and at the top of the task's stack before that (5.10: no
- * padding there on x86-64). 0, or -1 when they cannot be read.
+ * it (5.15+) and, on x86-64 before that (5.10), at the top of the task's
+ * stack (arch.bpf.h). 0, or -1 when they cannot be read.
  */
-static __always_inline int entry_uregs(struct uapi_x86_regs *u)
+static __always_inline int entry_uregs(struct uapi_regs *u)
 {
 	struct task_struct *task;
 	void *regs;
@@ -41,34 +32,64 @@ static __always_inline int entry_uregs(struct uapi_x86_regs *u)
 		task = bpf_get_current_task_btf();
 		regs = (void *)bpf_task_pt_regs(task);
 	} else {
+#if ARCH_STACK_TOP_REGS
 		task = (void *)bpf_get_current_task();
 		regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
-				EMBER_THREAD_SIZE - sizeof(*u));
+				ARCH_THREAD_SIZE - sizeof(*u));
+#else
+		return -1;
+#endif
 	}
 	return bpf_probe_read_kernel(u, sizeof(*u), regs) ? -1 : 0;
 }
 
 /*
  * The user registers of the current task: from the sample's own context
- * when it interrupted user mode, else those saved at kernel entry.
+ * when it interrupted user mode, else those saved at kernel entry. The
+ * frame they describe is the interrupted one: its x30 is valid.
  */
 static __always_inline int current_uregs(const struct uw_regs *given,
 					 struct uw_state *w)
 {
-	struct uapi_x86_regs u;
+	struct uapi_regs u;
+	struct uw_regs r;
 
-	if (given) {
-		w->pc = given->pc;
-		w->sp = given->sp;
-		w->fp = given->fp;
-		return 0;
+	if (!given) {
+		if (entry_uregs(&u))
+			return -1;
+		arch_uw_regs(&u, &r);
+		given = &r;
 	}
-	if (entry_uregs(&u))
-		return -1;
-	w->pc = u.ip;
-	w->sp = u.sp;
-	w->fp = u.bp;
+	w->pc = given->pc;
+	w->sp = given->sp;
+	w->fp = given->fp;
+	w->lr = given->lr;
+	w->lr_ok = 1;
 	return 0;
+}
+
+/*
+ * Whether the current task's user side is 32-bit (arch_regs_compat()),
+ * from the registers given (the context's) or else the entry ones, with
+ * its PC. Always false on x86_64.
+ */
+static __always_inline bool user_compat(const struct uw_regs *given, __u64 *pc)
+{
+#if defined(__TARGET_ARCH_arm64)
+	struct uapi_regs u;
+	struct uw_regs r;
+
+	if (!given) {
+		if (entry_uregs(&u))
+			return false;
+		arch_uw_regs(&u, &r);
+		given = &r;
+	}
+	*pc = given->pc;
+	return given->compat;
+#else
+	return false;
+#endif
 }
 
 /* EMBER_REC_UNWIND_MISS for the sample's process, rate-limited. */
@@ -269,6 +290,7 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 {
 	__u32 nk = 0, nu = 0;
 	__u16 flags = 0;
+	__u64 pc = 0;
 	long n;
 
 	if (kernel && kstack_req) {
@@ -284,6 +306,13 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 	if (nk > EMBER_MAX_FRAMES)	/* for the verifier: never true */
 		nk = EMBER_MAX_FRAMES;
 	s->nr_kernel = nk;
+	if (user && ustack_req && user_compat(uregs, &pc)) {
+		/* its PC, then a cut: never a frame read as 64-bit code's */
+		s->ips[nk] = pc;
+		nu = 1;
+		flags |= EMBER_SF_COMPAT | EMBER_SF_USER_CUT;
+		user = false;
+	}
 	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS &&
 	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
 		user = false;	/* the process is bound: done with tables */
@@ -312,36 +341,16 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 static __always_inline void copy_user_stack(const struct ember_sample *s,
 					    const void *ctx_regs)
 {
-	struct uapi_x86_regs u;
+	struct uapi_regs u;
 	struct ember_user_stack *r;
 	__u32 got = 0, *busy;
+	__u64 sp;
 	int i;
 
 	if (use_perfbuf)
 		return;
-	if (ctx_regs) {
-		const struct uapi_x86_regs_v *c = ctx_regs;
-
-		u.ax = c->ax;
-		u.dx = c->dx;
-		u.cx = c->cx;
-		u.bx = c->bx;
-		u.si = c->si;
-		u.di = c->di;
-		u.bp = c->bp;
-		u.sp = c->sp;
-		u.r8 = c->r8;
-		u.r9 = c->r9;
-		u.r10 = c->r10;
-		u.r11 = c->r11;
-		u.r12 = c->r12;
-		u.r13 = c->r13;
-		u.r14 = c->r14;
-		u.r15 = c->r15;
-		u.ip = c->ip;
-	} else if (entry_uregs(&u)) {
+	if (!ctx_regs && entry_uregs(&u))
 		return;
-	}
 	busy = emit_enter();	/* the ring's lock: see emit_enter() */
 	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
 	emit_leave(busy);
@@ -353,24 +362,12 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	r->time_ns = s->time_ns;
 	r->pid = s->pid;
 	r->tid = s->tid;
-	/* DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
-	r->regs[0] = u.ax;
-	r->regs[1] = u.dx;
-	r->regs[2] = u.cx;
-	r->regs[3] = u.bx;
-	r->regs[4] = u.si;
-	r->regs[5] = u.di;
-	r->regs[6] = u.bp;
-	r->regs[7] = u.sp;
-	r->regs[8] = u.r8;
-	r->regs[9] = u.r9;
-	r->regs[10] = u.r10;
-	r->regs[11] = u.r11;
-	r->regs[12] = u.r12;
-	r->regs[13] = u.r13;
-	r->regs[14] = u.r14;
-	r->regs[15] = u.r15;
-	r->regs[16] = u.ip;
+	/* arch_copy_regs(): DWARF order on x86_64; sp in regs[7] */
+	if (ctx_regs)
+		arch_copy_regs(ctx_regs, r->regs);
+	else
+		arch_copy_regs((const void *)&u, r->regs);
+	sp = r->regs[7];
 	r->__reserved = 0;
 	/*
 	 * Constant 256-byte pieces (what every verifier can bound): the copy
@@ -379,7 +376,7 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	 */
 	for (i = 0; i < EMBER_STACK_COPY_MAX / 256; i++) {
 		if (bpf_probe_read_user(&r->stack[i * 256], 256,
-					(void *)(u.sp + i * 256)))
+					(void *)(sp + i * 256)))
 			break;
 		got += 256;
 	}
