@@ -48,7 +48,9 @@
  * the loader before load; every return address is stripped with it. 0
  * without PAC and on x86_64.
  */
+#ifndef UW_TEST_PAC_MASK	/* selftests/agent/test_bpf_unwind_step.c */
 const volatile __u64 pac_mask;
+#endif
 
 struct uw_table {
 	__u64 base;
