@@ -25,7 +25,9 @@
 struct uw_regs {
 	__u64 pc, sp, fp;
 	__u64 lr;		/* aarch64 x30 (0 on x86_64) */
+#if defined(__TARGET_ARCH_arm64)
 	bool compat;		/* arch_regs_compat() */
+#endif
 };
 
 #if defined(__TARGET_ARCH_x86)
@@ -64,6 +66,23 @@ struct uapi_regs_v {
 #define ARCH_ARG3(r)		((r)->dx)
 #define ARCH_RET(r)		((r)->ax)
 
+/* What the unwinder needs of saved registers, read in one piece: all of
+ * them here (rbp, rip and rsp are far apart) */
+struct arch_uw_part {
+	struct uapi_regs r;
+};
+
+#define ARCH_UW_PART_OFF	0
+
+static __always_inline void arch_uw_part_regs(const struct arch_uw_part *p,
+					      struct uw_regs *u)
+{
+	u->pc = p->r.ip;
+	u->sp = p->r.sp;
+	u->fp = p->r.bp;
+	u->lr = 0;
+}
+
 /* THREAD_SIZE on x86-64 without KASAN (every kernel ember supports);
  * the entry registers are at the top of the stack, no padding (5.10) */
 #define ARCH_THREAD_SIZE	16384
@@ -97,6 +116,27 @@ struct uapi_regs {
 #define ARCH_ARG3(r)		((r)->regs[2])
 #define ARCH_RET(r)		((r)->regs[0])
 
+/*
+ * What the unwinder needs of saved registers, read in one piece: x29,
+ * x30, sp, pc and pstate are the last 40 bytes of user_pt_regs (the whole
+ * 272 would not fit the 512-byte BPF stack next to the unwinder's calls).
+ */
+struct arch_uw_part {
+	__u64 fp, lr, sp, pc, pstate;
+};
+
+#define ARCH_UW_PART_OFF	(29 * 8)
+
+static __always_inline void arch_uw_part_regs(const struct arch_uw_part *p,
+					      struct uw_regs *u)
+{
+	u->pc = p->pc;
+	u->sp = p->sp;
+	u->fp = p->fp;
+	u->lr = p->lr;
+	u->compat = (p->pstate & 0x10) != 0;	/* PSR_MODE32_BIT */
+}
+
 /* the kernel's pt_regs has more after user_pt_regs (and its size changed
  * between versions): only bpf_task_pt_regs() (5.15+) finds it */
 #define ARCH_STACK_TOP_REGS	0
@@ -128,7 +168,9 @@ static __always_inline void arch_uw_regs(const struct uapi_regs *r,
 	u->sp = ARCH_SP(r);
 	u->fp = ARCH_FP(r);
 	u->lr = ARCH_LR(r);
+#if defined(__TARGET_ARCH_arm64)
 	u->compat = arch_regs_compat(r);
+#endif
 }
 
 /*
@@ -137,17 +179,18 @@ static __always_inline void arch_uw_regs(const struct uapi_regs *r,
  */
 static __always_inline bool arch_user_mode_at(const struct uapi_regs *kregs)
 {
-	struct uapi_regs u;
-
 #if defined(__TARGET_ARCH_x86)
-	u.cs = 0;
-	bpf_probe_read_kernel((void *)&u.cs, sizeof(u.cs), (const void *)&kregs->cs);
+	__u64 cs = 0;
+
+	bpf_probe_read_kernel(&cs, sizeof(cs), (const void *)&kregs->cs);
+	return (cs & 3) != 0;
 #else
-	u.pstate = 0xf;
-	bpf_probe_read_kernel((void *)&u.pstate, sizeof(u.pstate),
+	__u64 pstate = 0xf;
+
+	bpf_probe_read_kernel(&pstate, sizeof(pstate),
 			      (const void *)&kregs->pstate);
+	return (pstate & 0xf) == 0;	/* ARCH_USER_MODE() */
 #endif
-	return ARCH_USER_MODE(&u);
 }
 
 /*

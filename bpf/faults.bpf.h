@@ -82,13 +82,8 @@ static __always_inline void fault_record(void *ctx,
 	fill_common(s, EMBER_REC_FAULT, bpf_ktime_get_ns(), tgid, tid);
 	/* as in perf_sample: a huge-page fault counts as one base page */
 	s->weight_ns = (__u64)fault_period * fault_page_size;
-	if (user_mode) {
-		struct uapi_regs u;
-
-		if (bpf_probe_read_kernel(&u, sizeof(u), regs))
-			return;
-		arch_uw_regs(&u, &ur);
-	}
+	if (user_mode && uw_regs_from(regs, &ur))
+		return;
 	/*
 	 * A fault from user mode has no kernel stack of its own (the perf
 	 * path gives none either); one taken in the kernel on a user address

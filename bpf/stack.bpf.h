@@ -16,31 +16,40 @@
 #include "unwind.bpf.h"
 
 /*
- * The current task's user registers saved at kernel entry (the syscall or
- * interrupt it is in), found with bpf_task_pt_regs() where the kernel has
- * it (5.15+) and, on x86-64 before that (5.10), at the top of the task's
- * stack (arch.bpf.h). 0, or -1 when they cannot be read.
+ * Where the current task's user registers saved at kernel entry (the
+ * syscall or interrupt it is in) are: bpf_task_pt_regs() where the kernel
+ * has it (5.15+) and, on x86-64 before that (5.10), the top of the task's
+ * stack (arch.bpf.h). NULL when not known.
  */
-static __always_inline int entry_uregs(struct uapi_regs *u)
+static __always_inline const void *entry_regs_at(void)
 {
 	struct task_struct *task;
-	void *regs;
 
 	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) &&
 	    bpf_core_enum_value_exists(enum bpf_func_id,
 				       BPF_FUNC_get_current_task_btf)) {
 		task = bpf_get_current_task_btf();
-		regs = (void *)bpf_task_pt_regs(task);
-	} else {
-#if ARCH_STACK_TOP_REGS
-		task = (void *)bpf_get_current_task();
-		regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
-				ARCH_THREAD_SIZE - sizeof(*u));
-#else
-		return -1;
-#endif
+		return (const void *)bpf_task_pt_regs(task);
 	}
-	return bpf_probe_read_kernel(u, sizeof(*u), regs) ? -1 : 0;
+#if ARCH_STACK_TOP_REGS
+	task = (void *)bpf_get_current_task();
+	return (const void *)((__u64)BPF_CORE_READ(task, stack) +
+			      ARCH_THREAD_SIZE - sizeof(struct uapi_regs));
+#else
+	return NULL;
+#endif
+}
+
+/* The unwinder's registers from kernel pt_regs at regs. 0, or -1. */
+static __always_inline int uw_regs_from(const void *regs, struct uw_regs *r)
+{
+	struct arch_uw_part p;
+
+	if (!regs || bpf_probe_read_kernel(&p, sizeof(p),
+					   (const char *)regs + ARCH_UW_PART_OFF))
+		return -1;
+	arch_uw_part_regs(&p, r);
+	return 0;
 }
 
 /*
@@ -51,13 +60,11 @@ static __always_inline int entry_uregs(struct uapi_regs *u)
 static __always_inline int current_uregs(const struct uw_regs *given,
 					 struct uw_state *w)
 {
-	struct uapi_regs u;
 	struct uw_regs r;
 
 	if (!given) {
-		if (entry_uregs(&u))
+		if (uw_regs_from(entry_regs_at(), &r))
 			return -1;
-		arch_uw_regs(&u, &r);
 		given = &r;
 	}
 	w->pc = given->pc;
@@ -76,13 +83,11 @@ static __always_inline int current_uregs(const struct uw_regs *given,
 static __always_inline bool user_compat(const struct uw_regs *given, __u64 *pc)
 {
 #if defined(__TARGET_ARCH_arm64)
-	struct uapi_regs u;
 	struct uw_regs r;
 
 	if (!given) {
-		if (entry_uregs(&u))
+		if (uw_regs_from(entry_regs_at(), &r))
 			return false;
-		arch_uw_regs(&u, &r);
 		given = &r;
 	}
 	*pc = given->pc;
@@ -341,15 +346,13 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 static __always_inline void copy_user_stack(const struct ember_sample *s,
 					    const void *ctx_regs)
 {
-	struct uapi_regs u;
+	const void *entry = ctx_regs ? NULL : entry_regs_at();
 	struct ember_user_stack *r;
 	__u32 got = 0, *busy;
 	__u64 sp;
 	int i;
 
-	if (use_perfbuf)
-		return;
-	if (!ctx_regs && entry_uregs(&u))
+	if (use_perfbuf || (!ctx_regs && !entry))
 		return;
 	busy = emit_enter();	/* the ring's lock: see emit_enter() */
 	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
@@ -362,11 +365,19 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	r->time_ns = s->time_ns;
 	r->pid = s->pid;
 	r->tid = s->tid;
-	/* arch_copy_regs(): DWARF order on x86_64; sp in regs[7] */
-	if (ctx_regs)
+	/* arch_copy_regs(): DWARF order on x86_64; sp in regs[7]. The entry
+	 * registers pass through the stack area (too big for the BPF stack
+	 * on arm64), which the copy below overwrites. */
+	if (ctx_regs) {
 		arch_copy_regs(ctx_regs, r->regs);
-	else
-		arch_copy_regs((const void *)&u, r->regs);
+	} else {
+		if (bpf_probe_read_kernel(r->stack, sizeof(struct uapi_regs),
+					  entry)) {
+			bpf_ringbuf_discard(r, 0);
+			return;
+		}
+		arch_copy_regs((const void *)r->stack, r->regs);
+	}
 	sp = r->regs[7];
 	r->__reserved = 0;
 	/*
