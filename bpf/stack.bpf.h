@@ -343,17 +343,14 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
  * that ends sooner still gives what it has, for the agent's libdwfl
  * oracle to unwind the same sample.
  */
-static __always_inline void copy_user_stack(const struct ember_sample *s,
-					    const void *ctx_regs)
+static __always_inline void stack_copy_from(const struct ember_sample *s,
+					    const void *regs, bool is_ctx)
 {
-	const void *entry = ctx_regs ? NULL : entry_regs_at();
 	struct ember_user_stack *r;
 	__u32 got = 0, *busy;
 	__u64 sp;
 	int i;
 
-	if (use_perfbuf || (!ctx_regs && !entry))
-		return;
 	busy = emit_enter();	/* the ring's lock: see emit_enter() */
 	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
 	emit_leave(busy);
@@ -365,14 +362,14 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	r->time_ns = s->time_ns;
 	r->pid = s->pid;
 	r->tid = s->tid;
-	/* arch_copy_regs(): DWARF order on x86_64; sp in regs[7]. The entry
-	 * registers pass through the stack area (too big for the BPF stack
-	 * on arm64), which the copy below overwrites. */
-	if (ctx_regs) {
-		arch_copy_regs(ctx_regs, r->regs);
+	/* arch_copy_regs(): DWARF order on x86_64; sp in regs[7]. Saved
+	 * entry registers pass through the stack area (too big for the BPF
+	 * stack on arm64), which the copy below overwrites. */
+	if (is_ctx) {
+		arch_copy_regs(regs, r->regs);
 	} else {
 		if (bpf_probe_read_kernel(r->stack, sizeof(struct uapi_regs),
-					  entry)) {
+					  regs)) {
 			bpf_ringbuf_discard(r, 0);
 			return;
 		}
@@ -393,6 +390,23 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	}
 	r->stack_len = got;
 	bpf_ringbuf_submit(r, 0);	/* lockless */
+}
+
+/* ctx_regs: the sample's context when it interrupted user mode, or NULL */
+static __always_inline void copy_user_stack(const struct ember_sample *s,
+					    const void *ctx_regs)
+{
+	const void *entry;
+
+	if (use_perfbuf)
+		return;
+	if (ctx_regs) {
+		stack_copy_from(s, ctx_regs, true);
+		return;
+	}
+	entry = entry_regs_at();
+	if (entry)
+		stack_copy_from(s, entry, false);
 }
 
 #endif /* EMBER_STACK_BPF_H */
