@@ -38,15 +38,6 @@ static unsigned long long t_sleep30, t_sleep10, t_pipe20;
 
 __attribute__((noinline)) static long sys3(long nr, long a, long b, long c)
 {
-#if defined(__aarch64__)
-	register long x8 asm("x8") = nr;
-	register long x0 asm("x0") = a;
-	register long x1 asm("x1") = b;
-	register long x2 asm("x2") = c;
-
-	asm volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
-	return x0;
-#else
 	long ret;
 
 #if defined(__aarch64__)
@@ -64,7 +55,6 @@ __attribute__((noinline)) static long sys3(long nr, long a, long b, long c)
 		     : "rcx", "r11", "memory");
 #endif
 	return ret;
-#endif
 }
 
 __attribute__((noinline)) static unsigned long long now_ns(void)

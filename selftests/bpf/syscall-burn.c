@@ -19,15 +19,6 @@ static char buf[1 << 16];
  */
 __attribute__((noinline)) long sc_raw_read(int fd, void *p, unsigned long n)
 {
-#if defined(__aarch64__)
-	register long x8 asm("x8") = SYS_read;
-	register long x0 asm("x0") = fd;
-	register long x1 asm("x1") = (long)p;
-	register long x2 asm("x2") = (long)n;
-
-	asm volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
-	return x0;
-#else
 	long ret;
 
 #if defined(__aarch64__)
@@ -45,7 +36,6 @@ __attribute__((noinline)) long sc_raw_read(int fd, void *p, unsigned long n)
 		     : "rcx", "r11", "memory");
 #endif
 	return ret;
-#endif
 }
 
 __attribute__((noinline)) void sc_write_loop(int fd)
