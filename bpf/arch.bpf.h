@@ -195,13 +195,13 @@ static __always_inline bool arch_user_mode_at(const struct uapi_regs *kregs)
 
 /*
  * Test mode's stack copy (EMBER_REC_USER_STACK): the registers in the
- * record's 17 slots. x86_64: DWARF order, rax rdx rcx rbx rsi rdi rbp rsp
- * r8..r15 rip. aarch64: the same slots for what an unwinder needs and
- * keeps (slot 6 x29, 7 sp, 16 pc, as rbp, rsp, rip), x30 in slot 0,
- * x19..x26 in 8..15, x27, x28 in 1, 2, x0..x2 in 3..5.
+ * record's slots, as include/uapi/ember.h lays them out. x86_64: DWARF
+ * order, rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip. aarch64
+ * (EMBER_UREG_A64_*): x19..x25, sp, x26..x28, x29, x30 (not stripped),
+ * the PAC mask return addresses were stripped with, 0, 0, pc.
  */
 static __always_inline void arch_copy_regs(const struct uapi_regs_v *c,
-					   __u64 *regs)
+					   __u64 *regs, __u64 pac)
 {
 #if defined(__TARGET_ARCH_x86)
 	regs[0] = c->ax;
@@ -222,23 +222,23 @@ static __always_inline void arch_copy_regs(const struct uapi_regs_v *c,
 	regs[15] = c->r15;
 	regs[16] = c->ip;
 #else
-	regs[0] = c->regs[30];
-	regs[1] = c->regs[27];
-	regs[2] = c->regs[28];
-	regs[3] = c->regs[0];
-	regs[4] = c->regs[1];
-	regs[5] = c->regs[2];
-	regs[6] = c->regs[29];
-	regs[7] = c->sp;
-	regs[8] = c->regs[19];
-	regs[9] = c->regs[20];
-	regs[10] = c->regs[21];
-	regs[11] = c->regs[22];
-	regs[12] = c->regs[23];
-	regs[13] = c->regs[24];
-	regs[14] = c->regs[25];
-	regs[15] = c->regs[26];
-	regs[16] = c->pc;
+	regs[EMBER_UREG_A64_X19 + 0] = c->regs[19];
+	regs[EMBER_UREG_A64_X19 + 1] = c->regs[20];
+	regs[EMBER_UREG_A64_X19 + 2] = c->regs[21];
+	regs[EMBER_UREG_A64_X19 + 3] = c->regs[22];
+	regs[EMBER_UREG_A64_X19 + 4] = c->regs[23];
+	regs[EMBER_UREG_A64_X19 + 5] = c->regs[24];
+	regs[EMBER_UREG_A64_X19 + 6] = c->regs[25];
+	regs[EMBER_UREG_SP] = c->sp;
+	regs[EMBER_UREG_A64_X26 + 0] = c->regs[26];
+	regs[EMBER_UREG_A64_X26 + 1] = c->regs[27];
+	regs[EMBER_UREG_A64_X26 + 2] = c->regs[28];
+	regs[EMBER_UREG_A64_X29] = c->regs[29];
+	regs[EMBER_UREG_A64_X30] = c->regs[30];
+	regs[EMBER_UREG_A64_PAC_MASK] = pac;
+	regs[14] = 0;
+	regs[15] = 0;
+	regs[EMBER_UREG_PC] = c->pc;
 #endif
 }
 

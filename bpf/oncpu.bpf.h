@@ -87,7 +87,9 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 	if (size > sizeof(*sc))
 		return 0;
 	emit(ctx, s, size, st);
-	if (stack_copy && type == EMBER_REC_SAMPLE && !kthread && s->nr_user)
+	/* not for 32-bit tasks: their registers are not the record's */
+	if (stack_copy && type == EMBER_REC_SAMPLE && !kthread && s->nr_user &&
+	    !(flags & EMBER_SF_COMPAT))
 		copy_user_stack(s, in_kernel ? NULL : ctx);
 	return 0;
 }

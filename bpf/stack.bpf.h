@@ -362,20 +362,20 @@ static __always_inline void stack_copy_from(const struct ember_sample *s,
 	r->time_ns = s->time_ns;
 	r->pid = s->pid;
 	r->tid = s->tid;
-	/* arch_copy_regs(): DWARF order on x86_64; sp in regs[7]. Saved
+	/* arch_copy_regs(): the uapi's slots, sp in EMBER_UREG_SP. Saved
 	 * entry registers pass through the stack area (too big for the BPF
 	 * stack on arm64), which the copy below overwrites. */
 	if (is_ctx) {
-		arch_copy_regs(regs, r->regs);
+		arch_copy_regs(regs, r->regs, pac_mask);
 	} else {
 		if (bpf_probe_read_kernel(r->stack, sizeof(struct uapi_regs),
 					  regs)) {
 			bpf_ringbuf_discard(r, 0);
 			return;
 		}
-		arch_copy_regs((const void *)r->stack, r->regs);
+		arch_copy_regs((const void *)r->stack, r->regs, pac_mask);
 	}
-	sp = r->regs[7];
+	sp = r->regs[EMBER_UREG_SP];
 	r->__reserved = 0;
 	/*
 	 * Constant 256-byte pieces (what every verifier can bound): the copy
