@@ -84,12 +84,13 @@ BPF_AGENT_DEPS := agent/source/source_bpf.c $(BPF_AGENT_PARTS) \
 	agent/source/source_bpf_internal.h agent/source/record.c \
 	agent/source/source.h include/ember_bpf.h $(BPF_AGENT_SKEL)
 
-$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c $(BPF_AGENT_DEPS)
+$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c $(BPF_AGENT_DEPS) \
+		agent/proc/pac_mask.c agent/proc/pac_mask.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \
 		agent/source/source_bpf.c $(BPF_AGENT_PARTS) agent/source/record.c \
-		-lbpf -lelf -lz -lpthread
+		agent/proc/pac_mask.c -lbpf -lelf -lz -lpthread
 
 # The reader fed random records, under ASan/UBSan (ring-fuzz.c includes
 # source_bpf.c to reach its static reader).

@@ -38,6 +38,12 @@ struct ember_source_config {
 	bool stack_copy;
 	/* frame pointers only: allocate nothing for unwind tables */
 	bool no_unwind_tables;
+	/*
+	 * aarch64: the kernel's pointer-authentication mask of user code
+	 * addresses (proc_pac_insn_mask(), filled by the session); the eBPF
+	 * unwinder strips return addresses with it. 0: none (x86_64).
+	 */
+	uint64_t pac_mask;
 };
 
 struct ember_source_stats {

@@ -295,6 +295,8 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 			sysmax, cfg->kstack_max, cfg->ustack_max);
 
 	skel->rodata->use_perfbuf = s->use_perfbuf;
+	/* aarch64 PAC bits, stripped from every return address */
+	skel->rodata->pac_mask = cfg->pac_mask;
 	skel->rodata->kstack_max = cfg->kstack_max < kreq ? cfg->kstack_max : kreq;
 	skel->rodata->kstack_req = kreq;
 	skel->rodata->ustack_max = cfg->ustack_max < ureq ? cfg->ustack_max : ureq;
