@@ -16,6 +16,9 @@
 #include "source/status_bpf.h"
 #include "unwind/table_store.h"
 
+/* The eBPF backend may not be linked in (EMBER_BPF=0). */
+#pragma weak status_bpf_running
+
 struct cpu_totals {
 	uint64_t samples, records, lost, filtered, handler_ns;
 	uint64_t cfi, fp, cut, miss, limited;
@@ -156,7 +159,7 @@ int cmd_status(int argc, char **argv)
 	br = backend_bpf_check(bwhy, sizeof(bwhy));
 	printf("eBPF backend:   %s%s\n", br ? "unavailable: " : "available",
 	       br ? bwhy : "");
-	if (br == 0)
+	if (br == 0 && status_bpf_running)
 		status_bpf_running();
 
 	print_table_cache();
