@@ -93,8 +93,37 @@ if [ "$tls" = openssl ]; then
 else
 	cm+=(-DCURL_ENABLE_SSL=OFF -DCURL_USE_OPENSSL=OFF)
 fi
+# OpenSSL's headers for arm64: libssl-dev is not in the agent's sysroot
+# (nothing else needs it), so it is unpacked beside it, once.
+arm64_openssl_dev() {
+	local d=$CACHE/min-curl-libssl-dev-arm64
+	if [ ! -e "$d/usr/include/openssl/ssl.h" ]; then
+		(
+			# shellcheck disable=SC2034 # read by fetch-kernels.sh
+			EMBER_KARCH=arm64
+			# shellcheck source=scripts/fetch-kernels.sh
+			. "$TOP/scripts/fetch-kernels.sh"
+			apt_setup
+			apt_refresh || [ "${EMBER_OFFLINE:-0}" = 1 ]
+			rm -rf "$d" && mkdir -p "$d.debs"
+			(cd "$d.debs" && apt-get -q download libssl-dev >/dev/null)
+			dpkg-deb -x "$d.debs"/libssl-dev_*.deb "$d"
+			rm -rf "$d.debs"
+		) >&2 || { log "error: cannot fetch libssl-dev for arm64"; exit 1; }
+	fi
+	echo "$d"
+}
+
 if [ "$arch" = arm64 ]; then
 	SYSROOT=$(EMBER_CACHE=$CACHE "$TOP/scripts/fetch-arm64-sysroot.sh" --path)
+	if [ "$tls" = openssl ]; then
+		ossl=$(arm64_openssl_dev)
+		lib=$SYSROOT/usr/lib/aarch64-linux-gnu
+		cm+=(-DOPENSSL_INCLUDE_DIR="$ossl/usr/include"
+			-DOPENSSL_SSL_LIBRARY="$lib/libssl.so.3"
+			-DOPENSSL_CRYPTO_LIBRARY="$lib/libcrypto.so.3"
+			-DCMAKE_C_FLAGS="-ffunction-sections -fdata-sections -I$ossl/usr/include -I$ossl/usr/include/aarch64-linux-gnu")
+	fi
 	cm+=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64
 		-DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc
 		-DCMAKE_FIND_ROOT_PATH="$SYSROOT"
@@ -108,7 +137,10 @@ cmake --build "$WORK/build" -j2 >"$WORK/build.log" 2>&1 || { tail -n 30 "$WORK/b
 rm -rf "$PREFIX"
 cmake --install "$WORK/build" >/dev/null
 # the sysroot's path in the .pc of a cross build means nothing elsewhere
-[ "$arch" = arm64 ] && sed -i "s|$SYSROOT||g" "$PREFIX/lib/pkgconfig/libcurl.pc"
+# (and OpenSSL's libraries by name: the agent's link finds them there)
+[ "$arch" = arm64 ] && sed -i -e "s|$SYSROOT||g" \
+	-e 's|[^ ]*/\(libssl\.so[.0-9]*\)|-l:\1|g; s|[^ ]*/\(libcrypto\.so[.0-9]*\)|-l:\1|g' \
+	"$PREFIX/lib/pkgconfig/libcurl.pc"
 touch "$PREFIX/.built"
 log "ready: $PREFIX ($(du -k "$PREFIX/lib/libcurl.a" | cut -f1) KiB libcurl.a)"
 echo "$PREFIX"
