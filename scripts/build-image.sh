@@ -3,8 +3,8 @@
 # busybox init, no systemd, no package manager, a read-only root file
 # system, tmpfs for /run and /tmp, ember installed by `make install-image`.
 #
-#   scripts/build-image.sh --out DIR [--agent-opts "EMBER_... ..."]
-#       [--with-sink] [--data-mb N] [--root-mb N]
+#   scripts/build-image.sh --out DIR [--arch arm64|host] [--with-sink]
+#       [--agent-opts "EMBER_... ..."] [--data-mb N] [--root-mb N]
 #
 # DIR/root/        the root tree (owned by root, as the image holds it)
 # DIR/root.ext4    it, as an ext4 image the guest mounts read-only
@@ -16,7 +16,10 @@
 # The agent is built here for arm64 with the slim options (default
 # "EMBER_DEBUGINFOD=0 EMBER_STATIC=1 EMBER_CURL_PREFIX=<scripts/
 # build-min-curl.sh>": every library but glibc linked in, libcurl the
-# HTTP-only one). This tree must hold an arm64 build or none (make clean).
+# HTTP-only one). This tree must hold a build for that architecture or
+# none (make clean). --arch host makes the same image for this machine
+# (its static busybox and glibc): a quick run of the image test's guest
+# script without a VM.
 # ember.ko is installed when kmod/ember.ko exists for arm64 (make module
 # ARCH=arm64 KDIR=...). --with-sink adds the test receiver
 # (selftests/image/otlp_sink.c) as /usr/bin/otlp_sink and its init script
@@ -30,12 +33,13 @@ set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP"
 export EMBER_CACHE=${EMBER_CACHE:-$TOP/.cache}
-out="" agent_opts="" with_sink=0 data_mb=8 root_mb=0
+out="" agent_opts="" with_sink=0 data_mb=8 root_mb=0 arch=arm64
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
 	--agent-opts) agent_opts=$2; shift 2 ;;
 	--with-sink) with_sink=1; shift ;;
+	--arch) arch=$2; shift 2 ;;
 	--data-mb) data_mb=$2; shift 2 ;;
 	--root-mb) root_mb=$2; shift 2 ;;
 	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
@@ -44,16 +48,42 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || { echo "build-image: --out DIR is required" >&2; exit 2; }
 log() { echo "build-image: $*" >&2; }
-TC=/usr/aarch64-linux-gnu
+case $arch in
+arm64)
+	MK=(make ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+	TC_LIBS=(/usr/aarch64-linux-gnu/lib)
+	MULTIARCH=aarch64-linux-gnu INTERP=/lib/ld-linux-aarch64.so.1
+	SINK_CC=(aarch64-linux-gnu-gcc -I"$EMBER_CACHE/sysroot-arm64/usr/include")
+	LIBZ_A=$EMBER_CACHE/sysroot-arm64/usr/lib/aarch64-linux-gnu/libz.a
+	;;
+host)
+	MK=(make)
+	MULTIARCH=$(gcc -print-multiarch)
+	TC_LIBS=("/lib/$MULTIARCH" "/usr/lib/$MULTIARCH")
+	INTERP=$(readelf -lW /bin/sh | sed -nE 's/.*interpreter: ([^]]+)\]/\1/p')
+	SINK_CC=(gcc)
+	LIBZ_A=/usr/lib/$MULTIARCH/libz.a
+	;;
+*) echo "build-image: --arch arm64 or host" >&2; exit 2 ;;
+esac
 
 if [ -z "$agent_opts" ]; then
-	curl_prefix=$(scripts/build-min-curl.sh --arch arm64)
+	curl_prefix=$(scripts/build-min-curl.sh --arch "$arch")
 	agent_opts="EMBER_DEBUGINFOD=0 EMBER_STATIC=1 EMBER_CURL_PREFIX=$curl_prefix"
 fi
 
 # ---- busybox-static (arm64)
 busybox_static() {
 	local d=$EMBER_CACHE/image-arm64/busybox
+	if [ "$arch" = host ]; then
+		local b
+		if ! b=$(command -v busybox) || ! file -L "$b" | grep -q 'statically linked'; then
+			log "error: --arch host needs a static busybox (busybox-static)"
+			exit 1
+		fi
+		echo "$b"
+		return
+	fi
 	if [ ! -x "$d/bin/busybox" ]; then
 		(
 			# shellcheck disable=SC2034 # read by fetch-kernels.sh
@@ -74,13 +104,13 @@ busybox_static() {
 }
 
 # ---- the agent, installed as an image recipe would
-log "building the agent for arm64: $agent_opts"
+log "building the agent for $arch: $agent_opts"
 # shellcheck disable=SC2086
-make -s -j2 ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- $agent_opts agent/ember >&2
+"${MK[@]}" -s -j2 $agent_opts agent/ember >&2
 rm -rf "$out/root" && mkdir -p "$out/root"
 R=$out/root
 # shellcheck disable=SC2086
-make -s ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- $agent_opts install-image DESTDIR="$R" >&2
+"${MK[@]}" -s $agent_opts install-image DESTDIR="$R" >&2
 
 # ---- busybox and its applets
 mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,etc/init.d,proc,sys,dev,run,tmp,data,root,var,lib}
@@ -89,17 +119,21 @@ applets="sh ash cat echo ls mkdir rmdir mount umount mv cp rm ln sed grep cut he
 	wc tr od sleep kill ps pgrep pidof date uname dmesg sync df du find stat touch
 	chmod true false test [ [[ env printf awk seq xargs logger syslogd klogd hostname
 	insmod rmmod lsmod modprobe modinfo sysctl free uptime top id cmp md5sum dd
-	mountpoint readlink realpath basename dirname expr tee wget nc"
+	readlink realpath basename dirname expr tee wget nc"
 for a in $applets; do ln -sf busybox "$R/bin/$a"; done
 for a in init reboot poweroff halt; do ln -sf ../bin/busybox "$R/sbin/$a"; done
 
 # ---- glibc: the loader and the libraries the ELF files here need
 copy_lib() {
-	local n=$1 f
-	f=$TC/lib/$n
-	[ -e "$f" ] || { log "error: $n not in $TC/lib"; exit 1; }
-	mkdir -p "$R/lib/aarch64-linux-gnu"
-	cp -L "$f" "$R/lib/aarch64-linux-gnu/$n"
+	local n=$1 d
+	for d in "${TC_LIBS[@]}"; do
+		[ -e "$d/$n" ] || continue
+		mkdir -p "$R/lib/$MULTIARCH"
+		cp -L "$d/$n" "$R/lib/$MULTIARCH/$n"
+		return
+	done
+	log "error: $n not in ${TC_LIBS[*]}"
+	exit 1
 }
 needed() { readelf -d "$1" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'; }
 declare -A have=()
@@ -112,11 +146,13 @@ while [ ${#queue[@]} -gt 0 ]; do
 	[ -n "${have[$n]:-}" ] && continue
 	have[$n]=1
 	copy_lib "$n"
-	while IFS= read -r m; do queue+=("$m"); done < <(needed "$R/lib/aarch64-linux-gnu/$n")
+	while IFS= read -r m; do queue+=("$m"); done < <(needed "$R/lib/$MULTIARCH/$n")
 done
-# the program interpreter lives in /lib
-[ -e "$R/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1" ] &&
-	ln -sf aarch64-linux-gnu/ld-linux-aarch64.so.1 "$R/lib/ld-linux-aarch64.so.1"
+# the program interpreter, where the ELF files ask for it
+if [ -e "$R/lib/$MULTIARCH/${INTERP##*/}" ] && [ ! -e "$R$INTERP" ]; then
+	mkdir -p "$R${INTERP%/*}"
+	ln -sf "/lib/$MULTIARCH/${INTERP##*/}" "$R$INTERP"
+fi
 
 # ---- busybox init
 cat >"$R/etc/inittab" <<-'EOT'
@@ -129,13 +165,15 @@ cat >"$R/etc/init.d/rcS" <<-'EOT'
 	# the read-only root's first steps: kernel file systems, tmpfs for /run
 	# and /tmp, the data partition (set up by the boot loader or fstab), then
 	# the services in order
+	# (Debian's busybox has no mountpoint applet)
+	ismnt() { grep -q "^[^ ]* $1 " /proc/mounts; }
 	mount -t proc proc /proc
 	mount -t sysfs sysfs /sys
-	mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+	ismnt /dev || mount -t devtmpfs devtmpfs /dev
 	mount -t tmpfs -o mode=0755,size=8m,nosuid,nodev tmpfs /run
 	mount -t tmpfs -o mode=1777,size=16m,nosuid,nodev tmpfs /tmp
-	mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-	mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	ismnt /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+	ismnt /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 	echo "rcS: root is $(awk '$2 == "/" { print $4 }' /proc/mounts | cut -d, -f1), $(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo) MiB of RAM"
 	for s in /etc/init.d/S??*; do [ -x "$s" ] && "$s" start; done
 	echo "rcS: done"
@@ -171,9 +209,8 @@ chmod 0640 "$R/etc/ember/ember.conf"
 
 # ---- the test receiver
 if [ "$with_sink" = 1 ]; then
-	aarch64-linux-gnu-gcc -O2 -Wall -Wextra -static -s \
-		-I"$EMBER_CACHE/sysroot-arm64/usr/include" -o "$R/usr/bin/otlp_sink" \
-		selftests/image/otlp_sink.c "$EMBER_CACHE/sysroot-arm64/usr/lib/aarch64-linux-gnu/libz.a"
+	"${SINK_CC[@]}" -O2 -Wall -Wextra -static -s -o "$R/usr/bin/otlp_sink" \
+		selftests/image/otlp_sink.c "$LIBZ_A"
 	cat >"$R/etc/init.d/S50otlp_sink" <<-'EOT'
 		#!/bin/sh
 		# the image test's OTLP receiver (not part of ember)
@@ -195,7 +232,7 @@ fi
 	for f in "$R"/lib/modules/*/extra/ember.ko; do
 		[ ! -e "$f" ] || echo "module $(stat -c %s "$f") ${f#"$R"}"
 	done
-	for f in "$R"/lib/aarch64-linux-gnu/*; do
+	for f in "$R/lib/$MULTIARCH"/*; do
 		echo "glibc $(stat -c %s "$f") ${f#"$R"}"
 	done
 	[ ! -e "$R/usr/bin/otlp_sink" ] || echo "test $(stat -c %s "$R/usr/bin/otlp_sink") /usr/bin/otlp_sink"
