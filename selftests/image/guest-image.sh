@@ -61,7 +61,7 @@ reboot_image() {
 }
 
 # ---- the disks
-modprobe loop 2>/dev/null; modprobe ext4 2>/dev/null
+# loop, crc32c_generic (ext4 asks for crc32c) and ext4: run-vm.sh --kmod
 mkdir -p $IMG
 cp "$P/data.ext4" /tmp/data.ext4
 mount -o ro,loop "$P/root.ext4" $IMG || { fail mount_root "cannot mount root.ext4"; exit 1; }

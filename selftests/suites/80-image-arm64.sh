@@ -71,7 +71,7 @@ sed 's/^/# /' "$TMP/image/footprint.txt"
 mkdir -p "$TMP/payload/image"
 cp "$TMP/image/root.ext4" "$TMP/image/data.ext4" selftests/image/guest-image.sh "$TMP/payload/image/"
 vm=(selftests/vm/run-vm.sh --arch arm64 --kernel "$kernel" --mem 256M --smp 2
-	--kmod loop --kmod ext4 --payload "$TMP/payload/image"
+	--kmod loop --kmod crc32c_generic --kmod ext4 --payload "$TMP/payload/image"
 	--cmd "sh /payload/image/guest-image.sh" --timeout 1200
 	--log "$art/console.log" --result "$art/result")
 if [ -n "${EMBER_VM_LOCK:-}" ]; then
