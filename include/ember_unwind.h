@@ -181,13 +181,17 @@ struct ember_uregs {
 	__u64 sp;
 	__u64 fp;		/* rbp, x29 */
 	__u64 lr;		/* aarch64 x30, while lr_ok */
-	__u64 pac_mask;		/* aarch64: return-address bits that hold a
-				 * pointer-authentication code, from the
-				 * kernel (0: none, and on x86_64) */
+	/*
+	 * aarch64: return-address bits that hold a pointer-authentication
+	 * code, from the kernel (0: none, and on x86_64)
+	 */
+	__u64 pac_mask;
 	int fp_ok;		/* fp holds the frame's real rbp / x29 */
-	int lr_ok;		/* lr holds this frame's return address
-				 * register: the interrupted frame, or the
-				 * one a signal frame restored */
+	/*
+	 * lr holds this frame's return address register: the interrupted
+	 * frame, or the one a signal frame restored
+	 */
+	int lr_ok;
 	int exact;		/* pc is where the frame is, not a return address */
 };
 

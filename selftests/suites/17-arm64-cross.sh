@@ -83,12 +83,14 @@ else
 	t_fail arm64-kbuild "$(why "$TMP/hello.log")"
 fi
 
-# ember.ko: kmod/ is x86-64 only so far (ORC kernel unwinder, x86 pt_regs
-# fields); until it is ported, that known failure is a skip, any other a fail.
-if "${MK[@]}" module KDIR="$kdir" >"$TMP/module.log" 2>&1; then
-	t_check arm64-ember-ko grep -q ' aarch64$' <(modinfo -F vermagic "$S/ember.ko")
-elif grep -qE "asm/unwind.h: No such file|user_64bit_mode|pt_regs. has no member named" "$TMP/module.log"; then
-	echo "SKIP: arm64-ember-ko: kmod/ is x86-64 only (ORC unwinder, x86 pt_regs): not ported yet (issue 23)"
-else
-	t_fail arm64-ember-ko "$(grep -m 3 'error' "$TMP/module.log" | tr '\n' ' ')"
-fi
+# ember.ko for both arm64 kernels (kmod/arch.h, kmod/unwind_kernel_arm64.c)
+for series in 6.1 6.12; do
+	name=arm64-ember-ko$([ "$series" = 6.1 ] || echo "-$series")
+	if ! kd=$(scripts/fetch-kernels.sh --arch arm64 --kdir "$series" 2>"$TMP/fetch.log"); then
+		t_fail "$name" "no arm64 $series kernel: $(why "$TMP/fetch.log")"
+	elif "${MK[@]}" module KDIR="$kd" >"$TMP/module.log" 2>&1; then
+		t_check "$name" grep -q ' aarch64$' <(modinfo -F vermagic "$S/ember.ko")
+	else
+		t_fail "$name" "$(grep -m 3 'error' "$TMP/module.log" | tr '\n' ' ')"
+	fi
+done
