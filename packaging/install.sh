@@ -50,8 +50,8 @@ VERSION=${VERSION:-$(cat VERSION)}
 DKMS_DIR=$DKMSSRCDIR/ember-$VERSION
 # the kernel ember.ko was built for (image part), from its vermagic
 KO_KVER=${KVER:-}
-if [ -z "$KO_KVER" ] && [ -e kmod/ember.ko ]; then
-	KO_KVER=$(modinfo -F vermagic kmod/ember.ko 2>/dev/null | cut -d' ' -f1)
+if [ -z "$KO_KVER" ] && [ -e ember.ko ]; then
+	KO_KVER=$(modinfo -F vermagic ember.ko 2>/dev/null | cut -d' ' -f1)
 fi
 
 die() { echo "install.sh: error: $*" >&2; exit 1; }
@@ -86,7 +86,7 @@ entries() {
 		# optional parts: only what this build made
 		[ ! -e preload/libember-alloc.so ] ||
 			echo "0644 preload/libember-alloc.so $LIBDIR/ember/libember-alloc.so"
-		[ -z "$KO_KVER" ] || echo "0644 kmod/ember.ko /lib/modules/$KO_KVER/extra/ember.ko"
+		[ -z "$KO_KVER" ] || echo "0644 ember.ko /lib/modules/$KO_KVER/extra/ember.ko"
 	fi
 	if [ "$p" = dkms ] || [ "$p" = all ]; then
 		echo "0644 dkms.conf $DKMS_DIR/dkms.conf"

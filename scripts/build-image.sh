@@ -4,7 +4,8 @@
 # system, tmpfs for /run and /tmp, ember installed by `make install-image`.
 #
 #   scripts/build-image.sh --out DIR [--arch arm64|host] [--with-sink]
-#       [--agent-opts "EMBER_... ..."] [--data-mb N] [--root-mb N]
+#       [--kernel 6.1|6.12] [--agent-opts "EMBER_... ..."] [--data-mb N]
+#       [--root-mb N]
 #
 # DIR/root/        the root tree (owned by root, as the image holds it)
 # DIR/root.ext4    it, as an ext4 image the guest mounts read-only
@@ -20,8 +21,10 @@
 # none (make clean). --arch host makes the same image for this machine
 # (its static busybox and glibc): a quick run of the image test's guest
 # script without a VM.
-# ember.ko is installed when kmod/ember.ko exists for arm64 (make module
-# ARCH=arm64 KDIR=...). --with-sink adds the test receiver
+# --kernel SERIES builds ember.ko for Debian's arm64 kernel of that series
+# (scripts/fetch-kernels.sh --arch arm64 --kdir SERIES) and installs it in
+# /lib/modules/KVER/extra; without it, an ember.ko already built here for
+# this architecture (make module KDIR=...) is installed. --with-sink adds the test receiver
 # (selftests/image/otlp_sink.c) as /usr/bin/otlp_sink and its init script
 # S50otlp_sink on 127.0.0.1:4318, as the image test needs.
 #
@@ -33,13 +36,14 @@ set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP"
 export EMBER_CACHE=${EMBER_CACHE:-$TOP/.cache}
-out="" agent_opts="" with_sink=0 data_mb=8 root_mb=0 arch=arm64
+out="" agent_opts="" with_sink=0 data_mb=8 root_mb=0 arch=arm64 kernel=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
 	--agent-opts) agent_opts=$2; shift 2 ;;
 	--with-sink) with_sink=1; shift ;;
 	--arch) arch=$2; shift 2 ;;
+	--kernel) kernel=$2; shift 2 ;;
 	--data-mb) data_mb=$2; shift 2 ;;
 	--root-mb) root_mb=$2; shift 2 ;;
 	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
@@ -107,6 +111,21 @@ busybox_static() {
 log "building the agent for $arch: $agent_opts"
 # shellcheck disable=SC2086
 "${MK[@]}" -s -j2 $agent_opts agent/ember >&2
+# the module: built for the image's kernel, or one built here before
+if [ -n "$kernel" ]; then
+	[ "$arch" = arm64 ] || { log "error: --kernel: Debian's arm64 kernels only"; exit 2; }
+	kdir=$(scripts/fetch-kernels.sh --arch arm64 --kdir "$kernel") ||
+		{ log "error: no arm64 $kernel kernel build tree"; exit 1; }
+	rm -f ember.ko
+	"${MK[@]}" -s -j2 module KDIR="$kdir" >&2 || { log "error: ember.ko did not build for $kernel"; exit 1; }
+fi
+if [ -e ember.ko ]; then
+	case $arch:$(modinfo -F vermagic ember.ko 2>/dev/null) in
+	arm64:*aarch64* | host:*"$(uname -m)"*) log "ember.ko for $(modinfo -F vermagic ember.ko | cut -d' ' -f1)" ;;
+	*) log "ember.ko here is for another architecture: moved to .cache/, not installed"
+		mkdir -p .cache && mv ember.ko .cache/ember.ko.other ;;
+	esac
+fi
 rm -rf "$out/root" && mkdir -p "$out/root"
 R=$out/root
 # shellcheck disable=SC2086

@@ -45,7 +45,7 @@ why() { tail -n "${2:-3}" "$1" | tr '\n' ' '; }
 mkdir "$TMP/src"
 git ls-files -z -co --exclude-standard |
 	tar --null --ignore-failed-read -cf - -T - 2>/dev/null | tar -xf - -C "$TMP/src"
-if (cd "$TMP/src" && scripts/build-image.sh --out "$TMP/image" --with-sink) >"$art/build.log" 2>&1; then
+if (cd "$TMP/src" && scripts/build-image.sh --out "$TMP/image" --with-sink --kernel "$kernel") >"$art/build.log" 2>&1; then
 	t_pass image_build
 else
 	t_fail image_build "$(why "$art/build.log" 5)"
