@@ -446,6 +446,48 @@ static int open_device(char *err, size_t err_len)
 
 static void kmod_close(struct ember_source *src);
 
+/*
+ * The module's unwind tables are bounded by its unwind_mem_max parameter
+ * (256 MiB by default), not by the agent. Under a kernel memory budget
+ * smaller than the full one (kmem_budget.h: a small machine, or
+ * kernel_mem), half of the budget goes to them: the parameter is lowered
+ * (root may write it at run time), never raised, and that is said once.
+ */
+#define KMOD_UNWIND_MEM_PARAM "/sys/module/ember/parameters/unwind_mem_max"
+static void kmod_cap_unwind_mem(const struct ember_source_config *c)
+{
+	struct kmem_budget kb;
+	unsigned long cur = 0, want;
+	bool ok;
+	FILE *f;
+
+	kmem_budget_get(c->kernel_mem_mb, &kb);
+	if (kb.bytes >= EMBER_KMEM_FULL)
+		return;
+	want = (unsigned long)(kb.bytes >> 21);
+	if (!want)
+		want = 1;
+	f = fopen(KMOD_UNWIND_MEM_PARAM, "re");
+	if (!f)
+		return;
+	if (fscanf(f, "%lu", &cur) != 1)
+		cur = 0;
+	fclose(f);
+	if (cur && cur <= want)
+		return;
+	f = fopen(KMOD_UNWIND_MEM_PARAM, "we");
+	ok = f && fprintf(f, "%lu\n", want) > 0;
+	if (f && fclose(f))
+		ok = false;
+	if (!ok) {
+		fprintf(stderr, "ember: could not lower the module's unwind_mem_max to %lu MiB "
+			"(kernel memory budget): %s\n", want, strerror(errno));
+		return;
+	}
+	fprintf(stderr, "ember: the module's unwind tables capped at %lu MiB (unwind_mem_max, "
+		"was %lu): half of the kernel memory budget\n", want, cur);
+}
+
 static int kmod_open(struct ember_source **out,
 		     const struct ember_source_config *cfg, char *err,
 		     size_t err_len)
@@ -516,6 +558,7 @@ static int kmod_open(struct ember_source **out,
 		return r;
 	}
 	src->fd = r;
+	kmod_cap_unwind_mem(cfg);
 	*out = src;
 	return 0;
 }
