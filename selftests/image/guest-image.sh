@@ -128,7 +128,14 @@ if [ -n "$maps" ]; then
 	awk -v m="$maps" 'BEGIN { exit !(m <= 8) }' && pass kernel_mem_8mib ||
 		fail kernel_mem_8mib "eBPF maps $maps MiB"
 elif [ -d /sys/module/ember ]; then
-	fig "module_mem_kib=$(awk '$1 == "ember" { print int($2 / 1024) }' /proc/modules)"
+	# the module: its rings now, and the most its unwind tables may take
+	ring=$(sed -n 's/.*ring memory: \([0-9.]*\) of.*/\1/p' /tmp/status.txt)
+	uw=$(sed -n 's/.*unwind tables: .*, \([0-9.]*\) of \([0-9]*\) MiB.*/\1 \2/p' /tmp/status.txt)
+	fig "module_ring_mib=$ring module_unwind_mib=${uw% *} module_unwind_cap_mib=${uw#* } module_text_kib=$(awk '$1 == "ember" { print int($2 / 1024) }' /proc/modules)"
+	awk -v r="${ring:-99}" -v c="${uw#* }" 'BEGIN { exit !(r + c <= 8) }' && pass kernel_mem_8mib ||
+		fail kernel_mem_8mib "rings $ring MiB + unwind tables up to ${uw#* } MiB"
+else
+	fail kernel_mem_8mib "neither eBPF maps nor the module in ember status"
 fi
 
 # ---- the receiver down: ember keeps running and keeps local profiles;
