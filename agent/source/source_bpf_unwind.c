@@ -354,7 +354,7 @@ int bpf_unwind_load(struct bpf_unwind *u, uint32_t id, const void *table,
 		u->load_refused++;
 		pthread_mutex_unlock(&u->lock);
 		snprintf(err, err_len, "the eBPF unwind pools are full (%u of %u rows "
-			 "used; raise EMBER_BPF_UNWIND_ROWS)",
+			 "used; raise kernel_mem, or EMBER_BPF_UNWIND_ROWS)",
 			 (unsigned int)u->pool[1].used, u->pool[1].entries);
 		return -ENOSPC;
 	}
