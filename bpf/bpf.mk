@@ -85,7 +85,8 @@ bpf-tests: $(BPF_TEST_BINS)
 # The agent's eBPF backend: source_bpf.c (the core) and its parts, one per
 # concern plus the unwind maps (agent/source/source_bpf_internal.h).
 BPF_AGENT_PARTS := $(filter-out agent/source/source_bpf.c,\
-	$(wildcard agent/source/source_bpf_*.c))
+	$(wildcard agent/source/source_bpf_*.c)) \
+	$(wildcard agent/source/kmem_budget.c)
 BPF_AGENT_DEPS := agent/source/source_bpf.c $(BPF_AGENT_PARTS) \
 	agent/source/source_bpf_internal.h agent/source/record.c \
 	agent/source/source.h include/ember_bpf.h $(BPF_AGENT_SKEL)
