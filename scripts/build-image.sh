@@ -135,7 +135,7 @@ R=$out/root
 mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,etc/init.d,proc,sys,dev,run,tmp,data,root,var,lib}
 cp "$(busybox_static)" "$R/bin/busybox"
 applets="sh ash cat echo ls mkdir rmdir mount umount mv cp rm ln sed grep cut head tail
-	wc tr od sleep kill ps pgrep pidof date uname dmesg sync df du find stat touch
+	wc tr od sleep kill ps pidof date uname dmesg sync df du find stat touch
 	chmod true false test [ [[ env printf awk seq xargs logger syslogd klogd hostname
 	insmod rmmod lsmod modprobe modinfo sysctl free uptime top id cmp md5sum dd
 	readlink realpath basename dirname expr tee wget nc"

@@ -26,9 +26,16 @@ run_file() { echo "/proc/$INIT/root/run/$1"; }
 # the agent's PID as this (outer) namespace sees it: the child of the
 # supervisor named ember
 agent_outer() {
-	for p in $(pgrep -x ember); do
+	for p in $(pidof ember); do
 		[ "$(readlink /proc/$p/root)" != / ] && { echo "$p"; return; }
 	done
+}
+# the first child of PID $1 (Debian's busybox has no pgrep)
+child_of() {
+	for d in /proc/[0-9]*; do
+		[ "$(cut -d' ' -f4 "$d/stat" 2>/dev/null)" = "$1" ] && { echo "${d#/proc/}"; return 0; }
+	done
+	return 1
 }
 sink_count() { cat "$(run_file sink/count)" 2>/dev/null || echo 0; }
 local_files() { ls "$IMG/data/ember/profiles" 2>/dev/null | grep -c '\.otlp$'; }
@@ -50,8 +57,8 @@ boot() {
 	unshare -p -f -m chroot $IMG /sbin/init </dev/null >/tmp/console.$n 2>&1 &
 	BOOT=$!
 	INIT=""
-	wait_for 10 sh -c "pgrep -P $BOOT >/dev/null" || return 1
-	INIT=$(pgrep -P $BOOT | head -n 1)
+	wait_for 10 child_of "$BOOT" || return 1
+	INIT=$(child_of "$BOOT")
 	wait_for 60 grep -q 'rcS: done' /tmp/console.$n
 }
 
