@@ -23,6 +23,9 @@ PKGS=(
 	libclang-rt-14-dev
 	# tests: VMs, decoders, browser for the flame graph
 	qemu-system-x86 qemu-utils libcmocka-dev python3 python3-protobuf chromium
+	# arm64 VMs (selftests/vm/run-vm.sh --arch arm64): qemu-system-aarch64;
+	# the guest's busybox and kernels are fetched into the cache, not installed
+	qemu-system-arm
 	curl openssl
 	systemd binutils file
 	# symbolizer: demangler (libiberty), C++ test program, Go test program

@@ -21,10 +21,20 @@ __attribute__((noinline)) long sc_raw_read(int fd, void *p, unsigned long n)
 {
 	long ret;
 
+#if defined(__aarch64__)
+	register long x8 __asm__("x8") = SYS_read;
+	register long x0 __asm__("x0") = fd;
+	register long x1 __asm__("x1") = (long)p;
+	register long x2 __asm__("x2") = (long)n;
+
+	asm volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	ret = x0;
+#else
 	asm volatile("syscall"
 		     : "=a"(ret)
 		     : "0"((long)SYS_read), "D"((long)fd), "S"(p), "d"(n)
 		     : "rcx", "r11", "memory");
+#endif
 	return ret;
 }
 

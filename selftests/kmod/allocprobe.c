@@ -50,14 +50,20 @@ NOINLINE void ember_free_probe(void *ptr)
 }
 
 /*
- * Never called: an instruction uprobes refuse (hlt), for the test of a
- * request whose second probe cannot be placed.
+ * Never called: an instruction uprobes refuse (hlt: x86 and arm64 both
+ * reject exception-generating instructions), for the test of a request
+ * whose second probe cannot be placed.
  */
+#if defined(__aarch64__)
+#define ALLOCPROBE_HLT "\thlt #0\n"
+#else
+#define ALLOCPROBE_HLT "\thlt\n"
+#endif
 __asm__(".pushsection .text\n"
 	".globl allocprobe_bad_insn\n"
 	".type allocprobe_bad_insn, @function\n"
 	"allocprobe_bad_insn:\n"
-	"\thlt\n"
+	ALLOCPROBE_HLT
 	"\tret\n"
 	".size allocprobe_bad_insn, . - allocprobe_bad_insn\n"
 	".popsection\n");

@@ -35,10 +35,20 @@ __attribute__((noinline)) long raw_syscall3(long nr, long a, long b, long c)
 {
 	long ret;
 
+#if defined(__aarch64__)
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	ret = x0;
+#else
 	__asm__ volatile("syscall"
 			 : "=a"(ret)
 			 : "0"(nr), "D"(a), "S"(b), "d"(c)
 			 : "rcx", "r11", "memory");
+#endif
 	return ret;
 }
 

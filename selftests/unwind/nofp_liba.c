@@ -12,7 +12,11 @@ NOINLINE double a_leaf(long n)
 
 	for (long i = 0; i < n; i++) {
 		x += (double)i * 0.5;
+#if defined(__aarch64__)
+		__asm__ volatile("" : "+w"(x));	/* an FP/SIMD register */
+#else
 		__asm__ volatile("" : "+x"(x));
+#endif
 	}
 	a_sink = x;
 	return x;

@@ -2,7 +2,7 @@
 # Boot one of Debian's test kernels under qemu (TCG) with a busybox
 # initramfs, run a command in it as root, and report.
 #
-#   selftests/vm/run-vm.sh --kernel SERIES --payload DIR [--payload DIR2 ...]
+#   selftests/vm/run-vm.sh [--arch arm64] --kernel SERIES --payload DIR [--payload DIR2 ...]
 #       [--module FILE] [--host-file PATH ...] [--kmod NAME ...]
 #       [--cmd "sh /payload/x/guest.sh"] [--append "kernel args"]
 #       [--smp 2] [--mem 1G] [--timeout S] [--out HOSTDIR] [--log FILE]
@@ -10,6 +10,15 @@
 #
 # SERIES: 5.10, 6.1 or 6.12 (Debian's, scripts/fetch-kernels.sh), or debug
 # (scripts/build-debug-kernel.sh's KASAN/lockdep kernel, built beforehand).
+#
+# --arch arm64 (or EMBER_VM_ARCH=arm64): Debian's arm64 6.1 or 6.12 under
+# qemu-system-aarch64 -M virt -cpu max (TCG), console on ttyAMA0, with the
+# static busybox and Debian programs of scripts/fetch-arm64-guest.sh. The
+# closure of an ELF is then read with readelf (the host's ldd cannot run
+# aarch64 programs) and looked up in the arm64 guest root, the arm64
+# sysroot and the cross toolchain's libc; --host-file PATH names a file of
+# the guest root (e.g. /usr/bin/xz), or a host file when it has none. /out
+# needs the virtio disk (virt has no second serial port).
 #
 # Guest: each payload DIR appears as /payload/<basename of DIR>, with the
 # shared-library closure (ldd) of every ELF in it; --module FILE appears as
@@ -46,6 +55,7 @@ FETCH=$TOP/scripts/fetch-kernels.sh
 nmi_every=""
 series="" cmd="" append="${EMBER_VM_APPEND:+ $EMBER_VM_APPEND}" smp=2 mem=1G timeout_s=120 out_dir="" log="" result="" quiet=0
 module=""
+arch=${EMBER_VM_ARCH:-x86_64}
 payloads=() host_files=() kmods=()
 
 die() { echo "run-vm: $*" >&2; exit 125; }
@@ -54,6 +64,7 @@ usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}";
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) series=$2; shift 2 ;;
+	--arch) arch=$2; shift 2 ;;
 	--payload) payloads+=("$2"); shift 2 ;;
 	--module) module=$2; shift 2 ;;
 	--host-file) host_files+=("$2"); shift 2 ;;
@@ -73,29 +84,57 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "$series" ] || die "--kernel SERIES is required (5.10, 6.1, 6.12 or debug)"
+fetch=("$FETCH")
+case $arch in
+x86_64 | amd64 | x86) arch=x86_64 ;;
+arm64 | aarch64)
+	arch=arm64
+	fetch=("$FETCH" --arch arm64)
+	case $series in
+	6.1 | 6.12) ;;
+	*) die "--arch arm64: --kernel 6.1 or 6.12 (Debian's arm64 kernels)" ;;
+	esac
+	[ -z "$nmi_every" ] || die "--nmi-every: x86-64 only (the qemu monitor's nmi)"
+	[ "${EMBER_VM_OUT_VIA:-disk}" != serial ] || die "EMBER_VM_OUT_VIA=serial: x86-64 only (virt has one serial port)"
+	;;
+*) die "unknown --arch '$arch' (x86_64 or arm64)" ;;
+esac
 # "debug": the KASAN/lockdep/kmemleak/UBSAN 6.12 that
 # scripts/build-debug-kernel.sh built (same query options; never built here)
-[ "$series" != debug ] || FETCH=$TOP/scripts/build-debug-kernel.sh
+[ "$series" != debug ] || fetch=("$TOP/scripts/build-debug-kernel.sh")
 [ ${#payloads[@]} -gt 0 ] || [ -n "$cmd" ] || die "--payload DIR or --cmd is required"
 for p in "${payloads[@]}"; do [ -d "$p" ] || die "payload $p is not a directory"; done
 [ -z "$module" ] || [ -f "$module" ] || die "module $module not found"
 if [ -z "$cmd" ]; then
 	cmd="sh /payload/$(basename "$(cd "${payloads[0]}" && pwd)")/guest.sh"
 fi
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run scripts/install-deps.sh"
+QEMU=qemu-system-x86_64
+[ "$arch" = x86_64 ] || QEMU=qemu-system-aarch64
+command -v $QEMU >/dev/null || die "$QEMU missing: run scripts/install-deps.sh"
 command -v cpio >/dev/null || die "cpio missing: run scripts/install-deps.sh"
-BUSYBOX=$(command -v busybox || true)
-if [ -z "$BUSYBOX" ] || ! file -L "$BUSYBOX" | grep -q 'statically linked'; then
-	die "a static busybox is needed: run scripts/install-deps.sh (busybox-static)"
+if [ "$arch" = arm64 ]; then
+	# the guest's user space: Debian's arm64 busybox-static and programs
+	GUEST_ROOT=$("$TOP/scripts/fetch-arm64-guest.sh" --path) ||
+		die "cannot fetch the arm64 guest user space (scripts/fetch-arm64-guest.sh)"
+	BUSYBOX=$GUEST_ROOT/bin/busybox
+	SYSROOT=${EMBER_CACHE:-$TOP/.cache}/sysroot-arm64
+	# where an aarch64 ELF's libraries are looked up, in this order
+	LIB_ROOTS=("$GUEST_ROOT" "$SYSROOT" /usr/aarch64-linux-gnu)
+else
+	BUSYBOX=$(command -v busybox || true)
+	if [ -z "$BUSYBOX" ] || ! file -L "$BUSYBOX" | grep -q 'statically linked'; then
+		die "a static busybox is needed: run scripts/install-deps.sh (busybox-static)"
+	fi
 fi
 
 # The uncompressed ELF boots through PVH and skips the in-guest
-# decompression, seconds under TCG; the bzImage is the fallback.
+# decompression, seconds under TCG; the bzImage is the fallback. arm64:
+# Debian's vmlinuz is already an uncompressed Image that qemu loads as is.
 vmlinuz=${EMBER_VM_VMLINUZ:-}
-[ -n "$vmlinuz" ] || vmlinuz=$("$FETCH" --vmlinux "$series" 2>/dev/null) ||
-	vmlinuz=$("$FETCH" --vmlinuz "$series") || die "cannot fetch kernel $series"
-moddir=$("$FETCH" --modules-dir "$series")
-release=$("$FETCH" --version "$series")
+[ -n "$vmlinuz" ] || [ "$arch" != x86_64 ] || vmlinuz=$("${fetch[@]}" --vmlinux "$series" 2>/dev/null) || true
+[ -n "$vmlinuz" ] || vmlinuz=$("${fetch[@]}" --vmlinuz "$series") || die "cannot fetch kernel $series"
+moddir=$("${fetch[@]}" --modules-dir "$series")
+release=$("${fetch[@]}" --version "$series")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-vm.XXXXXX")
 keep_log=0
@@ -104,7 +143,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-[ -n "$log" ] || { log=$(mktemp "${TMPDIR:-/tmp}/ember-vm-$series.XXXXXX.log"); keep_log=1; }
+[ -n "$log" ] || { log=$(mktemp "${TMPDIR:-/tmp}/ember-vm-$series${arch/x86_64/}.XXXXXX.log"); keep_log=1; }
 mkdir -p "$(dirname "$log")"
 
 # ------------------------------------------------------------ initramfs
@@ -124,7 +163,52 @@ copy_to_guest() {
 # The shared libraries an ELF needs, as absolute host paths (none when it
 # is static or not a dynamic executable/library, e.g. a .ko).
 elf_closure() {
+	if [ "$arch" = arm64 ]; then
+		a64_closure "$1"
+		return
+	fi
 	ldd "$1" 2>/dev/null | sed -nE 's/^\s*(\S+ => )?(\/\S+) \(0x[0-9a-f]+\)$/\2/p' || true
+}
+
+# arm64: a file of the guest's user space, by its guest path, found in the
+# guest root, the sysroot or the cross toolchain (its lib/ is the guest's
+# /lib/aarch64-linux-gnu): the host path, or nothing.
+a64_find() {
+	local p=$1 r c
+	for r in "${LIB_ROOTS[@]}"; do
+		# Debian 12's packages still ship /bin and /lib (merged at install)
+		for c in "$r$p" "$r/usr$p" "$r${p#/usr}" "$r/lib/${p##*/}"; do
+			[ -e "$c" ] && { echo "$c"; return 0; }
+		done
+	done
+	return 1
+}
+# arm64: the interpreter and every DT_NEEDED library, recursively, as
+# "GUESTPATH HOSTPATH" lines. Libraries go to /lib/aarch64-linux-gnu (a
+# default directory of Debian's arm64 ld.so), RUNPATH/$ORIGIN ones are
+# the payload's own and are already in place.
+a64_closure() {
+	local todo=("$1") seen=" " f lib host interp
+	interp=$(readelf -lW "$1" 2>/dev/null | sed -nE 's/.*Requesting program interpreter: ([^]]+)\]/\1/p')
+	if [ -n "$interp" ]; then
+		host=$(a64_find "$interp") || die "arm64: interpreter $interp of $1 not found in ${LIB_ROOTS[*]}"
+		echo "$interp $host"
+	fi
+	while [ ${#todo[@]} -gt 0 ]; do
+		f=${todo[0]}
+		todo=("${todo[@]:1}")
+		while IFS= read -r lib; do
+			[[ $seen == *" $lib "* ]] && continue
+			seen="$seen$lib "
+			# the payload's own libraries (RUNPATH $ORIGIN) travel with it
+			[ ! -e "$(dirname "$1")/$lib" ] || continue
+			host=$(a64_find "/lib/aarch64-linux-gnu/$lib") ||
+				host=$(a64_find "/usr/lib/aarch64-linux-gnu/$lib") ||
+				die "arm64: library $lib (needed by $f) not found in ${LIB_ROOTS[*]}"
+			echo "/lib/aarch64-linux-gnu/$lib $host"
+			todo+=("$host")
+		done < <(readelf -dW "$f" 2>/dev/null | sed -nE 's/.*\(NEEDED\).*\[([^]]+)\]/\1/p')
+	done
 }
 
 is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = "177ELF" ]; }
@@ -132,6 +216,16 @@ is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = "177ELF" 
 add_closure_of() {
 	local f=$1 lib
 	is_elf "$f" || return 0
+	if [ "$arch" = arm64 ]; then
+		local gp hp
+		a64_closure "$f" >"$work/closure" || exit 125
+		while read -r gp hp; do
+			[ -e "$root$gp" ] && continue
+			mkdir -p "$(dirname "$root$gp")"
+			cp -L --preserve=timestamps "$hp" "$root$gp"
+		done <"$work/closure"
+		return 0
+	fi
 	while IFS= read -r lib; do
 		[ -n "$lib" ] && copy_to_guest "$lib"
 	done < <(elf_closure "$f")
@@ -147,7 +241,19 @@ for p in "${payloads[@]}"; do
 done
 [ -z "$module" ] || cp "$module" "$root/payload/ember.ko"
 for f in "${host_files[@]}"; do
+	if [ "$arch" = arm64 ] && hf=$(a64_find "$f"); then
+		# the arm64 guest root's file (e.g. /usr/bin/xz), not the host's
+		if [ ! -e "$root$f" ]; then
+			mkdir -p "$(dirname "$root$f")"
+			cp -L --preserve=timestamps "$hf" "$root$f"
+		fi
+		add_closure_of "$root$f"
+		continue
+	fi
 	[ -e "$f" ] || die "host file $f not found"
+	if [ "$arch" = arm64 ] && is_elf "$f" && ! file -L "$f" | grep -q 'ARM aarch64'; then
+		die "--host-file $f: not in the arm64 guest root and the host's is not an aarch64 program (add its Debian package to scripts/fetch-arm64-guest.sh)"
+	fi
 	copy_to_guest "$f"
 	add_closure_of "$f"
 done
@@ -206,6 +312,7 @@ printf '%s\n' "$cmd" >"$root/etc/ember-cmd"
 cat >"$root/etc/ember-env" <<EOF
 export EMBER_VM=1
 export EMBER_VM_KERNEL='$series'
+export EMBER_VM_ARCH='$arch'
 export EMBER_VM_RELEASE='$release'
 export EMBER_OUT=/out
 export EMBER_VM_OUT=$([ -n "$out_dir" ] && echo 1)
@@ -254,13 +361,31 @@ outser=$work/out.b64
 # selftests/vm/README.md). One TCG thread for all vCPUs keeps x86's
 # cross-modifying-code guarantee; EMBER_VM_TCG_THREAD=multi brings the old
 # mode back for experiments, never for verdicts.
-qemu_args=(
-	-accel "tcg,thread=${EMBER_VM_TCG_THREAD:-single}" -nodefaults -display none -no-reboot
-	-m "$mem" -smp "$smp"
-	-kernel "$vmlinuz" -initrd "$work/initrd.cpio"
-	-append "console=ttyS0 panic=-1 cryptomgr.notests$append"
-	-serial "file:$console" -serial "file:$outser"
-)
+#
+# arm64: -M virt with -cpu max (PAC, BTI, like recent hardware) and its one
+# PL011 UART (ttyAMA0); the /out disk sits on virt's PCIe bus as on x86.
+# pauth-impdef=on: qemu computes PAC with an implementation-defined hash
+# instead of the architected QARMA5, which under TCG costs several times
+# the boot time (the kernel signs every return address); the guest sees
+# the same PAC feature and the same mask. EMBER_VM_CPU overrides the model.
+if [ "$arch" = arm64 ]; then
+	qemu_args=(
+		-M virt -cpu "${EMBER_VM_CPU:-max,pauth-impdef=on}"
+		-accel "tcg,thread=${EMBER_VM_TCG_THREAD:-single}" -nodefaults -display none -no-reboot
+		-m "$mem" -smp "$smp"
+		-kernel "$vmlinuz" -initrd "$work/initrd.cpio"
+		-append "console=ttyAMA0 panic=-1 cryptomgr.notests$append"
+		-serial "file:$console"
+	)
+else
+	qemu_args=(
+		-accel "tcg,thread=${EMBER_VM_TCG_THREAD:-single}" -nodefaults -display none -no-reboot
+		-m "$mem" -smp "$smp"
+		-kernel "$vmlinuz" -initrd "$work/initrd.cpio"
+		-append "console=ttyS0 panic=-1 cryptomgr.notests$append"
+		-serial "file:$console" -serial "file:$outser"
+	)
+fi
 # EMBER_VM_ICOUNT=N (opt-in, for cost measurements): qemu's -icount
 # shift=N,sleep=off,align=off: the guest's clocks advance 2^N ns per guest
 # instruction executed, not with host time, so guest CPU times count
@@ -321,7 +446,7 @@ fi
 
 start=$(date +%s.%N)
 set +e
-timeout -k 5 "$timeout_s" qemu-system-x86_64 "${qemu_args[@]}" </dev/null >"$work/qemu.out" 2>&1
+timeout -k 5 "$timeout_s" "$QEMU" "${qemu_args[@]}" </dev/null >"$work/qemu.out" 2>&1
 qrc=$?
 set -e
 if [ -n "$nmi_pid" ]; then

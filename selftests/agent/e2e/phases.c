@@ -70,11 +70,20 @@ thread_cpu_ns(void)
 	struct timespec ts;
 	long ret;
 
+#if defined(__aarch64__)
+	register long x8 __asm__("x8") = SYS_clock_gettime;
+	register long x0 __asm__("x0") = CLOCK_THREAD_CPUTIME_ID;
+	register long x1 __asm__("x1") = (long)&ts;
+
+	__asm__ volatile ("svc #0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
+	ret = x0;
+#else
 	__asm__ volatile ("syscall"
 			  : "=a"(ret)
 			  : "a"((long)SYS_clock_gettime),
 			    "D"((long)CLOCK_THREAD_CPUTIME_ID), "S"(&ts)
 			  : "rcx", "r11", "memory");
+#endif
 	if (ret)
 		abort();
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
@@ -186,10 +195,20 @@ static long raw_read(int fd, void *buf, unsigned long len)
 {
 	long ret;
 
+#if defined(__aarch64__)
+	register long x8 __asm__("x8") = SYS_read;
+	register long x0 __asm__("x0") = fd;
+	register long x1 __asm__("x1") = (long)buf;
+	register long x2 __asm__("x2") = (long)len;
+
+	__asm__ volatile ("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	ret = x0;
+#else
 	__asm__ volatile ("syscall"
 			  : "=a"(ret)
 			  : "a"((long)SYS_read), "D"((long)fd), "S"(buf), "d"(len)
 			  : "rcx", "r11", "memory");
+#endif
 	return ret;
 }
 
