@@ -28,6 +28,14 @@ EMBER_CURL_PREFIX ?=
 ifeq ($(filter $(EMBER_OTLP),curl none),)
 $(error EMBER_OTLP=$(EMBER_OTLP): say curl or none)
 endif
+ifeq ($(EMBER_STATIC),1)
+ifneq ($(EMBER_DEBUGINFOD),0)
+$(error EMBER_STATIC=1 needs EMBER_DEBUGINFOD=0: libdebuginfod comes as a shared library only)
+endif
+ifeq ($(EMBER_OTLP)$(EMBER_CURL_PREFIX),curl)
+$(error EMBER_STATIC=1 with EMBER_OTLP=curl needs EMBER_CURL_PREFIX: a small libcurl, e.g. $$(scripts/build-min-curl.sh); Debian's static libcurl needs 30 more libraries)
+endif
+endif
 
 AGENT_PKGS := libnl-genl-3.0 libdw libelf libprotobuf-c zlib \
 	$(if $(filter 1,$(EMBER_BPF)),libbpf) \
