@@ -57,7 +57,7 @@ boot() {
 	unshare -p -f -m chroot $IMG /sbin/init </dev/null >/tmp/console.$n 2>&1 &
 	BOOT=$!
 	INIT=""
-	wait_for 10 child_of "$BOOT" || return 1
+	wait_for 10 child_of "$BOOT" >/dev/null || return 1
 	INIT=$(child_of "$BOOT")
 	wait_for 60 grep -q 'rcS: done' /tmp/console.$n
 }
