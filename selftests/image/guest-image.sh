@@ -227,5 +227,30 @@ fi
 wait_for 40 sh -c "[ \$(cat $(run_file sink/count) 2>/dev/null || echo 0) -ge 1 ]" &&
 	pass reboot_exports || fail reboot_exports "nothing exported after the reboot"
 reboot_image || fail reboot_clean_2 "second shutdown hung"
+
+# ---- boot 3, a module the kernel refuses (signatures now enforced, this
+# ember.ko unsigned): S60ember says so, ember run falls back to eBPF and
+# says why, one line each, and exports
+sig=/sys/module/module/parameters/sig_enforce
+if [ -e "$sig" ] && { echo 1 >"$sig"; } 2>/dev/null && [ "$(cat "$sig")" = Y ]; then
+	if boot 3 && wait_for 60 sh -c "grep -q 'ember run: ' $(run_file ember/ember.log) 2>/dev/null"; then
+		echo "# console of boot 3:"; sed 's/^/#   /' /tmp/console.3
+		echo "# ember's log:"; log | sed 's/^/#   /'
+		grep -q 'could not load .*ember.ko' /tmp/console.3 && pass refused_module_said ||
+			fail refused_module_said "no line from S60ember"
+		[ "$(log | grep -c 'using eBPF')" = 1 ] && pass refused_module_ebpf_fallback_said ||
+			fail refused_module_ebpf_fallback_said "$(log | head -n 2)"
+		if wait_for 60 sh -c "[ \$(cat $(run_file sink/count) 2>/dev/null || echo 0) -ge 1 ]"; then
+			pass refused_module_ebpf_exports
+		else
+			fail refused_module_ebpf_exports "$(log | tail -n 3)"
+		fi
+	else
+		fail refused_module_boot "$(tail -n 5 /tmp/console.3)"
+	fi
+	reboot_image || fail reboot_clean_3 "third shutdown hung"
+else
+	echo "SKIP: image_refused_module: cannot enforce module signatures here"
+fi
 umount $IMG/data; umount $IMG
 exit $((fails > 0))
