@@ -245,6 +245,15 @@ if [ -e "$sig" ] && { echo 1 >"$sig"; } 2>/dev/null && [ "$(cat "$sig")" = Y ]; 
 		else
 			fail refused_module_ebpf_exports "$(log | tail -n 3)"
 		fi
+		# the eBPF maps under the image's budget (22.4 MiB at full size)
+		in_image /usr/bin/ember status >/tmp/status3.txt 2>&1
+		sed -n '/maps:/p' /tmp/status3.txt | sed 's/^/#   /'
+		maps=$(sed -n 's/.*maps: [0-9]*, \([0-9.]*\) MiB of kernel memory.*/\1/p' /tmp/status3.txt | head -n 1)
+		fig "bpf_maps_mib=$maps"
+		[ -n "$maps" ] && awk -v m="$maps" 'BEGIN { exit !(m <= 8) }' && pass kernel_mem_8mib_ebpf ||
+			fail kernel_mem_8mib_ebpf "eBPF maps '$maps' MiB"
+		A=$(agent_outer)
+		[ -n "$A" ] && fig "agent_rss_kib_ebpf=$(awk '/VmRSS/ { print $2 }' /proc/$A/status)"
 	else
 		fail refused_module_boot "$(tail -n 5 /tmp/console.3)"
 	fi
