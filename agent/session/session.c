@@ -94,6 +94,9 @@ int session_open(struct session *s, const struct session_options *opt,
 	}
 	src = opt->src;
 	session_pac_mask(&src, opt->quiet);
+	/* the oracle strips with it where a record carries no mask */
+	if (s->check)
+		unwind_check_set_pac_mask(s->check, src.pac_mask);
 	err[0] = '\0';
 	r = s->ops->open(&s->src, &src, err, err_len);
 	if (r) {
