@@ -7,20 +7,25 @@
 # with the eBPF backend samples the workload with arm64 kernel stacks, the
 # module does the same when it built (SKIP with the build error otherwise),
 # then the arch-neutral checks of the x86-64 suites (e2e.sh, check-nofp.sh
-# with gcc and clang builds) on the eBPF backend.
+# with gcc and clang builds, check-real.sh with Debian's arm64 python3.11,
+# xz and openssl...) on the eBPF backend, and on the module when it built.
 #
 # Kernels: 6.1 (what CI runs); 6.1 and 6.12 with EMBER_ARM64=1; or the
 # arm64 series named in EMBER_VM_KERNELS (6.1, 6.12; others are x86-only).
-# EMBER_ARM64_CHECKS="e2e nofp" (default) picks the guest's check groups
-# beyond the basic ones ("" for the basic ones only).
+# EMBER_ARM64_CHECKS: the guest's check groups beyond the basic ones
+# (guest-arm64.sh lists them): "e2e nofp real" by default, every group
+# (+ oracle alloc lock faults) with EMBER_ARM64=1, "" for the basic ones.
 # Run alone: SUITES="23-arm64-vm" selftests/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . selftests/lib.sh
 export EMBER_CACHE=${EMBER_CACHE:-$PWD/.cache}
 
-kernels=6.1
-[ "${EMBER_ARM64:-}" != 1 ] || kernels="6.1 6.12"
+kernels=6.1 checks="e2e nofp real"
+if [ "${EMBER_ARM64:-}" = 1 ]; then
+	kernels="6.1 6.12" checks="e2e nofp real oracle alloc lock faults"
+fi
+checks=${EMBER_ARM64_CHECKS-$checks}
 if [ -n "${EMBER_VM_KERNELS:-}" ]; then
 	kernels=""
 	for k in $EMBER_VM_KERNELS; do
@@ -57,8 +62,19 @@ tree=$(val tree) tests=$(val tests)
 
 mkdir -p "$work/agent"
 cp "$(val agent)" "$(val preload)" selftests/agent/e2e/guest-arm64.sh \
-	selftests/agent/e2e/e2e.sh selftests/unwind/check-nofp.sh "$work/agent/"
+	selftests/agent/e2e/e2e.sh selftests/unwind/check-nofp.sh \
+	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
+	selftests/alloc/check-alloc.sh selftests/alloc/alloc-common.sh \
+	selftests/lock/check-lock.sh selftests/faults/check-faults.sh "$work/agent/"
 cp -r "$tests"/. "$work/agent/"
+# Debian's arm64 programs for check-real.sh (scripts/fetch-arm64-guest.sh):
+# the files python3.11 loads for its script, by their arm64 names (the
+# guest compiles the .py files itself: the root has no __pycache__)
+guest_files=(--host-file /bin/bash)
+while IFS= read -r f; do
+	case $f in *.pyc) continue ;; esac
+	guest_files+=(--host-file "${f//x86_64-linux-gnu/aarch64-linux-gnu}")
+done < <(selftests/unwind/check-real.sh --python-files)
 
 for k in $kernels; do
 	ko=$(val "module_$k")
@@ -73,9 +89,9 @@ for k in $kernels; do
 	rm -rf "${art:?}/$k"
 	mkdir -p "$art/$k"
 	selftests/vm/run-vm.sh --arch arm64 --kernel "$k" --payload "$work/agent" \
-		"${modopt[@]}" --host-file /bin/bash \
-		--cmd "EMBER_ARM64_CHECKS='${EMBER_ARM64_CHECKS-e2e nofp}' sh /payload/agent/guest-arm64.sh" \
-		--smp 2 --mem 1G --timeout "${EMBER_ARM64_VM_TIMEOUT:-600}" \
+		"${modopt[@]}" "${guest_files[@]}" \
+		--cmd "EMBER_ARM64_CHECKS='$checks' sh /payload/agent/guest-arm64.sh" \
+		--smp 2 --mem 1G --timeout "${EMBER_ARM64_VM_TIMEOUT:-900}" \
 		--out "$art/$k" --log "$art/$k/console.log" --result "$work/result-$k" \
 		>"$art/$k/guest.out" 2>"$art/$k/run-vm.err"
 	rc=$?
