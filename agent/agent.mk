@@ -6,7 +6,40 @@
 # agent/mk/ (e.g. rules that embed assets).
 
 AGENT_BIN := agent/ember
-AGENT_PKGS := libnl-genl-3.0 libdw libelf libbpf libprotobuf-c libcurl zlib
+
+# Build options for images (README.md "Build options", docs/embedded.md):
+# what an image leaves out, and how the libraries are linked.
+#   EMBER_DEBUGINFOD=0  no --debuginfod: no libdebuginfod (nor its libcurl)
+#   EMBER_BPF=0         no eBPF backend: no libbpf, no clang/bpftool build
+#   EMBER_OTLP=none     no OTLP export (`ember run` refuses to start; ember
+#                       record still writes .otlp files): no libcurl
+#   EMBER_STATIC=1      every library but glibc linked in statically, from
+#                       the -dev packages' .a files; libcurl too, which then
+#                       has to be a small one: EMBER_CURL_PREFIX
+#   EMBER_CURL_PREFIX=DIR  the libcurl installed under DIR (DIR/include,
+#                       DIR/lib/libcurl.a and its .pc), e.g. the HTTP-only
+#                       one scripts/build-min-curl.sh builds, instead of the
+#                       system's (Debian's libcurl pulls 30 libraries)
+EMBER_DEBUGINFOD ?= 1
+EMBER_BPF ?= 1
+EMBER_OTLP ?= curl
+EMBER_STATIC ?= 0
+EMBER_CURL_PREFIX ?=
+ifeq ($(filter $(EMBER_OTLP),curl none),)
+$(error EMBER_OTLP=$(EMBER_OTLP): say curl or none)
+endif
+ifeq ($(EMBER_STATIC),1)
+ifneq ($(EMBER_DEBUGINFOD),0)
+$(error EMBER_STATIC=1 needs EMBER_DEBUGINFOD=0: libdebuginfod comes as a shared library only)
+endif
+ifeq ($(EMBER_OTLP)$(EMBER_CURL_PREFIX),curl)
+$(error EMBER_STATIC=1 with EMBER_OTLP=curl needs EMBER_CURL_PREFIX: a small libcurl, e.g. $$(scripts/build-min-curl.sh); Debian's static libcurl needs 30 more libraries)
+endif
+endif
+
+AGENT_PKGS := libnl-genl-3.0 libdw libelf libprotobuf-c zlib \
+	$(if $(filter 1,$(EMBER_BPF)),libbpf) \
+	$(if $(and $(filter curl,$(EMBER_OTLP)),$(if $(EMBER_CURL_PREFIX),,y)),libcurl)
 AGENT_VERSION := $(shell cat $(TOP)/VERSION 2>/dev/null || echo 0.0.0)
 
 AGENT_PROTOS := $(shell find proto -name '*.proto' 2>/dev/null | sort)
@@ -15,6 +48,12 @@ AGENT_GEN_H := $(AGENT_GEN_C:.c=.h)
 
 # agent/gen/ holds generated code, built by its own rules below.
 AGENT_SRCS := $(filter-out agent/gen/%,$(wildcard agent/*.c agent/*/*.c))
+# the options' left-out parts (the eBPF backend is linked weakly; the
+# exporter has a stand-in that says how ember was built)
+AGENT_SRCS := $(filter-out \
+	$(if $(filter 0,$(EMBER_BPF)),agent/source/source_bpf%.c agent/source/status_bpf.c) \
+	$(if $(filter none,$(EMBER_OTLP)),agent/export/otlp_export.c,agent/export/otlp_export_none.c),\
+	$(AGENT_SRCS))
 AGENT_OBJS := $(AGENT_SRCS:.c=.o) $(AGENT_GEN_C:.c=.o)
 # Everything but main(): what unit tests link against.
 AGENT_LIB_OBJS := $(filter-out agent/cli/main.o,$(AGENT_OBJS))
@@ -27,14 +66,34 @@ AGENT_LIB_OBJS := $(filter-out agent/cli/main.o,$(AGENT_OBJS))
 # rules in each folder's README ("May call").
 AGENT_INC := -Iagent -Iinclude -Iagent/gen
 
-AGENT_PKG_CFLAGS := $(shell pkg-config --cflags $(AGENT_PKGS) 2>/dev/null)
-AGENT_PKG_LIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null)
+# scripts/cross.mk sets AGENT_PKG_CONFIG to the arm64 sysroot's pkg-config.
+AGENT_PKG_CONFIG ?= pkg-config
+AGENT_PKG_CFLAGS = $(shell $(AGENT_PKG_CONFIG) --cflags $(AGENT_PKGS) 2>/dev/null) \
+	$(if $(EMBER_CURL_PREFIX),-I$(EMBER_CURL_PREFIX)/include)
+# glibc's own libraries stay shared: a static piece of glibc beside a
+# shared libc.so breaks (NSS, dlopen), and every image has glibc.
+AGENT_GLIBC_LIBS := -lpthread -pthread -lm -ldl -lrt -lresolv
+AGENT_CURL_LIBS := $(if $(EMBER_CURL_PREFIX),$(if $(filter curl,$(EMBER_OTLP)),\
+	$(EMBER_CURL_PREFIX)/lib/libcurl.a $(shell sed -n 's/^Libs.private: *//p' \
+		$(EMBER_CURL_PREFIX)/lib/pkgconfig/libcurl.pc 2>/dev/null)))
+ifeq ($(EMBER_STATIC),1)
+AGENT_PKG_LIBS = -Wl,-Bstatic $(filter-out $(AGENT_GLIBC_LIBS),\
+	$(shell $(AGENT_PKG_CONFIG) --static --libs $(AGENT_PKGS) 2>/dev/null) \
+	$(if $(filter 1,$(EMBER_DEBUGINFOD)),-ldebuginfod) -liberty) -Wl,-Bdynamic \
+	$(AGENT_CURL_LIBS) -lpthread $(AGENT_RPATH_LINK)
+else
+AGENT_PKG_LIBS = $(shell $(AGENT_PKG_CONFIG) --libs $(AGENT_PKGS) 2>/dev/null) \
+	$(if $(filter 1,$(EMBER_DEBUGINFOD)),$(or $(shell $(AGENT_PKG_CONFIG) --libs \
+		libdebuginfod 2>/dev/null),-ldebuginfod)) -liberty \
+	$(AGENT_CURL_LIBS) $(AGENT_RPATH_LINK)
+endif
 
 # -Werror is off by default so one engineer's warning does not stop everyone's
 # build; selftests/suites/10-agent-unit.sh checks the tree builds -Werror clean.
 AGENT_WERROR ?= 0
 AGENT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE \
 	-DEMBER_VERSION='"$(AGENT_VERSION)"' \
+	$(if $(filter 0,$(EMBER_DEBUGINFOD)),-DEMBER_NO_DEBUGINFOD) \
 	$(AGENT_INC) $(AGENT_PKG_CFLAGS) \
 	$(if $(filter 1,$(AGENT_WERROR)),-Werror) $(EXTRA_CFLAGS)
 AGENT_LDLIBS := $(AGENT_PKG_LIBS) -lm
@@ -49,6 +108,10 @@ AGENT_TEST_SRCS := $(wildcard selftests/agent/test_*.c)
 AGENT_TEST_BINS := $(patsubst selftests/agent/%.c,agent/gen/tests/%,$(AGENT_TEST_SRCS))
 
 ALL_TARGETS += $(AGENT_BIN)
+# EMBER_BPF=0: nothing of bpf/ is built either (no clang, bpftool, BTF)
+ifeq ($(EMBER_BPF),0)
+ALL_TARGETS := $(filter-out $(BPF_OUT)/% $(BPF_AGENT_SKEL),$(ALL_TARGETS))
+endif
 CLEAN_FILES += $(AGENT_BIN) agent/*.o agent/*/*.o agent/gen $(AGENT_TEST_BINS)
 
 # Relink when the set of objects changes (a file added or removed), not
@@ -58,6 +121,15 @@ AGENT_OBJS_LIST := agent/gen/objs.list
 $(shell mkdir -p agent/gen && { echo '$(sort $(AGENT_OBJS))' | \
 	cmp -s - $(AGENT_OBJS_LIST) 2>/dev/null || \
 	echo '$(sort $(AGENT_OBJS))' >$(AGENT_OBJS_LIST); })
+
+# The same for the build options: an object compiled under other ones
+# (-DEMBER_NO_DEBUGINFOD, a libcurl's headers) is compiled again.
+AGENT_OPTS_STAMP := agent/gen/build-options
+AGENT_OPTS := DEBUGINFOD=$(EMBER_DEBUGINFOD) BPF=$(EMBER_BPF) OTLP=$(EMBER_OTLP) \
+	STATIC=$(EMBER_STATIC) CURL_PREFIX=$(EMBER_CURL_PREFIX)
+$(shell echo '$(AGENT_OPTS)' | cmp -s - $(AGENT_OPTS_STAMP) 2>/dev/null || \
+	echo '$(AGENT_OPTS)' >$(AGENT_OPTS_STAMP))
+$(AGENT_OBJS): $(AGENT_OPTS_STAMP)
 
 $(AGENT_BIN): $(AGENT_OBJS) $(AGENT_OBJS_LIST)
 	@echo "  LD      $@"

@@ -22,8 +22,8 @@
  * decision is made in the process, before any trap). The user stack is
  * the probe's caller chain; the agent trims the sampler's own frames.
  */
-/* A uprobe's context: the user registers, x86_64's struct pt_regs. */
-#define R(ctx)	((const struct uapi_x86_regs *)(ctx))
+/* A uprobe's context: the user registers (arch.bpf.h's uapi_regs). */
+#define R(ctx)	((const struct uapi_regs *)(ctx))
 
 /*
  * An EMBER_REC_ALLOC for the current task in its CPU's scratch slot, its
@@ -58,9 +58,7 @@ static __always_inline struct ember_sample *build_alloc(void *ctx,
 	s = (void *)sc;
 	fill_common(s, EMBER_REC_ALLOC, bpf_ktime_get_ns(), tgid, tid);
 	s->weight_ns = weight;
-	ur.pc = R(ctx)->ip;
-	ur.sp = R(ctx)->sp;
-	ur.fp = R(ctx)->bp;
+	arch_uw_regs(R(ctx), &ur);
 	s->flags = fill_stacks(ctx, s, false, true, EMBER_SLOT_ALLOC, &ur);
 	/* the block's address and size follow the frames */
 	at = s->nr_kernel + s->nr_user;
@@ -94,7 +92,8 @@ SEC("uprobe")
 int ember_alloc(void *ctx)
 {
 	/* ember_alloc_probe(ptr, size, weight) */
-	return emit_alloc(ctx, R(ctx)->dx, R(ctx)->di, R(ctx)->si);
+	return emit_alloc(ctx, ARCH_ARG3(R(ctx)), ARCH_ARG1(R(ctx)),
+			  ARCH_ARG2(R(ctx)));
 }
 
 /*
@@ -222,22 +221,27 @@ static __always_inline int alloc_entry(void *ctx, __u64 size, __u64 memptr)
 	return 0;
 }
 
+/*
+ * The entry programs keep x86_64's register names for the argument they
+ * take the size from (rdi, rsi, rdx: the first, second, third; x0..x2 on
+ * arm64, arch.bpf.h), as EMBER_PROBE_ENTRY_* do.
+ */
 SEC("uprobe")
 int ember_entry_rdi(void *ctx)
 {
-	return alloc_entry(ctx, R(ctx)->di, 0);
+	return alloc_entry(ctx, ARCH_ARG1(R(ctx)), 0);
 }
 
 SEC("uprobe")
 int ember_entry_rsi(void *ctx)
 {
-	return alloc_entry(ctx, R(ctx)->si, 0);
+	return alloc_entry(ctx, ARCH_ARG2(R(ctx)), 0);
 }
 
 SEC("uprobe")
 int ember_entry_nmemb(void *ctx)
 {
-	__u64 n = R(ctx)->di, size = R(ctx)->si;
+	__u64 n = ARCH_ARG1(R(ctx)), size = ARCH_ARG2(R(ctx));
 
 	/* operands under 2^32 cannot overflow; bigger ones (a calloc of
 	 * 4G elements or 4 GiB each) are not sampled */
@@ -250,7 +254,7 @@ SEC("uprobe")
 int ember_entry_rdx(void *ctx)
 {
 	/* posix_memalign(memptr, alignment, size) */
-	return alloc_entry(ctx, R(ctx)->dx, R(ctx)->di);
+	return alloc_entry(ctx, ARCH_ARG3(R(ctx)), ARCH_ARG1(R(ctx)));
 }
 
 /*
@@ -277,7 +281,7 @@ int ember_entry_ret(void *ctx)
 	at = s->nr_kernel + s->nr_user;
 	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
 		goto out;
-	k.addr = R(ctx)->ax;
+	k.addr = ARCH_RET(R(ctx));
 	if (s->__reserved == ALLOC_PEND_MEMPTR) {
 		/* posix_memalign returns 0 and stores the address */
 		s->__reserved = 0;
@@ -329,7 +333,7 @@ static __always_inline int alloc_free(void *ctx, __u64 addr)
 SEC("uprobe")
 int ember_entry_free(void *ctx)
 {
-	return alloc_free(ctx, R(ctx)->di);
+	return alloc_free(ctx, ARCH_ARG1(R(ctx)));
 }
 
 SEC("uprobe")
@@ -337,8 +341,8 @@ int ember_entry_realloc(void *ctx)
 {
 	/* realloc(ptr, size): ptr is gone once it returns (or moved into
 	 * the new block, which is followed anew if sampled) */
-	alloc_free(ctx, R(ctx)->di);
-	return alloc_entry(ctx, R(ctx)->si, 0);
+	alloc_free(ctx, ARCH_ARG1(R(ctx)));
+	return alloc_entry(ctx, ARCH_ARG2(R(ctx)), 0);
 }
 
 SEC("uprobe")
@@ -362,7 +366,7 @@ int ember_free(void *ctx)
 	}
 	st->alloc_hits++;
 	f.time_ns = bpf_ktime_get_ns();
-	f.addr = R(ctx)->di;
+	f.addr = ARCH_ARG1(R(ctx));
 	emit(ctx, &f, sizeof(f), st);
 	return 0;
 }

@@ -55,9 +55,15 @@ $(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c $(BPF_PARTS) include/ember_bpf.h \
 	@echo "  CLANG   $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# The skeleton the agent embeds keeps .BTF and .BTF.ext (CO-RE) but not
+# the DWARF of -g: 1.4 MiB -> ~0.45 MiB in every agent binary (images count
+# it). ember.bpf.o itself keeps its DWARF for bpftool and llvm-objdump -S.
+LLVM_STRIP ?= $(or $(shell command -v llvm-strip 2>/dev/null),true)
 $(BPF_OUT)/ember.skel.h: $(BPF_OUT)/ember.bpf.o
 	@echo "  GEN     $@"
-	$(Q)$(BPFTOOL) gen skeleton $< name ember_bpf > $@.tmp.$$$$ && mv $@.tmp.$$$$ $@
+	$(Q)cp $< $@.o.tmp.$$$$ && $(LLVM_STRIP) -g $@.o.tmp.$$$$ && \
+		$(BPFTOOL) gen skeleton $@.o.tmp.$$$$ name ember_bpf > $@.tmp.$$$$ && \
+		mv $@.tmp.$$$$ $@; r=$$?; rm -f $@.o.tmp.$$$$; exit $$r
 
 $(BPF_AGENT_SKEL): $(BPF_OUT)/ember.skel.h
 	$(Q)mkdir -p $(dir $@)
@@ -79,17 +85,19 @@ bpf-tests: $(BPF_TEST_BINS)
 # The agent's eBPF backend: source_bpf.c (the core) and its parts, one per
 # concern plus the unwind maps (agent/source/source_bpf_internal.h).
 BPF_AGENT_PARTS := $(filter-out agent/source/source_bpf.c,\
-	$(wildcard agent/source/source_bpf_*.c))
+	$(wildcard agent/source/source_bpf_*.c)) \
+	$(wildcard agent/source/kmem_budget.c)
 BPF_AGENT_DEPS := agent/source/source_bpf.c $(BPF_AGENT_PARTS) \
 	agent/source/source_bpf_internal.h agent/source/record.c \
 	agent/source/source.h include/ember_bpf.h $(BPF_AGENT_SKEL)
 
-$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c $(BPF_AGENT_DEPS)
+$(BPF_TEST_OUT)/bpf-dump: selftests/bpf/bpf-dump.c $(BPF_AGENT_DEPS) \
+		agent/proc/pac_mask.c agent/proc/pac_mask.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(BPF_TEST_OUT)
 	$(Q)$(CC) $(BPF_TEST_CFLAGS) -o $@ selftests/bpf/bpf-dump.c \
 		agent/source/source_bpf.c $(BPF_AGENT_PARTS) agent/source/record.c \
-		-lbpf -lelf -lz -lpthread
+		agent/proc/pac_mask.c -lbpf -lelf -lz -lpthread
 
 # The reader fed random records, under ASan/UBSan (ring-fuzz.c includes
 # source_bpf.c to reach its static reader).

@@ -5,11 +5,13 @@
  * Shared by every program of ember.bpf.c: the loader's settings every
  * concern reads (transport, frame limits), the scratch record slots, the
  * ring (or perf buffers) every record goes out through, the per-CPU
- * counters, and the register layouts the programs read their contexts
- * with. A concern's own settings and maps live in its part.
+ * counters. The register layouts the programs read their contexts with
+ * are arch.bpf.h's. A concern's own settings and maps live in its part.
  */
 #ifndef EMBER_COMMON_BPF_H
 #define EMBER_COMMON_BPF_H
+
+#include "arch.bpf.h"
 
 /* Stable kernel values not in BTF (they are #defines). */
 #define PF_KTHREAD		0x00200000
@@ -50,30 +52,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ember_bpf_stats);
 } stats SEC(".maps");
-
-/*
- * The perf_event context starts with the x86-64 pt_regs of the UAPI (fixed
- * layout, not CO-RE: the verifier checks context offsets). vmlinux.h's
- * pt_regs cannot be used: from 6.9 its cs is a 2-byte union member (FRED),
- * which CO-RE would refuse to relocate to the 8-byte field of older
- * kernels. Context loads must be whole words, hence the volatile.
- */
-struct uapi_x86_regs {
-	__u64 r15, r14, r13, r12;
-	volatile __u64 bp;
-	__u64 bx, r11, r10, r9, r8;
-	__u64 ax, cx, dx, si, di, orig_ax;
-	volatile __u64 ip;
-	volatile __u64 cs;
-	__u64 flags;
-	volatile __u64 sp;
-	__u64 ss;
-};
-
-/* The user registers the unwinder starts from. */
-struct uw_regs {
-	__u64 pc, sp, fp;
-};
 
 /* ips[0] of a scratch slot, counted in u64 from its start */
 #define SCRATCH_IPS		(sizeof(struct ember_sample) / 8)

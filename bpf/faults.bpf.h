@@ -50,7 +50,7 @@ struct {
 
 /* The record of a sampled fault: regs are the faulting context's. */
 static __always_inline void fault_record(void *ctx,
-					 const struct uapi_x86_regs *regs,
+					 const struct uapi_regs *regs,
 					 bool user_mode)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
@@ -82,15 +82,8 @@ static __always_inline void fault_record(void *ctx,
 	fill_common(s, EMBER_REC_FAULT, bpf_ktime_get_ns(), tgid, tid);
 	/* as in perf_sample: a huge-page fault counts as one base page */
 	s->weight_ns = (__u64)fault_period * fault_page_size;
-	if (user_mode) {
-		struct uapi_x86_regs u;
-
-		if (bpf_probe_read_kernel(&u, sizeof(u), regs))
-			return;
-		ur.pc = u.ip;
-		ur.sp = u.sp;
-		ur.fp = u.bp;
-	}
+	if (user_mode && uw_regs_from(regs, &ur))
+		return;
 	/*
 	 * A fault from user mode has no kernel stack of its own (the perf
 	 * path gives none either); one taken in the kernel on a user address
@@ -115,8 +108,8 @@ static __always_inline bool kernel_nofault(void)
 
 /*
  * Attached to both page_fault_user and page_fault_kernel (one program:
- * one more verification, not two); regs->cs tells which, as it tells the
- * kernel. A fault on a kernel address (vmalloc) or with page faults
+ * one more verification, not two); the mode saved in regs tells which, as
+ * it tells the kernel (arch_user_mode_at()). A fault on a kernel address (vmalloc) or with page faults
  * disabled (a nofault read, any BPF program's user-stack read included)
  * is not a page-fault event for perf and is not counted here either.
  * busy: a fault in this program's own reads is such a nofault read and
@@ -125,18 +118,16 @@ static __always_inline bool kernel_nofault(void)
  */
 SEC("raw_tp")
 int BPF_PROG(ember_fault_tp, unsigned long address,
-	     const struct uapi_x86_regs *regs, unsigned long error_code)
+	     const struct uapi_regs *regs, unsigned long error_code)
 {
 	struct fault_count *fc;
 	__u32 zero = 0;
-	__u64 cs = 0;
 	bool user_mode;
 
 	fc = bpf_map_lookup_elem(&fault_count, &zero);
 	if (!fc)
 		return 0;
-	bpf_probe_read_kernel(&cs, sizeof(cs), (const void *)&regs->cs);
-	user_mode = cs & 3;
+	user_mode = arch_user_mode_at(regs);
 	if (!user_mode && ((long)address < 0 || kernel_nofault()))
 		return 0;
 	if (++fc->seen < fault_period || fc->busy)

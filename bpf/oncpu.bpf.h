@@ -59,7 +59,7 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 		return 0;
 	s = (void *)sc;
 
-	in_kernel = !(((struct uapi_x86_regs *)ctx)->cs & 3);
+	in_kernel = !ARCH_USER_MODE((const struct uapi_regs *)ctx);
 	kthread = BPF_CORE_READ(task, flags) & PF_KTHREAD;
 	if (in_kernel)
 		flags |= EMBER_SF_IN_KERNEL;
@@ -77,13 +77,8 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 	else
 		s->weight_ns = fixed_weight_ns ? fixed_weight_ns :
 						 ctx->sample_period;
-	if (!in_kernel) {
-		const struct uapi_x86_regs *r = (const void *)ctx;
-
-		ur.pc = r->ip;
-		ur.sp = r->sp;
-		ur.fp = r->bp;
-	}
+	if (!in_kernel)
+		arch_uw_regs((const void *)ctx, &ur);
 	flags |= fill_stacks(ctx, s, in_kernel, !kthread, EMBER_SLOT_ONCPU,
 			     in_kernel ? NULL : &ur);
 	s->flags = flags;
@@ -92,7 +87,9 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 	if (size > sizeof(*sc))
 		return 0;
 	emit(ctx, s, size, st);
-	if (stack_copy && type == EMBER_REC_SAMPLE && !kthread && s->nr_user)
+	/* not for 32-bit tasks: their registers are not the record's */
+	if (stack_copy && type == EMBER_REC_SAMPLE && !kthread && s->nr_user &&
+	    !(flags & EMBER_SF_COMPAT))
 		copy_user_stack(s, in_kernel ? NULL : ctx);
 	return 0;
 }

@@ -15,60 +15,86 @@
 #include "record.bpf.h"
 #include "unwind.bpf.h"
 
-/* THREAD_SIZE on x86-64 without KASAN (every kernel ember supports). */
-#define EMBER_THREAD_SIZE	(16384)
-
-/* The same, every field read on its own (context loads must stay whole). */
-struct uapi_x86_regs_v {
-	volatile __u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
-	volatile __u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
-};
-
 /*
- * The current task's user registers saved at kernel entry (the syscall or
- * interrupt it is in), found with bpf_task_pt_regs() where the kernel has
- * it (5.15+) and at the top of the task's stack before that (5.10: no
- * padding there on x86-64). 0, or -1 when they cannot be read.
+ * Where the current task's user registers saved at kernel entry (the
+ * syscall or interrupt it is in) are: bpf_task_pt_regs() where the kernel
+ * has it (5.15+) and, on x86-64 before that (5.10), the top of the task's
+ * stack (arch.bpf.h). NULL when not known.
  */
-static __always_inline int entry_uregs(struct uapi_x86_regs *u)
+static __always_inline const void *entry_regs_at(void)
 {
 	struct task_struct *task;
-	void *regs;
 
 	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) &&
 	    bpf_core_enum_value_exists(enum bpf_func_id,
 				       BPF_FUNC_get_current_task_btf)) {
 		task = bpf_get_current_task_btf();
-		regs = (void *)bpf_task_pt_regs(task);
-	} else {
-		task = (void *)bpf_get_current_task();
-		regs = (void *)((__u64)BPF_CORE_READ(task, stack) +
-				EMBER_THREAD_SIZE - sizeof(*u));
+		return (const void *)bpf_task_pt_regs(task);
 	}
-	return bpf_probe_read_kernel(u, sizeof(*u), regs) ? -1 : 0;
+#if ARCH_STACK_TOP_REGS
+	task = (void *)bpf_get_current_task();
+	return (const void *)((__u64)BPF_CORE_READ(task, stack) +
+			      ARCH_THREAD_SIZE - sizeof(struct uapi_regs));
+#else
+	return NULL;
+#endif
+}
+
+/* The unwinder's registers from kernel pt_regs at regs. 0, or -1. */
+static __always_inline int uw_regs_from(const void *regs, struct uw_regs *r)
+{
+	struct arch_uw_part p;
+
+	if (!regs || bpf_probe_read_kernel(&p, sizeof(p),
+					   (const char *)regs + ARCH_UW_PART_OFF))
+		return -1;
+	arch_uw_part_regs(&p, r);
+	return 0;
 }
 
 /*
  * The user registers of the current task: from the sample's own context
- * when it interrupted user mode, else those saved at kernel entry.
+ * when it interrupted user mode, else those saved at kernel entry. The
+ * frame they describe is the interrupted one: its x30 is valid.
  */
 static __always_inline int current_uregs(const struct uw_regs *given,
 					 struct uw_state *w)
 {
-	struct uapi_x86_regs u;
+	struct uw_regs r;
 
-	if (given) {
-		w->pc = given->pc;
-		w->sp = given->sp;
-		w->fp = given->fp;
-		return 0;
+	if (!given) {
+		if (uw_regs_from(entry_regs_at(), &r))
+			return -1;
+		given = &r;
 	}
-	if (entry_uregs(&u))
-		return -1;
-	w->pc = u.ip;
-	w->sp = u.sp;
-	w->fp = u.bp;
+	w->pc = given->pc;
+	w->sp = given->sp;
+	w->fp = given->fp;
+	w->lr = given->lr;
+	w->lr_ok = 1;
 	return 0;
+}
+
+/*
+ * Whether the current task's user side is 32-bit (arch_regs_compat()),
+ * from the registers given (the context's) or else the entry ones, with
+ * its PC. Always false on x86_64.
+ */
+static __always_inline bool user_compat(const struct uw_regs *given, __u64 *pc)
+{
+#if defined(__TARGET_ARCH_arm64)
+	struct uw_regs r;
+
+	if (!given) {
+		if (uw_regs_from(entry_regs_at(), &r))
+			return false;
+		given = &r;
+	}
+	*pc = given->pc;
+	return given->compat;
+#else
+	return false;
+#endif
 }
 
 /* EMBER_REC_UNWIND_MISS for the sample's process, rate-limited. */
@@ -269,6 +295,7 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 {
 	__u32 nk = 0, nu = 0;
 	__u16 flags = 0;
+	__u64 pc = 0;
 	long n;
 
 	if (kernel && kstack_req) {
@@ -284,6 +311,13 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 	if (nk > EMBER_MAX_FRAMES)	/* for the verifier: never true */
 		nk = EMBER_MAX_FRAMES;
 	s->nr_kernel = nk;
+	if (user && ustack_req && user_compat(uregs, &pc)) {
+		/* its PC, then a cut: never a frame read as 64-bit code's */
+		s->ips[nk] = pc;
+		nu = 1;
+		flags |= EMBER_SF_COMPAT | EMBER_SF_USER_CUT;
+		user = false;
+	}
 	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS &&
 	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
 		user = false;	/* the process is bound: done with tables */
@@ -309,39 +343,14 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
  * that ends sooner still gives what it has, for the agent's libdwfl
  * oracle to unwind the same sample.
  */
-static __always_inline void copy_user_stack(const struct ember_sample *s,
-					    const void *ctx_regs)
+static __always_inline void stack_copy_from(const struct ember_sample *s,
+					    const void *regs, bool is_ctx)
 {
-	struct uapi_x86_regs u;
 	struct ember_user_stack *r;
 	__u32 got = 0, *busy;
+	__u64 sp;
 	int i;
 
-	if (use_perfbuf)
-		return;
-	if (ctx_regs) {
-		const struct uapi_x86_regs_v *c = ctx_regs;
-
-		u.ax = c->ax;
-		u.dx = c->dx;
-		u.cx = c->cx;
-		u.bx = c->bx;
-		u.si = c->si;
-		u.di = c->di;
-		u.bp = c->bp;
-		u.sp = c->sp;
-		u.r8 = c->r8;
-		u.r9 = c->r9;
-		u.r10 = c->r10;
-		u.r11 = c->r11;
-		u.r12 = c->r12;
-		u.r13 = c->r13;
-		u.r14 = c->r14;
-		u.r15 = c->r15;
-		u.ip = c->ip;
-	} else if (entry_uregs(&u)) {
-		return;
-	}
 	busy = emit_enter();	/* the ring's lock: see emit_enter() */
 	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + EMBER_STACK_COPY_MAX, 0);
 	emit_leave(busy);
@@ -353,24 +362,20 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	r->time_ns = s->time_ns;
 	r->pid = s->pid;
 	r->tid = s->tid;
-	/* DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
-	r->regs[0] = u.ax;
-	r->regs[1] = u.dx;
-	r->regs[2] = u.cx;
-	r->regs[3] = u.bx;
-	r->regs[4] = u.si;
-	r->regs[5] = u.di;
-	r->regs[6] = u.bp;
-	r->regs[7] = u.sp;
-	r->regs[8] = u.r8;
-	r->regs[9] = u.r9;
-	r->regs[10] = u.r10;
-	r->regs[11] = u.r11;
-	r->regs[12] = u.r12;
-	r->regs[13] = u.r13;
-	r->regs[14] = u.r14;
-	r->regs[15] = u.r15;
-	r->regs[16] = u.ip;
+	/* arch_copy_regs(): the uapi's slots, sp in EMBER_UREG_SP. Saved
+	 * entry registers pass through the stack area (too big for the BPF
+	 * stack on arm64), which the copy below overwrites. */
+	if (is_ctx) {
+		arch_copy_regs(regs, r->regs, pac_mask);
+	} else {
+		if (bpf_probe_read_kernel(r->stack, sizeof(struct uapi_regs),
+					  regs)) {
+			bpf_ringbuf_discard(r, 0);
+			return;
+		}
+		arch_copy_regs((const void *)r->stack, r->regs, pac_mask);
+	}
+	sp = r->regs[EMBER_UREG_SP];
 	r->__reserved = 0;
 	/*
 	 * Constant 256-byte pieces (what every verifier can bound): the copy
@@ -379,12 +384,29 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 	 */
 	for (i = 0; i < EMBER_STACK_COPY_MAX / 256; i++) {
 		if (bpf_probe_read_user(&r->stack[i * 256], 256,
-					(void *)(u.sp + i * 256)))
+					(void *)(sp + i * 256)))
 			break;
 		got += 256;
 	}
 	r->stack_len = got;
 	bpf_ringbuf_submit(r, 0);	/* lockless */
+}
+
+/* ctx_regs: the sample's context when it interrupted user mode, or NULL */
+static __always_inline void copy_user_stack(const struct ember_sample *s,
+					    const void *ctx_regs)
+{
+	const void *entry;
+
+	if (use_perfbuf)
+		return;
+	if (ctx_regs) {
+		stack_copy_from(s, ctx_regs, true);
+		return;
+	}
+	entry = entry_regs_at();
+	if (entry)
+		stack_copy_from(s, entry, false);
 }
 
 #endif /* EMBER_STACK_BPF_H */

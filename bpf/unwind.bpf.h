@@ -42,6 +42,16 @@
 #endif
 #define UW_WIN_NONE		1ULL	/* no window: never an aligned base */
 
+/*
+ * aarch64: the return-address bits that hold a pointer-authentication
+ * code, the kernel's insn mask for user space (NT_ARM_PAC_MASK), set by
+ * the loader before load; every return address is stripped with it. 0
+ * without PAC and on x86_64.
+ */
+#ifndef UW_TEST_PAC_MASK	/* selftests/agent/test_bpf_unwind_step.c */
+const volatile __u64 pac_mask;
+#endif
+
 struct uw_table {
 	__u64 base;
 	__u32 nr_pages;
@@ -61,7 +71,12 @@ struct uw_proc {
 /* The walk in progress, per CPU and scratch slot. */
 struct uw_state {
 	__u64 pc, sp, fp;
+	__u64 lr;		/* aarch64 x30, while lr_ok */
 	__u32 fp_ok, exact;
+	__u32 lr_ok;		/* lr is this frame's return address register:
+				 * the interrupted frame, or one a signal
+				 * frame restored (include/ember_unwind.h) */
+	__u32 __pad0;
 	__u32 tgid;
 	__u32 pslot;		/* the process's binding in uw_proc_slots */
 	__u32 mi;		/* last mapping found + 1: tried first */
@@ -382,13 +397,83 @@ static __always_inline int uw_read(struct uw_state *w, __u64 addr, __u64 *val)
 }
 
 /*
+ * The return address of a frame whose CFA is cfa, by the rule's RA part,
+ * stripped of its pointer-authentication code (ember_unwind_ra()). The
+ * CFA must lie above sp, or equal it for an x30 step only (an aarch64
+ * leaf that has not moved sp), 8-aligned. 0, or -1: cut.
+ */
+static __always_inline int uw_ra(const struct ember_unwind_rule *r, __u64 cfa,
+				 struct uw_state *w, __u64 *ra)
+{
+	__u32 how = EMBER_RULE_RA(r->fp_type);
+
+	if ((cfa & 7) || cfa < w->sp || (cfa == w->sp && how != EMBER_RA_LR))
+		return -1;
+	switch (how) {
+	case EMBER_RA_CFA_M8:
+		if (uw_read(w, cfa - 8, ra))
+			return -1;
+		break;
+	case EMBER_RA_LR:
+		if (!w->lr_ok)
+			return -1;	/* mid-stack: x30 is long gone */
+		*ra = w->lr;
+		break;
+	case EMBER_RA_AT_CFA:
+		if (uw_read(w, cfa + r->fp_off, ra))
+			return -1;
+		break;
+	case EMBER_RA_PAIR:
+		if (uw_read(w, cfa + r->fp_off + 8, ra))
+			return -1;
+		break;
+	default:
+		return -1;
+	}
+	*ra &= ~pac_mask;
+	return 0;
+}
+
+/*
+ * A signal frame's interrupted registers: x86_64's rt_sigreturn
+ * trampoline (EMBER_CFA_SIGNAL) or aarch64's __kernel_rt_sigreturn
+ * (EMBER_CFA_SIGNAL_A64, whose x30 is the restored frame's link register).
+ */
+static __always_inline int uw_signal(struct uw_state *w, bool a64)
+{
+	__u64 pc, sp, fp, lr = 0;
+
+	if (a64) {
+		if (uw_read(w, w->sp + EMBER_A64_SIGFRAME_PC, &pc) ||
+		    uw_read(w, w->sp + EMBER_A64_SIGFRAME_SP, &sp) ||
+		    uw_read(w, w->sp + EMBER_A64_SIGFRAME_X29, &fp) ||
+		    uw_read(w, w->sp + EMBER_A64_SIGFRAME_X30, &lr))
+			return EMBER_STEP_CUT;
+	} else if (uw_read(w, w->sp + EMBER_SIGFRAME_RIP, &pc) ||
+		   uw_read(w, w->sp + EMBER_SIGFRAME_RSP, &sp) ||
+		   uw_read(w, w->sp + EMBER_SIGFRAME_RBP, &fp)) {
+		return EMBER_STEP_CUT;
+	}
+	if (!pc)
+		return EMBER_STEP_CUT;
+	w->pc = pc;
+	w->sp = sp;
+	w->fp = fp;
+	w->fp_ok = 1;
+	w->lr = lr & ~pac_mask;
+	w->lr_ok = a64;
+	w->exact = 1;	/* the interrupted instruction itself */
+	return EMBER_STEP_NEXT;
+}
+
+/*
  * One CFI step (include/ember_unwind.h's ember_unwind_step, same rules).
  * Returns EMBER_STEP_NEXT, _END or _CUT.
  */
 static __always_inline int uw_step(const struct ember_unwind_rule *r,
 				   struct uw_state *w)
 {
-	__u64 cfa, ra, fp = w->fp, sp;
+	__u64 cfa, ra, fp = w->fp;
 
 	switch (r->cfa_type) {
 	case EMBER_CFA_END:
@@ -427,22 +512,15 @@ static __always_inline int uw_step(const struct ember_unwind_rule *r,
 		break;
 	}
 	case EMBER_CFA_SIGNAL:
-		if (uw_read(w, w->sp + EMBER_SIGFRAME_RIP, &ra) ||
-		    uw_read(w, w->sp + EMBER_SIGFRAME_RSP, &sp) ||
-		    uw_read(w, w->sp + EMBER_SIGFRAME_RBP, &fp) || !ra)
-			return EMBER_STEP_CUT;
-		w->pc = ra;
-		w->sp = sp;
-		w->fp = fp;
-		w->fp_ok = 1;
-		w->exact = 1;
-		return EMBER_STEP_NEXT;
+		return uw_signal(w, false);
+	case EMBER_CFA_SIGNAL_A64:
+		return uw_signal(w, true);
 	default:
 		return EMBER_STEP_CUT;
 	}
-	if (cfa <= w->sp || (cfa & 7) || uw_read(w, cfa - 8, &ra))
+	if (uw_ra(r, cfa, w, &ra))
 		return EMBER_STEP_CUT;
-	switch (r->fp_type) {
+	switch (EMBER_RULE_FP(r->fp_type)) {
 	case EMBER_FP_SAME:
 		break;
 	case EMBER_FP_AT_CFA:
@@ -465,6 +543,7 @@ static __always_inline int uw_step(const struct ember_unwind_rule *r,
 	w->sp = cfa;
 	w->fp = fp;
 	w->exact = 0;
+	w->lr_ok = 0;	/* the caller's x30 was clobbered by its call */
 	return EMBER_STEP_NEXT;
 }
 
@@ -482,6 +561,7 @@ static __always_inline int uw_fp_step(struct uw_state *w)
 	if (!w->fp_ok || w->fp < w->sp || uw_read(w, w->fp, &next) ||
 	    uw_read(w, w->fp + 8, &ra))
 		return EMBER_STEP_CUT;
+	ra &= ~pac_mask;
 	if (!ra)
 		return EMBER_STEP_FP_END;
 	w->sp = w->fp + 16;
@@ -491,12 +571,14 @@ static __always_inline int uw_fp_step(struct uw_state *w)
 	 * that calls right after its own push rbp; mov rbp,rsp */
 	w->fp_ok = next >= w->sp || next == 0;
 	w->exact = 0;
+	w->lr_ok = 0;
 	return EMBER_STEP_NEXT;
 }
 
 /*
  * The frame-pointer step from the interrupted instruction itself, which
- * may be a frame-pointer prologue or a ret (ember_unwind_leaf_fp()).
+ * on x86_64 may be a frame-pointer prologue or a ret
+ * (ember_unwind_leaf_fp(); arch.bpf.h: not on aarch64).
  */
 static __always_inline int uw_fp_step_at(struct uw_state *w)
 {
@@ -504,7 +586,7 @@ static __always_inline int uw_fp_step_at(struct uw_state *w)
 	__u64 ra;
 	int k;
 
-	if (!w->exact ||
+	if (!ARCH_FP_LEAF_TEST || !w->exact ||
 	    bpf_probe_read_user(&insn, sizeof(insn), (const void *)w->pc))
 		return uw_fp_step(w);
 	k = ember_unwind_leaf_fp(insn);

@@ -76,6 +76,7 @@
 #include <asm/ptrace.h>
 
 #include "ember_kmod.h"
+#include "arch.h"
 #include "alloc.h"
 
 struct ember_alloc_set;
@@ -176,21 +177,25 @@ static u64 ember_alloc_distance(u64 rate)
 /* The size an allocator entry point was asked for (0: none, or too big). */
 static u64 ember_alloc_entry_size(u32 kind, const struct pt_regs *regs)
 {
+	u64 nmemb, size;
+
 	switch (kind) {
 	case EMBER_PROBE_ENTRY_SIZE_RDI:
-		return regs->di;
+		return ember_regs_arg(regs, 0);
 	case EMBER_PROBE_ENTRY_SIZE_RSI:
-		return regs->si;
+		return ember_regs_arg(regs, 1);
 	case EMBER_PROBE_ENTRY_SIZE_RDX:
-		return regs->dx;
+		return ember_regs_arg(regs, 2);
 	case EMBER_PROBE_ENTRY_NMEMB_SIZE:
 		/*
 		 * operands under 2^32 cannot overflow; a calloc of 4G
 		 * elements or 4 GiB each is not sampled (as in BPF)
 		 */
-		if ((regs->di | regs->si) >> 32)
+		nmemb = ember_regs_arg(regs, 0);
+		size = ember_regs_arg(regs, 1);
+		if ((nmemb | size) >> 32)
 			return 0;
-		return regs->di * regs->si;
+		return nmemb * size;
 	default:
 		return 0;
 	}
@@ -204,7 +209,7 @@ static bool ember_alloc_is_entry(u32 kind)
 	       kind == EMBER_PROBE_ENTRY_REALLOC;
 }
 
-/* A kind that frees rdi (ALLOC_INUSE only). */
+/* A kind that frees its first argument (ALLOC_INUSE only). */
 static bool ember_alloc_frees(u32 kind)
 {
 	return kind == EMBER_PROBE_ENTRY_FREE ||
@@ -354,12 +359,12 @@ static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 	 */
 	if (set->mm && current->mm != set->mm)
 		return UPROBE_HANDLER_REMOVE;
-	/* the probe kinds take x86_64 ABI arguments */
-	if (!user_64bit_mode(regs))
+	/* the kinds' arguments are in a 64-bit task's registers (arch.h) */
+	if (!ember_regs_native(regs))
 		return 0;
 	/* free(ptr), realloc(ptr, size): only blocks[] is looked at */
 	if (set->blocks && ember_alloc_frees(p->kind))
-		ember_alloc_freed(set, regs->di);
+		ember_alloc_freed(set, ember_regs_arg(regs, 0));
 	if (p->kind == EMBER_PROBE_ENTRY_FREE)
 		return 0;
 	if (ember_alloc_is_entry(p->kind)) {
@@ -394,7 +399,8 @@ static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 	if (size && set->pend) {
 		/* the record waits for the address (the return) */
 		if (ember_alloc_park(set, size, p->kind ==
-				     EMBER_PROBE_ENTRY_SIZE_RDX ? regs->di : 0,
+				     EMBER_PROBE_ENTRY_SIZE_RDX ?
+				     ember_regs_arg(regs, 0) : 0,
 				     now))
 			goto out;
 		untracked = EMBER_SF_ALLOC_UNTRACKED;
@@ -403,11 +409,13 @@ static int ember_alloc_handler(EMBER_UPROBE_HANDLER_PROTO)
 	switch (p->kind) {
 	case EMBER_PROBE_SAMPLED_ALLOC:
 		/* ember_alloc_probe(ptr, size, weight) */
-		ember_emit_alloc(regs, now, regs->dx, regs->di, regs->si, st);
+		ember_emit_alloc(regs, now, ember_regs_arg(regs, 2),
+				 ember_regs_arg(regs, 0), ember_regs_arg(regs, 1),
+				 st);
 		break;
 	case EMBER_PROBE_SAMPLED_FREE:
 		/* ember_free_probe(ptr) */
-		ember_emit_free(now, regs->di, st);
+		ember_emit_free(now, ember_regs_arg(regs, 0), st);
 		break;
 	default:
 		/* weighed by the reader, not followed to its free */
@@ -433,12 +441,12 @@ static int ember_alloc_ret_handler(EMBER_UPROBE_RET_HANDLER_PROTO)
 	u16 untracked = 0;
 
 	/* a fork's copy of a pending return: not the profiled process */
-	if (current->mm != set->mm || !user_64bit_mode(regs))
+	if (current->mm != set->mm || !ember_regs_native(regs))
 		return 0;
 	size = ember_alloc_unpark(set, &memptr);
 	if (!size)
 		return 0;	/* not sampled: most returns end here */
-	addr = regs->ax;
+	addr = ember_regs_ret(regs);
 	if (memptr) {
 		/* posix_memalign returns 0 and stores the address */
 		if (addr || copy_from_user_nofault(&addr,

@@ -188,6 +188,8 @@ void ember_offcpu_stop(void);
 int ember_lifecycle_start(struct netlink_ext_ack *extack);
 void ember_lifecycle_stop(void);
 void *ember_find_tracepoint(const char *name);
+/* tracepoints.c: a tracepoint iterator's return address (record.c) */
+bool ember_tp_in_iterator(unsigned long addr);
 
 /* lock.c: EMBER_EV_LOCK (futex waits, kernel contention, wakers) */
 int ember_lock_check_params(void);

@@ -6,7 +6,8 @@
  * sampling path (kernel and user stacks, CFI tables included).
  *
  * Two hooks count the faults. Where x86's exceptions:page_fault_user and
- * page_fault_kernel tracepoints exist (every supported kernel), a probe on
+ * page_fault_kernel tracepoints exist (configure probe fault_tracepoints:
+ * every x86-64 kernel, no arm64 one), a probe on
  * them keeps a per-CPU count: a fault that is not sampled costs one
  * per-CPU increment instead of the software event's hash walk
  * (docs/NOTES.md). Elsewhere, or with fault_perf=1, one software perf

@@ -140,12 +140,20 @@ $(KG_BIN)/fpbusy $(KG_BIN)/sysbusy $(KG_BIN)/offcpu-work $(KG_BIN)/lockwork-mini
 $(KG_BIN)/allocprobe: $(KG_DIR)/allocprobe.c | $(KG_BIN)
 	$(Q)$(CLANG) $(KG_FP_CFLAGS) -o $@ $<
 
-# a 32-bit task without libc (no multilib needed): compat walks stay safe
+# a 32-bit task without libc (no multilib needed): compat walks stay safe.
+# i386 on x86-64; for arm64 (ARCH=arm64) an AArch32 program, linked by lld
+ifeq ($(ARCH),arm64)
+KG_C32_FLAGS := --target=armv7a-linux-gnueabihf -marm -fuse-ld=lld
+else
+KG_C32_FLAGS := -m32 -mno-omit-leaf-frame-pointer
+endif
 $(KG_BIN)/compat32: $(KG_DIR)/compat32.c | $(KG_BIN)
-	$(Q)$(CLANG) -m32 -O1 -g -ffreestanding -nostdlib -static -fno-pic \
-		-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
-		-fno-optimize-sibling-calls -Wall -Wextra -Werror -o $@ $<
+	$(Q)$(CLANG) $(KG_C32_FLAGS) -O1 -g -ffreestanding -nostdlib -static -fno-pic \
+		-fno-omit-frame-pointer -fno-optimize-sibling-calls \
+		-Wall -Wextra -Werror -o $@ $<
 
 # symbol tables for the guest: the test client maps user addresses with them
+# (without ARM's $a/$d/$t mapping symbols, which share functions' addresses)
 $(KG_BIN)/%.nm: $(KG_BIN)/%
-	$(Q)nm -n --defined-only $< > $@
+	$(Q)nm -n --defined-only $< > $@.tmp && \
+		grep -v ' \$$[adtx]' $@.tmp > $@; rm -f $@.tmp

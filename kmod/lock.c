@@ -76,9 +76,11 @@ static struct tracepoint *ember_tp_enter, *ember_tp_exit, *ember_tp_waking;
 static struct tracepoint *ember_tp_cbegin, *ember_tp_cend;
 
 /*
- * The architecture: syscall numbers and arguments. x86-64 native syscalls
- * only (the module is built for x86-64); a 32-bit task's futex calls
- * have other numbers and are not followed.
+ * The architecture: syscall numbers and arguments. Native syscalls only,
+ * numbered by the target's own <asm/unistd.h> (x86-64: futex 202,
+ * futex_waitv 449; arm64: 98, 449) and read with its <asm/syscall.h>;
+ * a 32-bit (compat) task's futex calls have other numbers and are not
+ * followed.
  */
 static bool ember_is_waitv_nr(long nr)
 {

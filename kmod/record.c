@@ -15,6 +15,7 @@
 #include <linux/uaccess.h>
 
 #include "ember_kmod.h"
+#include "arch.h"
 #include "ring.h"
 
 #define EMBER_NR_LEVELS 4	/* task, softirq, hardirq, NMI */
@@ -160,10 +161,10 @@ static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *
 	struct ember_ringset *set = READ_ONCE(ember_active_set);
 	const u32 size = sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX;
 	struct ember_user_stack *r;
-	unsigned long sp = u->sp;
+	unsigned long sp = ember_regs_sp(u);
 	u32 got = 0;
 
-	if (!set || !user_64bit_mode(u))
+	if (!set || !ember_regs_native(u))
 		return;
 	r = ember_ring_reserve(set->rings[smp_processor_id()], size);
 	if (!r) {
@@ -176,23 +177,7 @@ static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *
 	r->time_ns = s->time_ns;
 	r->pid = s->pid;
 	r->tid = s->tid;
-	r->regs[0] = u->ax;
-	r->regs[1] = u->dx;
-	r->regs[2] = u->cx;
-	r->regs[3] = u->bx;
-	r->regs[4] = u->si;
-	r->regs[5] = u->di;
-	r->regs[6] = u->bp;
-	r->regs[7] = u->sp;
-	r->regs[8] = u->r8;
-	r->regs[9] = u->r9;
-	r->regs[10] = u->r10;
-	r->regs[11] = u->r11;
-	r->regs[12] = u->r12;
-	r->regs[13] = u->r13;
-	r->regs[14] = u->r14;
-	r->regs[15] = u->r15;
-	r->regs[16] = u->ip;
+	ember_regs_copy(r->regs, u);
 	/*
 	 * Page by page (the first up to its end): the copy stops where the
 	 * stack mapping does, keeping what lies before.
@@ -263,6 +248,9 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 		if (ember_kmax)
 			nk = ember_unwind_kernel_here(how->kfirst, s->ips,
 						      ember_kmax, &flags);
+		/* the tracepoint's iterator, where it called the probe */
+		if (nk && ember_tp_in_iterator(s->ips[0]))
+			memmove(s->ips, s->ips + 1, --nk * sizeof(u64));
 	}
 	if (ember_umax && !(flags & (EMBER_SF_KTHREAD | EMBER_SF_IDLE))) {
 		struct pt_regs *uregs = regs && user_mode(regs) ?

@@ -2,8 +2,12 @@
 /*
  * User stacks: with the agent's CFI tables when the process is bound
  * (unwind_table.c), else by frame-pointer walk, the way
- * perf_callchain_user() does it in arch/x86/events/core.c (that code is
- * not exported). Either way: nofault reads with page faults disabled,
+ * perf_callchain_user() does it in arch/x86/events/core.c and
+ * arch/arm64/kernel/stacktrace.c (that code is not exported). The frame
+ * records of both ({rbp, ret} at rbp, {x29, x30} at x29) have one layout;
+ * on arm64 a frame's return address is in x30 until it saves it, and
+ * return addresses carry a pointer-authentication code that is stripped
+ * with the kernel's mask. Either way: nofault reads with page faults disabled,
  * each slot inside the user address range and aligned, frames going up
  * the stack, a bounded number of steps, so a corrupt or hostile stack ends
  * the walk instead of looping or reading kernel memory.
@@ -14,6 +18,7 @@
 #include <asm/ptrace.h>
 
 #include "ember_kmod.h"
+#include "arch.h"
 #include "../include/ember_unwind.h"
 
 struct ember_frame64 {
@@ -44,13 +49,14 @@ static bool ember_user_mem_ok(void)
 	return true;
 }
 
+#if EMBER_ARCH_COMPAT_FP
 static unsigned int ember_walk32(struct pt_regs *regs, u64 *ips,
 				 unsigned int n, unsigned int max, u16 *flags)
 {
-	unsigned long fp = (u32)regs->bp, sp = (u32)regs->sp;
+	unsigned long fp = (u32)ember_regs_fp(regs);
+	unsigned long sp = (u32)ember_regs_sp(regs);
 	struct ember_frame32 f;
 
-	*flags |= EMBER_SF_COMPAT;
 	while (fp) {
 		if (n == max) {
 			*flags |= EMBER_SF_USER_TRUNC;
@@ -73,42 +79,72 @@ static unsigned int ember_walk32(struct pt_regs *regs, u64 *ips,
 	}
 	return n;
 }
+#endif
 
 /*
- * At a function's first instruction (a uprobe there) the return address
- * is at rsp and rbp is still the caller's: a frame-pointer step from rbp
- * would skip the caller. Returns it, or 0 when unreadable.
+ * A 32-bit task: its PC, then on x86 the frame chain of i386 code
+ * ({ebp, ret} at ebp). AArch32 code has no frame record one can trust
+ * (ARM and Thumb keep the frame pointer in different registers, APCS and
+ * AAPCS lay the record out differently), so there the stack is the PC
+ * alone, marked cut: never a frame that cannot be proven.
  */
-static u64 ember_entry_ret(unsigned long sp)
+static unsigned int ember_walk_compat(struct pt_regs *regs, u64 *ips,
+				      unsigned int max, u16 *flags)
+{
+	*flags |= EMBER_SF_COMPAT;
+	ips[0] = (u32)ember_regs_pc(regs);
+#if EMBER_ARCH_COMPAT_FP
+	return ember_walk32(regs, ips, 1, max, flags);
+#else
+	*flags |= EMBER_SF_USER_CUT;
+	return 1;
+#endif
+}
+
+/*
+ * At a function's first instruction (a uprobe there) no frame of its own
+ * exists yet: the return address is at sp (x86) or in x30 (arm64), and
+ * the frame pointer is still the caller's, so a frame-pointer step would
+ * skip the caller. Returns it (0 when unreadable), moving *sp past it.
+ */
+static u64 ember_entry_ret(struct pt_regs *regs, u64 pac_mask,
+			   unsigned long *sp)
 {
 	u64 ra;
 
-	if ((sp & 7) || sp > TASK_SIZE_MAX - sizeof(ra) ||
-	    copy_from_user_nofault(&ra, (const void __user *)sp, sizeof(ra)))
+	if (EMBER_ARCH_HAS_LR)
+		return ember_regs_lr(regs) & ~pac_mask;
+	if ((*sp & 7) || *sp > TASK_SIZE_MAX - sizeof(ra) ||
+	    copy_from_user_nofault(&ra, (const void __user *)*sp, sizeof(ra)))
 		return 0;
+	*sp += sizeof(ra);
 	return ra;
 }
 
-/* The frame-pointer walk of a 64-bit task (no tables for it). */
+/*
+ * The frame-pointer walk of a 64-bit task (no tables for it). On arm64 a
+ * leaf that has not saved x30 leaves x29 on its caller's record: the
+ * caller is then missing, as in perf, rather than guessed from x30.
+ */
 static unsigned int ember_walk_fp(struct pt_regs *regs, bool at_entry,
 				  u64 *ips, unsigned int max, u16 *flags)
 {
+	u64 pac_mask = ember_user_pac_mask();
 	unsigned long fp, sp;
 	struct ember_frame64 f;
 	unsigned int n = 0;
 
-	ips[n++] = regs->ip;
-	fp = regs->bp;
-	sp = regs->sp;
+	ips[n++] = ember_regs_pc(regs);
+	fp = ember_regs_fp(regs);
+	sp = ember_regs_sp(regs);
 	if (at_entry && n < max) {
-		u64 ra = ember_entry_ret(sp);
+		u64 ra = ember_entry_ret(regs, pac_mask, &sp);
 
 		if (!ra) {
 			*flags |= EMBER_SF_USER_FAULT;
 			return n;
 		}
 		ips[n++] = ra;
-		sp += sizeof(ra);
 	}
 	while (fp) {
 		if (n == max) {
@@ -121,6 +157,7 @@ static unsigned int ember_walk_fp(struct pt_regs *regs, bool at_entry,
 			*flags |= EMBER_SF_USER_FAULT;
 			break;
 		}
+		f.ret &= ~pac_mask;
 		if (!f.ret)
 			break;
 		ips[n++] = f.ret;
@@ -214,21 +251,38 @@ static int ember_uw_read(void *ctx, __u64 addr, __u64 *val)
 				      sizeof(*val)) ? -1 : 0;
 }
 
-/* At a function's entry: the return address is at sp, rbp unchanged. */
+/*
+ * At a function's entry: the return address is at sp (x86) or in x30
+ * (arm64, which only the interrupted frame has), the frame pointer is
+ * unchanged.
+ */
 static int ember_entry_step(struct ember_uregs *r)
 {
 	u64 ra;
 
-	if (ember_uw_read(NULL, r->sp, &ra))
-		return EMBER_STEP_CUT;
+	if (EMBER_ARCH_HAS_LR) {
+		if (!r->lr_ok)
+			return EMBER_STEP_CUT;
+		ra = r->lr;	/* stripped when read */
+	} else {
+		if (ember_uw_read(NULL, r->sp, &ra))
+			return EMBER_STEP_CUT;
+		r->sp += 8;
+	}
 	if (!ra)
 		return EMBER_STEP_END;
-	r->sp += 8;
 	r->pc = ra;
 	r->exact = 0;
+	r->lr_ok = 0;
 	return EMBER_STEP_NEXT;
 }
 
+/*
+ * One frame-pointer step. On x86 the caller's stack pointer is exactly
+ * rbp + 16; an arm64 frame record lies at the bottom of its frame, so
+ * x29 + 16 is only a lower bound of the caller's sp (ember_walk_cfi()
+ * knows).
+ */
 static int ember_fp_step(struct ember_uregs *r)
 {
 	u64 next, ra;
@@ -238,6 +292,7 @@ static int ember_fp_step(struct ember_uregs *r)
 	if (!r->fp_ok || r->fp < r->sp || ember_uw_read(NULL, r->fp, &next) ||
 	    ember_uw_read(NULL, r->fp + 8, &ra))
 		return EMBER_STEP_CUT;
+	ra &= ~r->pac_mask;
 	if (!ra)
 		return EMBER_STEP_FP_END;
 	r->sp = r->fp + 16;
@@ -249,18 +304,20 @@ static int ember_fp_step(struct ember_uregs *r)
 	 */
 	r->fp_ok = next >= r->sp || !next;
 	r->exact = 0;
+	r->lr_ok = 0;
 	return EMBER_STEP_NEXT;
 }
 
 /*
  * The frame-pointer step from the interrupted instruction itself, which
- * may be a frame-pointer prologue or a ret (ember_unwind_leaf_fp()).
+ * on x86 may be a frame-pointer prologue or a ret (ember_unwind_leaf_fp()).
+ * arm64 code gives no such sign: x29 is followed, as perf does.
  */
 static int ember_fp_step_at(struct ember_uregs *r)
 {
 	u32 insn;
 
-	if (r->exact &&
+	if (EMBER_ARCH_LEAF_INSN && r->exact &&
 	    !copy_from_user_nofault(&insn, (const void __user *)r->pc,
 				    sizeof(insn))) {
 		switch (ember_unwind_leaf_fp(insn)) {
@@ -277,18 +334,37 @@ static int ember_fp_step_at(struct ember_uregs *r)
 	return ember_fp_step(r);
 }
 
+/* Whether a rule computes the CFA (or finds a signal frame) from sp. */
+static bool ember_rule_on_sp(const struct ember_unwind_rule *rule)
+{
+	switch (rule->cfa_type) {
+	case EMBER_CFA_FP:
+	case EMBER_CFA_DEREF_FP:
+	case EMBER_CFA_DEREF_FP_ADD:
+	case EMBER_CFA_END:
+		return false;
+	default:
+		return true;
+	}
+}
+
 static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 				   struct pt_regs *regs, bool at_entry,
 				   u64 *ips, unsigned int max, u16 *flags)
 {
 	struct ember_uregs r = {
-		.pc = regs->ip, .sp = regs->sp, .fp = regs->bp,
-		.fp_ok = 1, .exact = 1,
+		.pc = ember_regs_pc(regs), .sp = ember_regs_sp(regs),
+		.fp = ember_regs_fp(regs), .pac_mask = ember_user_pac_mask(),
+		.fp_ok = 1, .lr_ok = EMBER_ARCH_HAS_LR, .exact = 1,
 	};
 	const struct ember_unwind_rule *rule;
 	const struct ember_uw_map *m;
 	unsigned int n = 0, steps;
+	/* sp is a lower bound (after an arm64 frame-pointer step) */
+	bool sp_low = false;
 	int s;
+
+	r.lr = ember_regs_lr(regs) & ~r.pac_mask;
 
 	*flags |= EMBER_SF_USER_CFI;
 	for (steps = 0; steps < EMBER_MAX_FRAMES; steps++) {
@@ -312,20 +388,27 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 			break;
 		}
 		rule = ember_unwind_rule_at(m, lpc);
-		if (rule && rule->cfa_type != EMBER_CFA_NONE) {
+		if (rule && rule->cfa_type != EMBER_CFA_NONE &&
+		    !(sp_low && ember_rule_on_sp(rule))) {
 			s = ember_unwind_step(rule, &r, ember_uw_read, NULL);
+			sp_low = false;	/* sp = a CFA from an exact base */
 		} else if (at_entry && n == 1) {
-			/* no rule needed: the return address is at rsp */
+			/* no rule needed: the return address is at sp / in x30 */
 			s = ember_entry_step(&r);
 			if (s == EMBER_STEP_NEXT &&
 			    !ember_unwind_mapping(w->b, r.pc - 1))
 				s = EMBER_STEP_CUT;
 		} else {
+			/*
+			 * no rule, or one that needs the exact sp an arm64
+			 * frame-pointer step did not give: the frame record
+			 */
 			*flags |= EMBER_SF_USER_FP;
 			s = ember_fp_step_at(&r);
 			if (s == EMBER_STEP_NEXT &&
 			    !ember_unwind_mapping(w->b, r.pc - 1))
 				s = EMBER_STEP_CUT;
+			sp_low = EMBER_ARCH_HAS_LR;
 		}
 		if (s == EMBER_STEP_END) {
 			*flags |= EMBER_SF_USER_COMPLETE;
@@ -356,10 +439,8 @@ unsigned int ember_unwind_user(struct pt_regs *regs, bool at_entry,
 	miss->hdr.size = 0;
 	if (!max || !regs || !ember_user_mem_ok())
 		return 0;
-	if (!user_64bit_mode(regs)) {
-		ips[0] = regs->ip;
-		return ember_walk32(regs, ips, 1, max, flags);
-	}
+	if (!ember_regs_native(regs))
+		return ember_walk_compat(regs, ips, max, flags);
 	rcu_read_lock();
 	w.b = ember_unwind_binding(current);
 	if (!w.b) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# packaging/install.sh install|uninstall [all|agent|dkms]
+# packaging/install.sh install|uninstall [all|agent|dkms|image]
 #
 # The one description of where ember's files go. `make install` /
 # `make uninstall` (source installs), debian/rules and the RPM spec all call
@@ -9,7 +9,13 @@
 # Parts: "agent" (package ember): the binary, man page, systemd unit, sample
 #        configuration;
 #        "dkms" (package ember-dkms): module sources for DKMS, udev rule,
-#        modprobe options, Secure Boot and udev examples.
+#        modprobe options, Secure Boot and udev examples;
+#        "image" (`make install-image`, an appliance root in DESTDIR; see
+#        docs/embedded.md): the binary, ember.ko under
+#        /lib/modules/KVER/extra when it was built (KVER: its vermagic),
+#        the busybox init script /etc/init.d/S60ember and the
+#        configuration; no systemd unit, DKMS, man page or udev rule.
+#        STRIP (e.g. aarch64-linux-gnu-strip) strips the ELF files.
 #
 # Environment (packaging/packaging.mk exports them with these defaults):
 #   DESTDIR (staging root, empty for a real install), BINDIR=/usr/bin,
@@ -42,6 +48,11 @@ DOCDIR=${DOCDIR:-/usr/share/doc/ember}
 DKMS_DOCDIR=${DKMS_DOCDIR:-$DOCDIR}
 VERSION=${VERSION:-$(cat VERSION)}
 DKMS_DIR=$DKMSSRCDIR/ember-$VERSION
+# the kernel ember.ko was built for (image part), from its vermagic
+KO_KVER=${KVER:-}
+if [ -z "$KO_KVER" ] && [ -e ember.ko ]; then
+	KO_KVER=$(modinfo -F vermagic ember.ko 2>/dev/null | cut -d' ' -f1)
+fi
 
 die() { echo "install.sh: error: $*" >&2; exit 1; }
 note() { echo "install.sh: $*" >&2; }
@@ -65,6 +76,17 @@ entries() {
 			0644 packaging/ember.conf $DOCDIR/examples/ember.conf
 			0644 docs/packaging.md $DOCDIR/packaging.md
 		EOF
+	fi
+	if [ "$p" = image ]; then
+		cat <<-EOF
+			0755 agent/ember $BINDIR/ember
+			0755 packaging/image/S60ember $SYSCONFDIR/init.d/S60ember
+			0640 packaging/ember.conf $SYSCONFDIR/ember/ember.conf
+		EOF
+		# optional parts: only what this build made
+		[ ! -e preload/libember-alloc.so ] ||
+			echo "0644 preload/libember-alloc.so $LIBDIR/ember/libember-alloc.so"
+		[ -z "$KO_KVER" ] || echo "0644 ember.ko /lib/modules/$KO_KVER/extra/ember.ko"
 	fi
 	if [ "$p" = dkms ] || [ "$p" = all ]; then
 		echo "0644 dkms.conf $DKMS_DIR/dkms.conf"
@@ -102,6 +124,9 @@ is_config() { [[ $1 == "$SYSCONFDIR"/* ]]; }
 
 do_install() {
 	local mode src dest missing=()
+	if [ "$part" = image ] && [ -z "$DESTDIR" ]; then
+		die "install image lays out an image root: set DESTDIR (make install-image DESTDIR=...)"
+	fi
 	while read -r mode src dest; do
 		[ -e "$src" ] || missing+=("$src")
 	done < <(entries "$part")
@@ -118,6 +143,10 @@ do_install() {
 		fi
 		mkdir -p "$(dirname "$target")"
 		render "$src" "$dest" >"$target.ember-new"
+		if [ -n "${STRIP:-}" ] && [ "$(head -c 4 "$src" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+			"$STRIP" --strip-unneeded "$target.ember-new" ||
+				die "$STRIP failed on $src"
+		fi
 		chmod "$mode" "$target.ember-new"
 		mv -f "$target.ember-new" "$target"
 	done < <(entries "$part")
@@ -195,5 +224,5 @@ do_uninstall() {
 case $action in
 install) do_install ;;
 uninstall) do_uninstall ;;
-*) die "usage: $0 install|uninstall [all|agent|dkms]" ;;
+*) die "usage: $0 install|uninstall [all|agent|dkms|image]" ;;
 esac

@@ -5,6 +5,12 @@
 #                                 install also registers ember with DKMS)
 #   make uninstall [DESTDIR=...]  removes all of it (DKMS and service too)
 #   make install-agent / install-dkms (and uninstall-*): one half only
+#   make install-image DESTDIR=root [ARCH=arm64] [KVER=...]
+#                                 an appliance root (busybox init, no
+#                                 systemd or DKMS): the agent, stripped,
+#                                 ember.ko in /lib/modules/KVER/extra when
+#                                 built, /etc/init.d/S60ember, ember.conf
+#                                 (docs/embedded.md)
 #   make deb                      build/deb/ember_<v>_amd64.deb and
 #                                 build/deb/ember-dkms_<v>_all.deb
 #                                 (dpkg-buildpackage, in a staged copy)
@@ -39,7 +45,7 @@ PKG_INSTALL_ENV = DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" LIBDIR="$(LIBDIR)" \
 	MANDIR="$(MANDIR)" \
 	DOCDIR="$(DOCDIR)" SYSCONFDIR="$(SYSCONFDIR)" UNITDIR="$(UNITDIR)" \
 	UDEVRULESDIR="$(UDEVRULESDIR)" DKMSSRCDIR="$(DKMSSRCDIR)" \
-	VERSION="$(PKG_VERSION)"
+	VERSION="$(PKG_VERSION)" KVER="$(KVER)"
 
 # dpkg-buildpackage's own parallelism, bounded like the rest of the build.
 DEB_BUILD_OPTIONS ?= parallel=2 nocheck
@@ -51,7 +57,7 @@ RPMBUILD_FLAGS ?= $(shell rpm -q --quiet glibc 2>/dev/null || \
 CLEAN_FILES += $(DEB_OUT) $(RPM_OUT)
 
 .PHONY: install uninstall install-agent install-dkms uninstall-agent \
-	uninstall-dkms deb rpm
+	uninstall-dkms install-image uninstall-image deb rpm
 
 install: install-agent install-dkms
 uninstall:
@@ -61,6 +67,12 @@ install-agent: $(AGENT_BIN)
 	$(Q)$(PKG_INSTALL_ENV) packaging/install.sh install agent
 install-dkms:
 	$(Q)$(PKG_INSTALL_ENV) packaging/install.sh install dkms
+# strip with the target's binutils (the cross one for ARCH=arm64)
+INSTALL_STRIP ?= $(CROSS_COMPILE)strip
+install-image: $(AGENT_BIN)
+	$(Q)$(PKG_INSTALL_ENV) STRIP="$(INSTALL_STRIP)" packaging/install.sh install image
+uninstall-image:
+	$(Q)$(PKG_INSTALL_ENV) packaging/install.sh uninstall image
 uninstall-agent:
 	$(Q)$(PKG_INSTALL_ENV) packaging/install.sh uninstall agent
 uninstall-dkms:

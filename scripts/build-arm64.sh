@@ -28,7 +28,7 @@
 #   unwind-gcc/ unwind-clang/    nofp-work + libnofp_a/b.so, -O2 without FP
 #   unwind-gcc-fp/ unwind-clang-fp/   the same with frame pointers (leaf too)
 #   jit-work lockwork lockwork-fp futexstorm allocwork allocwork-static
-#   allocwork-own semwatch       as the host's make targets build them
+#   allocwork-own allocwork-cxx semwatch   as the host's make targets build them
 #   fpbusy sysbusy offcpu-work lockwork-mini allocprobe (+ .nm) ticker
 #   exitrace runas               selftests/kmod's guest programs
 #   fp-burn syscall-burn offcpu-wait lock-wait   selftests/bpf's workloads
@@ -68,6 +68,7 @@ if [ "$only_dir" = 1 ]; then
 fi
 command -v ${CROSS}gcc >/dev/null || die "no ${CROSS}gcc: run scripts/install-deps.sh"
 command -v clang >/dev/null || die "no clang: run scripts/install-deps.sh"
+[ "$tests" = 0 ] || command -v ${CROSS}g++ >/dev/null || die "no ${CROSS}g++: run scripts/install-deps.sh"
 S=$D/src
 mkdir -p "$S"
 exec {lock_fd}>"$D/.lock"
@@ -203,6 +204,8 @@ build_tests() {
 	for p in fp-burn syscall-burn offcpu-wait lock-wait; do
 		build "$T/$p" "${CLANG[*]}" "selftests/bpf/$p.c" -- -O1 -g "${FP[@]}" -fno-inline -Wall -Werror -lpthread
 	done
+	# preload/preload.mk's C++ allocator workload ($(CXX) there: the host's)
+	build "$T/allocwork-cxx" ${CROSS}g++ selftests/alloc/allocwork-cxx.cc -- -std=c++17 -O2 -g -fomit-frame-pointer
 	# the make-built ones, under the same names as the x86 payload
 	for p in lockwork lockwork-fp futexstorm allocwork allocwork-static allocwork-own semwatch; do
 		cp -p "$S/agent/gen/tests/$p" "$T/$p"

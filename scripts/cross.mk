@@ -55,12 +55,10 @@ endif
 endif
 ARM64_PKG_CONFIG := PKG_CONFIG_SYSROOT_DIR=$(ARM64_SYSROOT) \
 	PKG_CONFIG_LIBDIR=$(ARM64_LIBDIR)/pkgconfig:$(ARM64_SYSROOT)/usr/share/pkgconfig pkg-config
-# agent/agent.mk's pkg-config results, taken from the sysroot instead
-# (deferred: AGENT_PKGS is set later, in agent/agent.mk). -rpath-link: the
-# libraries' own dependencies (libcurl's) are found there at link time.
-override AGENT_PKG_CFLAGS = $(shell $(ARM64_PKG_CONFIG) --cflags $(AGENT_PKGS))
-override AGENT_PKG_LIBS = $(shell $(ARM64_PKG_CONFIG) --libs $(AGENT_PKGS)) \
-	-Wl,-rpath-link,$(ARM64_LIBDIR)
+# agent/agent.mk's pkg-config, reading the sysroot instead. -rpath-link:
+# the libraries' own dependencies (libcurl's) are found there at link time.
+AGENT_PKG_CONFIG := $(ARM64_PKG_CONFIG)
+AGENT_RPATH_LINK := -Wl,-rpath-link,$(ARM64_LIBDIR)
 
 # eBPF: arm64 register layout for bpf_tracing.h, an arm64 vmlinux.h, and
 # outputs of their own.

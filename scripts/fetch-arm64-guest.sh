@@ -8,6 +8,10 @@
 #   scripts/fetch-arm64-guest.sh --path     print the guest root (fetch first)
 #   scripts/fetch-arm64-guest.sh --busybox  print its static busybox (fetch first)
 #
+# Guest paths are Debian's (/bin/bash, /usr/bin/xz, /usr/bin/openssl,
+# /usr/bin/python3.11, /usr/lib/python3.11/...): pass them to run-vm.sh
+# --arch arm64 --host-file.
+#
 # How: the private apt config of scripts/fetch-kernels.sh --arch arm64
 # (.cache/apt-arm64/; the host's apt sources and dpkg architectures are never
 # touched), `apt-get download` of the packages below and their Depends
@@ -26,6 +30,8 @@ GUEST_PKGS=(
 	# real Debian arm64 programs for the tests (issue 23: python3.11, xz,
 	# openssl) and bash for the test scripts that need it
 	bash xz-utils openssl python3.11-minimal
+	# python's _hashlib and json (selftests/unwind/check-real.sh)
+	libpython3.11-stdlib
 )
 
 # shellcheck disable=SC2034 # read by fetch-kernels.sh

@@ -19,6 +19,8 @@ PKGS=(
 	# cross-building for arm64 (scripts/cross.mk): amd64 packages, they
 	# remove nothing; the arm64 libraries come from fetch-arm64-sysroot.sh
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	# the arm64 VM suite's C++ allocation workload (scripts/build-arm64.sh)
+	g++-aarch64-linux-gnu
 	# fuzzers (selftests/fuzz): libFuzzer and the sanitizer runtimes
 	libclang-rt-14-dev
 	# tests: VMs, decoders, browser for the flame graph

@@ -26,10 +26,12 @@
 #include "cli/config.h"
 #include "cli/session_opts.h"
 #include "cli/signals.h"
+#include "export/local_store.h"
 #include "export/metrics.h"
 #include "export/otlp_export.h"
 #include "lib/clock.h"
 #include "output/output_otlp.h"
+#include "source/kmem_budget.h"
 #include "session/session.h"
 
 #define POLL_MS 200		/* ring drain period: bounds signal latency too */
@@ -61,6 +63,10 @@ struct run_counters {
 	uint64_t intervals, empty_intervals, encode_failures;
 	uint64_t last_export_bytes;
 	struct otlp_exporter *x;
+	/* --local-dir: the store (main thread) and a copy of its counters */
+	struct local_store *ls;
+	struct local_store_stats local;
+	uint64_t local_failed_said;	/* failures already reported */
 	const char *backend;
 	struct unwind_service *unwind;	/* thread-safe stats, or NULL */
 	struct proc_table *procs;	/* the process model: locked stats */
@@ -270,6 +276,17 @@ static void fill_metrics(FILE *f, void *ctx)
 		st.queue_depth + st.in_flight, st.queue_bytes, st.last_status,
 		metrics_self_rss_bytes(), metrics_self_cpu_seconds(),
 		snap.backend ? snap.backend : "");
+	if (snap.ls)
+		fprintf(f,
+			"# HELP ember_local_profiles_total Profiles written to --local-dir, by result: kept, removed (oldest, for --local-max or a full disk), failed (not kept: see the log).\n"
+			"# TYPE ember_local_profiles_total counter\n"
+			"ember_local_profiles_total{result=\"kept\"} %" PRIu64 "\n"
+			"ember_local_profiles_total{result=\"removed\"} %" PRIu64 "\n"
+			"ember_local_profiles_total{result=\"failed\"} %" PRIu64 "\n"
+			"# TYPE ember_local_bytes gauge\n"
+			"ember_local_bytes %" PRIu64 "\n",
+			snap.local.written, snap.local.removed, snap.local.failed,
+			snap.local.bytes);
 	fill_lock_metrics(f, &snap);
 	if (snap.procs)
 		fill_proc_metrics(f, snap.procs);
@@ -297,6 +314,35 @@ static void export_config(const struct ember_opts *rc, struct otlp_export_config
 }
 
 /* Snapshot + reset the aggregation and queue its OTLP encoding. */
+/*
+ * --local-dir: a profile that cannot be kept is said on standard error
+ * (the first of a run of failures, then every 60th, and the recovery),
+ * counted in /metrics and in the stop line. It still goes to the exporter.
+ */
+static void keep_local(struct run_counters *c, const uint8_t *buf, size_t len)
+{
+	struct local_store_stats st;
+	char err[PATH_MAX + 128];
+	int r = local_store_put(c->ls, buf, len, err, sizeof(err));
+
+	local_store_stats(c->ls, &st);
+	if (r) {
+		uint64_t run = st.failed - c->local_failed_said;
+
+		if (run == 1 || run % 60 == 0)
+			fprintf(stderr, "ember run: %s; %" PRIu64 " profile%s not kept "
+				"locally so far (still exported)\n", err, st.failed,
+				st.failed == 1 ? "" : "s");
+	} else if (st.failed > c->local_failed_said) {
+		fprintf(stderr, "ember run: keeping profiles in the local directory again "
+			"(%" PRIu64 " could not be kept)\n", st.failed);
+		c->local_failed_said = st.failed;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->local = st;
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void export_interval(struct session *s, const struct ember_opts *rc,
 			    struct run_counters *c, struct otlp_exporter *x)
 {
@@ -360,6 +406,8 @@ static void export_interval(struct session *s, const struct ember_opts *rc,
 	pthread_mutex_lock(&c->lock);
 	c->last_export_bytes = len;
 	pthread_mutex_unlock(&c->lock);
+	if (c->ls)
+		keep_local(c, buf, len);
 	otlp_exporter_enqueue(x, buf, len);	/* takes buf; never blocks */
 }
 
@@ -393,13 +441,16 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	    nc.max_stacks != rc->max_stacks ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
 	    nc.table_cache_max_mb != rc->table_cache_max_mb ||
+	    nc.kernel_mem_mb != rc->kernel_mem_mb ||
+	    nc.local_max_bytes != rc->local_max_bytes ||
+	    strcmp(nc.local_dir ? nc.local_dir : "", rc->local_dir ? rc->local_dir : "") ||
 	    strcmp(nc.table_cache ? nc.table_cache : "",
 		   rc->table_cache ? rc->table_cache : "") ||
 	    (nc.metrics_addr ? !rc->metrics_addr || strcmp(nc.metrics_addr, rc->metrics_addr)
 			     : rc->metrics_addr != NULL))
 		fprintf(stderr, "ember run: reloaded; freq, event, fault-period, offcpu-min, "
 			"lock-min, waker, idle, no-cfi, max-stacks, backend, pid, "
-			"table-cache and metrics-addr changes "
+			"table-cache, kernel-mem, local-dir, local-max and metrics-addr changes "
 			"take effect on restart\n");
 	else if (!nc.quiet)
 		fprintf(stderr, "ember run: configuration reloaded (endpoint %s, "
@@ -454,6 +505,17 @@ int cmd_run(int argc, char **argv)
 		run_config_free(&rc);
 		return 2;
 	}
+	if (rc.local_dir && *rc.local_dir) {
+		counters.ls = local_store_open(rc.local_dir, rc.local_max_bytes, err,
+					       sizeof(err));
+		if (!counters.ls) {
+			fprintf(stderr, "ember run: %s\n", err);
+			otlp_exporter_shutdown(x, 0, NULL);
+			run_config_free(&rc);
+			return 2;
+		}
+		local_store_stats(counters.ls, &counters.local);
+	}
 
 	/* out of memory for the default debug root: --debug-dir's alone */
 	if (session_opts_from(&so, &rc))
@@ -484,6 +546,7 @@ int cmd_run(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "ember run: %s\n", err);
 		otlp_exporter_shutdown(x, 0, NULL);
+		local_store_close(counters.ls);
 		run_config_free(&rc);
 		return 1;
 	}
@@ -506,6 +569,18 @@ int cmd_run(int argc, char **argv)
 			rc.events & EMBER_EV_FAULTS ? " + page faults" : "",
 			rc.events & EMBER_EV_ALLOC ? " + allocations" : "",
 			rc.interval_s, rc.endpoint);
+	if (!rc.quiet) {
+		struct kmem_budget kb;
+		char d[128];
+
+		kmem_budget_get(rc.kernel_mem_mb, &kb);
+		kmem_budget_describe(&kb, d, sizeof(d));
+		fprintf(stderr, "ember run: kernel memory budget %s\n", d);
+		if (counters.ls)
+			fprintf(stderr, "ember run: keeping profiles in %s (at most %" PRIu64
+				" bytes; %" PRIu64 " files there from before)\n", rc.local_dir,
+				rc.local_max_bytes, counters.local.files);
+	}
 	if (ms && !rc.quiet)
 		fprintf(stderr, "ember run: metrics at GET /metrics on %s (port %d)\n",
 			rc.metrics_addr, metrics_port(ms));
@@ -550,6 +625,13 @@ int cmd_run(int argc, char **argv)
 			counters.intervals, fin.exported, fin.failed,
 			fin.dropped_queue_full, fin.retries, counters.empty_intervals,
 			counters.lost);
+	if (counters.ls && !rc.quiet)
+		fprintf(stderr, "ember run: local profiles in %s: %" PRIu64 " kept, %" PRIu64
+			" removed (oldest first: --local-max, full disk), %" PRIu64 " could not be kept; %" PRIu64
+			" files, %" PRIu64 " bytes there now\n", rc.local_dir,
+			counters.local.written, counters.local.removed,
+			counters.local.failed, counters.local.files, counters.local.bytes);
+	local_store_close(counters.ls);
 	session_close(&s);
 	run_config_free(&rc);
 	return 0;

@@ -12,9 +12,13 @@
 #include <sys/utsname.h>
 #include "cli/commands.h"
 #include "source/backend.h"
+#include "source/kmem_budget.h"
 #include "source/source_kmod.h"
 #include "source/status_bpf.h"
 #include "unwind/table_store.h"
+
+/* The eBPF backend may not be linked in (EMBER_BPF=0). */
+#pragma weak status_bpf_running
 
 struct cpu_totals {
 	uint64_t samples, records, lost, filtered, handler_ns;
@@ -156,10 +160,20 @@ int cmd_status(int argc, char **argv)
 	br = backend_bpf_check(bwhy, sizeof(bwhy));
 	printf("eBPF backend:   %s%s\n", br ? "unavailable: " : "available",
 	       br ? bwhy : "");
-	if (br == 0)
+	if (br == 0 && status_bpf_running)
 		status_bpf_running();
 
 	print_table_cache();
+	{
+		struct kmem_budget kb;
+		char d[128];
+
+		/* what a run without kernel_mem will size its tables to */
+		kmem_budget_get(0, &kb);
+		kmem_budget_describe(&kb, d, sizeof(d));
+		printf("kernel memory budget: %s%s\n", d, kb.bytes >= EMBER_KMEM_FULL ?
+		       ": the full default sizes" : ": tables and rings scaled down");
+	}
 	if (kr == 0 || kr == 1)
 		printf("ember record will use: the module backend\n");
 	else if (br == 0)

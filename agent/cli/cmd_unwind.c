@@ -36,7 +36,7 @@ static int one_file(const char *path, const char *out_path)
 	};
 	const char *why;
 	struct cfi_stats st;
-	char err[256];
+	char err[256], synth[96] = "";
 	void *tab = NULL;
 	size_t len = 0;
 	Elf *elf;
@@ -65,12 +65,18 @@ static int one_file(const char *path, const char *out_path)
 		fprintf(stderr, "ember: %s: %s\n", path, err);
 		return 1;
 	}
+	if (st.bytes_synth)
+		snprintf(synth, sizeof(synth), ", %" PRIu64 " bytes without CFI "
+			 "given rules (.plt, vDSO)", st.bytes_synth);
 	printf("%s: %s, %u FDEs (%u skipped), %" PRIu64 " CFI rows -> %u rows, "
 	       "%u rules, %u pages, %" PRIu64 " bytes (%.2f bytes/row), "
-	       "%" PRIu64 " rows with rules ember cannot use\n",
+	       "%" PRIu64 " rows with rules ember cannot use (%.2f%% of %" PRIu64
+	       " code bytes)%s\n",
 	       path, st.source, st.fdes, st.fdes_bad, st.rows_in, st.rows,
 	       st.rules, st.pages, st.bytes, st.rows ? (double)st.bytes / st.rows : 0,
-	       st.rows_unsupported);
+	       st.rows_unsupported,
+	       st.bytes_in ? 100.0 * st.bytes_unsupported / st.bytes_in : 0,
+	       st.bytes_in, synth);
 	if (out_path) {
 		FILE *f = fopen(out_path, "we");
 

@@ -667,6 +667,16 @@ PARSE(p_queue_max_bytes)
 	return 0;
 }
 
+PARSE(p_local_max)
+{
+	uint64_t n;
+
+	if (!parse_size(v, 64ULL << 10, 1ULL << 40, &n))
+		return bad_value(cx, d, v);
+	o->local_max_bytes = n;
+	return 0;
+}
+
 /* ---- the table ----------------------------------------------------------- */
 
 #define FIELD(m) .off = offsetof(struct ember_opts, m), \
@@ -734,6 +744,11 @@ const struct ember_option ember_options[] = {
 	  .expected = "megabytes from 1 to 1048576",
 	  .help = "--table-cache: at most MB megabytes of tables, the least "
 		  "recently used go first (default 256)" },
+	{ "kernel-mem", 0, "MB", BOTH, 0, UINT(kernel_mem_mb, 4, 1u << 20),
+	  .expected = "megabytes from 4 to 1048576",
+	  .help = "kernel memory the backend may hold: eBPF maps, rings "
+		  "(default 1/32 of RAM: 8 on a 256 MiB machine; the full "
+		  "sizes from 32 up)" },
 	{ "debuginfod", 0, NULL, BOTH, 0, F_FLAG, FIELD(debuginfod),
 	  .expected = "true or false",
 	  .help = "fetch missing debug info from DEBUGINFOD_URLS (off by "
@@ -839,6 +854,16 @@ const struct ember_option ember_options[] = {
 	  .expected = "bytes from 64K to 1024G (suffix K, M or G)",
 	  .help = "bound on all the exporter holds, the profile being sent and "
 		  "its gzip copy included (default 64M; suffix K, M or G)" },
+	{ "local-dir", 0, "DIR", CMD_RUN, 0, .type = F_STR, FIELD(local_dir),
+	  .expected = "a writable directory",
+	  .help = "also keep each interval's profile as DIR/ember-*.otlp (ember "
+		  "decode reads them), at most --local-max bytes, the oldest "
+		  "removed first; a file that cannot be written is said and "
+		  "counted (default: none)" },
+	{ "local-max", 0, "B", CMD_RUN, 0, F_CUSTOM, FIELD(local_max_bytes),
+	  .parse = p_local_max,
+	  .expected = "bytes from 64K to 1024G (suffix K, M or G)",
+	  .help = "bound on --local-dir's profiles (default 16M; suffix K, M or G)" },
 	{ "shutdown-timeout", 0, "S", CMD_RUN, 0, UINT(shutdown_timeout_s, 0, 600),
 	  .expected = "seconds from 0 to 600",
 	  .help = "delivery deadline on SIGTERM (default 5)" },
@@ -1094,6 +1119,7 @@ int opts_init(struct ember_opts *o, unsigned int cmd)
 	o->queue_max = OTLP_QUEUE_MAX;
 	o->queue_max_bytes = OTLP_QUEUE_MAX_BYTES;
 	o->shutdown_timeout_s = 5;
+	o->local_max_bytes = 16ULL << 20;
 	return set_endpoint(o, "http://localhost:4318", true);
 }
 
@@ -1102,6 +1128,7 @@ void opts_free(struct ember_opts *o)
 	free(o->pids);
 	free(o->debug_dirs);
 	free(o->table_cache);
+	free(o->local_dir);
 	free(o->cgroup_path);
 	free(o->output);
 	free(o->alloc_lib);

@@ -70,6 +70,7 @@ struct ember_opts {
 	 * "" or "none" = none */
 	char *table_cache;
 	uint32_t table_cache_max_mb;	/* 0: the default */
+	uint32_t kernel_mem_mb;		/* 0: from RAM (source/kmem_budget.h) */
 	/* ember record */
 	char *cgroup_path;
 	bool all;			/* -a (the default without -p/--cgroup/cmd) */
@@ -103,6 +104,8 @@ struct ember_opts {
 	unsigned int shutdown_timeout_s;
 	unsigned int retry_initial_ms, retry_max_ms, retry_max_elapsed_ms;
 	unsigned int retry_after_max_ms;	/* 0: the exporter's default */
+	char *local_dir;		/* NULL: no local profiles */
+	uint64_t local_max_bytes;	/* what local_dir may hold */
 	bool quiet;
 };
 

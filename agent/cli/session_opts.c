@@ -26,6 +26,7 @@ int session_opts_from(struct session_options *so, struct ember_opts *o)
 	so->pb.max_timestamps = TIMESTAMPS_PER_STACK;
 	so->no_unwind_tables = o->no_cfi;
 	so->src.no_unwind_tables = o->no_cfi;
+	so->src.kernel_mem_mb = o->kernel_mem_mb;
 	so->sym.use_debuginfod = o->debuginfod;
 	if (!o->table_cache)
 		so->table_cache_dir = TABLE_STORE_DEFAULT_DIR;

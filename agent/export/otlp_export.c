@@ -246,6 +246,13 @@ int otlp_endpoint_check(const char *url, char *why, size_t why_len)
 		if (!v)
 			return errmsg_inval(why, why_len, "port 0 is not a port to send to");
 	}
+	/* an image's libcurl may be built for HTTP only (EMBER_CURL_PREFIX) */
+	if (scheme_len == 5 &&
+	    !(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_SSL))
+		return errmsg_inval(why, why_len, "this ember's libcurl has no TLS "
+				    "(built for HTTP only): use an http:// endpoint, or "
+				    "build with a libcurl that has TLS "
+				    "(scripts/build-min-curl.sh --tls openssl)");
 #if CURL_AT_LEAST_VERSION(7, 62, 0)
 	{
 		/* What libcurl will be handed must parse there too. */

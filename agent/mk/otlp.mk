@@ -4,7 +4,10 @@ OTLP_PB_OBJS := $(filter agent/gen/opentelemetry/%,$(AGENT_GEN_C:.c=.o))
 OTLP_TEST_BINS := agent/gen/tests/otlp_fixture agent/gen/tests/otlp_send \
 	agent/gen/tests/otlp_send_oldcurl
 
+# (not in an EMBER_OTLP=none build: they test the libcurl exporter)
+ifeq ($(EMBER_OTLP),curl)
 ALL_TARGETS += $(OTLP_TEST_BINS)
+endif
 
 agent/gen/tests/otlp_fixture: selftests/otlp/otlp_fixture.c agent/output/output_otlp.o \
 		agent/output/otlp_intern.o agent/lib/hash_index.o agent/proc/container.o \

@@ -8,9 +8,6 @@
 # with p_vaddr != p_offset, and a C++ program. selftests/suites/11-symbolize.sh
 # runs them.
 
-# libiberty (demangler) is a static archive without a .pc file.
-AGENT_LDLIBS += -liberty $(shell pkg-config --libs libdebuginfod 2>/dev/null || echo -ldebuginfod)
-
 SYM_T := agent/gen/sym-tests
 SYM_S := selftests/agent/sym
 SYM_OBJS := agent/symbolize/symbolize.o agent/lib/hash_index.o agent/lib/safe_file.o \

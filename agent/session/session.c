@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "alloc/alloc_lib.h"
 #include "lib/clock.h"
+#include "proc/pac_mask.h"
 #include "source/backend.h"
 #include "source/ring_reader.h"
 #include "session/session.h"
@@ -21,9 +22,26 @@
 #define SESSION_POLL_MS		100
 #define SESSION_SCAN_MS		200	/* descendants scan, pid-filter mode */
 
+/*
+ * aarch64: the kernel's PAC mask for the backend's unwinder (0 elsewhere
+ * and without PAC). Unreadable, it stays 0 and PAC-signed return
+ * addresses cut stacks: said once.
+ */
+static void session_pac_mask(struct ember_source_config *src, bool quiet)
+{
+	int r = proc_pac_insn_mask(&src->pac_mask);
+
+	if (r && !quiet)
+		fprintf(stderr, "ember: cannot read the kernel's pointer-authentication mask "
+			"(ptrace NT_ARM_PAC_MASK: %s): user stacks stop at the first signed "
+			"return address (allow ptrace of our own child: Yama ptrace_scope <= 2, "
+			"no seccomp policy against ptrace)\n", strerror(-r));
+}
+
 int session_open(struct session *s, const struct session_options *opt,
 		 char *err, size_t err_len)
 {
+	struct ember_source_config src;
 	struct pb_options pbo = opt->pb;
 	struct sym_options symo = opt->sym;
 	int r;
@@ -74,8 +92,13 @@ int session_open(struct session *s, const struct session_options *opt,
 		session_close(s);
 		return -ENOMEM;
 	}
+	src = opt->src;
+	session_pac_mask(&src, opt->quiet);
+	/* the oracle strips with it where a record carries no mask */
+	if (s->check)
+		unwind_check_set_pac_mask(s->check, src.pac_mask);
 	err[0] = '\0';
-	r = s->ops->open(&s->src, &opt->src, err, err_len);
+	r = s->ops->open(&s->src, &src, err, err_len);
 	if (r) {
 		if (!err[0])
 			snprintf(err, err_len, "cannot open the %s backend: %s",

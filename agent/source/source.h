@@ -31,6 +31,8 @@ struct ember_source_config {
 	uint64_t lock_min_ns;		/* EMBER_EV_LOCK: shorter waits dropped */
 	bool lock_waker;		/* ... and EMBER_REC_LOCK_WAKER records */
 	uint32_t ring_bytes;		/* per CPU, 0 = backend default */
+	/* MiB of kernel memory the backend may hold, 0 = from RAM (kmem_budget.h) */
+	uint32_t kernel_mem_mb;
 	/*
 	 * Test mode: follow each sample with EMBER_REC_USER_STACK (the user
 	 * registers and EMBER_STACK_COPY_MAX bytes of stack) for the oracle.
@@ -38,6 +40,12 @@ struct ember_source_config {
 	bool stack_copy;
 	/* frame pointers only: allocate nothing for unwind tables */
 	bool no_unwind_tables;
+	/*
+	 * aarch64: the kernel's pointer-authentication mask of user code
+	 * addresses (proc_pac_insn_mask(), filled by the session); the eBPF
+	 * unwinder strips return addresses with it. 0: none (x86_64).
+	 */
+	uint64_t pac_mask;
 };
 
 struct ember_source_stats {

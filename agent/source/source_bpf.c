@@ -30,6 +30,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "lib/clock.h"
+#include "source/kmem_budget.h"
 #include "source/source_bpf_internal.h"
 #include "source/bpf_stats.h"
 
@@ -287,6 +288,9 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	uint32_t kreq = frames_req(cfg->kstack_max, sysmax);
 	uint32_t ureq = frames_req(cfg->ustack_max, sysmax);
 	uint64_t ring = (uint64_t)(cfg->ring_bytes ? cfg->ring_bytes : DEFAULT_RING_BYTES);
+	struct kmem_budget kb;
+
+	kmem_budget_get(cfg->kernel_mem_mb, &kb);
 
 	if (sysmax > 0 && (cfg->kstack_max > sysmax || cfg->ustack_max > sysmax))
 		fprintf(stderr,
@@ -295,6 +299,8 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 			sysmax, cfg->kstack_max, cfg->ustack_max);
 
 	skel->rodata->use_perfbuf = s->use_perfbuf;
+	/* aarch64 PAC bits, stripped from every return address */
+	skel->rodata->pac_mask = cfg->pac_mask;
 	skel->rodata->kstack_max = cfg->kstack_max < kreq ? cfg->kstack_max : kreq;
 	skel->rodata->kstack_req = kreq;
 	skel->rodata->ustack_max = cfg->ustack_max < ureq ? cfg->ustack_max : ureq;
@@ -308,6 +314,9 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		ring *= s->nr_online;
 		if (!cfg->ring_bytes && ring > DEFAULT_RING_MAX)
 			ring = DEFAULT_RING_MAX;
+		/* a quarter of it at an 8 MiB budget (19 Hz needs far less) */
+		if (!cfg->ring_bytes)
+			ring = kmem_scale(&kb, ring, 64u << 10);
 		ring = pow2_at_least(ring);
 		skel->rodata->wakeup_bytes = ring / 4;
 		bpf_map__set_max_entries(skel->maps.ringbuf, ring);
@@ -317,7 +326,7 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 		struct bpf_unwind_maps um;
 
 		unwind_maps(skel, &um);
-		bpf_unwind_size(&um, !cfg->no_unwind_tables, cfg->nr_pids > 0);
+		bpf_unwind_size(&um, &kb, !cfg->no_unwind_tables, cfg->nr_pids > 0);
 	}
 	/* each concern, after the frame limits (off-CPU sizes from them) */
 	bpf_oncpu_configure(s, skel);

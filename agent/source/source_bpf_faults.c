@@ -2,9 +2,9 @@
 /*
  * The eBPF backend, page faults (EMBER_EV_FAULTS, bpf/faults.bpf.h): every
  * fault_period-th fault on each CPU through the page-fault software perf
- * event (ember_faults, the default), or through x86's
- * exceptions:page_fault_user/_kernel tracepoints (ember_fault_tp,
- * EMBER_FAULTS_HOOK=tp).
+ * event (ember_faults, the default, on every architecture), or through
+ * x86's exceptions:page_fault_user/_kernel tracepoints (ember_fault_tp,
+ * EMBER_FAULTS_HOOK=tp, where the kernel has them).
  */
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -28,6 +28,28 @@ static bool faults_hook_tp(void)
 	return hook && !strcmp(hook, "tp");
 }
 
+/*
+ * The tracepoints when asked and the kernel has both (looked up in its
+ * BTF, not decided by architecture: arm64 has neither), else the perf
+ * software event, which every kernel has; said once. Decided once per
+ * open: load_skel() configures every flavour it tries.
+ */
+static bool faults_use_tp(struct ember_source *s)
+{
+	if (s->faults_probed)
+		return s->faults_tp;
+	s->faults_probed = true;
+	s->faults_tp = (s->cfg.events & EMBER_EV_FAULTS) && faults_hook_tp();
+	if (s->faults_tp && !(kernel_has_raw_tp("page_fault_user") &&
+			      kernel_has_raw_tp("page_fault_kernel"))) {
+		fprintf(stderr, "ember: EMBER_FAULTS_HOOK=tp: this kernel has no "
+			"exceptions:page_fault_user/_kernel tracepoints (x86 has them): "
+			"page faults through the perf software event instead\n");
+		s->faults_tp = false;
+	}
+	return s->faults_tp;
+}
+
 /* Every period-th page fault on cpu (any task), for ember_faults. */
 static int perf_open_faults(int cpu, uint32_t period)
 {
@@ -49,9 +71,8 @@ void bpf_faults_configure(struct ember_source *s, struct ember_bpf *skel)
 	skel->rodata->fault_period = cfg->fault_period ? cfg->fault_period :
 				     EMBER_DEFAULT_FAULT_PERIOD;
 	bpf_program__set_autoload(skel->progs.ember_faults,
-				  (cfg->events & EMBER_EV_FAULTS) && !faults_hook_tp());
-	bpf_program__set_autoload(skel->progs.ember_fault_tp,
-				  (cfg->events & EMBER_EV_FAULTS) && faults_hook_tp());
+				  (cfg->events & EMBER_EV_FAULTS) && !faults_use_tp(s));
+	bpf_program__set_autoload(skel->progs.ember_fault_tp, faults_use_tp(s));
 }
 
 /* Every period-th page fault on each CPU through the software event. */
@@ -85,7 +106,7 @@ int bpf_faults_attach(struct ember_source *s)
 	struct bpf_program *p = s->skel->progs.ember_fault_tp;
 	uint32_t period = s->cfg.fault_period ? s->cfg.fault_period :
 			  EMBER_DEFAULT_FAULT_PERIOD;
-	bool perf = !faults_hook_tp();
+	bool perf = !faults_use_tp(s);
 	int ret;
 
 	if (!(s->cfg.events & EMBER_EV_FAULTS))

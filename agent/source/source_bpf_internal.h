@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "source/source.h"
 #include "source/source_bpf_unwind.h"
@@ -65,6 +66,8 @@ struct ember_source {
 	struct bpf_link *lock_links[8];	/* -e lock: source_bpf_lock.c */
 	uint64_t lock_caps;		/* EMBER_CAP_LOCK_* that run here */
 	bool lock_said;			/* what is missing was said once */
+	bool faults_probed;		/* faults_tp decided (once per open) */
+	bool faults_tp;			/* page faults by tracepoints */
 	bool running;
 	bool use_perfbuf;
 	bool raw_tp;			/* tp_btf refused: raw_tp flavour */
@@ -101,6 +104,24 @@ static inline void say(char *buf, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
+}
+
+/*
+ * A tracepoint with a BTF type (btf_trace_NAME): tp_btf and raw_tp can
+ * attach to it. Found in the kernel's BTF, no tracefs needed.
+ */
+static inline bool kernel_has_raw_tp(const char *name)
+{
+	char type[128];
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool found;
+
+	if (!btf)
+		return false;
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	found = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) > 0;
+	btf__free(btf);
+	return found;
 }
 
 /* A scheduler tracepoint's program, tp_btf or raw_tp as loaded. */

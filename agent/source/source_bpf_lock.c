@@ -31,22 +31,6 @@ enum {
 _Static_assert(LOCK_NR_LINKS <= sizeof(((struct ember_source *)0)->lock_links) /
 	       sizeof(struct bpf_link *), "lock_links too small");
 
-/* A tracepoint with a BTF type (btf_trace_NAME): tp_btf and raw_tp can
- * attach to it. Found in the kernel's BTF, no tracefs needed. */
-static bool kernel_has_raw_tp(const char *name)
-{
-	char type[128];
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool found;
-
-	if (!btf)
-		return false;
-	snprintf(type, sizeof(type), "btf_trace_%s", name);
-	found = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) > 0;
-	btf__free(btf);
-	return found;
-}
-
 /* A syscall tracepoint in tracefs (where libbpf attaches it from). */
 static bool kernel_has_syscall_tp(const char *name)
 {

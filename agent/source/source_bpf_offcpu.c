@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "source/kmem_budget.h"
 #include "source/source_bpf_internal.h"
 
 /*
@@ -114,6 +115,12 @@ void bpf_offcpu_configure(struct ember_source *s, struct ember_bpf *skel)
 	/* threads tracked off CPU at once; EMBER_BPF_INFLIGHT for tests */
 	const char *env_inflight = getenv("EMBER_BPF_INFLIGHT");
 	unsigned long inflight = env_inflight ? strtoul(env_inflight, NULL, 10) : 0;
+	struct kmem_budget kb;
+
+	/* parked stacks are ~2 KiB each: 8 MiB at the default 4096 */
+	kmem_budget_get(cfg->kernel_mem_mb, &kb);
+	if (!inflight)
+		inflight = kmem_scale(&kb, EMBER_BPF_INFLIGHT_DEFAULT, 256);
 
 	skel->rodata->offcpu_min_ns = cfg->offcpu_min_ns;
 	skel->rodata->offcpu_ppm = cfg->offcpu_sample_ppm;

@@ -27,6 +27,7 @@
 #include "ember_unwind.h"
 #include "ember_bpf.h"
 #include "lib/clock.h"
+#include "source/kmem_budget.h"
 #include "source/source_bpf_unwind.h"
 
 #define GRACE_NS	(1000ULL * 1000000)	/* ranges of dropped tables */
@@ -89,12 +90,18 @@ static uint32_t env_entries(const char *name, uint32_t dflt)
 	return n >= 1024 && n <= (1UL << 28) ? (uint32_t)n : dflt;
 }
 
-void bpf_unwind_size(const struct bpf_unwind_maps *m, bool enabled,
-		     bool few_processes)
+/*
+ * Sizes under the kernel memory budget: the defaults on a machine of 1 GiB
+ * and more, a quarter of them at the 8 MiB of a 256 MiB image (process
+ * slots 2.5 MiB, rows 2 MiB). The EMBER_BPF_UNWIND_* variables (tests)
+ * win over both.
+ */
+void bpf_unwind_size(const struct bpf_unwind_maps *m, const struct kmem_budget *kb,
+		     bool enabled, bool few_processes)
 {
 	uint32_t procs = env_entries("EMBER_BPF_UNWIND_PROCS",
-				     few_processes ? EMBER_BPF_FEW_PROCS :
-						     EMBER_BPF_MAX_PROCS);
+				     kmem_scale(kb, few_processes ? EMBER_BPF_FEW_PROCS :
+						EMBER_BPF_MAX_PROCS, 64));
 
 	if (procs > EMBER_BPF_MAX_PROCS_LIMIT)
 		procs = EMBER_BPF_MAX_PROCS_LIMIT;
@@ -103,11 +110,14 @@ void bpf_unwind_size(const struct bpf_unwind_maps *m, bool enabled,
 	bpf_map__set_max_entries(m->proc_slots, enabled ? procs + procs / 4 + 1 : 1);
 	/* two page-index entries and two rows per element */
 	bpf_map__set_max_entries(m->pages, enabled ?
-		env_entries("EMBER_BPF_UNWIND_PAGES", EMBER_BPF_POOL_PAGES) / 2 : 1);
+		env_entries("EMBER_BPF_UNWIND_PAGES",
+			    kmem_scale(kb, EMBER_BPF_POOL_PAGES, 4096)) / 2 : 1);
 	bpf_map__set_max_entries(m->rows, enabled ?
-		env_entries("EMBER_BPF_UNWIND_ROWS", EMBER_BPF_POOL_ROWS) / 2 : 1);
+		env_entries("EMBER_BPF_UNWIND_ROWS",
+			    kmem_scale(kb, EMBER_BPF_POOL_ROWS, 65536)) / 2 : 1);
 	bpf_map__set_max_entries(m->rules, enabled ?
-		env_entries("EMBER_BPF_UNWIND_RULES", EMBER_BPF_POOL_RULES) : 1);
+		env_entries("EMBER_BPF_UNWIND_RULES",
+			    kmem_scale(kb, EMBER_BPF_POOL_RULES, 16384)) : 1);
 	if (!enabled)
 		bpf_map__set_max_entries(m->tables, 1);
 }
@@ -344,7 +354,7 @@ int bpf_unwind_load(struct bpf_unwind *u, uint32_t id, const void *table,
 		u->load_refused++;
 		pthread_mutex_unlock(&u->lock);
 		snprintf(err, err_len, "the eBPF unwind pools are full (%u of %u rows "
-			 "used; raise EMBER_BPF_UNWIND_ROWS)",
+			 "used; raise kernel_mem, or EMBER_BPF_UNWIND_ROWS)",
 			 (unsigned int)u->pool[1].used, u->pool[1].entries);
 		return -ENOSPC;
 	}

@@ -24,7 +24,9 @@ struct bpf_unwind_maps {
  * Map sizes before the object is loaded: nothing when CFI is off; few
  * process slots when only some processes are profiled (pid filter).
  */
-void bpf_unwind_size(const struct bpf_unwind_maps *m, bool enabled,
+struct kmem_budget;
+void bpf_unwind_size(const struct bpf_unwind_maps *m, const struct kmem_budget *kb,
+		     bool enabled,
 		     bool few_processes);
 /* After load: map the pools. NULL with err set on failure. */
 struct bpf_unwind *bpf_unwind_new(const struct bpf_unwind_maps *m,

@@ -28,6 +28,7 @@
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
+#include "source/kmem_budget.h"
 #include "source/source.h"
 #include "source/source_kmod.h"
 
@@ -445,6 +446,48 @@ static int open_device(char *err, size_t err_len)
 
 static void kmod_close(struct ember_source *src);
 
+/*
+ * The module's unwind tables are bounded by its unwind_mem_max parameter
+ * (256 MiB by default), not by the agent. Under a kernel memory budget
+ * smaller than the full one (kmem_budget.h: a small machine, or
+ * kernel_mem), half of the budget goes to them: the parameter is lowered
+ * (root may write it at run time), never raised, and that is said once.
+ */
+#define KMOD_UNWIND_MEM_PARAM "/sys/module/ember/parameters/unwind_mem_max"
+static void kmod_cap_unwind_mem(const struct ember_source_config *c)
+{
+	struct kmem_budget kb;
+	unsigned long cur = 0, want;
+	bool ok;
+	FILE *f;
+
+	kmem_budget_get(c->kernel_mem_mb, &kb);
+	if (kb.bytes >= EMBER_KMEM_FULL)
+		return;
+	want = (unsigned long)(kb.bytes >> 21);
+	if (!want)
+		want = 1;
+	f = fopen(KMOD_UNWIND_MEM_PARAM, "re");
+	if (!f)
+		return;
+	if (fscanf(f, "%lu", &cur) != 1)
+		cur = 0;
+	fclose(f);
+	if (cur && cur <= want)
+		return;
+	f = fopen(KMOD_UNWIND_MEM_PARAM, "we");
+	ok = f && fprintf(f, "%lu\n", want) > 0;
+	if (f && fclose(f))
+		ok = false;
+	if (!ok) {
+		fprintf(stderr, "ember: could not lower the module's unwind_mem_max to %lu MiB "
+			"(kernel memory budget): %s\n", want, strerror(errno));
+		return;
+	}
+	fprintf(stderr, "ember: the module's unwind tables capped at %lu MiB (unwind_mem_max, "
+		"was %lu): half of the kernel memory budget\n", want, cur);
+}
+
 static int kmod_open(struct ember_source **out,
 		     const struct ember_source_config *cfg, char *err,
 		     size_t err_len)
@@ -515,6 +558,7 @@ static int kmod_open(struct ember_source **out,
 		return r;
 	}
 	src->fd = r;
+	kmod_cap_unwind_mem(cfg);
 	*out = src;
 	return 0;
 }
@@ -568,11 +612,40 @@ static int map_rings(struct ember_source *src)
 	return 0;
 }
 
+/*
+ * Per-CPU ring bytes to ask for: --ring-bytes, else the module's default
+ * (0) unless the kernel memory budget (kmem_budget.h) is smaller than
+ * what the default rings would hold on every possible CPU: then a power
+ * of two within a quarter of the budget, at least the module's 16 KiB.
+ */
+#define KMOD_RING_DEFAULT	(512u << 10)
+#define KMOD_RING_MIN		(16u << 10)
+static uint32_t kmod_ring_bytes(const struct ember_source_config *c)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	struct kmem_budget kb;
+	uint64_t want;
+	uint32_t r = KMOD_RING_DEFAULT;
+
+	if (c->ring_bytes)
+		return c->ring_bytes;
+	kmem_budget_get(c->kernel_mem_mb, &kb);
+	if (cpus < 1)
+		cpus = 1;
+	if ((uint64_t)KMOD_RING_DEFAULT * cpus <= kb.bytes / 4)
+		return 0;
+	want = kb.bytes / 4 / cpus;
+	while (r > KMOD_RING_MIN && r > want)
+		r >>= 1;
+	return r;
+}
+
 static int kmod_start(struct ember_source *src)
 {
 	const struct ember_source_config *c = &src->cfg;
 	struct nl_msg *msg = genl_msg(src->family, EMBER_CMD_START, false);
 	uint32_t events = c->events;
+	uint32_t ring = kmod_ring_bytes(c);
 	int r = 0;
 
 	if (!msg)
@@ -592,7 +665,7 @@ static int kmod_start(struct ember_source *src)
 			(c->stack_copy ? EMBER_F_STACK_COPY : 0) |
 			((c->events & EMBER_EV_LOCK) && c->lock_waker ?
 			 EMBER_F_LOCK_WAKER : 0)) ||
-	    (c->ring_bytes && nla_put_u32(msg, EMBER_A_RING_SIZE, c->ring_bytes)) ||
+	    (ring && nla_put_u32(msg, EMBER_A_RING_SIZE, ring)) ||
 	    (c->offcpu_min_ns && nla_put_u64(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns)) ||
 	    (c->offcpu_sample_ppm &&
 	     nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_sample_ppm)) ||

@@ -18,10 +18,38 @@
 #include <time.h>
 #include <unistd.h>
 #include <dwarf.h>
+#ifndef EMBER_NO_DEBUGINFOD
 #include <elfutils/debuginfod.h>
+#endif
 #include "lib/safe_file.h"
 #include "symbolize/symbolize_internal.h"
 
+#ifdef EMBER_NO_DEBUGINFOD
+/*
+ * Built with EMBER_DEBUGINFOD=0 (an image that leaves libdebuginfod and
+ * its libcurl out): --debuginfod says so once and does nothing.
+ */
+void *sym_debuginfod_begin(uint64_t dwarf_max_bytes)
+{
+	(void)dwarf_max_bytes;
+	fprintf(stderr, "ember: this ember was built without debuginfod "
+		"(EMBER_DEBUGINFOD=0): --debuginfod is ignored; install the "
+		"debug files under --debug-dir instead\n");
+	return NULL;
+}
+
+void sym_debuginfod_end(void *client)
+{
+	(void)client;
+}
+
+static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
+{
+	(void)se;
+	(void)ctx;
+	return NULL;
+}
+#else
 /*
  * debuginfod: a query is abandoned after DINFOD_QUERY_S seconds (the
  * library's default would wait 90 s per server and file), and after
@@ -148,6 +176,7 @@ static Elf *fetch_debuginfod(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 	close(fd);
 	return elf;
 }
+#endif /* EMBER_NO_DEBUGINFOD */
 
 /*
  * Bytes of DWARF in elf once decompressed: libdw decompresses every

@@ -290,9 +290,42 @@ static bool push_sym(struct sym_symbol **syms, size_t *nr, size_t *cap,
 }
 
 /*
- * Name PLT stubs "fn@plt" as perf does, from .rela.plt: stub i is at
- * .plt.sec + 16 i (IBT layout) or .plt + 16 (i + 1) (after PLT0). x86-64
- * only. Returns the malloc'd block holding the names (NULL if none).
+ * Where PLT stub i is: base + stride * i. x86-64: .plt.sec + 16 i (IBT
+ * layout) or .plt + 16 (i + 1) (after PLT0). aarch64: .plt + 32 + stride
+ * i after its 32-byte PLT0, the stride 16 (24 for the BTI and PAC
+ * layouts): the one that fills the section exactly with n stubs.
+ */
+static bool plt_layout(Elf *elf, size_t n, uint64_t *base, uint64_t *stride,
+		       GElf_Shdr *psh)
+{
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(elf, &eh))
+		return false;
+	*stride = 16;
+	if (eh.e_machine == EM_X86_64) {
+		if (sym_find_section(elf, ".plt.sec", psh)) {
+			*base = psh->sh_addr;
+			return true;
+		}
+		if (!sym_find_section(elf, ".plt", psh))
+			return false;
+		*base = psh->sh_addr + 16;
+		return true;
+	}
+	if (eh.e_machine != EM_AARCH64 || !n ||
+	    !sym_find_section(elf, ".plt", psh) || psh->sh_size < 32)
+		return false;
+	*base = psh->sh_addr + 32;
+	if (psh->sh_size - 32 == 24 * (uint64_t)n)
+		*stride = 24;
+	return psh->sh_size - 32 == *stride * (uint64_t)n;
+}
+
+/*
+ * Name PLT stubs "fn@plt" as perf does, from .rela.plt (plt_layout()
+ * says where each is). Returns the malloc'd block holding the names (NULL
+ * if none).
  */
 static char *plt_symbols(Elf *elf, struct sym_symbol **syms, size_t *nr,
 			 size_t *cap, size_t *bytes)
@@ -300,34 +333,27 @@ static char *plt_symbols(Elf *elf, struct sym_symbol **syms, size_t *nr,
 	GElf_Shdr rsh, psh, dsh;
 	Elf_Scn *rela, *dyn;
 	Elf_Data *rd, *dd;
-	GElf_Ehdr eh;
-	uint64_t base, end;
+	uint64_t base, end, stride;
 	size_t n, total = 0, used = 0;
 	char *names;
 
-	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
-	    !(rela = sym_find_section(elf, ".rela.plt", &rsh)) ||
+	if (!(rela = sym_find_section(elf, ".rela.plt", &rsh)) ||
 	    rsh.sh_type != SHT_RELA || !rsh.sh_entsize)
 		return NULL;
-	if (sym_find_section(elf, ".plt.sec", &psh)) {
-		base = psh.sh_addr;
-	} else if (sym_find_section(elf, ".plt", &psh)) {
-		base = psh.sh_addr + 16;
-	} else {
+	n = rsh.sh_size / rsh.sh_entsize;
+	if (!plt_layout(elf, n, &base, &stride, &psh))
 		return NULL;
-	}
 	end = psh.sh_addr + psh.sh_size;
 	if (!(dyn = elf_getscn(elf, rsh.sh_link)) || !gelf_getshdr(dyn, &dsh) ||
 	    !(rd = elf_getdata(rela, NULL)) || !(dd = elf_getdata(dyn, NULL)))
 		return NULL;
-	n = rsh.sh_size / rsh.sh_entsize;
 	if (n > 65536)
 		n = 65536;
 	for (int pass = 0; pass < 2; pass++) {
 		names = pass ? malloc(total ? total : 1) : NULL;
 		if (pass && !names)
 			return NULL;
-		for (size_t i = 0; i < n && base + 16 * (i + 1) <= end; i++) {
+		for (size_t i = 0; i < n && base + stride * (i + 1) <= end; i++) {
 			GElf_Rela r;
 			GElf_Sym sym;
 			const char *name;
@@ -345,7 +371,8 @@ static char *plt_symbols(Elf *elf, struct sym_symbol **syms, size_t *nr,
 			if (used + len > total)
 				break;
 			snprintf(names + used, len, "%s@plt", name);
-			if (!push_sym(syms, nr, cap, base + 16 * i, 16, names + used))
+			if (!push_sym(syms, nr, cap, base + stride * i, stride,
+				      names + used))
 				break;
 			used += len;
 		}
@@ -360,9 +387,11 @@ static char *plt_symbols(Elf *elf, struct sym_symbol **syms, size_t *nr,
  * root is the entry function then looks cut. A symbol for it, sized up to
  * the next symbol and at most ENTRY_SPAN bytes (glibc's x86-64 _start is
  * 0x27 bytes padded to 0x30; the loader's falls into _dl_start_user right
- * after its call), where none covers the entry.
+ * after its call), where none covers the entry. aarch64: glibc's _start
+ * is 0x34 bytes, the loader's with _dl_start_user 0x48 (Debian 12).
  */
 #define ENTRY_SPAN	0x30
+#define ENTRY_SPAN_A64	0x48
 
 static void add_entry_symbol(Elf *elf, struct sym_symbol **syms, size_t *nr,
 			     size_t *cap)
@@ -372,6 +401,8 @@ static void add_entry_symbol(Elf *elf, struct sym_symbol **syms, size_t *nr,
 
 	if (!gelf_getehdr(elf, &eh) || !eh.e_entry)
 		return;
+	if (eh.e_machine == EM_AARCH64)
+		size = ENTRY_SPAN_A64;
 	for (size_t i = 0; i < *nr; i++) {
 		const struct sym_symbol *o = &(*syms)[i];
 

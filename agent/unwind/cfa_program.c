@@ -2,8 +2,8 @@
 /*
  * DWARF call-frame instructions -> CFI rows (cfa_program.h says why ember
  * runs them itself). Every operand is read within the instruction bytes;
- * rules are kept for the CFA, the return address and rbp only, so memory
- * is fixed whatever the registers a program names.
+ * rules are kept for the CFA, the return address and the frame pointer
+ * only, so memory is fixed whatever the registers a program names.
  */
 #include <errno.h>
 #include <string.h>
@@ -55,11 +55,12 @@ bool cfa_sleb(const uint8_t **p, const uint8_t *end, int64_t *v)
 }
 
 /* The rule of register reg in st, or NULL for registers ember ignores. */
-static struct cfa_reg_rule *reg_of(struct cfa_state *st, uint64_t reg)
+static struct cfa_reg_rule *reg_of(const struct cfa_cie *cie,
+				   struct cfa_state *st, uint64_t reg)
 {
-	if (reg == CFA_REG_RA)
+	if (reg == cfa_reg_ra(cie))
 		return &st->ra;
-	if (reg == CFA_REG_RBP)
+	if (reg == cfa_reg_fp(cie))
 		return &st->fp;
 	return NULL;
 }
@@ -67,11 +68,21 @@ static struct cfa_reg_rule *reg_of(struct cfa_state *st, uint64_t reg)
 static const struct cfa_reg_rule *initial_of(const struct cfa_cie *cie,
 					     uint64_t reg)
 {
-	if (reg == CFA_REG_RA)
+	if (reg == cfa_reg_ra(cie))
 		return &cie->initial.ra;
-	if (reg == CFA_REG_RBP)
+	if (reg == cfa_reg_fp(cie))
 		return &cie->initial.fp;
 	return NULL;
+}
+
+/* Before a CIE's instructions: the ABI's rule (cfa_program.h). */
+static struct cfa_reg_rule abi_default(const struct cfa_cie *cie,
+				       uint64_t reg)
+{
+	bool same = reg == cfa_reg_fp(cie) || cie->arch == CFA_ARCH_AARCH64;
+
+	return (struct cfa_reg_rule){ .how = same ? CFA_RULE_SAME :
+						    CFA_RULE_UNDEF };
 }
 
 /* A factored offset: n x the CIE's data alignment, without overflow. */
@@ -133,6 +144,9 @@ static bool read_addr(const struct cfa_cie *cie, const uint8_t **p,
 	return true;
 }
 
+/* binutils 2.43+ for -mbranch-protection=pac-ret+pc: aarch64 only */
+#define CFA_AARCH64_NEGATE_RA_STATE_WITH_PC	0x2c
+
 struct run {
 	const struct cfa_cie *cie;
 	struct cfa_state st;
@@ -173,7 +187,7 @@ static int advance_by(struct run *r, uint64_t delta)
 static int set_rule(struct run *r, uint64_t reg, uint8_t how, int64_t off,
 		    const struct cfa_expr *e)
 {
-	struct cfa_reg_rule *rule = reg_of(&r->st, reg);
+	struct cfa_reg_rule *rule = reg_of(r->cie, &r->st, reg);
 
 	if (reg > CFA_MAX_REGNO)
 		return -EINVAL;
@@ -187,15 +201,13 @@ static int set_rule(struct run *r, uint64_t reg, uint8_t how, int64_t off,
 
 static int restore_rule(struct run *r, uint64_t reg)
 {
-	struct cfa_reg_rule *rule = reg_of(&r->st, reg);
+	struct cfa_reg_rule *rule = reg_of(r->cie, &r->st, reg);
 
 	if (reg > CFA_MAX_REGNO)
 		return -EINVAL;
 	/* in a CIE, restore means its own initial rule: the default */
 	if (rule)
-		*rule = r->in_cie ? (struct cfa_reg_rule){
-			.how = reg == CFA_REG_RBP ? CFA_RULE_SAME :
-						     CFA_RULE_UNDEF } :
+		*rule = r->in_cie ? abi_default(r->cie, reg) :
 			*initial_of(r->cie, reg);
 	return 0;
 }
@@ -222,8 +234,17 @@ static int run_extended(struct run *r, uint8_t op, const uint8_t **p,
 
 	switch (op) {
 	case DW_CFA_nop:
-	case DW_CFA_GNU_window_save:
 		return 0;
+	case DW_CFA_GNU_window_save:
+		/*
+		 * aarch64's DW_CFA_AARCH64_negate_ra_state: the return
+		 * address is PAC-signed from here on (or no longer). Where
+		 * it is does not change, and every consumer strips it.
+		 */
+		return 0;
+	case CFA_AARCH64_NEGATE_RA_STATE_WITH_PC:
+		/* the same, signed with the PC as a modifier (PAuth_LR) */
+		return cie->arch == CFA_ARCH_AARCH64 ? 0 : -EINVAL;
 	case DW_CFA_set_loc:
 		if (!read_addr(cie, p, end, &u))
 			return -EINVAL;
@@ -385,9 +406,9 @@ int cfa_run_cie(struct cfa_cie *cie, const uint8_t *p, const uint8_t *end)
 	struct run r = { .cie = cie, .in_cie = true };
 	int e;
 
-	/* the x86_64 ABI's defaults: rbp is callee-saved, the rest unknown */
-	r.st.ra.how = CFA_RULE_UNDEF;
-	r.st.fp.how = CFA_RULE_SAME;
+	/* the ABI's defaults (cfa_program.h) */
+	r.st.ra = abi_default(cie, cfa_reg_ra(cie));
+	r.st.fp = abi_default(cie, cfa_reg_fp(cie));
 	e = run(&r, p, end);
 	if (!e)
 		cie->initial = r.st;

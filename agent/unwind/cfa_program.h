@@ -2,7 +2,8 @@
 /*
  * The DWARF call-frame instructions of one CIE and its FDEs, run to the
  * rows of their CFI table (DWARF 5 section 6.4), for the two registers
- * ember unwinds with (the return address and rbp) and the CFA.
+ * ember unwinds with (the return address and the frame pointer: rbp on
+ * x86_64, x29 on aarch64) and the CFA.
  *
  * Why not libdw's dwarf_cfi_addrframe(): it keeps a rule for every
  * register a program names and grows its array to the highest register
@@ -20,10 +21,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* x86_64 DWARF register numbers */
 #define CFA_REG_RBP	6
 #define CFA_REG_RSP	7
 #define CFA_REG_RA	16
-/* DWARF register numbers above this are malformed on x86_64 (k7 is 125) */
+/* aarch64's (the return-address column is the CIE's: x30 in practice) */
+#define CFA_A64_REG_FP	29
+#define CFA_A64_REG_LR	30
+#define CFA_A64_REG_SP	31
+/*
+ * DWARF register numbers above this are malformed on x86_64 (k7 is 125)
+ * and aarch64 (SVE's z31 is 127)
+ */
 #define CFA_MAX_REGNO	255
 /* DW_CFA_remember_state depth (gcc and clang use 1) */
 #define CFA_MAX_REMEMBER 16
@@ -60,8 +69,17 @@ struct cfa_state {
 	struct cfa_reg_rule ra, fp;
 };
 
+/* Whose registers a program names: the ELF's e_machine. */
+enum cfa_arch {
+	CFA_ARCH_X86_64 = 0,	/* a zeroed cfa_cie is x86_64's */
+	CFA_ARCH_AARCH64,
+};
+
 /* A CIE: what its FDEs need. */
 struct cfa_cie {
+	uint8_t arch;		/* enum cfa_arch */
+	uint64_t ra_reg;	/* aarch64: the CIE's return-address column
+				 * (x86_64 is always 16) */
 	uint64_t code_align;
 	int64_t data_align;
 	bool signal;		/* 'S': the FDEs describe signal trampolines */
@@ -74,9 +92,25 @@ struct cfa_cie {
 typedef int (*cfa_row_fn)(void *ctx, uint64_t lo, uint64_t hi,
 			  const struct cfa_state *st);
 
+/* The DWARF numbers of the return address and the frame pointer. */
+static inline uint64_t cfa_reg_ra(const struct cfa_cie *c)
+{
+	return c->arch == CFA_ARCH_AARCH64 ? c->ra_reg : CFA_REG_RA;
+}
+
+static inline uint64_t cfa_reg_fp(const struct cfa_cie *c)
+{
+	return c->arch == CFA_ARCH_AARCH64 ? CFA_A64_REG_FP : CFA_REG_RBP;
+}
+
 /*
  * Run a CIE's initial instructions [p, end) into cie->initial (the other
- * fields must be set). Returns 0, or -EINVAL for malformed instructions.
+ * fields must be set). The rules before them are the ABI's: the frame
+ * pointer is callee-saved (same value); the return address is undefined
+ * on x86_64 (its CIEs always say where it is) and, on aarch64, still in
+ * the link register (same value: gcc's CIEs say nothing about x30, and an
+ * explicit DW_CFA_undefined then marks the outermost frame). Returns 0,
+ * or -EINVAL for malformed instructions.
  */
 int cfa_run_cie(struct cfa_cie *cie, const uint8_t *p, const uint8_t *end);
 

@@ -6,10 +6,14 @@
  * file decodes each FDE's initial location (the pointer encoding of its
  * CIE's 'R' augmentation) and cfa_program.c runs the call-frame
  * instructions to rows (not libdw's dwarf_cfi_addrframe: cfa_program.h
- * says why). Each row is then translated to an ember rule: CFA = rsp/rbp +
+ * says why). Each row is then translated to an ember rule: CFA = sp/fp +
  * offset, the lazy-PLT and stack-realignment expressions, signal frames
- * and the outermost frame; anything else becomes EMBER_CFA_NONE (the
- * unwinder cuts there).
+ * and the outermost frame; on aarch64 also where the return address is
+ * (x30, its own slot, or paired with x29: a64_ra_part()); anything else
+ * becomes EMBER_CFA_NONE (the unwinder cuts there). The registers are the
+ * file's (e_machine: x86_64 or aarch64). aarch64 code that has no CFI
+ * but needs a rule (.plt, the vDSO's signal trampoline and leaves) gets
+ * one from its instructions.
  *
  * One file: one pipeline behind one entry point, cfi_compile(): rules from
  * CFI rows, FDE enumeration and the table's layout, sharing one struct
@@ -39,6 +43,17 @@
 #define REG_RSP		CFA_REG_RSP
 #define REG_RA		CFA_REG_RA
 
+/* The registers a rule names, by the file's machine: "sp" and "fp". */
+struct regset {
+	uint8_t arch;		/* enum cfa_arch */
+	unsigned int sp, fp;
+};
+
+static const struct regset x86_64_regs = { CFA_ARCH_X86_64, REG_RSP, REG_RBP };
+static const struct regset aarch64_regs = {
+	CFA_ARCH_AARCH64, CFA_A64_REG_SP, CFA_A64_REG_FP
+};
+
 /*
  * One address range of CFI with the rule it compiles to. 16 bytes: a big
  * binary (gcc's cc1: 430k rows) holds all of them at once, so the size of
@@ -56,6 +71,7 @@ struct builder {
 	struct ember_unwind_rule *rules;
 	size_t nr_rules, cap_rules;
 	struct cfi_stats *st;
+	const struct regset *regs;
 };
 
 /* ---- rules ---- */
@@ -178,17 +194,17 @@ static bool is_lit(const struct xop *op, unsigned int v)
  * aes-gcm, bignum): CFA = *(rsp + N) + M, or from rbp. Both offsets go
  * into cfa_off (EMBER_CFA_DEREF_PACK), N within 16 bits, M within 8.
  */
-static bool deref_add_rule(const struct xop *ops, struct ember_unwind_rule *r,
-			   int64_t *off)
+static bool deref_add_rule(const struct regset *rs, const struct xop *ops,
+			   struct ember_unwind_rule *r, int64_t *off)
 {
 	int64_t pre;
 
 	if (ops[1].atom != DW_OP_deref || ops[2].atom != DW_OP_plus_uconst ||
 	    ops[2].number > 255)
 		return false;
-	if (is_breg(&ops[0], REG_RSP, &pre))
+	if (is_breg(&ops[0], rs->sp, &pre))
 		r->cfa_type = EMBER_CFA_DEREF_SP_ADD;
-	else if (is_breg(&ops[0], REG_RBP, &pre))
+	else if (is_breg(&ops[0], rs->fp, &pre))
 		r->cfa_type = EMBER_CFA_DEREF_FP_ADD;
 	else
 		return false;
@@ -199,10 +215,12 @@ static bool deref_add_rule(const struct xop *ops, struct ember_unwind_rule *r,
 }
 
 /*
- * The CFA rule. The PLT expression is what binutils emits for .plt:
- *   rsp + 8 + ((rip & 15) >= 11 ? 8 : 0)   (10 for the IBT .plt.sec form)
+ * The CFA rule. The PLT expression is what binutils emits for x86_64's
+ * .plt: rsp + 8 + ((rip & 15) >= 11 ? 8 : 0)   (10 for the IBT .plt.sec
+ * form); aarch64's .plt has no CFI (plt_spans()).
  */
-static bool cfa_rule(const struct cfa_state *st, struct ember_unwind_rule *r)
+static bool cfa_rule(const struct regset *rs, const struct cfa_state *st,
+		     struct ember_unwind_rule *r)
 {
 	struct xop ops[MAX_XOPS];
 	int64_t off = 0, rip_off;
@@ -217,19 +235,20 @@ static bool cfa_rule(const struct cfa_state *st, struct ember_unwind_rule *r)
 				       (uint64_t)st->cfa_off };
 		n = 1;
 	}
-	if (n == 1 && is_breg(&ops[0], REG_RSP, &off)) {
+	if (n == 1 && is_breg(&ops[0], rs->sp, &off)) {
 		r->cfa_type = EMBER_CFA_SP;
-	} else if (n == 1 && is_breg(&ops[0], REG_RBP, &off)) {
+	} else if (n == 1 && is_breg(&ops[0], rs->fp, &off)) {
 		r->cfa_type = EMBER_CFA_FP;
 	} else if (n == 2 && ops[1].atom == DW_OP_deref &&
-		   is_breg(&ops[0], REG_RBP, &off)) {
+		   is_breg(&ops[0], rs->fp, &off)) {
 		r->cfa_type = EMBER_CFA_DEREF_FP;
 	} else if (n == 2 && ops[1].atom == DW_OP_deref &&
-		   is_breg(&ops[0], REG_RSP, &off)) {
+		   is_breg(&ops[0], rs->sp, &off)) {
 		r->cfa_type = EMBER_CFA_DEREF_SP;
-	} else if (n == 3 && deref_add_rule(ops, r, &off)) {
+	} else if (n == 3 && deref_add_rule(rs, ops, r, &off)) {
 		/* cfa_off packed by deref_add_rule() */
-	} else if (n == 9 && is_breg(&ops[0], REG_RSP, &off) && off == 8 &&
+	} else if (n == 9 && rs->arch == CFA_ARCH_X86_64 &&
+		   is_breg(&ops[0], REG_RSP, &off) && off == 8 &&
 		   is_breg(&ops[1], REG_RA, &rip_off) && rip_off == 0 &&
 		   is_lit(&ops[2], 15) && ops[3].atom == DW_OP_and &&
 		   (is_lit(&ops[4], 11) || is_lit(&ops[4], 10)) &&
@@ -252,9 +271,11 @@ enum reg_loc { REG_UNDEF, REG_SAME, REG_AT_CFA, REG_AT_RBP, REG_OTHER };
 /*
  * Where a register of the caller is. A DW_CFA_expression rule is
  * evaluated with the CFA pushed first, which a leading DW_OP_bregN
- * ignores: [breg6 N] is "at rbp + N".
+ * ignores: [breg6 N] is "at rbp + N" (REG_AT_RBP: at fp + N, x29 on
+ * aarch64).
  */
-static enum reg_loc reg_rule(const struct cfa_reg_rule *rr, int64_t *off)
+static enum reg_loc reg_rule(const struct regset *rs,
+			     const struct cfa_reg_rule *rr, int64_t *off)
 {
 	struct xop ops[MAX_XOPS];
 	int n;
@@ -291,37 +312,25 @@ static enum reg_loc reg_rule(const struct cfa_reg_rule *rr, int64_t *off)
 		}
 		return REG_OTHER;
 	}
-	if (n == 1 && is_breg(&ops[0], REG_RBP, off))
+	if (n == 1 && is_breg(&ops[0], rs->fp, off))
 		return REG_AT_RBP;
 	return REG_OTHER;
 }
 
-/* The ember rule of one CFI row. */
-static void row_rule(const struct cfa_state *st, bool signal,
-		     struct ember_unwind_rule *r, bool *supported)
+/* fp_off holds a saved slot's offset: 8-aligned, 16 bits */
+static bool slot_off_ok(int64_t off)
 {
-	int64_t ra_off = 0, fp_off = 0;
-	enum reg_loc ra, fp;
+	return !(off % 8) && off >= INT16_MIN && off <= INT16_MAX - 7;
+}
 
-	memset(r, 0, sizeof(*r));
-	*supported = true;
-	if (signal) {
-		r->cfa_type = EMBER_CFA_SIGNAL;
-		return;
-	}
-	ra = reg_rule(&st->ra, &ra_off);
-	if (ra == REG_UNDEF) {
-		r->cfa_type = EMBER_CFA_END;
-		return;
-	}
-	if (ra != REG_AT_CFA || ra_off != -8 || !cfa_rule(st, r)) {
-		memset(r, 0, sizeof(*r));	/* EMBER_CFA_NONE */
-		*supported = false;
-		return;
-	}
-	fp = reg_rule(&st->fp, &fp_off);
-	if ((fp == REG_AT_CFA || fp == REG_AT_RBP) &&
-	    (fp_off % 8 || fp_off < INT16_MIN || fp_off > INT16_MAX - 7))
+/* The frame-pointer rule (the low nibble of fp_type) and its fp_off. */
+static void fp_part(const struct regset *rs, const struct cfa_state *st,
+		    struct ember_unwind_rule *r)
+{
+	int64_t fp_off = 0;
+	enum reg_loc fp = reg_rule(rs, &st->fp, &fp_off);
+
+	if ((fp == REG_AT_CFA || fp == REG_AT_RBP) && !slot_off_ok(fp_off))
 		fp = REG_OTHER;
 	switch (fp) {
 	case REG_SAME:
@@ -339,6 +348,83 @@ static void row_rule(const struct cfa_state *st, bool signal,
 		r->fp_type = EMBER_FP_UNKNOWN;
 		break;
 	}
+}
+
+/*
+ * aarch64: where x30 is decides the RA part (include/uapi/ember.h):
+ * unchanged (the CIE's default, DW_CFA_same_value) is still in the link
+ * register; saved at CFA + o is a slot of its own while x29 is unchanged,
+ * or the upper half of an stp x29, x30 pair with x29 at CFA + o - 8. x29
+ * saved apart from x30 (clang and LLVM without frame pointers treat it as
+ * any callee-saved register: x30 at CFA - 32, x29 at CFA - 48) has one
+ * slot too many for a rule: the return address is kept, the caller's x29
+ * becomes unknown (a caller whose CFA is x29-based then cuts). x30 in
+ * another register, or computed, has no ember rule.
+ */
+static bool a64_ra_part(const struct cfa_state *st, struct ember_unwind_rule *r)
+{
+	const struct regset *rs = &aarch64_regs;
+	int64_t ra_off = 0, fp_off = 0;
+	enum reg_loc ra = reg_rule(rs, &st->ra, &ra_off);
+	enum reg_loc fp = reg_rule(rs, &st->fp, &fp_off);
+
+	switch (ra) {
+	case REG_SAME:
+		fp_part(rs, st, r);
+		r->fp_type = EMBER_RULE_FP_RA(r->fp_type, EMBER_RA_LR);
+		return true;
+	case REG_AT_CFA:
+		if (!slot_off_ok(ra_off))
+			return false;
+		if (fp == REG_AT_CFA && fp_off == ra_off - 8 &&
+		    slot_off_ok(fp_off)) {
+			r->fp_type = EMBER_RULE_FP_RA(EMBER_FP_AT_CFA,
+						      EMBER_RA_PAIR);
+			r->fp_off = (int16_t)fp_off;
+			return true;
+		}
+		r->fp_type = EMBER_RULE_FP_RA(fp == REG_SAME ? EMBER_FP_SAME :
+					      EMBER_FP_UNKNOWN,
+					      EMBER_RA_AT_CFA);
+		r->fp_off = (int16_t)ra_off;
+		return true;
+	default:
+		return false;	/* x30 in another register, or computed */
+	}
+}
+
+/* The ember rule of one CFI row. */
+static void row_rule(const struct regset *rs, const struct cfa_state *st,
+		     bool signal, struct ember_unwind_rule *r, bool *supported)
+{
+	int64_t ra_off = 0;
+	enum reg_loc ra;
+
+	memset(r, 0, sizeof(*r));
+	*supported = true;
+	if (signal) {
+		r->cfa_type = rs->arch == CFA_ARCH_AARCH64 ?
+			      EMBER_CFA_SIGNAL_A64 : EMBER_CFA_SIGNAL;
+		return;
+	}
+	ra = reg_rule(rs, &st->ra, &ra_off);
+	if (ra == REG_UNDEF) {
+		r->cfa_type = EMBER_CFA_END;
+		return;
+	}
+	if (rs->arch == CFA_ARCH_AARCH64) {
+		if (!cfa_rule(rs, st, r) || !a64_ra_part(st, r)) {
+			memset(r, 0, sizeof(*r));	/* EMBER_CFA_NONE */
+			*supported = false;
+		}
+		return;
+	}
+	if (ra != REG_AT_CFA || ra_off != -8 || !cfa_rule(rs, st, r)) {
+		memset(r, 0, sizeof(*r));	/* EMBER_CFA_NONE */
+		*supported = false;
+		return;
+	}
+	fp_part(rs, st, r);
 }
 
 static int add_span(struct builder *b, uint64_t lo, uint64_t hi,
@@ -388,14 +474,232 @@ static int add_row(void *ctx, uint64_t lo, uint64_t hi,
 	bool ok;
 	int idx;
 
-	row_rule(st, f->signal, &r, &ok);
+	row_rule(f->b->regs, st, f->signal, &r, &ok);
 	f->b->st->rows_in++;
-	if (!ok)
+	f->b->st->bytes_in += hi - lo;
+	if (!ok) {
 		f->b->st->rows_unsupported++;
+		f->b->st->bytes_unsupported += hi - lo;
+	}
 	idx = rule_index(f->b, &r);
 	if (idx < 0)
 		return idx;
 	return add_span(f->b, lo, hi, (uint16_t)idx);
+}
+
+/* ---- aarch64 code without CFI: the PLT, the vDSO ---- */
+
+/* Instructions the rules below look for (little-endian words). */
+#define A64_NOP			0xd503201fu
+#define A64_PLT0_STP		0xa9bf7bf0u	/* stp x16, x30, [sp, #-16]! */
+#define A64_BR_X17		0xd61f0220u	/* br x17 */
+#define A64_MOV_X8_SIGRETURN	0xd2801168u	/* mov x8, #139 */
+#define A64_SVC_0		0xd4000001u	/* svc #0 */
+/* a PLT or vDSO bigger than this is no PLT or vDSO */
+#define A64_SYNTH_MAX_BYTES	(16U << 20)
+
+/* Does a span of CFI already cover some of [lo, hi)? */
+static bool covered(const struct builder *b, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; i < b->nr; i++)
+		if (b->spans[i].lo < hi && b->spans[i].lo + b->spans[i].len > lo)
+			return true;
+	return false;
+}
+
+static int add_rule_span(struct builder *b, uint64_t lo, uint64_t hi,
+			 uint8_t cfa_type, uint8_t fp_type, int32_t cfa_off)
+{
+	struct ember_unwind_rule r = { cfa_type, fp_type, 0, cfa_off };
+	int idx;
+
+	if (hi <= lo)
+		return 0;
+	idx = rule_index(b, &r);
+	if (idx < 0)
+		return idx;
+	b->st->bytes_synth += hi - lo;
+	return add_span(b, lo, hi, (uint16_t)idx);
+}
+
+/* The section's bytes at [addr, addr + 4): one instruction. */
+static bool a64_word(const GElf_Shdr *sh, const Elf_Data *d, uint64_t addr,
+		     uint32_t *w)
+{
+	uint64_t off = addr - sh->sh_addr;
+
+	if (addr < sh->sh_addr || off > d->d_size || d->d_size - off < 4)
+		return false;
+	memcpy(w, (const uint8_t *)d->d_buf + off, 4);	/* little endian */
+	return true;
+}
+
+/*
+ * aarch64 .plt has no CFI (binutils generates none there): an entry only
+ * loads x16/x17 and branches, the caller's return address still in x30
+ * and sp untouched, so CFA = sp with the return address in x30. PLT0,
+ * the lazy binder's stub, pushes x16 and x30 first (stp x16, x30,
+ * [sp, #-16]!): from there to its br x17, CFA = sp + 16. .iplt (static
+ * executables' IFUNC entries) has no PLT0.
+ */
+static int plt_spans(struct builder *b, Elf *elf, const char *name)
+{
+	const uint8_t lr = EMBER_RULE_FP_RA(EMBER_FP_SAME, EMBER_RA_LR);
+	Elf_Scn *scn = cfi_find_section(elf, name);
+	uint64_t lo, hi, stp = 0, br = 0, a;
+	Elf_Data *d;
+	GElf_Shdr sh;
+	uint32_t w;
+	int r;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) ||
+	    !sh.sh_size || sh.sh_size > A64_SYNTH_MAX_BYTES ||
+	    sh.sh_addr + sh.sh_size < sh.sh_addr)
+		return 0;
+	lo = sh.sh_addr;
+	hi = lo + sh.sh_size;
+	if (covered(b, lo, hi))
+		return 0;	/* a linker that emits CFI for it: use that */
+	d = elf_getdata(scn, NULL);
+	for (a = lo; d && d->d_buf && !strcmp(name, ".plt") && a < lo + 32 &&
+	     a64_word(&sh, d, a, &w); a += 4) {
+		if (!stp && w == A64_PLT0_STP)
+			stp = a + 4;
+		else if (stp && w == A64_BR_X17) {
+			br = a + 4;
+			break;
+		}
+	}
+	if (!br)
+		return add_rule_span(b, lo, hi, EMBER_CFA_SP, lr, 0);
+	r = add_rule_span(b, lo, stp, EMBER_CFA_SP, lr, 0);
+	if (!r)
+		r = add_rule_span(b, stp, br, EMBER_CFA_SP, lr, 16);
+	if (!r)
+		r = add_rule_span(b, br, hi, EMBER_CFA_SP, lr, 0);
+	return r;
+}
+
+/*
+ * Does instruction i leave sp, x29 and x30 alone and call nothing?
+ * Decided by instruction class, conservatively: anything that could
+ * (a load into x29 or x30, any access that may write back sp, a data
+ * operation whose destination is one of them) says no.
+ */
+static bool a64_keeps_frame(uint32_t i)
+{
+	unsigned int rd = i & 31, rn = (i >> 5) & 31, rt2 = (i >> 10) & 31;
+
+	if ((i & 0xfffff01fu) == 0xd503201fu)
+		return true;	/* hints: nop, paciasp, autiasp, bti */
+	if ((i & 0xfc000000u) == 0x94000000u ||		/* bl */
+	    (i & 0xfffffc1fu) == 0xd63f0000u ||		/* blr */
+	    (i & 0xfefff800u) == 0xd63f0800u)		/* blraa, blrab */
+		return false;
+	if ((i & 0x1c000000u) == 0x14000000u)	/* branch, exception, system */
+		return (i & 0xfff00000u) != 0xd5300000u ||	/* mrs Xt */
+		       (rd != 29 && rd != 30);
+	if ((i & 0x0a000000u) == 0x08000000u)	/* loads and stores */
+		return rn != 31 && rd != 29 && rd != 30 && rt2 != 29 &&
+		       rt2 != 30;
+	if (rd == 29 || rd == 30)
+		return false;
+	/* destination 31 is sp (not xzr) for these, unless they set flags */
+	if (rd == 31 && ((i & 0x1f000000u) == 0x11000000u ||	/* add/sub imm */
+			 (i & 0x1f200000u) == 0x0b200000u))	/* add/sub ext */
+		return i & (1u << 29);
+	if (rd == 31 && (i & 0x1f800000u) == 0x12000000u)	/* logical imm */
+		return ((i >> 29) & 3) == 3;			/* ands */
+	return true;
+}
+
+/* The vDSO's __kernel_rt_sigreturn: mov x8, #139; svc #0, after a nop. */
+static int vdso_sigreturn(struct builder *b, const GElf_Shdr *sh,
+			  const Elf_Data *d, uint64_t sym)
+{
+	uint32_t w0, w1, nop;
+	int r = 0;
+
+	if (!a64_word(sh, d, sym, &w0) || !a64_word(sh, d, sym + 4, &w1) ||
+	    w0 != A64_MOV_X8_SIGRETURN || w1 != A64_SVC_0)
+		return 0;
+	/*
+	 * A handler returns to the symbol: its return address is looked up
+	 * one byte earlier, in the nop the kernel puts there for that
+	 */
+	if (a64_word(sh, d, sym - 4, &nop) && nop == A64_NOP &&
+	    !covered(b, sym - 4, sym))
+		r = add_rule_span(b, sym - 4, sym, EMBER_CFA_SIGNAL_A64, 0, 0);
+	if (!r && !covered(b, sym, sym + 8))
+		r = add_rule_span(b, sym, sym + 8, EMBER_CFA_SIGNAL_A64, 0, 0);
+	return r;
+}
+
+/* A vDSO function without CFI: a rule when it is a leaf that keeps sp. */
+static int vdso_leaf(struct builder *b, const GElf_Shdr *sh,
+		     const Elf_Data *d, uint64_t lo, uint64_t size)
+{
+	uint32_t w;
+
+	if (!size || size % 4 || size > A64_SYNTH_MAX_BYTES ||
+	    covered(b, lo, lo + size))
+		return 0;
+	for (uint64_t a = lo; a < lo + size; a += 4)
+		if (!a64_word(sh, d, a, &w) || !a64_keeps_frame(w))
+			return 0;
+	return add_rule_span(b, lo, lo + size, EMBER_CFA_SP,
+			     EMBER_RULE_FP_RA(EMBER_FP_SAME, EMBER_RA_LR), 0);
+}
+
+/*
+ * The arm64 vDSO (it alone defines __kernel_rt_sigreturn) may have no
+ * CFI at all (Debian's 6.1 and 6.12 have none): its signal trampoline
+ * gets EMBER_CFA_SIGNAL_A64 by that symbol, and its functions that are
+ * leaves keeping sp (clock_gettime, gettimeofday, getres) the
+ * return-address-in-x30 rule. Others (getrandom's stp x29, x30 frame)
+ * get none: frame-pointer steps.
+ */
+static int vdso_spans(struct builder *b, Elf *elf)
+{
+	Elf_Scn *scn = NULL, *text;
+	GElf_Shdr sh, tsh;
+	Elf_Data *d, *td;
+	GElf_Sym sym;
+	int r = 0;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
+			break;
+	d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!d || !sh.sh_entsize)
+		return 0;
+	for (int pass = 0; pass < 2; pass++) {
+		bool vdso = false;
+
+		for (size_t i = 0; !r && i < sh.sh_size / sh.sh_entsize &&
+		     gelf_getsym(d, (int)i, &sym); i++) {
+			const char *n = elf_strptr(elf, sh.sh_link, sym.st_name);
+			bool sigret = n && !strcmp(n, "__kernel_rt_sigreturn");
+
+			vdso |= sigret;
+			if (pass == 0 || sym.st_shndx == SHN_UNDEF ||
+			    sym.st_shndx >= SHN_LORESERVE ||
+			    !(text = elf_getscn(elf, sym.st_shndx)) ||
+			    !gelf_getshdr(text, &tsh) ||
+			    !(tsh.sh_flags & SHF_EXECINSTR) ||
+			    tsh.sh_type != SHT_PROGBITS ||
+			    !(td = elf_getdata(text, NULL)) || !td->d_buf)
+				continue;
+			if (sigret)
+				r = vdso_sigreturn(b, &tsh, td, sym.st_value);
+			else if (GELF_ST_TYPE(sym.st_info) == STT_FUNC)
+				r = vdso_leaf(b, &tsh, td, sym.st_value,
+					      sym.st_size);
+		}
+		if (!vdso)
+			return 0;
+	}
+	return r;
 }
 
 /* ---- FDE enumeration ---- */
@@ -517,8 +821,9 @@ static const struct cie_info *find_cie(const struct cie_info *c, size_t n,
 }
 
 /* Record the CIE at off, run its initial instructions. */
-static int add_cie(struct cie_info **cies, size_t *nr, size_t *cap,
-		   Dwarf_Off off, const Dwarf_CIE *c, bool eh_frame)
+static int add_cie(const struct regset *rs, struct cie_info **cies,
+		   size_t *nr, size_t *cap, Dwarf_Off off, const Dwarf_CIE *c,
+		   bool eh_frame)
 {
 	struct cie_info *ci;
 	const char *aug = c->augmentation ? c->augmentation : "";
@@ -538,12 +843,20 @@ static int add_cie(struct cie_info **cies, size_t *nr, size_t *cap,
 	ci = &(*cies)[(*nr)++];
 	memset(ci, 0, sizeof(*ci));
 	ci->off = off;
+	ci->cie.arch = rs->arch;
+	ci->cie.ra_reg = c->return_address_register;
 	ci->cie.code_align = c->code_alignment_factor;
 	ci->cie.data_align = c->data_alignment_factor;
 	ci->cie.signal = strchr(aug, 'S') != NULL;
 	ci->cie.aug_z = aug[0] == 'z';
 	ci->cie.ptr_enc = eh_frame ? cie_fde_encoding(c) : DW_EH_PE_absptr;
+	/*
+	 * aarch64's rules say "x30" (the link register): a CIE whose return
+	 * address is another column has none of them
+	 */
 	ci->ok = ci->cie.ptr_enc != DW_EH_PE_omit &&
+		 (rs->arch != CFA_ARCH_AARCH64 ||
+		  c->return_address_register == CFA_A64_REG_LR) &&
 		 c->initial_instructions <= c->initial_instructions_end &&
 		 cfa_run_cie(&ci->cie, c->initial_instructions,
 			     c->initial_instructions_end) == 0;
@@ -606,7 +919,7 @@ static int walk_section(struct builder *b, Elf *elf, Elf_Scn *scn,
 			}
 			if (dwarf_cfi_cie_p(&ent)) {
 				if (pass == 0)
-					err = add_cie(&cies, &nr_cies,
+					err = add_cie(b->regs, &cies, &nr_cies,
 						      &cap_cies, off, &ent.cie,
 						      eh_frame);
 			} else if (pass == 1) {
@@ -846,11 +1159,37 @@ static int layout(struct builder *b, void **out, size_t *len)
 	return 0;
 }
 
+/* The registers of elf's machine, or NULL for one ember cannot unwind. */
+static const struct regset *machine_regs(Elf *elf, unsigned int *machine)
+{
+	GElf_Ehdr eh;
+
+	*machine = gelf_getehdr(elf, &eh) ? eh.e_machine : EM_NONE;
+	if (*machine == EM_X86_64)
+		return &x86_64_regs;
+	if (*machine == EM_AARCH64)
+		return &aarch64_regs;
+	return NULL;
+}
+
+/* aarch64 code that has no CFI but needs rules: the PLT, the vDSO. */
+static int a64_synth_spans(struct builder *b, Elf *elf)
+{
+	int r = plt_spans(b, elf, ".plt");
+
+	if (!r)
+		r = plt_spans(b, elf, ".iplt");
+	if (!r)
+		r = vdso_spans(b, elf);
+	return r;
+}
+
 int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
 		char *err, size_t err_len)
 {
 	struct ember_unwind_rule none = { 0 };
 	struct builder b = { .st = st };
+	unsigned int machine;
 	Elf_Scn *scn;
 	bool eh = true;
 	const char *why;
@@ -859,19 +1198,33 @@ int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
 	memset(st, 0, sizeof(*st));
 	*out = NULL;
 	*len = 0;
+	b.regs = machine_regs(elf, &machine);
+	if (!b.regs) {
+		snprintf(err, err_len, "no unwinding for ELF machine %u (only "
+			 "x86_64 and aarch64)", machine);
+		return -ENOENT;
+	}
 	scn = cfi_find_section(elf, ".eh_frame");
 	if (!scn) {
 		scn = cfi_find_section(elf, ".debug_frame");
 		eh = false;
 	}
-	if (!scn) {
+	/* aarch64: a vDSO without CFI still has rules to give */
+	if (!scn && b.regs->arch != CFA_ARCH_AARCH64) {
 		snprintf(err, err_len, "no .eh_frame or .debug_frame");
 		return -ENOENT;
 	}
-	st->source = eh ? ".eh_frame" : ".debug_frame";
+	st->source = !scn ? "symbols" : eh ? ".eh_frame" : ".debug_frame";
 	r = rule_index(&b, &none);	/* rule 0: no CFI here */
-	if (r >= 0)
+	if (r >= 0 && scn)
 		r = walk_section(&b, elf, scn, eh);
+	if (!r && b.regs->arch == CFA_ARCH_AARCH64)
+		r = a64_synth_spans(&b, elf);
+	if (!r && !b.nr && !scn) {
+		snprintf(err, err_len, "no .eh_frame or .debug_frame");
+		r = -ENOENT;
+		goto out;
+	}
 	if (!r && !b.nr)
 		r = -ENOENT;
 	if (!r)
@@ -898,6 +1251,7 @@ int cfi_compile(Elf *elf, void **out, size_t *len, struct cfi_stats *st,
 		st->pages = t->nr_pages;
 		st->bytes = t->size;
 	}
+out:
 	free(b.spans);
 	free(b.rules);
 	return r;

@@ -3,7 +3,9 @@
  * Compile a file's call-frame information into ember's unwind table
  * (include/uapi/ember.h): the rows of every FDE in .eh_frame (or, when a
  * file has none, .debug_frame), each turned into one of the few rules the
- * kernel and eBPF unwinders know, deduplicated, paged by 64 KiB.
+ * kernel and eBPF unwinders know, deduplicated, paged by 64 KiB. x86_64
+ * and aarch64 files (e_machine), each with its own registers; aarch64's
+ * .plt and vDSO, which have no CFI, get rules of their own.
  */
 #ifndef EMBER_CFI_COMPILE_H
 #define EMBER_CFI_COMPILE_H
@@ -28,8 +30,13 @@ struct cfi_stats {
 	uint32_t rules;			/* distinct rules */
 	uint32_t pages;
 	uint64_t rows_unsupported;	/* rows whose CFA or RA rule we cannot use */
+	uint64_t bytes_in;		/* code bytes the rows cover */
+	uint64_t bytes_unsupported;	/* ... of rows_unsupported */
+	uint64_t bytes_synth;		/* aarch64: code without CFI given a
+					 * rule (.plt, the vDSO) */
 	uint64_t bytes;			/* table size */
-	const char *source;		/* ".eh_frame" or ".debug_frame" */
+	const char *source;		/* ".eh_frame", ".debug_frame" or
+					 * "symbols" (an aarch64 vDSO) */
 };
 
 /*

@@ -21,7 +21,9 @@
  * pid nor AT_SYSINFO_EHDR), and libdwfl then walks a vDSO frame by rbp,
  * which is right inside the vDSO's framed code and wrong at its entry and
  * after its epilogue's pop (elfutils 0.188: every such sample disagreed).
- * Its bytes are read from the process's memory once per report.
+ * Its bytes are read from the process's memory once per report. (The
+ * arm64 vDSO of Debian's kernels has no CFI at all: libdwfl walks it by
+ * x29/x30, right only where a function keeps its frame record.)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -210,22 +212,44 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 {
 	struct oracle_proc *p = arg;
 	const struct oracle_stack *s = p->cur;
-	uint64_t sp = s->regs[7];
+	uint64_t sp = s->regs[ORACLE_REG_SP];
 
 	(void)dwfl;
 	/* only the copy: what was on the stack when the sample was taken */
 	if (addr < sp || addr - sp + 8 > s->stack_len)
 		return false;
 	memcpy(result, s->stack + (addr - sp), 8);
+	/*
+	 * elfutils 0.188 does not strip a signed return address (aarch64
+	 * PAC): every word is, which leaves pointers and small numbers as
+	 * they are; what the walk reads is saved registers, and only x30's
+	 * value matters to it
+	 */
+	*result &= ~s->pac_mask;
 	return true;
 }
 
+/*
+ * x86_64: registers 0..16, the last one rip (the return address column
+ * libdwfl takes the PC from). aarch64: x0..x30 and sp, then the PC on its
+ * own (elfutils' aarch64 backend does the same for a live thread).
+ */
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct oracle_proc *p = arg;
+	const struct oracle_stack *s = p->cur;
+	Dwarf_Word regs[ORACLE_NR_REGS];
 
-	return dwfl_thread_state_registers(thread, 0, ORACLE_NR_REGS,
-					   (const Dwarf_Word *)p->cur->regs);
+	memcpy(regs, s->regs, sizeof(regs));
+#if defined(__aarch64__)
+	regs[30] &= ~s->pac_mask;
+	if (!dwfl_thread_state_registers(thread, 0, ORACLE_REG_PC, regs))
+		return false;
+	dwfl_thread_state_register_pc(thread, regs[ORACLE_REG_PC]);
+	return true;
+#else
+	return dwfl_thread_state_registers(thread, 0, ORACLE_NR_REGS, regs);
+#endif
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -319,6 +343,42 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+/*
+ * Does CFI describe the interrupted frame at pc? On aarch64 libdwfl
+ * walks a frame without CFI by the frame record at x29 (elfutils'
+ * aarch64_unwind): right in a function that keeps one, wrong in a leaf,
+ * whose caller's record it takes for its own, so the frame after next is
+ * off. The arm64 vDSO has no CFI at all: such samples are not the
+ * oracle's to judge.
+ */
+static bool pc_has_cfi(Dwfl *dwfl, uint64_t pc)
+{
+#if defined(__aarch64__)
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	Dwarf_CFI *cfi[2];
+	Dwarf_Addr bias[2] = { 0, 0 };
+	bool found = false;
+
+	if (!mod)
+		return false;
+	cfi[0] = dwfl_module_eh_cfi(mod, &bias[0]);
+	cfi[1] = dwfl_module_dwarf_cfi(mod, &bias[1]);
+	for (int i = 0; i < 2 && !found; i++) {
+		Dwarf_Frame *f = NULL;
+
+		if (cfi[i] && !dwarf_cfi_addrframe(cfi[i], pc - bias[i], &f)) {
+			found = true;
+			free(f);
+		}
+	}
+	return found;
+#else
+	(void)dwfl;
+	(void)pc;
+	return true;	/* x86_64: the vDSO is reported with its CFI */
+#endif
+}
+
 int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		  uint64_t *ips, int max, int *complete)
 {
@@ -330,12 +390,14 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 	if (!p)
 		return -1;
 	/* a library mapped after the modules were reported: report again */
-	if (!dwfl_addrmodule(p->dwfl, s->regs[16])) {
+	if (!dwfl_addrmodule(p->dwfl, s->regs[ORACLE_REG_PC])) {
 		proc_drop(p);
 		p = proc_get(o, s->pid);
 		if (!p)
 			return -1;
 	}
+	if (!pc_has_cfi(p->dwfl, s->regs[ORACLE_REG_PC]))
+		return -1;
 	p->cur = s;
 	p->thread_given = false;
 	oracle_cur = p;

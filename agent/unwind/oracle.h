@@ -12,15 +12,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* x86_64 DWARF register numbers 0..16: rax rdx rcx rbx rsi rdi rbp rsp
- * r8..r15, then the return address column (rip). */
+/*
+ * The sample's registers in the DWARF order of the agent's own machine
+ * (the oracle unwinds processes of the machine it runs on): x86_64 0..16
+ * are rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then the return address
+ * column (rip); aarch64 0..31 are x0..x30 and sp, then the pc (32).
+ */
+#if defined(__aarch64__)
+#define ORACLE_NR_REGS	33
+#define ORACLE_REG_FP	29
+#define ORACLE_REG_SP	31
+#define ORACLE_REG_PC	32
+#else
 #define ORACLE_NR_REGS	17
+#define ORACLE_REG_FP	6
+#define ORACLE_REG_SP	7
+#define ORACLE_REG_PC	16
+#endif
 
 struct oracle_stack {
 	uint32_t pid, tid;
 	uint64_t regs[ORACLE_NR_REGS];
-	const uint8_t *stack;		/* a copy of memory from regs[7] (rsp) up */
+	const uint8_t *stack;		/* a copy of memory from regs[SP] up */
 	size_t stack_len;
+	/*
+	 * aarch64: the bits of a return address that hold its pointer
+	 * authentication code (the kernel's mask, 0: none), stripped from
+	 * x30 and from every word read off the copy before libdwfl uses it
+	 */
+	uint64_t pac_mask;
 };
 
 struct oracle;
@@ -29,7 +49,8 @@ struct oracle *oracle_new(void);
 /*
  * Unwind s: up to max PCs, leaf first, into ips (the first is the exact
  * PC, the others return addresses, as in ember samples). Returns how many,
- * or -1 when libdwfl could not start. *complete says whether the walk ended
+ * or -1 when libdwfl could not start (or, on aarch64, when no CFI covers
+ * the interrupted PC: libdwfl's walk of such a frame is a guess). *complete says whether the walk ended
  * at the outermost frame rather than at the end of the copy.
  */
 int oracle_unwind(struct oracle *o, const struct oracle_stack *s,

@@ -232,6 +232,24 @@ static bool has_cfi_section(Elf *elf)
 	       cfi_find_section(elf, ".debug_frame");
 }
 
+/*
+ * Tables are for processes of this machine: the file of another (an
+ * aarch64 program run by qemu-user here, an i386 one) gets none, and its
+ * mappings frame-pointer steps, as the backend unwinds this machine's
+ * registers only.
+ */
+static bool native_machine(Elf *elf)
+{
+#if defined(__aarch64__)
+	const unsigned int native = EM_AARCH64;
+#else
+	const unsigned int native = EM_X86_64;
+#endif
+	GElf_Ehdr eh;
+
+	return gelf_getehdr(elf, &eh) && eh.e_machine == native;
+}
+
 static struct table_file *from_elf(struct table_cache *c, Elf *elf,
 				   struct table_file *f, const char *name)
 {
@@ -239,6 +257,8 @@ static struct table_file *from_elf(struct table_cache *c, Elf *elf,
 	Elf *dbg;
 	int fd;
 
+	if (!native_machine(elf))
+		return f;	/* no table, remembered as such */
 	read_segs(elf, f);
 	read_build_id(elf, f);
 	same = find_build_id(c, f);

@@ -28,6 +28,12 @@ struct unwind_check *unwind_check_new(void);
 /* Feed every record in ring order. */
 void unwind_check_record(struct unwind_check *c,
 			 const struct ember_rec_header *rec);
+/*
+ * aarch64: the kernel's PAC mask (0: none), which the oracle strips from
+ * return addresses as the backends do, for records that do not carry the
+ * mask they were taken with. Set it before the first record.
+ */
+void unwind_check_set_pac_mask(struct unwind_check *c, uint64_t mask);
 void unwind_check_get(const struct unwind_check *c,
 		      struct unwind_check_stats *st);
 /* One paragraph: the agreement and the first disagreements. */

@@ -270,18 +270,34 @@ struct ember_unwind_miss {
  * registers and a bounded copy of the user stack of the sample record
  * that precedes it in the same ring, so the agent can unwind the same
  * sample independently (agent/unwind/oracle.c) and compare. Nothing is
- * copied for kernel threads or when the user stack is unreadable.
+ * copied for kernel threads, 32-bit tasks or when the user stack is
+ * unreadable.
  */
 #define EMBER_STACK_COPY_MAX	16384
-#define EMBER_NR_UREGS		17	/* DWARF order: rax rdx rcx rbx rsi rdi
-					 * rbp rsp r8..r15, then rip */
+/*
+ * regs[]: the stack pointer is regs[EMBER_UREG_SP] and the PC
+ * regs[EMBER_UREG_PC] on both architectures.
+ * x86_64, DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, rip.
+ * aarch64 (the registers CFI may need, no argument registers):
+ * x19..x25 (0..6), sp (7), x26..x28 (8..10), x29 (11), x30 (12), the PAC
+ * mask the producer stripped return addresses with (13; 0: none),
+ * 0 (14, 15), pc (16). x30 is as the task left it (not stripped).
+ */
+#define EMBER_NR_UREGS		17
+#define EMBER_UREG_SP		7
+#define EMBER_UREG_PC		16
+#define EMBER_UREG_A64_X19	0	/* x19..x25 */
+#define EMBER_UREG_A64_X26	8	/* x26..x28 */
+#define EMBER_UREG_A64_X29	11
+#define EMBER_UREG_A64_X30	12
+#define EMBER_UREG_A64_PAC_MASK	13
 struct ember_user_stack {
 	struct ember_rec_header hdr;
 	__u64 time_ns;		/* == the sample's */
 	__u32 pid;
 	__u32 tid;
 	__u64 regs[EMBER_NR_UREGS];
-	__u32 stack_len;	/* bytes in stack[], from regs[7] (rsp) up */
+	__u32 stack_len;	/* bytes in stack[], from regs[EMBER_UREG_SP] up */
 	__u32 __reserved;
 	__u8 stack[];		/* zero-padded to 8 bytes */
 };
@@ -573,7 +589,9 @@ enum ember_clock_event {
 /*
  * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.
  * The probed instruction is the first of a function whose arguments
- * follow the x86_64 ABI (rdi, rsi, rdx).
+ * follow the x86_64 ABI (rdi, rsi, rdx) or on aarch64 AAPCS64 (x0, x1,
+ * x2: the kinds' RDI, RSI, RDX mean the first, second, third integer
+ * argument there); the return value is rax / x0.
  */
 enum ember_alloc_probe_kind {
 	/* preload/ember_alloc.c's ember_alloc_probe(ptr, size, weight):

@@ -82,6 +82,9 @@ static bool same(const struct ember_opts *a, const struct ember_opts *b)
 	       str_eq(a->debug_dirs, b->debug_dirs) && a->debuginfod == b->debuginfod &&
 	       str_eq(a->table_cache, b->table_cache) &&
 	       a->table_cache_max_mb == b->table_cache_max_mb &&
+	       a->kernel_mem_mb == b->kernel_mem_mb &&
+	       str_eq(a->local_dir, b->local_dir) &&
+	       a->local_max_bytes == b->local_max_bytes &&
 	       str_eq(a->cgroup_path, b->cgroup_path) && a->all == b->all &&
 	       a->duration_ms == b->duration_ms && str_eq(a->output, b->output) &&
 	       a->format == b->format && a->alloc_rate == b->alloc_rate &&
@@ -111,6 +114,7 @@ static const struct { const char *name, *value; } examples[] = {
 	{ "max-stacks", "1000" }, { "idle", NULL }, { "no-cfi", NULL },
 	{ "debug-dir", "/srv/debug" }, { "debuginfod", NULL },
 	{ "table-cache", "/srv/tables" }, { "table-cache-max", "64" },
+	{ "kernel-mem", "8" }, { "local-dir", "/data/ember" }, { "local-max", "2M" },
 	{ "endpoint", "http://collector:4318" },
 	{ "profiles-endpoint", "https://c:4318/x/profiles" },
 	{ "header", "Authorization=Bearer t" }, { "headers", "a=1,b=2" },

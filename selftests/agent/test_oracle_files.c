@@ -109,16 +109,18 @@ int main(void)
 	checker = fork();
 	if (checker == 0) {
 		static uint8_t stack[256];
-		struct oracle_stack s = { (uint32_t)child, (uint32_t)child, { 0 },
-					  stack, sizeof(stack) };
+		struct oracle_stack s = {
+			.pid = (uint32_t)child, .tid = (uint32_t)child,
+			.stack = stack, .stack_len = sizeof(stack),
+		};
 		struct oracle *o = oracle_new();
 		uint64_t ips[8];
 		int complete;
 
 		alarm(10);
-		s.regs[7] = 0x7ff000000000ull;
+		s.regs[ORACLE_REG_SP] = 0x7ff000000000ull;
 		/* the ELF header: no .eh_frame entry, so .debug_frame is sought */
-		s.regs[16] = addr + 0x10;
+		s.regs[ORACLE_REG_PC] = addr + 0x10;
 		oracle_unwind(o, &s, ips, 8, &complete);
 		oracle_free(o);
 		_exit(0);

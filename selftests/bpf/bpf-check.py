@@ -252,7 +252,7 @@ def cmd_syscall(dump, pid, chain):
     for r in ink:
         k = kernel_syms(r)
         u = user_syms(r, maps)
-        entry = any(n.startswith('entry_SYSCALL_64') for n in k[-2:])
+        entry = any(n.startswith(('entry_SYSCALL_64', 'el0t_64_sync')) for n in k[-2:])
         if entry and want[0] in u and u[u.index(want[0]):u.index(want[0]) + len(want)] == want:
             good += 1
         elif example is None:
@@ -260,7 +260,7 @@ def cmd_syscall(dump, pid, chain):
     frac = good / len(ink) if ink else 0
     ok(len(ink) >= 20 and frac >= 0.9,
        '%d samples of pid %s, %d in the kernel, %d of those with kernel frames down '
-       'to entry_SYSCALL_64 above the user chain %s; e.g. other: %s'
+       'to the syscall entry (entry_SYSCALL_64, arm64 el0t_64_sync) above the user chain %s; e.g. other: %s'
        % (len(mine), pid, len(ink), good, '<-'.join(want), example))
 
 

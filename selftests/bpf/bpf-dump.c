@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "proc/pac_mask.h"
 #include "source/source.h"
 
 static bool quiet;
@@ -276,6 +277,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bpf-dump: eBPF backend unavailable: %s\n", err);
 		return 1;
 	}
+	/* aarch64: the kernel's PAC mask, as the agent's session passes it */
+	ret = proc_pac_insn_mask(&cfg.pac_mask);
+	if (ret)
+		fprintf(stderr, "bpf-dump: PAC mask: %s (stripping nothing)\n",
+			strerror(-ret));
 	ret = ops->open(&src, &cfg, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "bpf-dump: open: %s\n", err);

@@ -14,7 +14,7 @@ fail() { echo "GUEST-FAIL: $1: $2"; }
 # nearest-lower lookups never stretch a function past its end
 sort /proc/kallsyms | awk '
 	keep { print; keep = 0 }
-	$3 ~ /^(__schedule|schedule|do_nanosleep|pipe_read|anon_pipe_read|finish_task_switch.*|entry_SYSCALL_64.*|do_syscall_64|read_zero)$/ { print; keep = 1 }
+	$3 ~ /^(__schedule|schedule|do_nanosleep|pipe_read|anon_pipe_read|finish_task_switch.*|entry_SYSCALL_64.*|do_syscall_64|el0t_64_sync.*|el0_svc.*|invoke_syscall|read_zero)$/ { print; keep = 1 }
 ' >/out/kallsyms.subset
 
 burn() { for i in 1 2; do $T/fp-burn "$1" & done; }

@@ -117,20 +117,40 @@ t_rate() {
 }
 
 # ----------------------------------------------- user call chain by name
-t_ustack() {
-	spawn "$BIN/fpbusy" 6
+# ustack_of NAME PROG: PROG's samples must be main>level1>...>leaf_spin
+ustack_of() {
+	spawn "$BIN/$2" 6
 	pid=$LAST
 	sleep 0.3
-	$ET run -p "$pid" -f 200 -d 3 -q -F -N "$BIN/fpbusy.nm" >$W/fp 2>&1
+	$ET run -p "$pid" -f 200 -d 3 -q -F -N "$BIN/$2.nm" >$W/fp 2>&1
 	reap
 	total=$(kv $W/fp summary read)
 	chain=$(grep '^folded' $W/fp | grep ';main;level1;level2;level3;leaf_spin$' |
 		awk '{ s += $2 } END { print s + 0 }')
 	if [ "${total:-0}" -ge 100 ] && [ $((chain * 100)) -ge $((total * 80)) ]; then
-		pass "ustack: $chain/$total samples are main>level1>level2>level3>leaf_spin"
+		pass "$1: $chain/$total samples are main>level1>level2>level3>leaf_spin"
 	else
-		fail ustack "$chain/${total:-0} samples with the full chain; top: $(grep '^folded' $W/fp | sort -k2 -n -r | head -n 3 | tr '\n' ' ')"
+		fail "$1" "$chain/${total:-0} samples with the full chain; top: $(grep '^folded' $W/fp | sort -k2 -n -r | head -n 3 | tr '\n' ' ')"
 	fi
+}
+
+t_ustack() {
+	ustack_of ustack fpbusy
+}
+
+# arm64: fpbusy built with -mbranch-protection=pac-ret (the arm64 payload
+# only): every return address in its frame records is signed, and the
+# chain is whole only if each one lost its PAC (the kernel's mask)
+t_ustack_pac() {
+	if [ ! -x "$BIN/fpbusy-pac" ]; then
+		skip ustack-pac "no fpbusy-pac in the payload (arm64 only)"
+		return
+	fi
+	if ! grep -qw paca /proc/cpuinfo; then
+		skip ustack-pac "the CPU has no pointer authentication (no paca in /proc/cpuinfo)"
+		return
+	fi
+	ustack_of ustack-pac fpbusy-pac
 }
 
 # ------------------------------------ kernel frames under a syscall
@@ -153,6 +173,10 @@ t_kstack() {
 
 # ------------------------------------------------ 32-bit compat tasks
 t_compat32() {
+	if [ ! -x "$BIN/compat32" ]; then
+		skip compat32 "no compat32 in the payload"
+		return
+	fi
 	spawn "$BIN/compat32"
 	pid=$LAST
 	sleep 0.3
@@ -160,6 +184,22 @@ t_compat32() {
 	reap
 	total=$(grep -c "^sample .* pid=$pid " $W/c32)
 	compat=$(grep "^sample .* pid=$pid " $W/c32 | grep -c ' flags=0x[0-9a-f]*[2367abef][0-9a-f] ')
+	if [ "$(uname -m)" = aarch64 ]; then
+		# AArch32: no frame record to trust, so the PC alone, flagged
+		# COMPAT and USER_CUT, never a frame above it
+		cut=$(grep "^sample .* pid=$pid " $W/c32 | grep -c ' flags=0x[0-9a-f]*[abef][0-9a-f] ')
+		one=$(grep "^sample .* pid=$pid " $W/c32 | grep -c ' nu=1 ')
+		pc=$(grep -E '^folded [0-9]+ [0-9]+ compat32;(c32_leaf|c32_mid|_start)(;|$)' $W/c32 |
+			awk '{ s += $2 } END { print s + 0 }')
+		if [ "$total" -ge 50 ] && [ "$compat" -eq "$total" ] &&
+			[ "$cut" -eq "$total" ] && [ "$one" -eq "$total" ] &&
+			[ $((pc * 100)) -ge $((total * 80)) ]; then
+			pass "compat32: $total samples of an AArch32 task, all flagged COMPAT and USER_CUT with the PC alone, $pc in compat32's code"
+		else
+			fail compat32 "samples=$total compat=$compat cut=$cut pc-only=$one in-code=$pc; $(grep -m2 '^sample' $W/c32)"
+		fi
+		return
+	fi
 	chain=$(grep '^folded' $W/c32 | grep ';_start;c32_mid;c32_leaf$' |
 		awk '{ s += $2 } END { print s + 0 }')
 	if [ "$total" -ge 50 ] && [ "$compat" -eq "$total" ] &&
@@ -575,6 +615,7 @@ t_unload() {
 t_load || exit 0
 want rate && t_rate
 want ustack && t_ustack
+want ustack-pac && t_ustack_pac
 want kstack && t_kstack
 want compat32 && t_compat32
 want filter-pid && t_filter_pid

@@ -5,7 +5,8 @@
 # arm64 package, the arm64 kernel headers of
 # scripts/fetch-kernels.sh --arch arm64 build modules with aarch64 vermagic,
 # and ember.ko is built for them. Everything is built in a temporary copy:
-# no arm64 object is left where the x86-64 suites look.
+# no arm64 object is left where the x86-64 suites look. The aarch64 unwind
+# tables of real Debian arm64 files are checked with a host test.
 # Needs gcc-aarch64-linux-gnu (scripts/install-deps.sh) and Debian's mirror
 # (or a filled cache: EMBER_CACHE, EMBER_OFFLINE=1).
 set -uo pipefail
@@ -25,6 +26,7 @@ fi
 
 if scripts/fetch-arm64-sysroot.sh >"$TMP/sysroot.log" 2>&1; then
 	t_pass arm64-sysroot
+	SYSROOT_LIB=$(scripts/fetch-arm64-sysroot.sh --path)/usr/lib/aarch64-linux-gnu
 else
 	t_fail arm64-sysroot "$(why "$TMP/sysroot.log")"
 	exit 0
@@ -35,6 +37,20 @@ fi
 if ! kdir=$(scripts/fetch-kernels.sh --arch arm64 --kdir 6.1 2>"$TMP/fetch.log"); then
 	t_fail arm64-kbuild "no arm64 6.1 kernel: $(why "$TMP/fetch.log")"
 	exit 0
+fi
+
+# aarch64 unwind tables from Debian's arm64 xz, openssl, python3.11 and
+# their libraries, and the vDSOs of the kernels above: every file
+# compiles, at least the measured share of its code gets a rule
+# (selftests/agent/test_unwind_a64.c, built and run on this host)
+if scripts/fetch-arm64-real.sh >"$TMP/real.log" 2>&1; then
+	if make -s -j2 agent/gen/tests/test_unwind_a64 >"$TMP/a64test.log" 2>&1; then
+		agent/gen/tests/test_unwind_a64
+	else
+		t_fail arm64-unwind-tables "$(why "$TMP/a64test.log")"
+	fi
+else
+	t_fail arm64-real-files "$(why "$TMP/real.log")"
 fi
 
 # a clean copy of the working tree (tracked and new files, no build outputs)
@@ -51,6 +67,22 @@ else
 	exit 0
 fi
 machine() { readelf -h "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p'; }
+# the aarch64 unwinding tests built for arm64 and run under a private
+# qemu-aarch64 (-cpu max: pointer authentication): its own live stack
+# walked with its own tables, against libgcc's backtrace() and the
+# libdwfl oracle, besides everything the host run above checks
+if qemu=$(scripts/fetch-arm64-real.sh --qemu 2>"$TMP/qemu.log"); then
+	if "${MK[@]}" agent/gen/tests/test_unwind_a64 >"$TMP/a64native.log" 2>&1; then
+		QEMU_LD_PREFIX=/usr/aarch64-linux-gnu "$qemu" -cpu max \
+			-E "LD_LIBRARY_PATH=$SYSROOT_LIB:/usr/aarch64-linux-gnu/lib" \
+			-E "EMBER_CACHE=$EMBER_CACHE" "$S/agent/gen/tests/test_unwind_a64" |
+			sed 's/^\(PASS\|FAIL\): /\1: qemu_/'
+	else
+		t_fail arm64-unwind-native-build "$(why "$TMP/a64native.log" 5)"
+	fi
+else
+	t_fail arm64-qemu-user "$(why "$TMP/qemu.log")"
+fi
 t_check arm64-agent-elf test "$(machine "$S/agent/ember")" = AArch64
 t_check arm64-preload-elf test "$(machine "$S/preload/libember-alloc.so")" = AArch64
 t_check arm64-bpf-elf test "$(machine "$S/bpf/.output/arm64/ember.bpf.o")" = "Linux BPF"
@@ -83,12 +115,14 @@ else
 	t_fail arm64-kbuild "$(why "$TMP/hello.log")"
 fi
 
-# ember.ko: kmod/ is x86-64 only so far (ORC kernel unwinder, x86 pt_regs
-# fields); until it is ported, that known failure is a skip, any other a fail.
-if "${MK[@]}" module KDIR="$kdir" >"$TMP/module.log" 2>&1; then
-	t_check arm64-ember-ko grep -q ' aarch64$' <(modinfo -F vermagic "$S/ember.ko")
-elif grep -qE "asm/unwind.h: No such file|user_64bit_mode|pt_regs. has no member named" "$TMP/module.log"; then
-	echo "SKIP: arm64-ember-ko: kmod/ is x86-64 only (ORC unwinder, x86 pt_regs): not ported yet (issue 23)"
-else
-	t_fail arm64-ember-ko "$(grep -m 3 'error' "$TMP/module.log" | tr '\n' ' ')"
-fi
+# ember.ko for both arm64 kernels (kmod/arch.h, kmod/unwind_kernel_arm64.c)
+for series in 6.1 6.12; do
+	name=arm64-ember-ko$([ "$series" = 6.1 ] || echo "-$series")
+	if ! kd=$(scripts/fetch-kernels.sh --arch arm64 --kdir "$series" 2>"$TMP/fetch.log"); then
+		t_fail "$name" "no arm64 $series kernel: $(why "$TMP/fetch.log")"
+	elif "${MK[@]}" module KDIR="$kd" >"$TMP/module.log" 2>&1; then
+		t_check "$name" grep -q ' aarch64$' <(modinfo -F vermagic "$S/ember.ko")
+	else
+		t_fail "$name" "$(grep -m 3 'error' "$TMP/module.log" | tr '\n' ' ')"
+	fi
+done

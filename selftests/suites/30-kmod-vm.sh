@@ -70,6 +70,8 @@ for k in $KERNELS; do
 	objs=()
 	for c in kmod/*.c; do
 		c=${c##*/}
+		# Kbuild builds one kernel stack walker per architecture
+		[ "$c" != unwind_kernel_arm64.c ] || continue
 		objs+=("$objdir/${c%.c}.o")
 	done
 	if ! ls "${objs[@]}" >/dev/null 2>&1; then
