@@ -29,7 +29,7 @@ checks=${EMBER_ARM64_CHECKS-$checks}
 if [ -n "${EMBER_VM_KERNELS:-}" ]; then
 	kernels=""
 	for k in $EMBER_VM_KERNELS; do
-		case $k in 6.1 | 6.12) kernels="$kernels $k" ;; esac
+		case $k in 6.1 | 6.12 | 6.12-rt) kernels="$kernels $k" ;; esac
 	done
 	if [ -z "$kernels" ]; then
 		t_skip arm64_vm "EMBER_VM_KERNELS='$EMBER_VM_KERNELS' names no arm64 series (6.1, 6.12)"
