@@ -67,6 +67,14 @@ cp "$(val agent)" "$(val preload)" selftests/agent/e2e/guest-arm64.sh \
 	selftests/alloc/check-alloc.sh selftests/alloc/alloc-common.sh \
 	selftests/lock/check-lock.sh selftests/faults/check-faults.sh "$work/agent/"
 cp -r "$tests"/. "$work/agent/"
+# bad input: an x86-64 ember.ko (the amd64 package's module copied onto an
+# arm64 machine); the guest expects it refused and eBPF used instead
+if kdir86=$(scripts/fetch-kernels.sh --kdir 6.1 2>/dev/null) &&
+	make -s module KDIR="$kdir86" >"$work/kmod-x86.log" 2>&1; then
+	cp ember.ko "$work/agent/ember-x86_64.ko"
+else
+	echo "# no x86-64 ember.ko for the wrong-architecture check: $(tail -n 1 "$work/kmod-x86.log" 2>/dev/null)"
+fi
 # Debian's arm64 programs for check-real.sh (scripts/fetch-arm64-guest.sh):
 # the files python3.11 loads for its script, by their arm64 names (the
 # guest compiles the .py files itself: the root has no __pycache__)

@@ -64,6 +64,27 @@ if [ -n "$EMBER_MODULE" ]; then
 	fi
 fi
 
+# 3b. bad input: a module built for another architecture (x86-64) is
+# refused by the kernel; the agent says so in one line and records with
+# eBPF instead, losing nothing
+# (the arm64 module of part 3 is unloaded first and loaded again after)
+rmmod ember 2>/dev/null
+if [ -f ember-x86_64.ko ]; then
+	EMBER_MODULE=/payload/agent/ember-x86_64.ko ./ember record -F 199 \
+		-o $out/wrongarch.folded -- ./ember-phases 1 \
+		>$out/wrongarch.stdout 2>$out/wrongarch.stderr
+	rc=$?
+	n=$(samples_of ember-phases $out/wrongarch.folded 2>/dev/null)
+	if [ $rc -eq 0 ] && grep -q 'insmod .*ember-x86_64.ko failed' $out/wrongarch.stderr &&
+		grep -q 'using eBPF' $out/wrongarch.stderr && [ "${n:-0}" -ge 100 ] &&
+		! lsmod | grep -q '^ember '; then
+		ok wrong_arch_module_refused
+	else
+		ko wrong_arch_module_refused "rc=$rc, $n samples: $(tr '\n' '|' <$out/wrongarch.stderr | cut -c1-300)"
+	fi
+fi
+[ -z "$EMBER_MODULE" ] || insmod "$EMBER_MODULE" 2>/dev/null
+
 # 4. the x86-64 suites' arch-neutral checks, per backend (eBPF, and the
 # module when it built), in the groups EMBER_ARM64_CHECKS names:
 #   e2e     e2e.sh: shares per phase, symbolized chains, kernel frames under
