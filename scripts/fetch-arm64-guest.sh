@@ -32,6 +32,8 @@ GUEST_PKGS=(
 	bash xz-utils openssl python3.11-minimal
 	# python's _hashlib and json (selftests/unwind/check-real.sh)
 	libpython3.11-stdlib
+	# cyclictest for the PREEMPT_RT latency (selftests/suites/36-rt-vm.sh)
+	rt-tests
 )
 
 # shellcheck disable=SC2034 # read by fetch-kernels.sh
