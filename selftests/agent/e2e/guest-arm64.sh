@@ -27,42 +27,37 @@ else
 	ko agent_status "rc=$rc: $(tr '\n' '|' <$out/status.txt | cut -c1-300)"
 fi
 
-# 2. ember record with the eBPF backend: samples of the workload, and
-# kernel stacks through the arm64 syscall entry (read() from /dev/zero in
-# its syscall phase: el0_svc ... __arm64_sys_read)
-./ember record --backend bpf -F 199 -o $out/bpf.folded -- ./ember-phases 1 \
-	>$out/bpf.stdout 2>$out/bpf.stderr
-rc=$?
-n=$(samples_of ember-phases $out/bpf.folded 2>/dev/null)
-if [ $rc -eq 0 ] && grep -q '^ember: using eBPF' $out/bpf.stderr && [ "${n:-0}" -ge 100 ]; then
-	ok bpf_record_samples
-else
-	ko bpf_record_samples "rc=$rc, $n samples of ember-phases (want >= 100): $(tr '\n' '|' <$out/bpf.stderr | cut -c1-300)"
-fi
-if grep -q '^ember-phases;.*el0_svc.*__arm64_sys_read.*_\[k\] [0-9]' $out/bpf.folded; then
-	ok bpf_kernel_stack_syscall
-else
-	ko bpf_kernel_stack_syscall "no ember-phases stack through el0_svc ... __arm64_sys_read"
-fi
+# record_phases NAME STDERR_PATTERN [OPTION...]: `ember record OPTION...`
+# of ember-phases into $out/NAME.folded. NAME_record_samples: exit 0,
+# STDERR_PATTERN said (the backend used) and >= 100 samples of the
+# workload; NAME_kernel_stack_syscall: kernel stacks through the arm64
+# syscall entry (read() from /dev/zero in its syscall phase: el0_svc ...
+# __arm64_sys_read)
+record_phases() {
+	name=$1 said=$2
+	shift 2
+	./ember record "$@" -F 199 -o $out/$name.folded -- ./ember-phases 1 \
+		>$out/$name.stdout 2>$out/$name.stderr
+	rc=$?
+	n=$(samples_of ember-phases $out/$name.folded 2>/dev/null)
+	if [ $rc -eq 0 ] && grep -q "$said" $out/$name.stderr && [ "${n:-0}" -ge 100 ]; then
+		ok ${name}_record_samples
+	else
+		ko ${name}_record_samples "rc=$rc, $n samples of ember-phases (want >= 100): $(tr '\n' '|' <$out/$name.stderr | cut -c1-300)"
+	fi
+	if grep -q '^ember-phases;.*el0_svc.*__arm64_sys_read.*_\[k\] [0-9]' $out/$name.folded; then
+		ok ${name}_kernel_stack_syscall
+	else
+		ko ${name}_kernel_stack_syscall "no ember-phases stack through el0_svc ... __arm64_sys_read"
+	fi
+}
+
+# 2. ember record with the eBPF backend
+record_phases bpf '^ember: using eBPF' --backend bpf
 
 # 3. the module, when the host built it for this kernel: auto-loaded from
-# $EMBER_MODULE, samples of the workload, kernel stacks as above
-if [ -n "$EMBER_MODULE" ]; then
-	./ember record -F 199 -o $out/kmod.folded -- ./ember-phases 1 \
-		>$out/kmod.stdout 2>$out/kmod.stderr
-	rc=$?
-	n=$(samples_of ember-phases $out/kmod.folded 2>/dev/null)
-	if [ $rc -eq 0 ] && grep -q 'using the module backend' $out/kmod.stderr && [ "${n:-0}" -ge 100 ]; then
-		ok kmod_record_samples
-	else
-		ko kmod_record_samples "rc=$rc, $n samples of ember-phases (want >= 100): $(tr '\n' '|' <$out/kmod.stderr | cut -c1-300)"
-	fi
-	if grep -q '^ember-phases;.*el0_svc.*__arm64_sys_read.*_\[k\] [0-9]' $out/kmod.folded; then
-		ok kmod_kernel_stack_syscall
-	else
-		ko kmod_kernel_stack_syscall "no ember-phases stack through el0_svc ... __arm64_sys_read"
-	fi
-fi
+# $EMBER_MODULE
+[ -z "$EMBER_MODULE" ] || record_phases kmod 'using the module backend'
 
 # 3b. bad input: a module built for another architecture (x86-64) is
 # refused by the kernel; the agent says so in one line and records with
