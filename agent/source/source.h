@@ -153,6 +153,15 @@ struct ember_source_ops {
 	 * line what is missing); NULL: the backend does not say.
 	 */
 	uint64_t (*lock_caps)(struct ember_source *src);
+	/*
+	 * Python frames (NULL when the backend has none): where CPython's
+	 * frames are in process pid (include/uapi/ember.h, "Python
+	 * frames"); py NULL unbinds it. Called from the unwind worker like
+	 * unwind_bind. 0 or a negative errno with a sentence in err.
+	 */
+	int (*py_bind)(struct ember_source *src, uint32_t pid,
+		       const struct ember_py_proc *py,
+		       char *err, size_t err_len);
 };
 
 extern const struct ember_source_ops ember_source_kmod;

@@ -82,6 +82,8 @@ struct ember_rec_header {
 #define EMBER_SF_ALLOC_UNTRACKED (1U << 11)	/* EMBER_REC_ALLOC whose block
 						 * could not be followed to its
 						 * free (the table was full) */
+#define EMBER_SF_PYTHON		(1U << 12)	/* the user run holds Python
+						 * frames (EMBER_IP_PY) */
 
 /* ember_sample.state for EMBER_REC_OFFCPU: how the thread left the CPU */
 enum ember_offcpu_state {
@@ -300,6 +302,108 @@ struct ember_user_stack {
 	__u32 stack_len;	/* bytes in stack[], from regs[EMBER_UREG_SP] up */
 	__u32 __reserved;
 	__u8 stack[];		/* zero-padded to 8 bytes */
+};
+
+/*
+ * Python frames (EMBER_CAP_PYTHON)
+ *
+ * The agent finds CPython in a process (version, _PyRuntime, where the
+ * current thread state lives, struct offsets) and hands the backend a
+ * struct ember_py_proc for it (EMBER_CMD_PY_BIND, or the eBPF backend's
+ * py_procs map). While walking that process's user stack, a backend that
+ * meets a frame whose PC lies in one of eval_start[i]..eval_end[i] (the
+ * interpreter loop: _PyEval_EvalFrameDefault and its .cold part) writes,
+ * in place of that native frame, the Python frames that activation runs,
+ * leaf first, and then goes on with the native walk. So native and Python
+ * frames keep their true order: a C extension called from Python sits
+ * above (leafward of) its Python caller.
+ *
+ * Python frames live in the user run of ips[] (they count in nr_user):
+ *   EMBER_IP_PY | code	the code object's address (user VA), then
+ *   one more slot:	(check << 32) | (instruction pointer - code) in
+ *			bytes, 0xffffffff when that is negative or >= 4 GiB
+ *   EMBER_IP_PY_CUT | why	the Python chain stopped here (enum
+ *			ember_py_cut): what follows (if anything) is native
+ * check = EMBER_PY_CHECK(firstlineno, argcount, flags), the code object's
+ * co_firstlineno, co_argcount and co_flags (32-bit ints) as read at sample
+ * time: the agent reads the code object later and gives a name only when
+ * its own check agrees (a freed and reused address never gets an old
+ * name). No Python frame is ever made up: a thread state, frame or code
+ * object that cannot be read, or a chain that does not end where the
+ * activation's entry is expected, ends the walk with EMBER_IP_PY_CUT and
+ * EMBER_SF_USER_CUT.
+ *
+ * One activation of the eval loop runs frames from the thread state's
+ * current frame (the first activation met) or where the previous one
+ * stopped, through `previous`, to its entry frame:
+ *  - EMBER_PY_ENTRY_FLAG (3.11): the frame whose byte at fr_owner equals
+ *    entry_value (is_entry == 1) is written, and ends the activation;
+ *  - EMBER_PY_ENTRY_SHIM (3.12+): the frame whose byte at fr_owner equals
+ *    entry_value (owner == FRAME_OWNED_BY_CSTACK) is the loop's own shim:
+ *    it is not written, and ends the activation.
+ * The thread state (EMBER_PY_TS_*), read at sample time:
+ *  - EMBER_PY_TS_TLS (3.13+: _Py_tss_tstate): *(tp + tstate_off);
+ *  - EMBER_PY_TS_TSD (3.11, 3.12 on glibc: pthread_getspecific of the
+ *    GIL-state key): key = *(__s32 *)key_addr, 0 <= key < 32, then
+ *    *(tp + tstate_off + key * 16);
+ * where tp is the thread pointer (x86_64: the FS base; aarch64: TPIDR_EL0)
+ * and tstate_off is signed. From the thread state to the newest frame:
+ * frame = *(tstate + ts_frame[0]), then, when ts_frame_nr is 2, frame =
+ * *(frame + ts_frame[1]) (3.11/3.12: tstate->cframe->current_frame; 3.13:
+ * tstate->current_frame). code = *(frame + fr_code) & ~code_tag_mask
+ * (3.14's _PyStackRef is tagged).
+ */
+#define EMBER_IP_TAG_SHIFT	56
+#define EMBER_IP_TAG(ip)	((__u64)(ip) >> EMBER_IP_TAG_SHIFT)
+#define EMBER_IP_PY		(0xf1ULL << EMBER_IP_TAG_SHIFT)
+#define EMBER_IP_PY_CUT		(0xf2ULL << EMBER_IP_TAG_SHIFT)
+#define EMBER_IP_VALUE(ip)	((__u64)(ip) & ((1ULL << EMBER_IP_TAG_SHIFT) - 1))
+#define EMBER_PY_NO_OFFSET	0xffffffffU
+#define EMBER_PY_CHECK(firstlineno, argcount, flags)			\
+	((__u32)(firstlineno) ^ ((__u32)(argcount) << 16) ^		\
+	 ((__u32)(flags) << 20))
+#define EMBER_MAX_PY_FRAMES	128	/* per sample, all activations */
+#define EMBER_MAX_PY_PROCS	4096	/* bound processes per session */
+
+enum ember_py_cut {
+	EMBER_PY_CUT_TSTATE	= 1,	/* no readable thread state/frame */
+	EMBER_PY_CUT_FRAME	= 2,	/* a frame or its code unreadable */
+	EMBER_PY_CUT_DEPTH	= 3,	/* EMBER_MAX_PY_FRAMES or ustack max */
+	EMBER_PY_CUT_ENTRY	= 4,	/* chain ended before the entry frame */
+};
+
+enum ember_py_tstate {
+	EMBER_PY_TS_TLS		= 1,
+	EMBER_PY_TS_TSD		= 2,
+};
+
+enum ember_py_entry {
+	EMBER_PY_ENTRY_FLAG	= 1,
+	EMBER_PY_ENTRY_SHIM	= 2,
+};
+
+#define EMBER_PY_MAX_OFFSET	4096	/* every struct offset below it */
+
+struct ember_py_proc {
+	__u32 version;		/* PY_VERSION_HEX, e.g. 0x030b02f0 */
+	__u8 tstate_kind;	/* enum ember_py_tstate */
+	__u8 entry_kind;	/* enum ember_py_entry */
+	__u8 entry_value;	/* the byte at fr_owner that marks the entry */
+	__u8 ts_frame_nr;	/* 1 or 2 */
+	__s64 tstate_off;	/* from the thread pointer */
+	__u64 key_addr;		/* EMBER_PY_TS_TSD: the __s32 key; else 0 */
+	__u64 eval_start[2];	/* the eval loop's code, [start, end), */
+	__u64 eval_end[2];	/* absolute; an unused range is 0, 0 */
+	__u64 code_tag_mask;	/* cleared from the code pointer (3.14: 1) */
+	__u16 ts_frame[2];	/* thread state -> newest frame */
+	__u16 fr_previous;	/* _PyInterpreterFrame.previous */
+	__u16 fr_code;		/* f_code / f_executable */
+	__u16 fr_instr;		/* prev_instr / instr_ptr */
+	__u16 fr_owner;		/* is_entry (3.11) / owner (3.12+), a byte */
+	__u16 co_firstlineno;	/* PyCodeObject members, __s32 each */
+	__u16 co_argcount;
+	__u16 co_flags;
+	__u16 __reserved[7];
 };
 
 /*
@@ -533,6 +637,14 @@ enum ember_cmd {
 	 */
 	EMBER_CMD_ALLOC_ATTACH,
 	EMBER_CMD_ALLOC_DETACH,
+	/*
+	 * Python frames (EMBER_CAP_PYTHON), while a session runs (dropped
+	 * when it stops): PY_PID and PY_PROC (struct ember_py_proc, every
+	 * field checked: kinds known, offsets < EMBER_PY_MAX_OFFSET, eval
+	 * ranges ordered user addresses); no PY_PROC unbinds the process.
+	 * At most EMBER_MAX_PY_PROCS processes (ENOSPC past that).
+	 */
+	EMBER_CMD_PY_BIND,
 	__EMBER_CMD_MAX,
 };
 #define EMBER_CMD_MAX (__EMBER_CMD_MAX - 1)
@@ -585,6 +697,7 @@ enum ember_clock_event {
 #define EMBER_CAP_LOCK_KERNEL	(1ULL << 13)	/* ... kernel lock contention
 						 * (lock:contention_*, 5.19+) */
 #define EMBER_CAP_LOCK_WAITV	(1ULL << 14)	/* ... futex_waitv (5.16+) */
+#define EMBER_CAP_PYTHON	(1ULL << 15)	/* EMBER_CMD_PY_BIND, EMBER_IP_PY */
 
 /*
  * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.
@@ -690,6 +803,8 @@ enum ember_attr {
 	EMBER_A_LOCK_MIN_NS,		/* u64: shorter lock waits are not
 					 * recorded (EMBER_DEFAULT_LOCK_MIN_NS
 					 * when absent, <= EMBER_MAX_LOCK_MIN_NS) */
+	EMBER_A_PY_PID,			/* u32: tgid (EMBER_CMD_PY_BIND) */
+	EMBER_A_PY_PROC,		/* binary: struct ember_py_proc */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)
