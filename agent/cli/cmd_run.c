@@ -30,6 +30,7 @@
 #include "export/metrics.h"
 #include "export/otlp_export.h"
 #include "lib/clock.h"
+#include "proc/exec_snap.h"
 #include "output/output_otlp.h"
 #include "source/kmem_budget.h"
 #include "session/session.h"
@@ -70,6 +71,7 @@ struct run_counters {
 	const char *backend;
 	struct unwind_service *unwind;	/* thread-safe stats, or NULL */
 	struct proc_table *procs;	/* the process model: locked stats */
+	struct exec_snaps *snaps;	/* exec snapshots: locked stats */
 };
 
 /* The process table's part of /metrics: processes kept, made, dropped. */
@@ -105,6 +107,22 @@ static void fill_proc_metrics(FILE *f, struct proc_table *t)
 		"ember_proc_table_refused_total %" PRIu64 "\n",
 		p.procs, p.exited, p.bytes, p.created, p.reused, p.released,
 		p.evicted, p.refused);
+}
+
+/* New processes' maps taken at their exec (proc/exec_snap.h). */
+static void fill_exec_snap_metrics(FILE *f, struct exec_snaps *es)
+{
+	struct exec_snap_stats e;
+
+	exec_snaps_get_stats(es, &e);
+	fprintf(f,
+		"# HELP ember_exec_snapshots_total Executable mappings of new processes read at their exec, by result: taken, gone (exited first), dropped (queue full), used (the process was gone when symbolized).\n"
+		"# TYPE ember_exec_snapshots_total counter\n"
+		"ember_exec_snapshots_total{result=\"taken\"} %" PRIu64 "\n"
+		"ember_exec_snapshots_total{result=\"gone\"} %" PRIu64 "\n"
+		"ember_exec_snapshots_total{result=\"dropped\"} %" PRIu64 "\n"
+		"ember_exec_snapshots_total{result=\"used\"} %" PRIu64 "\n",
+		e.taken, e.gone, e.dropped, e.used);
 }
 
 /* The unwind service's part of /metrics: tables and process bindings. */
@@ -290,6 +308,8 @@ static void fill_metrics(FILE *f, void *ctx)
 	fill_lock_metrics(f, &snap);
 	if (snap.procs)
 		fill_proc_metrics(f, snap.procs);
+	if (snap.snaps)
+		fill_exec_snap_metrics(f, snap.snaps);
 	if (snap.unwind)
 		fill_unwind_metrics(f, snap.unwind);
 }
@@ -554,6 +574,7 @@ int cmd_run(int argc, char **argv)
 	counters.backend = s.ops->name;
 	counters.unwind = s.unwind;
 	counters.procs = s.procs;
+	counters.snaps = s.snaps;
 	if (rc.metrics_addr) {
 		ms = metrics_start(rc.metrics_addr, fill_metrics, &counters, err,
 				   sizeof(err));

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "alloc/alloc_lib.h"
 #include "lib/clock.h"
+#include "proc/exec_snap.h"
 #include "proc/pac_mask.h"
 #include "source/backend.h"
 #include "source/ring_reader.h"
@@ -66,8 +67,13 @@ int session_open(struct session *s, const struct session_options *opt,
 	/* one process model for the aggregation and the symbolizer */
 	s->procs = proc_table_new(NULL);
 	symo.procs = s->procs;
+	/* none (a warning-free fallback): gone processes stay addresses */
+	s->snaps = exec_snaps_start(NULL);
+	symo.exec_snaps = s->snaps;
 	s->sym = s->procs ? sym_new(&symo) : NULL;
 	if (!s->sym) {
+		exec_snaps_stop(s->snaps);
+		s->snaps = NULL;
 		proc_table_free(s->procs);
 		s->procs = NULL;
 		snprintf(err, err_len, "cannot create the symbolizer: out of memory");
@@ -363,7 +369,12 @@ static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
 {
 	struct session *s = ctx;
 
-	if (!s->unwind || !ember_record_valid(rec, rec->size))
+	if (!ember_record_valid(rec, rec->size))
+		return;
+	/* its maps, before a program of a few ms is gone (no I/O here) */
+	if (rec->type == EMBER_REC_EXEC)
+		exec_snaps_note(s->snaps, ((const struct ember_exec *)rec)->pid);
+	if (!s->unwind)
 		return;
 	switch (rec->type) {
 	case EMBER_REC_SAMPLE:
@@ -529,6 +540,8 @@ void session_close(struct session *s)
 	if (s->sym)
 		sym_free(s->sym);
 	s->sym = NULL;
+	exec_snaps_stop(s->snaps);
+	s->snaps = NULL;
 	proc_table_free(s->procs);
 	s->procs = NULL;
 }

@@ -41,6 +41,7 @@ struct session {
 	struct unwind_service *unwind;	/* CFI tables for the backend, or NULL */
 	struct unwind_check *check;	/* --check-unwind, or NULL */
 	struct ring_reader *reader;	/* the rings' own thread, or NULL */
+	struct exec_snaps *snaps;	/* new processes' maps (proc/exec_snap.h) */
 	bool want_unwind, verbose_unwind;
 	const char *table_cache_dir;	/* session_options' (not owned) */
 	uint64_t table_cache_max;

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "proc/exec_snap.h"
 #include "proc/proc.h"
 #include "lib/clock.h"
 #include "lib/safe_file.h"
@@ -101,6 +102,8 @@ struct symbolizer {
 	struct proc_table *procs;
 	bool own_procs;		/* made by sym_new(), freed by sym_free() */
 	uint64_t lookups, hits, misses;
+	struct exec_snaps *snaps;	/* the session's, or NULL */
+	uint64_t snapshot_reads;	/* maps of gone processes from it */
 	/* processes whose maps are read again AFTER_EXEC_NS after exec */
 	uint32_t due_pid[DUE_SLOTS];
 	uint64_t due_ns[DUE_SLOTS];
@@ -157,6 +160,7 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 	s->cache = sym_cache_new(s->opt.cache_bytes, &s->ctx);
 	if (!s->cache)
 		goto fail;
+	s->snaps = s->opt.exec_snaps;
 	s->procs = s->opt.procs;
 	if (!s->procs) {
 		s->procs = proc_table_new(NULL);
@@ -294,6 +298,7 @@ struct open_ctx {
 	struct symbolizer *s;
 	struct sym_proc *p;
 	const struct sym_map_line *m;
+	const char *root;	/* the gone process's root; NULL: it lives */
 	char path[4096];	/* m->path, NUL-terminated, without " (deleted)" */
 };
 
@@ -331,15 +336,20 @@ static void open_mapped_file(void *arg, struct sym_file *f)
 	struct stat st;
 	int fd;
 
-	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
-		 o->p->pid, o->m->start, o->m->end);
-	fd = safe_open_at(NULL, p, &rules, &st, &why);
+	fd = -1;
+	if (!o->root) {
+		snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
+			 o->p->pid, o->m->start, o->m->end);
+		fd = safe_open_at(NULL, p, &rules, &st, &why);
+	}
 	if (fd >= 0 && (uint64_t)st.st_ino != o->m->ino) {
 		close(fd);
 		fd = -1;
 		why = NULL;
 	}
-	snprintf(root, sizeof(root), "/proc/%u/root", o->p->pid);
+	snprintf(root, sizeof(root), "%s", o->root ? o->root : "");
+	if (!o->root)
+		snprintf(root, sizeof(root), "/proc/%u/root", o->p->pid);
 	if (fd < 0 && !safe_refused(why) && !o->m->deleted && is_file) {
 		rules.flags = SAFE_ANYONE;
 		fd = safe_open_at(root, o->path, &rules, &st, &why);
@@ -434,7 +444,7 @@ static void read_nspid(struct sym_proc *p)
 
 static bool add_map(struct symbolizer *s, struct sym_proc *p,
 		    struct sym_map_line *ml, struct sym_map **maps,
-		    size_t *n, size_t *cap)
+		    size_t *n, size_t *cap, const char *root)
 {
 	struct sym_map *m;
 	struct open_ctx o;
@@ -459,6 +469,7 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
 		o.s = s;
 		o.p = p;
 		o.m = ml;
+		o.root = root;
 		snprintf(o.path, sizeof(o.path), "%.*s", (int)ml->path_len, ml->path);
 		m->file = sym_cache_get(s->cache, ml->dev, ml->ino, o.path,
 					open_mapped_file, &o);
@@ -478,15 +489,39 @@ struct maps_read {
 	struct sym_proc *p;
 	struct sym_map *maps;
 	size_t n, cap;
+	const char *root;	/* a snapshot's root (open_ctx.root) */
 };
 
 static bool maps_read_one(void *ctx, struct sym_map_line *ml)
 {
 	struct maps_read *r = ctx;
 
-	return add_map(r->s, r->p, ml, &r->maps, &r->n, &r->cap);
+	return add_map(r->s, r->p, ml, &r->maps, &r->n, &r->cap, r->root);
 }
 
+/*
+ * The process is gone before we read its maps (a program of a few ms, or
+ * this thread was busy): what the snapshot thread took of it right after
+ * its exec (proc/exec_snap.h), its files opened inside the root it had.
+ */
+static bool maps_from_snapshot(struct symbolizer *s, struct maps_read *r)
+{
+	char root[64];
+	int fd, err;
+
+	if (!s->snaps)
+		return false;
+	fd = exec_snaps_root(s->snaps, r->p->pid);
+	/* without its root, files found in our own tree are not its files */
+	if (fd < 0)
+		return false;
+	snprintf(root, sizeof(root), "/proc/self/fd/%d", fd);
+	r->root = root;
+	err = exec_snaps_read(s->snaps, r->p->pid, maps_read_one, r);
+	r->root = NULL;
+	close(fd);
+	return !err;
+}
 /*
  * (Re)read /proc/PID/maps (proc/proc_maps.c reads it, bounded). New
  * mappings replace the ones they overlap; old ones that do not overlap
@@ -502,9 +537,10 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 	p->read_ns = mono_ns();
 	if (proc_maps_read(NULL, p->pid, maps_read_one, &r, NULL)) {
 		proc_gone(s, p);	/* gone, or not ours to see */
-		return false;
-	}
-	if (!p->nspid_known) {
+		if (!maps_from_snapshot(s, &r))
+			return false;
+		s->snapshot_reads++;
+	} else if (!p->nspid_known) {
 		read_nspid(p);
 		p->nspid_known = true;
 	}
@@ -1082,6 +1118,7 @@ void sym_get_stats(struct symbolizer *s, struct sym_stats *st)
 	st->lookups = s->lookups;
 	st->hits = s->hits;
 	st->misses = s->misses;
+	st->snapshot_reads = s->snapshot_reads;
 	st->elf_files_open = sym_cache_files_open(s->cache);
 	st->cache_bytes = sym_cache_bytes(s->cache) + sym_kernel_bytes(s->kernel) +
 		sym_strings_bytes(s->strings) + sizeof(*s);

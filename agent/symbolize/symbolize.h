@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct exec_snaps;
+
 enum sym_frame_kind {
 	SYM_FRAME_KERNEL,
 	SYM_FRAME_NATIVE,
@@ -64,6 +66,11 @@ struct sym_options {
 	 * exited processes sym_sweep() frees.
 	 */
 	struct proc_table *procs;
+	/*
+	 * The session's exec snapshots (proc/exec_snap.h): the maps of a
+	 * process gone before they were read. NULL: none.
+	 */
+	struct exec_snaps *exec_snaps;
 };
 
 #define SYM_DEFAULT_DEBUG_DIR "/usr/lib/debug"
@@ -151,6 +158,7 @@ const char *sym_frame_name(struct symbolizer *s, const struct sym_frame *f);
 
 struct sym_stats {
 	uint64_t lookups, hits, misses;
+	uint64_t snapshot_reads;	/* gone processes' maps from exec_snaps */
 	uint64_t elf_files_open;
 	size_t cache_bytes;
 	uint32_t processes;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "lib/safe_file.h"
+#include "proc/exec_snap.h"
 #include "symbolize/symbolize.h"
 #include "symbolize/symbolize_internal.h"
 #include "sym_check.h"
@@ -427,6 +428,63 @@ static void test_exec_early(void)
 	      n == 1 && !strcmp(str(f[0].function), "symlib_func"), "got %s in %s",
 	      str(f[0].function), str(f[0].module));
 	sym_free(s2);
+}
+
+static void snap_hint(pid_t pid, void *es)
+{
+	exec_snaps_note(es, (uint32_t)pid);
+}
+
+/*
+ * The exec record is handled only after the process exited (a program of
+ * a few ms, a consumer thread that was busy): its maps come from the
+ * snapshot thread, which took them at the exec and again once ld.so had
+ * mapped the libraries; its files are opened in the root it had.
+ */
+static void test_exec_late(void)
+{
+	char *argv[] = { path_of("target-g"), NULL };
+	struct exec_snaps *es = exec_snaps_start(NULL);
+	struct sym_options o = { .debug_dirs = path_of("debugroot"),
+				 .exec_snaps = es };
+	struct symbolizer *s = es ? sym_new(&o) : NULL, *bare = new_sym(0);
+	const struct addr_line *a = NULL, *lib = NULL;
+	struct exec_snap_stats st;
+	struct sym_frame f[4];
+	struct child c;
+	int n;
+
+	if (!check("late exec: spawn", s && bare && spawn_ex(&c, argv, snap_hint, es) &&
+		   (a = find_addr(&c, "static_func")) &&
+		   (lib = find_addr(&c, "symlib_ret")), "failed")) {
+		sym_free(s);
+		sym_free(bare);
+		exec_snaps_stop(es);
+		return;
+	}
+	/* both takes (at the exec and EXEC_SNAP_AGAIN_NS later) are done */
+	usleep(3 * EXEC_SNAP_AGAIN_NS / 1000 + 20000);
+	finish(&c);
+	sym_process_exec(s, (uint32_t)c.pid);
+	sym_process_exec(bare, (uint32_t)c.pid);
+	n = sym_resolve_user(s, (uint32_t)c.pid, a->addr, a->is_return, f, 4);
+	check("late exec: the executable resolves from the snapshot", n >= 1 &&
+	      !strcmp(str(f[0].function), "static_func") && ends_with(f[0].module, "/target-g"),
+	      "got %s in %s", str(f[0].function), str(f[0].module));
+	n = sym_resolve_user(s, (uint32_t)c.pid, lib->addr, true, f, 4);
+	check("late exec: a library ld.so mapped after the exec resolves", n >= 1 &&
+	      !strcmp(str(f[0].function), "symlib_func"), "got %s in %s",
+	      str(f[0].function), str(f[0].module));
+	n = sym_resolve_user(bare, (uint32_t)c.pid, a->addr, a->is_return, f, 4);
+	check("late exec: without snapshots it stays an address (the window)",
+	      n == 1 && !f[0].function, "got %s", str(f[0].function));
+	exec_snaps_get_stats(es, &st);
+	check("late exec: two takes, one used", st.taken == 2 && st.used >= 1 &&
+	      !st.dropped, "taken %" PRIu64 " used %" PRIu64 " dropped %" PRIu64,
+	      st.taken, st.used, st.dropped);
+	sym_free(s);
+	sym_free(bare);
+	exec_snaps_stop(es);
 }
 
 /* exec in the same pid: the new image wins, the old one still resolves. */
@@ -1424,6 +1482,7 @@ int main(int argc, char **argv)
 		test_variant(&variants[i]);
 	test_exec();
 	test_exec_early();
+	test_exec_late();
 	test_no_dwarf();
 	test_deleted(tmp);
 	test_chroot(tmp);
