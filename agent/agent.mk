@@ -176,12 +176,19 @@ endif
 # clang when present since gcc drops the frame of leaf functions.
 AGENT_PHASES := agent/gen/tests/ember-phases
 AGENT_FAULTWORK := agent/gen/tests/faultwork
+AGENT_NOSYS := agent/gen/tests/nosys
 AGENT_PHASES_CC := $(if $(shell command -v $(CLANG) 2>/dev/null),$(CLANG),$(CC))
 
 .PHONY: agent agent-tests agent-e2e
 agent: $(AGENT_BIN)
 agent-tests: $(AGENT_TEST_BINS) $(AGENT_BIN)
-agent-e2e: $(AGENT_BIN) $(AGENT_PHASES) $(AGENT_FAULTWORK)
+agent-e2e: $(AGENT_BIN) $(AGENT_PHASES) $(AGENT_FAULTWORK) $(AGENT_NOSYS)
+
+# a kernel without some system calls, for the agent's messages (suite 41)
+$(AGENT_NOSYS): selftests/agent/e2e/nosys.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p agent/gen/tests
+	$(Q)$(CC) -O2 -Wall -Wextra -o $@ $<
 
 $(AGENT_PHASES): selftests/agent/e2e/phases.c
 	@echo "  CC      $@"

@@ -113,6 +113,13 @@ static int bpf_probe(char *why, size_t why_len)
 			return -EPERM;
 		}
 	}
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) != 1 &&
+	    errno == ENOSYS) {
+		say(why, why_len,
+		    "this kernel has no bpf() system call (built without CONFIG_BPF_SYSCALL): "
+		    "use the kernel module backend, or a kernel with BPF and BTF");
+		return -ENOSYS;
+	}
 	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) != 1) {
 		say(why, why_len,
 		    "the kernel refused to load a BPF perf_event program (%s): bpf() may be disabled "
@@ -124,9 +131,20 @@ static int bpf_probe(char *why, size_t why_len)
 	if (fd < 0) {
 		int err = errno;
 
-		say(why, why_len,
-		    "perf_event_open(cpu-clock) failed: %s (kernel.perf_event_paranoid=%ld; CAP_PERFMON or root is needed)",
-		    strerror(err), read_sysctl_long("/proc/sys/kernel/perf_event_paranoid", 99));
+		if (err == ENOSYS)
+			say(why, why_len,
+			    "this kernel has no perf events (built without CONFIG_PERF_EVENTS), "
+			    "which on-CPU sampling needs in both backends: use a kernel with "
+			    "CONFIG_PERF_EVENTS=y");
+		else if (err == ENOENT || err == ENODEV || err == EOPNOTSUPP)
+			say(why, why_len,
+			    "perf_event_open(cpu-clock) failed: %s: this kernel's perf events "
+			    "have no software clock event to sample with",
+			    strerror(err));
+		else
+			say(why, why_len,
+			    "perf_event_open(cpu-clock) failed: %s (kernel.perf_event_paranoid=%ld; CAP_PERFMON or root is needed)",
+			    strerror(err), read_sysctl_long("/proc/sys/kernel/perf_event_paranoid", 99));
 		return -err;
 	}
 	close(fd);

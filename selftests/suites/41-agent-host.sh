@@ -52,6 +52,37 @@ if [ "$backend" = bpf ] && [ ! -e /proc/modules ]; then
 		t_fail agent_host_auto_falls_back_to_bpf "first stderr line: $line"
 	fi
 fi
+# a kernel without BTF, perf events or bpf(2), as the agent meets it: BTF
+# hidden in a mount namespace of our own, the system calls answered
+# ENOSYS (nosys: a seccomp filter, what a kernel built without them
+# says). Each must name the missing piece and what to use instead, and
+# record must stop with an error rather than record nothing.
+bad_kernel() {	# name, expected eBPF line (ERE), command...
+	local name=$1 want=$2 st rec rc
+	shift 2
+	st=$("$@" agent/ember status 2>&1)
+	rec=$("$@" agent/ember record -d 0.3 -o /dev/null --format folded -- true 2>&1)
+	rc=$?
+	if grep -Eq "^eBPF backend: +unavailable: $want" <<<"$st" &&
+		{ [ -e /proc/modules ] || grep -q '^module backend: unavailable: kernel without loadable module support' <<<"$st"; } &&
+		{ [ -e /proc/modules ] || { [ $rc -ne 0 ] && grep -Eq "eBPF: +$want" <<<"$rec" &&
+			grep -q 'no backend can run here' <<<"$rec"; }; }; then
+		t_pass "agent_host_$name"
+	else
+		t_fail "agent_host_$name" "rc=$rc; status: $(tr '\n' '|' <<<"$st" | cut -c1-300); record: $(tr '\n' '|' <<<"$rec" | cut -c1-300)"
+	fi
+}
+if [ -r /sys/kernel/btf/vmlinux ] && command -v unshare >/dev/null; then
+	bad_kernel kernel_without_btf_says_so \
+		'no kernel BTF at /sys/kernel/btf/vmlinux: this kernel was built without CONFIG_DEBUG_INFO_BTF' \
+		unshare -m sh -c 'mount -t tmpfs none /sys/kernel/btf && exec "$@"' sh
+fi
+bad_kernel kernel_without_perf_events_says_so \
+	'this kernel has no perf events \(built without CONFIG_PERF_EVENTS\)' \
+	agent/gen/tests/nosys perf_event_open
+bad_kernel kernel_without_bpf_syscall_says_so \
+	'this kernel has no bpf\(\) system call \(built without CONFIG_BPF_SYSCALL\)' \
+	agent/gen/tests/nosys bpf
 # ember status sees a running eBPF session from outside: its process, its
 # programs, the kernel memory of its maps and the processes it bound
 if [ "$backend" = bpf ]; then
