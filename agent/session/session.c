@@ -67,8 +67,12 @@ int session_open(struct session *s, const struct session_options *opt,
 	/* one process model for the aggregation and the symbolizer */
 	s->procs = proc_table_new(NULL);
 	symo.procs = s->procs;
-	/* none (a warning-free fallback): gone processes stay addresses */
-	s->snaps = exec_snaps_start(NULL);
+	/*
+	 * None (EMBER_EXEC_SNAPS=0, or no thread): a process gone before
+	 * its exec record is handled stays addresses, as before.
+	 */
+	if (!getenv("EMBER_EXEC_SNAPS") || strcmp(getenv("EMBER_EXEC_SNAPS"), "0"))
+		s->snaps = exec_snaps_start(NULL);
 	symo.exec_snaps = s->snaps;
 	s->sym = s->procs ? sym_new(&symo) : NULL;
 	if (!s->sym) {
