@@ -15,6 +15,22 @@ case $line in
 *) ko auto_loads_module "first stderr line: $line" ;;
 esac
 
+# a kernel without BTF (hidden in a mount namespace of our own): status
+# says eBPF cannot run and why, and record uses the module
+if [ -r /sys/kernel/btf/vmlinux ]; then
+	unshare -m sh -c 'mount -t tmpfs none /sys/kernel/btf &&
+		./ember status >/tmp/nobtf.status 2>&1;
+		./ember record -d 2 -o /tmp/nobtf.folded -- ./ember-phases --short 2>/tmp/nobtf.err'
+	if grep -q '^eBPF backend: *unavailable: no kernel BTF at /sys/kernel/btf/vmlinux: this kernel was built without CONFIG_DEBUG_INFO_BTF' /tmp/nobtf.status &&
+		grep -q '^module backend: available' /tmp/nobtf.status &&
+		grep -q 'using the module backend' /tmp/nobtf.err &&
+		grep -q '^ember-phases;' /tmp/nobtf.folded; then
+		ok no_btf_uses_module
+	else
+		ko no_btf_uses_module "status: $(grep -E '^(eBPF|module) backend' /tmp/nobtf.status | tr '\n' '|' | cut -c1-300); record: $(tr '\n' '|' </tmp/nobtf.err | cut -c1-200); $(grep -c '^ember-phases;' /tmp/nobtf.folded) ember-phases stacks"
+	fi
+fi
+
 ./ember status >$out/status.txt 2>&1
 if grep -q '^module backend: available' $out/status.txt &&
 	grep -q 'module ABI 1' $out/status.txt &&
