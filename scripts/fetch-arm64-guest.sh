@@ -7,6 +7,10 @@
 #   scripts/fetch-arm64-guest.sh            fetch when missing or outdated
 #   scripts/fetch-arm64-guest.sh --path     print the guest root (fetch first)
 #   scripts/fetch-arm64-guest.sh --busybox  print its static busybox (fetch first)
+#   scripts/fetch-arm64-guest.sh --set bench [--path]
+#       a second root (guest-arm64-bench) with bpftrace too, for
+#       bench/bpf-floor-arm64.sh: its LLVM closure (~150 MB) stays out of
+#       the root the CI suites use (run-vm.sh: EMBER_ARM64_GUEST_SET=bench)
 #
 # Guest paths are Debian's (/bin/bash, /usr/bin/xz, /usr/bin/openssl,
 # /usr/bin/python3.11, /usr/lib/python3.11/...): pass them to run-vm.sh
@@ -41,13 +45,20 @@ EMBER_KARCH=arm64
 # shellcheck source=fetch-kernels.sh
 . "$(dirname "$0")/fetch-kernels.sh"
 GROOT=$CACHE/guest-arm64
-DEBS=$APTDIR/guest-debs
+if [ "${1:-}" = --set ]; then
+	case ${2:-} in
+	bench) GUEST_PKGS+=(bpftrace); GROOT=$CACHE/guest-arm64-bench ;;
+	*) echo "fetch-arm64-guest: unknown set '${2:-}' (bench)" >&2; exit 1 ;;
+	esac
+	shift 2
+fi
+DEBS=$APTDIR/$(basename "$GROOT")-debs
 
 glog() { echo "fetch-arm64-guest: $*" >&2; }
 
 fetch_guest() {
 	mkdir -p "$CACHE"
-	exec {lock_fd}>"$CACHE/.guest-arm64.lock"
+	exec {lock_fd}>"$CACHE/.$(basename "$GROOT").lock"
 	flock "$lock_fd"
 	apt_setup
 	if ! apt_refresh; then

@@ -20,6 +20,9 @@
 # the guest root (e.g. /usr/bin/xz), or a host file when it has none. /out
 # needs the virtio disk (virt has no second serial port).
 #
+# EMBER_ARM64_GUEST_SET=bench: the arm64 guest root with bpftrace too
+# (scripts/fetch-arm64-guest.sh --set bench; bench/bpf-floor.sh --arm64-vm).
+#
 # EMBER_VM_LOCK=FILE: flock FILE while qemu runs (one VM at a time on a
 # shared machine; the initramfs is built outside the lock).
 #
@@ -121,7 +124,9 @@ command -v $QEMU >/dev/null || die "$QEMU missing: run scripts/install-deps.sh"
 command -v cpio >/dev/null || die "cpio missing: run scripts/install-deps.sh"
 if [ "$arch" = arm64 ]; then
 	# the guest's user space: Debian's arm64 busybox-static and programs
-	GUEST_ROOT=$("$TOP/scripts/fetch-arm64-guest.sh" --path) ||
+	# EMBER_ARM64_GUEST_SET=bench: the root with bpftrace (bench/)
+	GUEST_ROOT=$("$TOP/scripts/fetch-arm64-guest.sh" \
+		${EMBER_ARM64_GUEST_SET:+--set "$EMBER_ARM64_GUEST_SET"} --path) ||
 		die "cannot fetch the arm64 guest user space (scripts/fetch-arm64-guest.sh)"
 	BUSYBOX=$GUEST_ROOT/bin/busybox
 	SYSROOT=${EMBER_CACHE:-$TOP/.cache}/sysroot-arm64
