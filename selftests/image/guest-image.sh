@@ -54,7 +54,7 @@ log_has() { log | grep -q "$1"; }
 
 # the machine booted the image: the root device is the VM's disk, mounted
 # read-only by the initramfs, and busybox init is PID 1 (no chroot, no
-# namespace)
+# namespace); $1: the boot's suffix in the test's name
 real_boot() {
 	rootline=$(awk '$2 == "/" { print $1, $3, $4 }' /proc/mounts | tail -n 1)
 	init=$(readlink /proc/1/exe)
@@ -62,11 +62,11 @@ real_boot() {
 	echo "# root: $rootline; PID 1: $init ($cmd)"
 	case $rootline in
 	/dev/vd?" ext4 ro,"*) ;;
-	*) fail real_boot "root is '$rootline'"; return ;;
+	*) fail "real_boot$1" "root is '$rootline'"; return ;;
 	esac
 	[ "$init" = /bin/busybox ] && [ "$(readlink /proc/1/root)" = / ] &&
-		[ "$(readlink /sbin/init)" = ../bin/busybox ] && pass real_boot ||
-		fail real_boot "PID 1 is $init ($cmd)"
+		[ "$(readlink /sbin/init)" = ../bin/busybox ] && pass "real_boot$1" ||
+		fail "real_boot$1" "PID 1 is $init ($cmd)"
 }
 
 phase1() {
@@ -222,7 +222,7 @@ phase1() {
 }
 
 phase2() {
-	real_boot
+	real_boot _2
 	if wait_for 60 log_has 'files there from before'; then
 		pass reboot_boots_again
 		n=$(log | sed -n 's/.*; \([0-9]*\) files there from before).*/\1/p' | head -n 1)
@@ -238,7 +238,7 @@ phase2() {
 }
 
 phase3() {
-	real_boot
+	real_boot _3
 	sig=/sys/module/module/parameters/sig_enforce
 	if [ "$(cat $sig 2>/dev/null)" != Y ]; then
 		fail refused_module_boot "module.sig_enforce is not set ($(cat /proc/cmdline))"
