@@ -36,7 +36,7 @@ BASE=$EMBER_CACHE/arm64-devroot
 MIRROR=${EMBER_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 PKGS=(build-essential dkms kmod)
-DEVROOT_RECIPE=1
+DEVROOT_RECIPE=2
 kseries=6.1 info=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -78,19 +78,9 @@ mkdir -p "$R" "$OUT.tmp" "$BASE/debs"
 : >"$BLOG"
 log "building $OUT (log: $BLOG)"
 
-# ---- first stage: download and unpack only
-log "debootstrap --foreign --arch=arm64 (${PKGS[*]})"
-nice -n 19 unshare --mount --propagation private -- \
-	debootstrap --foreign --arch=arm64 --variant=minbase --cache-dir="$BASE/debs" \
-	--include="$(
-		IFS=,
-		echo "${PKGS[*]}"
-	)" "$SUITE" "$R" "$MIRROR" >>"$BLOG" 2>&1 ||
-	{ tail -n 20 "$BLOG" >&2; die "debootstrap's first stage failed (see $BLOG)"; }
-
 # ---- the kernel's headers, as Debian's arm64 packages (kbuild for arm64)
 log "the headers of $kver"
-mkdir -p "$R/var/cache/ember-debs"
+mkdir -p "$BASE/kdebs.tmp" && rm -f "$BASE"/kdebs.tmp/*.deb
 (
 	# shellcheck disable=SC2034 # read by fetch-kernels.sh
 	EMBER_KARCH=arm64
@@ -106,9 +96,30 @@ mkdir -p "$R/var/cache/ember-debs"
 		case $p in linux-kbuild-*) p=${p%%=*}:arm64=$ver ;; esac
 		pkgs+=("$p")
 	done < <(headers_deps "$hdr")
-	cd "$R/var/cache/ember-debs" && apt-get -q download "${pkgs[@]}"
+	cd "$BASE/kdebs.tmp" && apt-get -q download "${pkgs[@]}"
 ) >>"$BLOG" 2>&1 || { tail -n 20 "$BLOG" >&2; die "could not download the headers of $kver"; }
-ls "$R/var/cache/ember-debs" >&2
+ls "$BASE/kdebs.tmp" >&2
+# what they need beyond each other (libelf1, libssl3...): debootstrap
+# installs it with the rest
+extra=$(for d in "$BASE"/kdebs.tmp/*.deb; do dpkg-deb -f "$d" Depends; done | tr ',' '\n' |
+	sed 's/|.*//; s/(.*//; s/:any//; s/ //g' | grep -v -e '^$' -e '^linux-' | sort -u | tr '\n' ' ')
+log "the headers also need: $extra"
+# shellcheck disable=SC2206 # package names are words
+PKGS+=($extra)
+
+# ---- first stage: download and unpack only
+log "debootstrap --foreign --arch=arm64 (${PKGS[*]})"
+nice -n 19 unshare --mount --propagation private -- \
+	debootstrap --foreign --arch=arm64 --variant=minbase --cache-dir="$BASE/debs" \
+	--include="$(
+		IFS=,
+		echo "${PKGS[*]}"
+	)" "$SUITE" "$R" "$MIRROR" >>"$BLOG" 2>&1 ||
+	{ tail -n 20 "$BLOG" >&2; die "debootstrap's first stage failed (see $BLOG)"; }
+
+mkdir -p "$R/var/cache/ember-debs"
+mv "$BASE"/kdebs.tmp/*.deb "$R/var/cache/ember-debs/"
+rmdir "$BASE/kdebs.tmp"
 
 # ---- configuration (no network in the VM)
 echo devroot >"$R/etc/hostname"
@@ -145,7 +156,8 @@ for d in proc sys dev; do mount --bind /$d /mnt/r/$d; done
 rc=0
 chroot /mnt/r /second-stage.sh || rc=$?
 rm -f /mnt/r/second-stage.sh
-for d in dev sys proc; do umount /mnt/r/$d; done
+# (debootstrap's second stage may have unmounted proc and sys itself)
+for d in dev sys proc; do umount /mnt/r/$d 2>/dev/null; done
 umount /mnt/r
 exit $rc
 EOF
