@@ -72,6 +72,8 @@ R=/mnt/r
 mkdir -p $R
 mount -t ext4 /dev/vda $R || { ko mount "cannot mount the devroot"; exit 1; }
 for d in proc sys dev; do mount --bind /$d $R/$d; done
+# what udev would make: dkms (bash) reads process substitutions via /dev/fd
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 mkdir -p $R/tmp/ember && cp ember-dkms_*_all.deb $R/tmp/ember/
 KVER=$(uname -r)
 t0=$(cut -d' ' -f1 /proc/uptime)
@@ -97,7 +99,8 @@ case $ko_file in
 *) cp "$ko_file" /tmp/ember.ko ;;
 esac
 if [ -s /tmp/ember.ko ]; then
-	vm=$(modinfo -F vermagic /tmp/ember.ko 2>/dev/null)
+	# (busybox modinfo reads modules by name, not a file's .modinfo)
+	vm=$(tr '\0' '\n' </tmp/ember.ko | sed -n 's/^vermagic=//p' | head -n 1)
 	echo "# ${ko_file#$R}: vermagic $vm"
 	case $vm in
 	"$KVER "*aarch64*) ok module_for_this_kernel ;;
@@ -126,7 +129,7 @@ else
 	ko module_for_this_kernel "no ember.ko under /lib/modules/$KVER/updates in the root"
 fi
 chroot $R dpkg --purge ember-dkms >/dev/null 2>&1
-for d in dev sys proc; do umount $R/$d; done
+for d in dev sys proc; do umount $R/$d 2>/dev/null; done
 umount $R
 EOF
 
