@@ -149,12 +149,13 @@ for _ in $(seq 100); do
 done
 sleep 2
 "$phases" --short
+prc=$?
 wait $pid
 rc=$?
 if [ $rc -eq 0 ] && grep -q '^ember-phases;.*main;short_lived_burn [0-9]' "$out/short.folded"; then
 	pass short_lived_symbolized
 else
-	fail short_lived_symbolized "rc=$rc; ember-phases lines: $(grep -c '^ember-phases' "$out/short.folded" 2>/dev/null) $(grep -m1 '^ember-phases' "$out/short.folded" | cut -c1-200)"
+	fail short_lived_symbolized "rc=$rc, ember-phases --short rc=$prc; ember-phases lines: $(grep -c '^ember-phases' "$out/short.folded" 2>/dev/null) $(grep -m1 '^ember-phases' "$out/short.folded" | cut -c1-200); stderr: $(tail -n 3 "$out/short.stderr" | tr '\n' '|' | cut -c1-300); roots: $(cut -d';' -f1 "$out/short.folded" | sort | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
 fi
 
 # 6. exit status and stdin pass through
