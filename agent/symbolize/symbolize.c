@@ -347,8 +347,9 @@ static void open_mapped_file(void *arg, struct sym_file *f)
 		fd = -1;
 		why = NULL;
 	}
-	snprintf(root, sizeof(root), "%s", o->root ? o->root : "");
-	if (!o->root)
+	if (o->root)
+		snprintf(root, sizeof(root), "%s", o->root);
+	else
 		snprintf(root, sizeof(root), "/proc/%u/root", o->p->pid);
 	if (fd < 0 && !safe_refused(why) && !o->m->deleted && is_file) {
 		rules.flags = SAFE_ANYONE;
