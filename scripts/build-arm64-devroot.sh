@@ -48,28 +48,17 @@ while [ $# -gt 0 ]; do
 done
 log() { echo "build-arm64-devroot: $*" >&2; }
 die() { log "error: $*"; exit 1; }
+# shellcheck source=scripts/image-cache.sh
+. "$TOP/scripts/image-cache.sh"
 
 kver=$("$TOP/scripts/fetch-kernels.sh" --arch arm64 --version "$kseries") || die "no arm64 $kseries kernel"
 key=$(printf '%s\n' "$SUITE" "$MIRROR" "$DEVROOT_RECIPE" "$kver" "${PKGS[@]}" | sha256sum | cut -c1-12)
 OUT=$BASE/$kver-$key
 if [ "$info" = 1 ]; then cat "$OUT/info"; exit; fi
-if [ -f "$OUT/info" ] && [ -f "$OUT/root.img" ]; then
-	echo "$OUT/root.img"
-	exit 0
-fi
+image_cached "$OUT"
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap)"
-mkdir -p "$BASE"
-exec {lock_fd}>"$BASE/.lock"
-flock "$lock_fd"
-if [ -f "$OUT/info" ] && [ -f "$OUT/root.img" ]; then
-	echo "$OUT/root.img"
-	exit 0
-fi
-if ! command -v debootstrap >/dev/null; then
-	log "installing debootstrap"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap >&2 ||
-		die "could not install debootstrap"
-fi
+image_build_lock "$BASE" "$OUT"
+need_debootstrap
 start=$(date +%s)
 R=$BASE/rootfs.tmp
 BLOG=$BASE/build.log

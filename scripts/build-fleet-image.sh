@@ -72,6 +72,8 @@ FLEET_RECIPE=5
 
 log() { echo "build-fleet-image: $*" >&2; }
 die() { log "error: $*"; exit 1; }
+# shellcheck source=scripts/image-cache.sh
+. "$TOP/scripts/image-cache.sh"
 
 key=$(printf '%s\n' "$SUITE" "$MIRROR" "$FLEET_RECIPE" "${PKGS[@]}" -- "${BACKPORTS[@]}" |
 	sha256sum | cut -c1-16)
@@ -85,26 +87,10 @@ case ${1:-} in
 *) die "unknown option $1 (see --help)" ;;
 esac
 
-if [ -f "$OUT/info" ] && [ -f "$OUT/root.img" ]; then
-	echo "$OUT/root.img"
-	exit 0
-fi
-
+image_cached "$OUT"
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot)"
-mkdir -p "$FLEET"
-exec {lock_fd}>"$FLEET/.lock"
-flock "$lock_fd"
-# Someone else may have built it while we waited for the lock.
-if [ -f "$OUT/info" ] && [ -f "$OUT/root.img" ]; then
-	echo "$OUT/root.img"
-	exit 0
-fi
-
-if ! command -v debootstrap >/dev/null; then
-	log "installing debootstrap"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap >&2 ||
-		die "could not install debootstrap"
-fi
+image_build_lock "$FLEET" "$OUT"
+need_debootstrap
 command -v mkfs.ext4 >/dev/null || die "mkfs.ext4 missing (e2fsprogs)"
 
 start=$(date +%s)
