@@ -10,6 +10,7 @@
  * are followed by scanning /proc (session_run).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <getopt.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cli/commands.h"
@@ -139,11 +141,18 @@ static writer_fn writer_for(enum out_format fmt)
 	}
 }
 
-/* Opened before recording: a bad path fails now, not after the recording. */
-static FILE *open_output(const struct ember_opts *o)
+/*
+ * Opened before recording: a bad path fails now, not after the recording.
+ * *created says we made the file, so only then may a failed recording
+ * remove it: -o /dev/null or a FIFO is somebody else's, and unlinking
+ * /dev/null once left every later ">/dev/null" writing a regular file.
+ */
+static FILE *open_output(const struct ember_opts *o, bool *created)
 {
 	FILE *f;
+	int fd;
 
+	*created = false;
 	if (!writer_for(o->format)) {
 		fprintf(stderr, "ember: %s output is not available in this build: use -o FILE.folded\n",
 			format_name(o->format));
@@ -151,10 +160,30 @@ static FILE *open_output(const struct ember_opts *o)
 	}
 	if (!strcmp(o->output, "-"))
 		return stdout;
-	f = fopen(o->output, "we");
-	if (!f)
+	fd = open(o->output, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd >= 0)
+		*created = true;
+	else if (errno == EEXIST)
+		fd = open(o->output, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
 		fprintf(stderr, "ember: cannot write %s: %s\n", o->output, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
 	return f;
+}
+
+/* Nothing was recorded: leave no empty file behind, if it is ours. */
+static void discard_output(FILE *f, const char *path, bool created)
+{
+	struct stat opened, named;
+
+	if (created && !fstat(fileno(f), &opened) && S_ISREG(opened.st_mode) &&
+	    !lstat(path, &named) && named.st_dev == opened.st_dev &&
+	    named.st_ino == opened.st_ino)
+		unlink(path);
+	fclose(f);
 }
 
 static int write_profile(const struct profile *p, enum out_format fmt,
@@ -347,6 +376,7 @@ int cmd_record(int argc, char **argv)
 	struct profile *p;
 	char err[1024];
 	FILE *out = NULL;
+	bool out_created = false;
 	uint32_t child_pid;
 	int wstatus = 0, rc = 0, r;
 
@@ -390,7 +420,7 @@ int cmd_record(int argc, char **argv)
 		env.preload = alloc_lib;
 		env.alloc_rate = o.alloc_rate;
 	}
-	out = open_output(&o);
+	out = open_output(&o, &out_created);
 	if (!out) {
 		record_opts_free(&o);
 		return 1;
@@ -519,11 +549,8 @@ int cmd_record(int argc, char **argv)
 	if (o.command)
 		rc = exit_status_of(wstatus);
 out:
-	if (out && out != stdout) {
-		/* nothing was recorded: leave no empty file behind */
-		fclose(out);
-		unlink(o.output);
-	}
+	if (out && out != stdout)
+		discard_output(out, o.output, out_created);
 	if (cg.id)
 		rmdir(cg.path);		/* fails harmlessly if something lingers */
 	free(ac);

@@ -143,6 +143,30 @@ printf 'metrics_addr = :99999\n' >$U.conf
 usage_error cli_run_config_file_metrics_addr "$U.conf:1: invalid metrics_addr ':99999'" \
 	$E run --config $U.conf
 rm -f $U.conf $U.folded
+# A recording that fails before writing removes only a file it created:
+# `-o /dev/null` once unlinked /dev/null, and every later ">/dev/null" on
+# the machine wrote a regular file. A device node stands in for it here.
+failed_output_left_alone() {
+	local dir=$U.out gone=4000000
+	rm -rf "$dir" && mkdir "$dir" || return 1
+	while kill -0 $gone 2>/dev/null; do gone=$((gone + 1)); done
+	echo keep >"$dir/old.folded"
+	mknod "$dir/null.folded" c 1 3 2>/dev/null || cp -a /dev/null "$dir/null.folded" ||
+		{ echo "cannot make a device node"; return 1; }
+	for f in null.folded old.folded new.folded; do
+		$E record -p $gone -d 0.1 -o "$dir/$f" >/dev/null 2>&1 && {
+			echo "-p of a missing process succeeded"; return 1; }
+	done
+	[ -c "$dir/null.folded" ] || { echo "the device node is gone"; return 1; }
+	[ -f "$dir/old.folded" ] || { echo "an existing file was removed"; return 1; }
+	[ ! -e "$dir/new.folded" ] || { echo "an empty new file was left"; return 1; }
+	rm -rf "$dir"
+}
+if [ "$(id -u)" = 0 ]; then
+	t_check cli_record_failed_keeps_foreign_output failed_output_left_alone
+else
+	t_skip cli_record_failed_keeps_foreign_output "needs root for a device node"
+fi
 t_check cli_status_runs bash -c "$E status | grep -q '^ember $(cat VERSION)'"
 t_check cli_status_names_backends bash -c "$E status | grep -q '^module backend:' && $E status | grep -q '^eBPF backend:'"
 # The man page and the sample config follow the option table: every option
