@@ -186,6 +186,30 @@ static void discard_output(FILE *f, const char *path, bool created)
 	fclose(f);
 }
 
+/*
+ * Without a command, say when sampling has begun: loading the BPF
+ * programs can take seconds on a slow or emulated machine, and what runs
+ * before this line is not in the profile. With a command there is no
+ * window: the command starts once ember is ready.
+ */
+static void say_recording(const struct ember_opts *o)
+{
+	char what[64];
+
+	if (o->nr_pids)
+		snprintf(what, sizeof(what), "%zu process%s", o->nr_pids,
+			 o->nr_pids > 1 ? "es" : "");
+	else if (o->cgroup_path)
+		snprintf(what, sizeof(what), "a cgroup");
+	else
+		snprintf(what, sizeof(what), "every process");
+	if (o->duration_ms)
+		fprintf(stderr, "ember: recording %s for %.1f s (Ctrl-C ends it sooner)\n",
+			what, o->duration_ms / 1000.0);
+	else
+		fprintf(stderr, "ember: recording %s until Ctrl-C\n", what);
+}
+
 static int write_profile(const struct profile *p, enum out_format fmt,
 			 const char *path, FILE *f)
 {
@@ -482,6 +506,8 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
+	if (!o.command)
+		say_recording(&o);
 	if (o.command) {
 		forward_to = ch.pid;
 		r = release_bound(&s, &ch, o.verbose_cfi, &wstatus);
