@@ -30,7 +30,12 @@ fi
 "$EMBER" record -a --backend "$BACKEND" -F 499 -d 7 -o "$OUT/all.folded" \
 	2>"$OUT/record.err" &
 rec=$!
-sleep 1.5
+# from ember's "recording" line on: the programs' load takes a while
+i=0
+while [ $i -lt 600 ] && ! grep -q '^ember: recording' "$OUT/record.err" 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
 i=0
 while [ $i -lt 100 ]; do
 	"$OUT/shortlived"

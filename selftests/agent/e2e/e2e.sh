@@ -143,11 +143,13 @@ rm -f "$out/short.stderr"
 "$ember" record --backend "$backend" -F "$freq" -d 8 -o "$out/short.folded" \
 	2>"$out/short.stderr" &
 pid=$!
-for _ in $(seq 100); do
-	grep -q using "$out/short.stderr" 2>/dev/null && break
+# "recording" is said once sampling runs: loading the BPF programs takes
+# seconds under TCG, and what runs before that line is not recorded
+for _ in $(seq 600); do
+	grep -q '^ember: recording' "$out/short.stderr" 2>/dev/null && break
 	sleep 0.1
 done
-sleep 2
+sleep 0.5
 "$phases" --short
 prc=$?
 wait $pid
@@ -175,11 +177,10 @@ rm -f "$out/int.folded"
 pid=$!
 # signals are handled once the backend line is out (an async job of a
 # script starts with SIGINT ignored until ember installs its handler)
-for _ in $(seq 100); do
-	grep -q using "$out/int.stderr" && break
+for _ in $(seq 600); do
+	grep -q '^ember: recording' "$out/int.stderr" && break
 	sleep 0.1
 done
-sleep 1
 kill -INT $pid
 start=$(date +%s)
 wait $pid
