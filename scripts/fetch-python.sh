@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Fetch Debian 13 (trixie)'s CPython 3.13 into the cache, for the agent's
+# Python-detection tests (selftests/agent/python/): the interpreter, its
+# libpython and trixie's libc, unpacked with dpkg-deb -x into
+# $EMBER_CACHE/python-trixie/ (nothing installed, the host's apt sources
+# and dpkg never touched: a private apt configuration under
+# $EMBER_CACHE/apt-trixie/, like scripts/fetch-kernels.sh's).
+#
+#   scripts/fetch-python.sh          fetch when missing
+#   scripts/fetch-python.sh --path   print the unpacked root (fetch first)
+#
+# Idempotent: a root with its .done stamp is not fetched again. Offline
+# (EMBER_OFFLINE=1 or the lists cannot be fetched) it exits 2, which the
+# tests take as "skip".
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${EMBER_CACHE:-$TOP/.cache}
+APTDIR=$CACHE/apt-trixie
+ROOT=$CACHE/python-trixie
+MIRROR=${EMBER_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+PKGS=(python3.13-minimal libpython3.13-minimal libpython3.13 libc6)
+
+log() { echo "fetch-python: $*" >&2; }
+
+if [ -e "$ROOT/.done" ]; then
+	[ "${1:-}" = --path ] && echo "$ROOT"
+	exit 0
+fi
+[ "${EMBER_OFFLINE:-}" = 1 ] && { log "offline"; exit 2; }
+mkdir -p "$CACHE"
+exec {lock_fd}>"$CACHE/.python-trixie.lock"
+flock "$lock_fd"
+if [ ! -e "$ROOT/.done" ]; then
+	mkdir -p "$APTDIR"/{lists/partial,cache/archives/partial,state,debs,etc/apt.conf.d,etc/sources.list.d,etc/preferences.d}
+	: >"$APTDIR/state/status"
+	echo "deb [signed-by=$KEYRING] $MIRROR trixie main" >"$APTDIR/etc/sources.list"
+	cat >"$APTDIR/etc/apt.conf" <<-EOC
+		Dir::Etc::Parts "$APTDIR/etc/apt.conf.d";
+		Dir::Etc::SourceList "$APTDIR/etc/sources.list";
+		Dir::Etc::SourceParts "$APTDIR/etc/sources.list.d";
+		Dir::Etc::PreferencesParts "$APTDIR/etc/preferences.d";
+		Dir::State "$APTDIR/state";
+		Dir::State::Lists "$APTDIR/lists";
+		Dir::State::status "$APTDIR/state/status";
+		Dir::Cache "$APTDIR/cache";
+		APT::Architecture "amd64";
+		APT::Architectures { "amd64"; };
+		Acquire::Languages "none";
+		APT::Sandbox::User "$(id -un)";
+	EOC
+	export APT_CONFIG=$APTDIR/etc/apt.conf
+	if ! apt-get -q update >"$APTDIR/update.log" 2>&1 ||
+		grep -qE '^(Err:|E: |W: Failed to fetch)' "$APTDIR/update.log"; then
+		log "cannot update the trixie package lists (offline?): $APTDIR/update.log"
+		exit 2
+	fi
+	rm -f "$APTDIR"/debs/*.deb
+	(cd "$APTDIR/debs" && apt-get -q download "${PKGS[@]}" >"$APTDIR/download.log" 2>&1) ||
+		{ log "download failed: $APTDIR/download.log"; exit 2; }
+	rm -rf "$ROOT.tmp"
+	mkdir -p "$ROOT.tmp"
+	for d in "$APTDIR"/debs/*.deb; do dpkg-deb -x "$d" "$ROOT.tmp"; done
+	(cd "$APTDIR/debs" && ls) >"$ROOT.tmp/.done"
+	rm -rf "$ROOT"
+	mv "$ROOT.tmp" "$ROOT"
+	log "unpacked into $ROOT"
+fi
+[ "${1:-}" = --path ] && echo "$ROOT"
+exit 0
