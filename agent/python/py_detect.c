@@ -882,6 +882,11 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 	if ((r = code_members(&pe, code_v, &t->lay, err, err_len)) ||
 	    (r = eval_range(&pe, bias, t, err, err_len)))
 		goto out;
+	/* what the walker reads of each code object, for the check value */
+	t->proc.co_firstlineno = t->lay.co_firstlineno;
+	t->proc.co_argcount = t->lay.co_argcount;
+	t->proc.co_flags = t->lay.co_flags;
+	t->proc.code_tag_mask = 0;	/* 3.14's _PyStackRef: not walked yet */
 	if (minor >= 13) {
 		if ((r = debug_offsets(&pe, rt_v, version, t, err, err_len)) ||
 		    (r = tls_offset(&pe, t, err, err_len)))
@@ -1011,6 +1016,36 @@ int py_detect(uint32_t pid, const struct sym_map_line *maps, uint32_t n,
 		       (t->proc.version >> 16) & 0xff);
 		r = -ENOTSUP;
 	}
+	close(fd);
+	if (libc_fd >= 0)
+		close(libc_fd);
+	return r;
+}
+
+int py_detect_path(const char *root, const char *path, const char *libc,
+		   struct py_target *t, char *err, size_t err_len)
+{
+	const struct safe_rules rules = {
+		.max_bytes = PY_FILE_MAX_BYTES,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_ANYONE,	/* no symbolic link followed */
+	};
+	struct stat st;
+	const char *why = NULL;
+	int fd, libc_fd = -1, r;
+
+	memset(t, 0, sizeof(*t));
+	fd = safe_open_at(root, path, &rules, &st, &why);
+	if (fd < 0) {
+		errmsg(err, err_len, "%s: %s", path, why ? why : "cannot be opened");
+		return -EPERM;
+	}
+	if (libc && (libc_fd = safe_open_at(root, libc, &rules, &st, &why)) < 0) {
+		errmsg(err, err_len, "%s: %s", libc, why ? why : "cannot be opened");
+		close(fd);
+		return -EPERM;
+	}
+	r = py_detect_file(fd, path, 0, libc_fd, t, err, err_len);
 	close(fd);
 	if (libc_fd >= 0)
 		close(libc_fd);

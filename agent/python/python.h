@@ -56,6 +56,15 @@ int py_detect(uint32_t pid, const struct sym_map_line *maps, uint32_t n,
 int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 		   struct py_target *t, char *err, size_t err_len);
 
+/*
+ * The same for a file named by path inside root (NULL: the host's), as a
+ * non-PIE or unrelocated image (bias 0): opened with lib/safe_file.c's
+ * rules and no symbolic link followed (a FIFO, a device or a link is
+ * refused before a byte is read). libc may be NULL. For tests and tools.
+ */
+int py_detect_path(const char *root, const char *path, const char *libc,
+		   struct py_target *t, char *err, size_t err_len);
+
 /* The signed offset from the thread pointer to glibc's specific_1stblock[0].data,
  * decoded from pthread_getspecific's code in libc (fd). 0 or -errno. */
 int py_glibc_tsd_offset(int libc_fd, int64_t *off, char *err, size_t err_len);
