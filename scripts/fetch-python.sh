@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch Debian 13 (trixie)'s CPython 3.13 into the cache, for the agent's
 # Python-detection tests (selftests/agent/python/): the interpreter, its
-# libpython and trixie's libc, unpacked with dpkg-deb -x into
+# libpython, its standard library and trixie's libc, unpacked with dpkg-deb -x into
 # $EMBER_CACHE/python-trixie/ (nothing installed, the host's apt sources
 # and dpkg never touched: a private apt configuration under
 # $EMBER_CACHE/apt-trixie/, like scripts/fetch-kernels.sh's).
@@ -20,11 +20,13 @@ APTDIR=$CACHE/apt-trixie
 ROOT=$CACHE/python-trixie
 MIRROR=${EMBER_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-PKGS=(python3.13-minimal libpython3.13-minimal libpython3.13 libc6)
+PKGS=(python3.13-minimal libpython3.13-minimal libpython3.13-stdlib libpython3.13 libc6)
 
 log() { echo "fetch-python: $*" >&2; }
 
-if [ -e "$ROOT/.done" ]; then
+# the stamp names the package set: a new set is fetched again
+WANT="# ${PKGS[*]}"
+if [ -e "$ROOT/.done" ] && [ "$(head -1 "$ROOT/.done")" = "$WANT" ]; then
 	[ "${1:-}" = --path ] && echo "$ROOT"
 	exit 0
 fi
@@ -32,7 +34,7 @@ fi
 mkdir -p "$CACHE"
 exec {lock_fd}>"$CACHE/.python-trixie.lock"
 flock "$lock_fd"
-if [ ! -e "$ROOT/.done" ]; then
+if [ ! -e "$ROOT/.done" ] || [ "$(head -1 "$ROOT/.done")" != "$WANT" ]; then
 	mkdir -p "$APTDIR"/{lists/partial,cache/archives/partial,state,debs,etc/apt.conf.d,etc/sources.list.d,etc/preferences.d}
 	: >"$APTDIR/state/status"
 	echo "deb [signed-by=$KEYRING] $MIRROR trixie main" >"$APTDIR/etc/sources.list"
@@ -62,7 +64,7 @@ if [ ! -e "$ROOT/.done" ]; then
 	rm -rf "$ROOT.tmp"
 	mkdir -p "$ROOT.tmp"
 	for d in "$APTDIR"/debs/*.deb; do dpkg-deb -x "$d" "$ROOT.tmp"; done
-	(cd "$APTDIR/debs" && ls) >"$ROOT.tmp/.done"
+	{ echo "$WANT"; (cd "$APTDIR/debs" && ls); } >"$ROOT.tmp/.done"
 	rm -rf "$ROOT"
 	mv "$ROOT.tmp" "$ROOT"
 	log "unpacked into $ROOT"

@@ -527,8 +527,8 @@ static void live_end(struct live *lv)
 	waitpid(lv->pid, NULL, 0);
 }
 
-static void test_live(const char *name, const char *how, const char *arg,
-		      bool long_name)
+static void test_live(const char *name, const char *bin, const char *how,
+		      const char *arg, bool long_name)
 {
 	static struct {
 		struct sym_map_line v[512];
@@ -542,8 +542,8 @@ static void test_live(const char *name, const char *how, const char *arg,
 	char err[256] = "", mem_path[64], tn[96];
 	int mem, n, r, good = 0, bad = 0, fake = 0;
 
-	if (!have(PY311)) {
-		printf("SKIP: %s: no %s\n", name, PY311);
+	if (!have(bin)) {
+		printf("SKIP: %s: no %s\n", name, bin);
 		return;
 	}
 	if (!live_start(&lv, how, arg)) {
@@ -613,6 +613,28 @@ static void test_live(const char *name, const char *how, const char *arg,
 	live_end(&lv);
 }
 
+/* Debian 13's python3.13 under its own loader and libc (fetched) */
+static void test_live_313(void)
+{
+	char root[512] = "", bin[600], how[2048];
+	FILE *f = popen("scripts/fetch-python.sh --path 2>/dev/null", "r");
+
+	if (!f || !fgets(root, sizeof(root), f)) {
+		if (f)
+			pclose(f);
+		printf("SKIP: py_live_313: Debian 13's python3.13 not fetched (offline?)\n");
+		return;
+	}
+	pclose(f);
+	root[strcspn(root, "\n")] = 0;
+	snprintf(bin, sizeof(bin), "%s/usr/bin/python3.13", root);
+	snprintf(how, sizeof(how),
+		 "exec %s/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "
+		 "--library-path %s/usr/lib/x86_64-linux-gnu %s -I %%s",
+		 root, root, bin);
+	test_live("py_live_313", bin, how, DIR "/stack_stop.py", false);
+}
+
 int main(void)
 {
 	test_linetable_truth();
@@ -621,16 +643,17 @@ int main(void)
 	test_detect_313();
 	test_tsd_arm64();
 	test_hostile_files();
-	test_live("py_live_311", "exec " PY311 " -I %s", DIR "/stack_stop.py", false);
-	test_live("py_live_311_long_name", "exec " PY311 " -I %s long", DIR "/stack_stop.py", true);
+	test_live("py_live_311", PY311, "exec " PY311 " -I %s", DIR "/stack_stop.py", false);
+	test_live("py_live_311_long_name", PY311, "exec " PY311 " -I %s long", DIR "/stack_stop.py", true);
 	/* its own mount namespace: the binary's path there is not the host's */
 	if (geteuid() == 0 && have("/usr/bin/unshare"))
-		test_live("py_live_311_mntns",
+		test_live("py_live_311_mntns", PY311,
 			  "d=$(mktemp -d /tmp/ember-py-ns-XXXXXX) && "
 			  "exec unshare -m sh -c \"mount --bind /usr/bin $d && exec $d/python3.11 -I %s\"",
 			  DIR "/stack_stop.py", false);
 	else
 		printf("SKIP: py_live_311_mntns: needs root and unshare\n");
+	test_live_313();
 	if (system("rmdir /tmp/ember-py-ns-* 2>/dev/null")) {
 		/* none left */
 	}
