@@ -33,8 +33,11 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "aggregate/aggregate.h"
+#include "output/output.h"
 #include "python/python.h"
 #include "proc/proc_maps.h"
+#include "symbolize/symbolize.h"
 #include "test_util.h"
 
 #define PY311	"/usr/bin/python3.11"
@@ -527,6 +530,84 @@ static void live_end(struct live *lv)
 	waitpid(lv->pid, NULL, 0);
 }
 
+/*
+ * The whole agent path of those slots: a sample record as a backend
+ * writes it (Python frames leaf first, then the cut marker), aggregated,
+ * symbolized and frozen, then written as folded, pprof and OTLP.
+ */
+static void check_outputs(const char *name, pid_t pid, const uint64_t *slots,
+			  int n, const struct live *lv)
+{
+	static uint64_t rec[512];
+	struct ember_sample *s = (void *)rec;
+	struct sym_options so = { 0 };
+	struct symbolizer *sym = sym_new(&so);
+	struct profile_builder *pb = pb_new(NULL, sym);
+	struct prof_meta meta = { .backend = "bpf" };
+	struct profile *p;
+	char *text = NULL, want[700], tn[96];
+	size_t len = 0;
+	FILE *out;
+	bool folded, leaf, otlp = false;
+
+	memset(rec, 0, sizeof(rec));
+	s->hdr.type = EMBER_REC_SAMPLE;
+	s->hdr.size = sizeof(*s) + 8 * (n + 1);
+	s->pid = s->tid = (uint32_t)pid;
+	s->nr_user = (uint16_t)(n + 1);
+	s->flags = EMBER_SF_USER_CUT | EMBER_SF_PYTHON;
+	s->time_ns = 1;
+	strcpy(s->comm, "python3");
+	memcpy(s->ips, slots, 8 * n);
+	s->ips[n] = EMBER_IP_PY_CUT | EMBER_PY_CUT_ENTRY;
+	pb_add_record(pb, &s->hdr);
+	p = pb_finish(pb, &meta);
+	out = open_memstream(&text, &len);
+	if (p && out)
+		output_folded(p, out);
+	if (out)
+		fclose(out);
+	/* root first: [cut];[python cut];<module> (stack_stop.py:44);...;leaf (stack_stop.py:33) */
+	snprintf(want, sizeof(want), "[cut];[python cut];<module> (stack_stop.py:%s);middle (stack_stop.py:%s);",
+		 lv->rows[lv->nr - 1][2], lv->rows[lv->nr - 2][2]);
+	folded = text && strstr(text, want);
+	snprintf(want, sizeof(want), ";leaf (stack_stop.py:%s) 1", lv->rows[0][2]);
+	leaf = text && strstr(text, want);
+	snprintf(tn, sizeof(tn), "%s_folded", name);
+	T_CHECK(tn, folded && leaf, "folded: %s", text ? text : "(none)");
+	free(text);
+	text = NULL;
+	out = open_memstream(&text, &len);
+	if (p && out)
+		output_otlp(p, out);
+	if (out)
+		fclose(out);
+	for (size_t i = 0; text && i + 7 <= len; i++)
+		otlp |= !memcmp(text + i, "cpython", 7);
+	snprintf(tn, sizeof(tn), "%s_otlp_frame_type", name);
+	T_CHECK(tn, otlp, "no profile.frame.type cpython in %zu bytes", len);
+	free(text);
+	/* pprof: the function is the qualname, with its file and line */
+	{
+		bool fn = false;
+
+		for (size_t i = 0; p && i < p->nr_samples; i++)
+			for (uint32_t j = 0; j < p->samples[i].nr_frames; j++) {
+				const struct prof_frame *f = p->samples[i].frames[j];
+
+				fn |= f->kind == PROF_FRAME_PYTHON && f->function &&
+				      !strcmp(f->function, "Deep.method") &&
+				      f->source_file && strstr(f->source_file, "stack_stop.py") &&
+				      f->line == 13;
+			}
+		snprintf(tn, sizeof(tn), "%s_frame", name);
+		T_CHECK(tn, fn, "no Deep.method frame at stack_stop.py:13");
+	}
+	profile_free(p);
+	pb_free(pb);
+	sym_free(sym);
+}
+
 static void test_live(const char *name, const char *bin, const char *how,
 		      const char *arg, bool long_name)
 {
@@ -609,6 +690,8 @@ static void test_live(const char *name, const char *bin, const char *how,
 		T_CHECK(tn, fake == 0, "%d fake code objects named", fake);
 	}
 	py_names_free(pn);
+	if (!long_name && n > 0)
+		check_outputs(name, lv.pid, slots, n, &lv);
 	close(mem);
 	live_end(&lv);
 }
