@@ -111,3 +111,14 @@ agent/gen/tests/futexstorm: selftests/lock/futexstorm.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $<
+
+# CPython frames in the eBPF backend (selftests/bpf/check-python.sh): the
+# backend on running processes, their unwind tables bound by the agent's
+# unwind service, Python described by the test (not by the agent)
+.PHONY: py-bpf-tests
+py-bpf-tests: agent/gen/tests/py-bpf-dump
+
+agent/gen/tests/py-bpf-dump: selftests/bpf/py-bpf-dump.c $(AGENT_LIB_OBJS)
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(AGENT_LIB_OBJS) $(AGENT_LDLIBS) $(LDFLAGS)
