@@ -981,6 +981,7 @@ int py_detect(uint32_t pid, const struct sym_map_line *maps, uint32_t n,
 	      struct py_target *t, char *err, size_t err_len)
 {
 	const struct sym_map_line *py = NULL, *libc = NULL;
+	bool musl = false;
 	char buf[256];
 	uint64_t bias;
 	int fd, libc_fd = -1, r;
@@ -997,6 +998,8 @@ int py_detect(uint32_t pid, const struct sym_map_line *maps, uint32_t n,
 			py = &maps[i];
 		else if (!libc && is_glibc(b))
 			libc = &maps[i];
+		else if (!strncmp(b, "ld-musl", 7) || !strncmp(b, "libc.musl", 9))
+			musl = true;
 	}
 	if (!py)
 		return 0;
@@ -1012,9 +1015,13 @@ int py_detect(uint32_t pid, const struct sym_map_line *maps, uint32_t n,
 	base_name(py, buf, sizeof(buf));
 	r = py_detect_file(fd, buf, bias, libc_fd, t, err, err_len);
 	if (r == 1 && t->proc.tstate_kind == 0) {
-		errmsg(err, err_len, "CPython 3.%u without glibc: thread state not found",
-		       (t->proc.version >> 16) & 0xff);
-		r = -ENOTSUP;
+		/* right after an exec the loader has not mapped libc yet: not
+		 * found for now (the worker's rechecks come back); musl's TSD
+		 * is another layout */
+		if (musl)
+			errmsg(err, err_len, "CPython 3.%u on musl: its thread state is not found",
+			       (t->proc.version >> 16) & 0xff);
+		r = musl ? -ENOTSUP : 0;
 	}
 	close(fd);
 	if (libc_fd >= 0)

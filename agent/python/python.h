@@ -40,7 +40,8 @@ struct py_target {
  * proc_maps_read() gave them): a python3.X executable or libpython3.X.so
  * holding _PyRuntime. Files are opened through /proc/PID/map_files, so a
  * process in another mount namespace is read as it sees its files.
- * 1: found and described in *t; 0: no CPython there; < 0: CPython that
+ * 1: found and described in *t; 0: no CPython there (or not yet: 3.11/3.12
+ * need glibc mapped, which an exec'd program has not yet); < 0: CPython that
  * ember cannot walk (a version it does not know, a layout that fails its
  * checks), with a sentence in err. Never a guess: everything in *t was
  * read from the file and checked.

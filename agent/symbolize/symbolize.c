@@ -88,7 +88,8 @@ struct sym_proc {
 	/* CPython's code objects (python/), looked for at the first
 	 * Python frame of the image */
 	struct py_names *py;
-	bool py_tried;
+	bool py_tried;		/* refused: not again for this image */
+	uint64_t py_tried_ns;	/* not found (yet): again after PY_RETRY_NS */
 };
 
 struct symbolizer {
@@ -563,6 +564,7 @@ static void proc_exec(struct symbolizer *s, void **slot, uint32_t pid)
 	py_names_free(p->py);
 	p->py = NULL;
 	p->py_tried = false;
+	p->py_tried_ns = 0;
 	if (p->maps_read) {
 		/* A new image: the old one becomes the fallback generation. */
 		proc_drop_maps(s, p->old_maps, p->nr_old_maps);
@@ -1000,6 +1002,10 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 
 /* ---- Python frames (python/) ---- */
 
+/* A process with Python slots whose interpreter was not found (libc not
+ * mapped yet, maps unreadable for a moment) is looked at again after: */
+#define PY_RETRY_NS	(200 * 1000000ull)
+
 /* The executable mappings, copied (py_detect() takes an array). */
 struct py_maps {
 	struct sym_map_line v[512];
@@ -1033,17 +1039,22 @@ static struct py_names *py_get(struct symbolizer *s, struct sym_proc *p)
 	struct py_maps *pm;
 	struct py_target t;
 	char err[256];
+	int r;
 
 	(void)s;
-	if (p->py || p->py_tried || p->exited)
+	if (p->py || p->py_tried || p->exited ||
+	    (p->py_tried_ns && mono_ns() - p->py_tried_ns < PY_RETRY_NS))
 		return p->py;
-	p->py_tried = true;
+	p->py_tried_ns = mono_ns();
 	pm = calloc(1, sizeof(*pm));
 	if (!pm)
 		return NULL;
-	if (!proc_maps_read(NULL, p->pid, py_maps_add, pm, NULL) &&
-	    py_detect(p->pid, pm->v, pm->n, &t, err, sizeof(err)) == 1)
+	r = proc_maps_read(NULL, p->pid, py_maps_add, pm, NULL) ? 0 :
+	    py_detect(p->pid, pm->v, pm->n, &t, err, sizeof(err));
+	if (r == 1)
 		p->py = py_names_new(p->pid, &t.lay);
+	else if (r < 0)
+		p->py_tried = true;
 	free(pm);
 	return p->py;
 }
