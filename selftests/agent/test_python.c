@@ -718,8 +718,25 @@ static void test_live_313(void)
 	test_live("py_live_313", bin, how, DIR "/stack_stop.py", false);
 }
 
+/* The aggregation keeps tagged Python slots and cuts only garbage. */
+static void test_user_frames_valid(void)
+{
+	const __u64 py = EMBER_IP_PY | 0x7f0000001000ULL, cut = EMBER_IP_PY_CUT | 4;
+	const __u64 a[] = { 0x401000, py, 0, py, 0xffffffff00000010ULL, 0x402000, cut };
+	const __u64 b[] = { 0x401000, py };		/* no word after it */
+	const __u64 c[] = { 0x401000, EMBER_IP_PY, 5 };	/* code 0 */
+	const __u64 d[] = { 0x401000, 0xffffffff81000000ULL };	/* kernel */
+
+	T_CHECK("py_user_frames_valid",
+		pb_user_frames_valid(a, 7) == 7 && pb_user_frames_valid(b, 2) == 1 &&
+		pb_user_frames_valid(c, 3) == 1 && pb_user_frames_valid(d, 2) == 1,
+		"%u %u %u %u", pb_user_frames_valid(a, 7), pb_user_frames_valid(b, 2),
+		pb_user_frames_valid(c, 3), pb_user_frames_valid(d, 2));
+}
+
 int main(void)
 {
+	test_user_frames_valid();
 	test_linetable_truth();
 	test_linetable_hostile();
 	test_detect_311();
