@@ -322,7 +322,10 @@ static bool decode_getspecific(uint16_t machine, const uint8_t *c, size_t n,
  * 3.11/3.12: PyGILState_GetThisThreadState reads the key of
  * _PyRuntime's autoTSSkey and calls pthread_getspecific with it:
  * x86_64 `mov disp32(%rip),%edi` (the key, rip-relative); aarch64
- * `adrp xN, page` then `ldr w0, [xN, #lo]`. The key's file vaddr, or 0.
+ * `adrp xN, page`, maybe `add xN, xN, #lo`, then `ldr w0, [xN, #off]`
+ * (Debian 12's arm64 3.11: adrp; add #8 (= &_PyRuntime); ldr x1,
+ * [x0, #600] (autoTSSkey._is_initialized); cbz; ldr w0, [x0, #612]).
+ * The key's file vaddr, or 0.
  */
 static uint64_t decode_key_addr(uint16_t machine, uint64_t pc,
 				const uint8_t *c, size_t n)
@@ -342,6 +345,9 @@ static uint64_t decode_key_addr(uint16_t machine, uint64_t pc,
 					imm -= 1 << 21;
 				page = ((pc + i) & ~0xfffULL) + (uint64_t)(imm << 12);
 				reg = (int)(w & 31);
+			} else if (reg >= 0 && (w & 0xffc00000) == 0x91000000 &&
+				   (int)((w >> 5) & 31) == reg && (int)(w & 31) == reg) {
+				page += (w >> 10) & 0xfff;	/* add xN, xN, #imm */
 			} else if (reg >= 0 && (w & 0xffc00000) == 0xb9400000 &&
 				   (int)((w >> 5) & 31) == reg && (w & 31) == 0) {
 				return page + ((w >> 10) & 0xfff) * 4;
@@ -406,7 +412,10 @@ struct py_table {
 	uint8_t entry_kind, entry_value;
 	uint16_t ts_frame[2];	/* tstate->cframe, cframe->current_frame */
 	uint16_t fr_previous, fr_code, fr_instr, fr_owner;
-	uint16_t key_in_runtime;	/* &_PyRuntime...autoTSSkey._key - &_PyRuntime, 0: decode only */
+	/* &_PyRuntime...autoTSSkey._key - &_PyRuntime (x86_64, aarch64:
+	 * glibc's pthread_mutex_t in the runtime state is 40 vs 48 bytes),
+	 * 0: decoded only */
+	uint16_t key_in_runtime[2];
 	uint16_t uni_ascii_size, uni_compact_size;
 };
 
@@ -427,8 +436,10 @@ static const struct py_table py_tables[] = {
 		.ts_frame = { 56, 8 },
 		.fr_previous = 48, .fr_code = 32, .fr_instr = 56, .fr_owner = 68,
 		/* pycore_runtime.h: _PyRuntimeState.gilstate 568,
-		 * _gilstate_runtime_state.autoTSSkey 24, Py_tss_t._key 4 */
-		.key_in_runtime = 596,
+		 * _gilstate_runtime_state.autoTSSkey 24, Py_tss_t._key 4 on
+		 * x86_64 (596); 612 on aarch64, read from the code of Debian
+		 * 12's arm64 python3.11 (PyGILState_GetThisThreadState) */
+		.key_in_runtime = { 596, 612 },
 		/* cpython/unicodeobject.h: PyASCIIObject with wstr (48),
 		 * PyCompactUnicodeObject (72) */
 		.uni_ascii_size = 48, .uni_compact_size = 72,
@@ -444,7 +455,7 @@ static const struct py_table py_tables[] = {
 		 * current_frame 0; previous 8 } */
 		.ts_frame = { 56, 0 },
 		.fr_previous = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
-		.key_in_runtime = 0,	/* from PyGILState_GetThisThreadState */
+		.key_in_runtime = { 0, 0 },	/* from PyGILState_GetThisThreadState */
 		/* 3.12 dropped wstr: PyASCIIObject 40, compact 56 */
 		.uni_ascii_size = 40, .uni_compact_size = 56,
 	},
@@ -617,7 +628,7 @@ static int table_offsets(struct pyelf *pe, int minor, uint64_t rt_v,
 	const struct py_table *tb = NULL;
 	struct ember_py_proc *p = &t->proc;
 	struct py_layout *l = &t->lay;
-	uint64_t v, size, key_v;
+	uint64_t v, size, key_v, key_in;
 	uint8_t code[64];
 
 	for (size_t i = 0; i < sizeof(py_tables) / sizeof(py_tables[0]); i++)
@@ -649,8 +660,9 @@ static int table_offsets(struct pyelf *pe, int minor, uint64_t rt_v,
 		errmsg(err, err_len, "PyGILState_GetThisThreadState is not known code");
 		return -ENOTSUP;
 	}
+	key_in = tb->key_in_runtime[pe->eh.e_machine == EM_AARCH64];
 	if (key_v < rt_v || key_v + 4 > rt_v + rt_size ||
-	    (tb->key_in_runtime && key_v - rt_v != tb->key_in_runtime)) {
+	    (key_in && key_v - rt_v != key_in)) {
 		errmsg(err, err_len, "the TSS key at _PyRuntime+%#llx is not where 3.%d keeps it",
 		       (unsigned long long)(key_v - rt_v), minor);
 		return -EINVAL;

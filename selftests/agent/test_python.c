@@ -234,6 +234,66 @@ static void test_detect_313(void)
 		"%d: %s", r, err);
 }
 
+/* The aarch64 decoders on Debian's arm64 interpreters (fetched). */
+static void test_detect_arm64(void)
+{
+	static const struct {
+		const char *name, *fetch, *bin, *libc;
+		uint32_t minor;
+		int64_t tstate_off;
+		uint64_t key_in_runtime;
+	} cases[] = {
+		/* mrs x0, tpidr_el0; add x0, x0, #0, lsl #12; add x0, x0, #0x18;
+		 * ldr x0, [x0] */
+		{ "py_detect_313_arm64", "--arch arm64", "/usr/bin/python3.13",
+		  "/usr/lib/aarch64-linux-gnu/libc.so.6", 13, 0x18, 0 },
+		/* adrp; add #8; ldr w0, [x0, #612]; glibc 2.36: tp - 0x628 */
+		{ "py_detect_311_arm64", "--arch arm64 --release bookworm",
+		  "/usr/bin/python3.11", "/lib/aarch64-linux-gnu/libc.so.6", 11,
+		  -0x628, 612 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char cmd[256], root[512] = "", err[256] = "";
+		struct py_target t;
+		uint64_t rt = 0;
+		FILE *f;
+		int r;
+
+		snprintf(cmd, sizeof(cmd), "scripts/fetch-python.sh %s --path 2>/dev/null",
+			 cases[i].fetch);
+		f = popen(cmd, "r");
+		if (!f || !fgets(root, sizeof(root), f)) {
+			if (f)
+				pclose(f);
+			printf("SKIP: %s: Debian's arm64 python not fetched (offline?)\n",
+			       cases[i].name);
+			continue;
+		}
+		pclose(f);
+		root[strcspn(root, "\n")] = 0;
+		r = py_detect_path(root, cases[i].bin, cases[i].libc, &t, err, sizeof(err));
+		if (cases[i].key_in_runtime) {
+			/* _PyRuntime's address, from the same file */
+			snprintf(cmd, sizeof(cmd),
+				 "readelf -Ws --dyn-syms '%s%s' | awk '$8==\"_PyRuntime\"{print $2; exit}'",
+				 root, cases[i].bin);
+			f = popen(cmd, "r");
+			if (f && fgets(err + 128, 64, f))
+				rt = strtoull(err + 128, NULL, 16);
+			if (f)
+				pclose(f);
+		}
+		T_CHECK(cases[i].name, r == 1 &&
+			((t.proc.version >> 16) & 0xff) == cases[i].minor &&
+			t.proc.tstate_off == cases[i].tstate_off &&
+			(!cases[i].key_in_runtime ||
+			 t.proc.key_addr == rt + cases[i].key_in_runtime),
+			"%d %s: tstate %lld key %#llx", r, err, (long long)t.proc.tstate_off,
+			(unsigned long long)t.proc.key_addr);
+	}
+}
+
 static void test_tsd_arm64(void)
 {
 	const char *a64 = "/usr/aarch64-linux-gnu/lib/libc.so.6";
@@ -742,6 +802,7 @@ int main(void)
 	test_detect_311();
 	test_detect_313();
 	test_tsd_arm64();
+	test_detect_arm64();
 	test_hostile_files();
 	test_live("py_live_311", PY311, "exec " PY311 " -I %s", DIR "/stack_stop.py", false);
 	test_live("py_live_311_long_name", PY311, "exec " PY311 " -I %s long", DIR "/stack_stop.py", true);
