@@ -355,9 +355,15 @@ static uint64_t decode_key_addr(uint16_t machine, uint64_t pc,
 		}
 		return 0;
 	}
-	for (size_t i = x86_skip_endbr(c, n); i + 6 <= n && i < 32; i++)
+	for (size_t i = x86_skip_endbr(c, n); i + 7 <= n && i < 32; i++) {
 		if (c[i] == 0x8b && c[i + 1] == 0x3d)	/* mov d32(%rip),%edi */
 			return pc + i + 6 + (uint64_t)(int64_t)le32(c + i + 2);
+		/* without LTO: lea &autoTSSkey(%rip),%rdi; jmp PyThread_tss_get,
+		 * which reads Py_tss_t._key (4 bytes in) */
+		if (c[i] == 0x48 && c[i + 1] == 0x8d && c[i + 2] == 0x3d &&
+		    i + 8 <= n && (c[i + 7] == 0xe9 || c[i + 7] == 0xe8))
+			return pc + i + 7 + (uint64_t)(int64_t)le32(c + i + 3) + 4;
+	}
 	return 0;
 }
 
