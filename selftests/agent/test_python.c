@@ -409,6 +409,28 @@ static void test_hostile_files(void)
 	    patch_sym(path, "PyGILState_GetThisThreadState", 0, "\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90", 18) ?
 	    py_detect_path(NULL, path, LIBC, &t, err, sizeof(err)) : 99;
 	T_CHECK("py_hostile_tss_stub", r < 0 && r != 99, "%d: %s", r, err);
+	/* a fake _PyRuntime in 3.13: its cookie, an offset out of its struct */
+	{
+		FILE *f = popen("scripts/fetch-python.sh --path 2>/dev/null", "r");
+		char root[512] = "", src[600];
+		uint64_t big = 1 << 19;
+
+		if (f && fgets(root, sizeof(root), f)) {
+			root[strcspn(root, "\n")] = 0;
+			snprintf(src, sizeof(src), "%s/usr/bin/python3.13", root);
+			snprintf(path, sizeof(path), "%s/python3.13", dir);
+			r = copy_file(src, path) && patch_sym(path, "_PyRuntime", 0, "xdebugpX", 8) ?
+			    py_detect_path(NULL, path, NULL, &t, err, sizeof(err)) : 99;
+			T_CHECK("py_hostile_313_cookie", r < 0 && r != 99, "%d: %s", r, err);
+			r = copy_file(src, path) && patch_sym(path, "_PyRuntime", 23 * 8, &big, 8) ?
+			    py_detect_path(NULL, path, NULL, &t, err, sizeof(err)) : 99;
+			T_CHECK("py_hostile_313_offset", r < 0 && r != 99, "%d: %s", r, err);
+		} else {
+			printf("SKIP: py_hostile_313: python3.13 not fetched\n");
+		}
+		if (f)
+			pclose(f);
+	}
 	/* a FIFO and a symbolic link as the binary: refused, never opened */
 	snprintf(path, sizeof(path), "%s/fifo", dir);
 	mkfifo(path, 0600);
