@@ -72,8 +72,12 @@ static bool pyelf_open(struct pyelf *pe, int fd)
 			continue;
 		pe->dynsym = elf_getdata(scn, NULL);
 		pe->dynstr = elf_getdata(elf_getscn(pe->e, sh.sh_link), NULL);
-		if (pe->dynsym && pe->dynstr)
+		/* a NOBITS or empty table has no bytes to point into */
+		if (pe->dynsym && pe->dynstr && pe->dynsym->d_buf &&
+		    pe->dynstr->d_buf)
 			pe->nsyms = pe->dynsym->d_size / sh.sh_entsize;
+		else
+			pe->dynsym = NULL;
 		break;
 	}
 	return true;
@@ -130,6 +134,18 @@ static bool pyelf_read(struct pyelf *pe, uint64_t v, void *buf, size_t len)
 		return true;
 	}
 	return false;
+}
+
+/* Up to max bytes of code at v (a small function may end its segment). */
+static size_t pyelf_code(struct pyelf *pe, uint64_t v, uint64_t sym_size,
+			 uint8_t *buf, size_t max)
+{
+	size_t n = sym_size && sym_size < max ? (size_t)sym_size : max;
+
+	for (; n >= 4; n /= 2)
+		if (pyelf_read(pe, v, buf, n))
+			return n;
+	return 0;
 }
 
 /*
@@ -319,23 +335,72 @@ static bool decode_getspecific(uint16_t machine, const uint8_t *c, size_t n,
 }
 
 /*
- * 3.11/3.12: PyGILState_GetThisThreadState reads the key of
- * _PyRuntime's autoTSSkey and calls pthread_getspecific with it:
- * x86_64 `mov disp32(%rip),%edi` (the key, rip-relative); aarch64
- * `adrp xN, page`, maybe `add xN, xN, #lo`, then `ldr w0, [xN, #off]`
- * (Debian 12's arm64 3.11: adrp; add #8 (= &_PyRuntime); ldr x1,
- * [x0, #600] (autoTSSkey._is_initialized); cbz; ldr w0, [x0, #612]).
- * The key's file vaddr, or 0.
+ * Whether the GOT slot at vaddr slot is relocated to the dynamic symbol
+ * name (R_X86_64_GLOB_DAT 6 / R_X86_64_64 1, R_AARCH64_GLOB_DAT 1025 /
+ * R_AARCH64_ABS64 257): a libpython reaches its exported _PyRuntime
+ * through the GOT.
  */
-static uint64_t decode_key_addr(uint16_t machine, uint64_t pc,
-				const uint8_t *c, size_t n)
+static bool pyelf_got_is(struct pyelf *pe, uint64_t slot, const char *name)
 {
-	if (machine == EM_AARCH64) {
-		uint64_t page = 0;
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(pe->e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !(d = elf_getdata(scn, NULL)) || !sh.sh_entsize)
+			continue;
+		for (size_t i = 0; i < d->d_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			uint32_t t;
+			const char *n;
+
+			if (!gelf_getrela(d, (int)i, &r) || r.r_offset != slot)
+				continue;
+			t = (uint32_t)GELF_R_TYPE(r.r_info);
+			if (t != 6 && t != 1 && t != 1025 && t != 257)
+				return false;
+			if (r.r_addend || !pe->dynsym ||
+			    GELF_R_SYM(r.r_info) >= pe->nsyms ||
+			    !gelf_getsym(pe->dynsym, (int)GELF_R_SYM(r.r_info), &sym) ||
+			    sym.st_name >= pe->dynstr->d_size)
+				return false;
+			n = (const char *)pe->dynstr->d_buf + sym.st_name;
+			return strnlen(n, pe->dynstr->d_size - sym.st_name) <
+			       pe->dynstr->d_size - sym.st_name && !strcmp(n, name);
+		}
+	}
+	return false;
+}
+
+/*
+ * 3.11/3.12: PyGILState_GetThisThreadState reads the key of
+ * _PyRuntime's autoTSSkey and calls pthread_getspecific with it (or
+ * PyThread_tss_get with the Py_tss_t, whose _key is 4 bytes in). Forms
+ * seen in Debian 12's builds:
+ *  - x86_64 executable: `cmpq $0,&_PyRuntime+0x248(%rip); je;
+ *    mov &_PyRuntime+0x254(%rip),%edi; jmp pthread_getspecific`;
+ *  - x86_64 libpython: `mov _PyRuntime@GOT(%rip),%rax; cmpq $0,0x248(%rax);
+ *    je; lea 0x250(%rax),%rdi; jmp PyThread_tss_get`;
+ *  - arm64 executable: `adrp x0; add x0,x0,#8 (= &_PyRuntime); ldr x1,
+ *    [x0,#600]; cbz; ldr w0,[x0,#612]; b pthread_getspecific`;
+ *  - arm64 libpython (like x86_64's): `adrp; ldr x0,[x0,#GOT]`, then the
+ *    same loads from x0.
+ * Also `lea &autoTSSkey(%rip),%rdi; jmp` (a build without LTO). The key's
+ * file vaddr, or 0.
+ */
+static uint64_t decode_key_addr(struct pyelf *pe, uint64_t pc,
+				const uint8_t *c, size_t n, uint64_t rt_v)
+{
+	if (pe->eh.e_machine == EM_AARCH64) {
+		uint64_t base = 0;
 		int reg = -1;
 
 		for (size_t i = 0; i + 4 <= n && i < 16 * 4; i += 4) {
 			uint32_t w = insn32(c + i);
+			int rn = (int)((w >> 5) & 31), rt = (int)(w & 31);
 
 			if ((w & 0x9f000000) == 0x90000000) {	/* adrp */
 				int64_t imm = (int64_t)((((w >> 5) & 0x7ffff) << 2) |
@@ -343,26 +408,44 @@ static uint64_t decode_key_addr(uint16_t machine, uint64_t pc,
 
 				if (imm & (1 << 20))
 					imm -= 1 << 21;
-				page = ((pc + i) & ~0xfffULL) + (uint64_t)(imm << 12);
-				reg = (int)(w & 31);
+				base = ((pc + i) & ~0xfffULL) + (uint64_t)(imm << 12);
+				reg = rt;
 			} else if (reg >= 0 && (w & 0xffc00000) == 0x91000000 &&
-				   (int)((w >> 5) & 31) == reg && (int)(w & 31) == reg) {
-				page += (w >> 10) & 0xfff;	/* add xN, xN, #imm */
+				   rn == reg && rt == reg) {
+				base += (w >> 10) & 0xfff;	/* add xN, xN, #imm */
+			} else if (reg >= 0 && (w & 0xffc00000) == 0xf9400000 &&
+				   rn == reg && rt == reg) {	/* ldr xN, [xN, #got] */
+				if (!pyelf_got_is(pe, base + ((w >> 10) & 0xfff) * 8,
+						  "_PyRuntime"))
+					return 0;
+				base = rt_v;
 			} else if (reg >= 0 && (w & 0xffc00000) == 0xb9400000 &&
-				   (int)((w >> 5) & 31) == reg && (w & 31) == 0) {
-				return page + ((w >> 10) & 0xfff) * 4;
+				   rn == reg && rt == 0) {	/* ldr w0, [xN, #] */
+				return base + ((w >> 10) & 0xfff) * 4;
 			}
 		}
 		return 0;
 	}
-	for (size_t i = x86_skip_endbr(c, n); i + 7 <= n && i < 32; i++) {
+	for (size_t i = x86_skip_endbr(c, n), got = 0; i + 7 <= n && i < 32; i++) {
 		if (c[i] == 0x8b && c[i + 1] == 0x3d)	/* mov d32(%rip),%edi */
 			return pc + i + 6 + (uint64_t)(int64_t)le32(c + i + 2);
-		/* without LTO: lea &autoTSSkey(%rip),%rdi; jmp PyThread_tss_get,
-		 * which reads Py_tss_t._key (4 bytes in) */
 		if (c[i] == 0x48 && c[i + 1] == 0x8d && c[i + 2] == 0x3d &&
 		    i + 8 <= n && (c[i + 7] == 0xe9 || c[i + 7] == 0xe8))
 			return pc + i + 7 + (uint64_t)(int64_t)le32(c + i + 3) + 4;
+		/* mov _PyRuntime@GOTPCREL(%rip),%rax */
+		if (!got && c[i] == 0x48 && c[i + 1] == 0x8b && c[i + 2] == 0x05) {
+			if (!pyelf_got_is(pe, pc + i + 7 +
+					  (uint64_t)(int64_t)le32(c + i + 3), "_PyRuntime"))
+				return 0;
+			got = 1;
+			i += 6;
+			continue;
+		}
+		if (got && i + 6 <= n && c[i] == 0x8b && c[i + 1] == 0xb8)
+			return rt_v + (uint64_t)(int64_t)le32(c + i + 2);	/* mov d32(%rax),%edi */
+		if (got && i + 11 <= n && c[i] == 0x48 && c[i + 1] == 0x8d &&
+		    c[i + 2] == 0xb8 && (c[i + 7] == 0xe9 || c[i + 7] == 0xe8))
+			return rt_v + (uint64_t)(int64_t)le32(c + i + 3) + 4;	/* lea d32(%rax),%rdi */
 	}
 	return 0;
 }
@@ -383,9 +466,7 @@ int py_glibc_tsd_offset(int libc_fd, int64_t *off, char *err, size_t err_len)
 		errmsg(err, err_len, "the C library has no pthread_getspecific");
 		goto out;
 	}
-	if (size > sizeof(code) || !size)
-		size = sizeof(code);
-	if (!pyelf_read(&pe, v, code, size) ||
+	if (!(size = pyelf_code(&pe, v, size, code, sizeof(code))) ||
 	    !decode_getspecific(pe.eh.e_machine, code, size, off)) {
 		errmsg(err, err_len, "pthread_getspecific is not glibc's known code");
 		r = -ENOTSUP;
@@ -636,6 +717,7 @@ static int table_offsets(struct pyelf *pe, int minor, uint64_t rt_v,
 	struct py_layout *l = &t->lay;
 	uint64_t v, size, key_v, key_in;
 	uint8_t code[64];
+	size_t n;
 
 	for (size_t i = 0; i < sizeof(py_tables) / sizeof(py_tables[0]); i++)
 		if (py_tables[i].minor == minor)
@@ -661,8 +743,8 @@ static int table_offsets(struct pyelf *pe, int minor, uint64_t rt_v,
 	l->uni_compact_size = tb->uni_compact_size;
 
 	if (!pyelf_sym(pe, "PyGILState_GetThisThreadState", &v, &size) ||
-	    !pyelf_read(pe, v, code, sizeof(code)) ||
-	    !(key_v = decode_key_addr(pe->eh.e_machine, v, code, sizeof(code)))) {
+	    !(n = pyelf_code(pe, v, size, code, sizeof(code))) ||
+	    !(key_v = decode_key_addr(pe, v, code, n, rt_v))) {
 		errmsg(err, err_len, "PyGILState_GetThisThreadState is not known code");
 		return -ENOTSUP;
 	}
@@ -683,11 +765,12 @@ static int tls_offset(struct pyelf *pe, struct py_target *t, char *err,
 {
 	uint64_t v, size;
 	uint8_t code[32];
+	size_t n;
 	int64_t off;
 
 	if (!pyelf_sym(pe, "_PyThreadState_GetCurrent", &v, &size) ||
-	    !pyelf_read(pe, v, code, sizeof(code)) ||
-	    !decode_tls_get(pe->eh.e_machine, code, sizeof(code), &off)) {
+	    !(n = pyelf_code(pe, v, size, code, sizeof(code))) ||
+	    !decode_tls_get(pe->eh.e_machine, code, n, &off)) {
 		/* libpython: general-dynamic TLS (__tls_get_addr), whose
 		 * offset only the loader knows */
 		errmsg(err, err_len, "_PyThreadState_GetCurrent is not a thread-pointer load");
@@ -776,8 +859,12 @@ static void eval_cold(struct pyelf *pe, uint64_t v, uint64_t size,
 	uint8_t *c;
 
 	*lo = *hi = 0;
-	if (!cfi || !(c = malloc(size)))
+	if (!cfi)
 		return;
+	if (!(c = malloc(size))) {
+		dwarf_cfi_end(cfi);
+		return;
+	}
 	if (!pyelf_read(pe, v, c, size))
 		goto out;
 	for (uint64_t i = 0; i + 6 <= size; i += pe->eh.e_machine == EM_AARCH64 ? 4 : 1) {
@@ -821,6 +908,7 @@ static void eval_cold(struct pyelf *pe, uint64_t v, uint64_t size,
 	}
 out:
 	free(c);
+	dwarf_cfi_end(cfi);	/* dwarf_getcfi_elf()'s is the caller's to free */
 }
 
 /* The eval loop and its .cold part. */

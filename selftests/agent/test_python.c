@@ -192,6 +192,35 @@ static void test_detect_311(void)
 		"eval ranges");
 }
 
+/* Debian 12's libpython3.11 (python3.11-dev's dependency): _PyRuntime
+ * through the GOT, the key via PyThread_tss_get */
+static void test_detect_libpython311(void)
+{
+	const char *lib = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0";
+	char err[256] = "", cmd[256], out[64] = "";
+	struct py_target t;
+	uint64_t rt = 0;
+	FILE *f;
+	int r;
+
+	if (access(lib, R_OK) || access(LIBC, R_OK)) {
+		printf("SKIP: py_detect_libpython311: no %s\n", lib);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "readelf -Ws --dyn-syms %s | awk '$8==\"_PyRuntime\"{print $2; exit}'", lib);
+	f = popen(cmd, "r");
+	if (f && fgets(out, sizeof(out), f))
+		rt = strtoull(out, NULL, 16);
+	if (f)
+		pclose(f);
+	r = py_detect_path(NULL, lib, LIBC, &t, err, sizeof(err));
+	T_CHECK("py_detect_libpython311", r == 1 && rt && t.proc.key_addr == rt + 596 &&
+		t.proc.tstate_off == 0x318 && t.lay.co_code == 184 &&
+		t.lay.code_type != 0, "%d %s: key %#llx (_PyRuntime %#llx)", r, err,
+		(unsigned long long)t.proc.key_addr, (unsigned long long)rt);
+}
+
 /* trixie's python3.13, unpacked into the cache by scripts/fetch-python.sh */
 static void test_detect_313(void)
 {
@@ -822,6 +851,7 @@ int main(void)
 	test_linetable_truth();
 	test_linetable_hostile();
 	test_detect_311();
+	test_detect_libpython311();
 	test_detect_313();
 	test_tsd_arm64();
 	test_detect_arm64();
