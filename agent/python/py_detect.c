@@ -387,7 +387,10 @@ static bool pyelf_got_is(struct pyelf *pe, uint64_t slot, const char *name)
  *  - arm64 executable: `adrp x0; add x0,x0,#8 (= &_PyRuntime); ldr x1,
  *    [x0,#600]; cbz; ldr w0,[x0,#612]; b pthread_getspecific`;
  *  - arm64 libpython (like x86_64's): `adrp; ldr x0,[x0,#GOT]`, then the
- *    same loads from x0.
+ *    same loads from x0;
+ *  - pyenv's 3.12.1 libpython (no LTO): `mov _PyRuntime@GOTPCREL(%rip),
+ *    %rax; push %rbx; lea 0x608(%rax),%rbx; mov %rbx,%rdi; call
+ *    PyThread_tss_is_created; ... jmp PyThread_tss_get`.
  * Also `lea &autoTSSkey(%rip),%rdi; jmp` (a build without LTO). The key's
  * file vaddr, or 0.
  */
@@ -443,9 +446,11 @@ static uint64_t decode_key_addr(struct pyelf *pe, uint64_t pc,
 		}
 		if (got && i + 6 <= n && c[i] == 0x8b && c[i + 1] == 0xb8)
 			return rt_v + (uint64_t)(int64_t)le32(c + i + 2);	/* mov d32(%rax),%edi */
-		if (got && i + 11 <= n && c[i] == 0x48 && c[i + 1] == 0x8d &&
-		    c[i + 2] == 0xb8 && (c[i + 7] == 0xe9 || c[i + 7] == 0xe8))
-			return rt_v + (uint64_t)(int64_t)le32(c + i + 3) + 4;	/* lea d32(%rax),%rdi */
+		/* lea d32(%rax),%reg: &autoTSSkey, handed to PyThread_tss_*
+		 * (pyenv's 3.12.1: lea 0x608(%rax),%rbx; mov %rbx,%rdi; call
+		 * PyThread_tss_is_created; ...; jmp PyThread_tss_get) */
+		if (got && c[i] == 0x48 && c[i + 1] == 0x8d && (c[i + 2] & 0xc7) == 0x80)
+			return rt_v + (uint64_t)(int64_t)le32(c + i + 3) + 4;
 	}
 	return 0;
 }

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -845,6 +846,34 @@ static void test_user_frames_valid(void)
 		pb_user_frames_valid(c, 3), pb_user_frames_valid(d, 2));
 }
 
+/*
+ * Other builds when this machine has them (pyenv's, built from source with
+ * --enable-shared: a PIE launcher and libpython at a random base, no LTO):
+ * 3.11 and 3.12 live; a 3.13 libpython is refused (TLS through
+ * __tls_get_addr). Nothing fails for their absence.
+ */
+static void test_live_pyenv(void)
+{
+	const char *home = getenv("PYENV_ROOT");
+	char pat[512], name[64], how[700];
+	glob_t g;
+
+	snprintf(pat, sizeof(pat), "%s/versions/3.1[12].*/bin/python3.1[12]",
+		 home ? home : "/root/.pyenv");
+	if (glob(pat, 0, NULL, &g) || !g.gl_pathc) {
+		printf("SKIP: py_live_pyenv: no pyenv 3.11/3.12 (%s)\n", pat);
+		return;
+	}
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *minor = strrchr(g.gl_pathv[i], '.');
+
+		snprintf(name, sizeof(name), "py_live_pyenv_3%s", minor ? minor + 1 : "x");
+		snprintf(how, sizeof(how), "exec %s -I %%s", g.gl_pathv[i]);
+		test_live(name, g.gl_pathv[i], how, DIR "/stack_stop.py", false);
+	}
+	globfree(&g);
+}
+
 int main(void)
 {
 	test_user_frames_valid();
@@ -867,6 +896,7 @@ int main(void)
 	else
 		printf("SKIP: py_live_311_mntns: needs root and unshare\n");
 	test_live_313();
+	test_live_pyenv();
 	if (system("rmdir /tmp/ember-py-ns-* 2>/dev/null")) {
 		/* none left */
 	}
