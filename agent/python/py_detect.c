@@ -113,6 +113,37 @@ static bool pyelf_sym(struct pyelf *pe, const char *name, uint64_t *value,
 	return false;
 }
 
+/* A function in .symtab (a build that kept it): value and size. */
+static bool pyelf_symtab_func(struct pyelf *pe, const char *name,
+			      uint64_t *value, uint64_t *size)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(pe->e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		for (size_t i = 1; i < d->d_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &s) ||
+			    GELF_ST_TYPE(s.st_info) != STT_FUNC || !s.st_value ||
+			    !s.st_size || s.st_shndx == SHN_UNDEF ||
+			    !(n = elf_strptr(pe->e, sh.sh_link, s.st_name)) ||
+			    strcmp(n, name))
+				continue;
+			*value = s.st_value;
+			*size = s.st_size;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* len bytes at file vaddr v, from a PT_LOAD's file bytes (never past them). */
 static bool pyelf_read(struct pyelf *pe, uint64_t v, void *buf, size_t len)
 {
@@ -929,7 +960,13 @@ static int eval_range(struct pyelf *pe, uint64_t bias, struct py_target *t,
 	}
 	t->proc.eval_start[0] = v + bias;
 	t->proc.eval_end[0] = v + bias + size;
-	eval_cold(pe, v, size, &lo, &hi);
+	/* a build that kept .symtab names it (pyenv's: 4 and 8 bytes, too
+	 * few jumps for the vote) */
+	if (pyelf_symtab_func(pe, "_PyEval_EvalFrameDefault.cold", &lo, &hi) &&
+	    hi < (16u << 20) && (lo + hi <= v || lo >= v + size))
+		hi += lo;
+	else
+		eval_cold(pe, v, size, &lo, &hi);
 	if (lo < hi) {
 		t->proc.eval_start[1] = lo + bias;
 		t->proc.eval_end[1] = hi + bias;
