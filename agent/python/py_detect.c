@@ -16,215 +16,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <dwarf.h>
-#include <elfutils/libdw.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <stdarg.h>
 #include "lib/safe_file.h"
+#include "python/py_decode.h"
+#include "python/py_elf.h"
 #include "python/python.h"
 
 #define PY_FILE_MAX_BYTES	(1ULL << 30)
-
-static void __attribute__((format(printf, 3, 4)))
-errmsg(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
-/* ---- the ELF file ---- */
-
-struct pyelf {
-	Elf *e;
-	GElf_Ehdr eh;
-	size_t nph;
-	Elf_Data *dynsym, *dynstr;
-	size_t nsyms;
-};
-
-static bool pyelf_open(struct pyelf *pe, int fd)
-{
-	Elf_Scn *scn = NULL;
-
-	memset(pe, 0, sizeof(*pe));
-	elf_version(EV_CURRENT);
-	pe->e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!pe->e || elf_kind(pe->e) != ELF_K_ELF || !gelf_getehdr(pe->e, &pe->eh) ||
-	    pe->eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    elf_getphdrnum(pe->e, &pe->nph))
-		return false;
-	while ((scn = elf_nextscn(pe->e, scn))) {
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
-		    !sh.sh_entsize)
-			continue;
-		pe->dynsym = elf_getdata(scn, NULL);
-		pe->dynstr = elf_getdata(elf_getscn(pe->e, sh.sh_link), NULL);
-		/* a NOBITS or empty table has no bytes to point into */
-		if (pe->dynsym && pe->dynstr && pe->dynsym->d_buf &&
-		    pe->dynstr->d_buf)
-			pe->nsyms = pe->dynsym->d_size / sh.sh_entsize;
-		else
-			pe->dynsym = NULL;
-		break;
-	}
-	return true;
-}
-
-static void pyelf_close(struct pyelf *pe)
-{
-	if (pe->e)
-		elf_end(pe->e);
-	pe->e = NULL;
-}
-
-/* A defined dynamic symbol by name: its value and size. */
-static bool pyelf_sym(struct pyelf *pe, const char *name, uint64_t *value,
-		      uint64_t *size)
-{
-	for (size_t i = 1; i < pe->nsyms; i++) {
-		GElf_Sym s;
-		const char *n;
-
-		if (!gelf_getsym(pe->dynsym, (int)i, &s) || !s.st_value ||
-		    s.st_shndx == SHN_UNDEF || s.st_name >= pe->dynstr->d_size)
-			continue;
-		n = (const char *)pe->dynstr->d_buf + s.st_name;
-		if (strnlen(n, pe->dynstr->d_size - s.st_name) ==
-		    pe->dynstr->d_size - s.st_name || strcmp(n, name))
-			continue;
-		*value = s.st_value;
-		if (size)
-			*size = s.st_size;
-		return true;
-	}
-	return false;
-}
-
-/* A function in .symtab (a build that kept it): value and size. */
-static bool pyelf_symtab_func(struct pyelf *pe, const char *name,
-			      uint64_t *value, uint64_t *size)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(pe->e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
-			continue;
-		for (size_t i = 1; i < d->d_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *n;
-
-			if (!gelf_getsym(d, (int)i, &s) ||
-			    GELF_ST_TYPE(s.st_info) != STT_FUNC || !s.st_value ||
-			    !s.st_size || s.st_shndx == SHN_UNDEF ||
-			    !(n = elf_strptr(pe->e, sh.sh_link, s.st_name)) ||
-			    strcmp(n, name))
-				continue;
-			*value = s.st_value;
-			*size = s.st_size;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* len bytes at file vaddr v, from a PT_LOAD's file bytes (never past them). */
-static bool pyelf_read(struct pyelf *pe, uint64_t v, void *buf, size_t len)
-{
-	size_t fsize;
-	const char *raw = elf_rawfile(pe->e, &fsize);
-
-	for (size_t i = 0; raw && i < pe->nph; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(pe->e, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (v < ph.p_vaddr || v - ph.p_vaddr >= ph.p_filesz ||
-		    len > ph.p_filesz - (v - ph.p_vaddr))
-			continue;
-		if (ph.p_offset > fsize ||
-		    v - ph.p_vaddr + ph.p_offset > fsize - len)
-			return false;
-		memcpy(buf, raw + ph.p_offset + (v - ph.p_vaddr), len);
-		return true;
-	}
-	return false;
-}
-
-/* Up to max bytes of code at v (a small function may end its segment). */
-static size_t pyelf_code(struct pyelf *pe, uint64_t v, uint64_t sym_size,
-			 uint8_t *buf, size_t max)
-{
-	size_t n = sym_size && sym_size < max ? (size_t)sym_size : max;
-
-	for (; n >= 4; n /= 2)
-		if (pyelf_read(pe, v, buf, n))
-			return n;
-	return 0;
-}
-
-/*
- * A pointer stored at vaddr v. In a position-independent file the word
- * is 0 and an R_*_RELATIVE relocation holds the value (its addend).
- */
-static bool pyelf_ptr(struct pyelf *pe, uint64_t v, uint64_t *out)
-{
-	Elf_Scn *scn = NULL;
-	uint32_t rel = pe->eh.e_machine == EM_AARCH64 ? 1027 : 8;
-
-	if (!pyelf_read(pe, v, out, 8))
-		return false;
-	if (*out || pe->eh.e_type != ET_DYN)
-		return true;
-	while ((scn = elf_nextscn(pe->e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
-		    !(d = elf_getdata(scn, NULL)) || !sh.sh_entsize)
-			continue;
-		for (size_t i = 0; i < d->d_size / sh.sh_entsize; i++) {
-			GElf_Rela r;
-
-			if (gelf_getrela(d, (int)i, &r) && r.r_offset == v &&
-			    GELF_R_TYPE(r.r_info) == rel) {
-				*out = (uint64_t)r.r_addend;
-				return true;
-			}
-		}
-	}
-	return true;
-}
-
-/* A NUL-terminated string of at most max - 1 bytes at v. */
-static bool pyelf_str(struct pyelf *pe, uint64_t v, char *buf, size_t max)
-{
-	size_t i;
-
-	for (i = 0; i < max - 1; i++) {
-		if (!pyelf_read(pe, v + i, &buf[i], 1))
-			return false;
-		if (!buf[i])
-			return true;
-	}
-	return false;
-}
 
 /* ---- the version ---- */
 
@@ -248,277 +50,6 @@ static int minor_of_name(const char *name)
 	if (b != name && !strncmp(b - 3, "lib", 3) && strncmp(end, ".so", 3))
 		return -1;
 	return (int)n;
-}
-
-/* ---- thread state: decoding the code that finds it ---- */
-
-/* x86_64: skip endbr64. */
-static size_t x86_skip_endbr(const uint8_t *c, size_t n)
-{
-	return n >= 4 && c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e &&
-	       c[3] == 0xfa ? 4 : 0;
-}
-
-static int32_t le32(const uint8_t *p)
-{
-	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-			 (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-}
-
-static uint32_t insn32(const uint8_t *p)
-{
-	return (uint32_t)le32(p);
-}
-
-/*
- * aarch64: from `mrs Xt, tpidr_el0`, the immediates added to and
- * subtracted from registers (add/sub Xd, Xn, #imm{, lsl #12}) up to the
- * first 64-bit load `ldr Xt, [Xn, #imm]`, whose offset ends the sum: the
- * TLS load of _PyThreadState_GetCurrent (add, add, ldr) and the first
- * block of pthread_getspecific (ubfiz, mrs, sub, add reg, ldr) alike.
- */
-static bool a64_tp_offset(const uint8_t *c, size_t n, int64_t *off)
-{
-	int64_t sum = 0;
-	bool tp = false;
-
-	for (size_t i = 0; i + 4 <= n && i < 24 * 4; i += 4) {
-		uint32_t w = insn32(c + i);
-
-		if ((w & 0xffffffe0) == 0xd53bd040) {		/* mrs x, tpidr_el0 */
-			tp = true;
-		} else if (tp && (w & 0x3f800000) == 0x11000000 &&
-			   (w & 0x80000000)) {			/* add/sub x imm */
-			int64_t imm = (w >> 10) & 0xfff;
-
-			if (w & (1u << 22))
-				imm <<= 12;
-			sum += (w & 0x40000000) ? -imm : imm;
-		} else if (tp && (w & 0xffc00000) == 0xf9400000) { /* ldr x, [x, #] */
-			*off = sum + (int64_t)((w >> 10) & 0xfff) * 8;
-			return true;
-		} else if (tp && ((w & 0x7c000000) == 0x14000000 ||
-				  (w & 0xff000010) == 0x54000000 ||
-				  w == 0xd65f03c0)) {
-			return false;	/* a branch or ret before the load */
-		}
-	}
-	return false;
-}
-
-/* 3.13: `mov %fs:disp32, %rax; ret` (x86_64) or mrs/add/ldr (aarch64). */
-static bool decode_tls_get(uint16_t machine, const uint8_t *c, size_t n,
-			   int64_t *off)
-{
-	if (machine == EM_AARCH64)
-		return a64_tp_offset(c, n, off);
-	for (size_t i = x86_skip_endbr(c, n); i + 9 <= n && i < 16; i++) {
-		/* 64 48 8b 04 25 disp32: mov %fs:disp32, %rax */
-		if (c[i] == 0x64 && c[i + 1] == 0x48 && c[i + 2] == 0x8b &&
-		    (c[i + 3] & 0xc7) == 0x04 && c[i + 4] == 0x25) {
-			*off = le32(c + i + 5);
-			return true;
-		}
-	}
-	return false;
-}
-
-/*
- * glibc's pthread_getspecific, first block (key < 32), x86_64 (2.34-2.41):
- *	mov %edi,%eax; add $K,%rax; shl $4,%rax; add %fs:0x10,%rax;
- *	mov D(%rax),%rdx
- * %fs:0x10 is the TCB's self pointer (the thread pointer itself), so
- * &specific_1stblock[key].data = tp + K * 16 + D + key * 16.
- */
-static bool decode_getspecific(uint16_t machine, const uint8_t *c, size_t n,
-			       int64_t *off)
-{
-	int64_t k = -1;
-	bool shl = false, self = false;
-
-	if (machine == EM_AARCH64)
-		return a64_tp_offset(c, n, off);
-	for (size_t i = x86_skip_endbr(c, n); i + 9 <= n && i < 48;) {
-		if (c[i] == 0x48 && c[i + 1] == 0x83 && c[i + 2] == 0xc0) {
-			k = (int8_t)c[i + 3];
-			i += 4;
-		} else if (c[i] == 0x48 && c[i + 1] == 0x05) {
-			k = le32(c + i + 2);
-			i += 6;
-		} else if (k >= 0 && c[i] == 0x48 && c[i + 1] == 0xc1 &&
-			   c[i + 2] == 0xe0 && c[i + 3] == 0x04) {
-			shl = true;
-			i += 4;
-		} else if (shl && c[i] == 0x64 && c[i + 1] == 0x48 &&
-			   c[i + 2] == 0x03 && c[i + 3] == 0x04 &&
-			   c[i + 4] == 0x25 && le32(c + i + 5) == 0x10) {
-			self = true;
-			i += 9;
-		} else if (self && c[i] == 0x48 && c[i + 1] == 0x8b &&
-			   (c[i + 2] & 0xc7) == 0x40) {	/* mov d8(%rax), r */
-			*off = k * 16 + (int8_t)c[i + 3];
-			return true;
-		} else {
-			i++;
-		}
-	}
-	return false;
-}
-
-/*
- * Whether the GOT slot at vaddr slot is relocated to the dynamic symbol
- * name (R_X86_64_GLOB_DAT 6 / R_X86_64_64 1, R_AARCH64_GLOB_DAT 1025 /
- * R_AARCH64_ABS64 257): a libpython reaches its exported _PyRuntime
- * through the GOT.
- */
-static bool pyelf_got_is(struct pyelf *pe, uint64_t slot, const char *name)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(pe->e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
-		    !(d = elf_getdata(scn, NULL)) || !sh.sh_entsize)
-			continue;
-		for (size_t i = 0; i < d->d_size / sh.sh_entsize; i++) {
-			GElf_Rela r;
-			GElf_Sym sym;
-			uint32_t t;
-			const char *n;
-
-			if (!gelf_getrela(d, (int)i, &r) || r.r_offset != slot)
-				continue;
-			t = (uint32_t)GELF_R_TYPE(r.r_info);
-			if (t != 6 && t != 1 && t != 1025 && t != 257)
-				return false;
-			if (r.r_addend || !pe->dynsym ||
-			    GELF_R_SYM(r.r_info) >= pe->nsyms ||
-			    !gelf_getsym(pe->dynsym, (int)GELF_R_SYM(r.r_info), &sym) ||
-			    sym.st_name >= pe->dynstr->d_size)
-				return false;
-			n = (const char *)pe->dynstr->d_buf + sym.st_name;
-			return strnlen(n, pe->dynstr->d_size - sym.st_name) <
-			       pe->dynstr->d_size - sym.st_name && !strcmp(n, name);
-		}
-	}
-	return false;
-}
-
-/*
- * 3.11/3.12: PyGILState_GetThisThreadState reads the key of
- * _PyRuntime's autoTSSkey and calls pthread_getspecific with it (or
- * PyThread_tss_get with the Py_tss_t, whose _key is 4 bytes in). Forms
- * seen in Debian 12's builds:
- *  - x86_64 executable: `cmpq $0,&_PyRuntime+0x248(%rip); je;
- *    mov &_PyRuntime+0x254(%rip),%edi; jmp pthread_getspecific`;
- *  - x86_64 libpython: `mov _PyRuntime@GOT(%rip),%rax; cmpq $0,0x248(%rax);
- *    je; lea 0x250(%rax),%rdi; jmp PyThread_tss_get`;
- *  - arm64 executable: `adrp x0; add x0,x0,#8 (= &_PyRuntime); ldr x1,
- *    [x0,#600]; cbz; ldr w0,[x0,#612]; b pthread_getspecific`;
- *  - arm64 libpython (like x86_64's): `adrp; ldr x0,[x0,#GOT]`, then the
- *    same loads from x0;
- *  - pyenv's 3.12.1 libpython (no LTO): `mov _PyRuntime@GOTPCREL(%rip),
- *    %rax; push %rbx; lea 0x608(%rax),%rbx; mov %rbx,%rdi; call
- *    PyThread_tss_is_created; ... jmp PyThread_tss_get`.
- * Also `lea &autoTSSkey(%rip),%rdi; jmp` (a build without LTO). The key's
- * file vaddr, or 0.
- */
-static uint64_t decode_key_addr(struct pyelf *pe, uint64_t pc,
-				const uint8_t *c, size_t n, uint64_t rt_v)
-{
-	if (pe->eh.e_machine == EM_AARCH64) {
-		uint64_t base = 0;
-		int reg = -1;
-
-		for (size_t i = 0; i + 4 <= n && i < 16 * 4; i += 4) {
-			uint32_t w = insn32(c + i);
-			int rn = (int)((w >> 5) & 31), rt = (int)(w & 31);
-
-			if ((w & 0x9f000000) == 0x90000000) {	/* adrp */
-				int64_t imm = (int64_t)((((w >> 5) & 0x7ffff) << 2) |
-						       ((w >> 29) & 3));
-
-				if (imm & (1 << 20))
-					imm -= 1 << 21;
-				base = ((pc + i) & ~0xfffULL) + (uint64_t)(imm << 12);
-				reg = rt;
-			} else if (reg >= 0 && (w & 0xffc00000) == 0x91000000 &&
-				   rn == reg && rt == reg) {
-				base += (w >> 10) & 0xfff;	/* add xN, xN, #imm */
-			} else if (reg >= 0 && (w & 0xffc00000) == 0xf9400000 &&
-				   rn == reg && rt == reg) {	/* ldr xN, [xN, #got] */
-				if (!pyelf_got_is(pe, base + ((w >> 10) & 0xfff) * 8,
-						  "_PyRuntime"))
-					return 0;
-				base = rt_v;
-			} else if (reg >= 0 && (w & 0xffc00000) == 0xb9400000 &&
-				   rn == reg && rt == 0) {	/* ldr w0, [xN, #] */
-				return base + ((w >> 10) & 0xfff) * 4;
-			}
-		}
-		return 0;
-	}
-	for (size_t i = x86_skip_endbr(c, n), got = 0; i + 7 <= n && i < 32; i++) {
-		if (c[i] == 0x8b && c[i + 1] == 0x3d)	/* mov d32(%rip),%edi */
-			return pc + i + 6 + (uint64_t)(int64_t)le32(c + i + 2);
-		if (c[i] == 0x48 && c[i + 1] == 0x8d && c[i + 2] == 0x3d &&
-		    i + 8 <= n && (c[i + 7] == 0xe9 || c[i + 7] == 0xe8))
-			return pc + i + 7 + (uint64_t)(int64_t)le32(c + i + 3) + 4;
-		/* mov _PyRuntime@GOTPCREL(%rip),%rax */
-		if (!got && c[i] == 0x48 && c[i + 1] == 0x8b && c[i + 2] == 0x05) {
-			if (!pyelf_got_is(pe, pc + i + 7 +
-					  (uint64_t)(int64_t)le32(c + i + 3), "_PyRuntime"))
-				return 0;
-			got = 1;
-			i += 6;
-			continue;
-		}
-		if (got && i + 6 <= n && c[i] == 0x8b && c[i + 1] == 0xb8)
-			return rt_v + (uint64_t)(int64_t)le32(c + i + 2);	/* mov d32(%rax),%edi */
-		/* lea d32(%rax),%reg: &autoTSSkey, handed to PyThread_tss_*
-		 * (pyenv's 3.12.1: lea 0x608(%rax),%rbx; mov %rbx,%rdi; call
-		 * PyThread_tss_is_created; ...; jmp PyThread_tss_get) */
-		if (got && c[i] == 0x48 && c[i + 1] == 0x8d && (c[i + 2] & 0xc7) == 0x80)
-			return rt_v + (uint64_t)(int64_t)le32(c + i + 3) + 4;
-	}
-	return 0;
-}
-
-int py_glibc_tsd_offset(int libc_fd, int64_t *off, char *err, size_t err_len)
-{
-	struct pyelf pe;
-	uint64_t v, size;
-	uint8_t code[96];
-	int r = -ENOENT;
-
-	if (!pyelf_open(&pe, libc_fd)) {
-		errmsg(err, err_len, "the C library is not a 64-bit ELF file");
-		goto out;
-	}
-	if (!pyelf_sym(&pe, "pthread_getspecific", &v, &size) &&
-	    !pyelf_sym(&pe, "__pthread_getspecific", &v, &size)) {
-		errmsg(err, err_len, "the C library has no pthread_getspecific");
-		goto out;
-	}
-	if (!(size = pyelf_code(&pe, v, size, code, sizeof(code))) ||
-	    !decode_getspecific(pe.eh.e_machine, code, size, off)) {
-		errmsg(err, err_len, "pthread_getspecific is not glibc's known code");
-		r = -ENOTSUP;
-		goto out;
-	}
-	/* specific_1stblock sits in struct pthread, within a few KiB of tp */
-	if (*off < -65536 || *off > 65536) {
-		errmsg(err, err_len, "pthread_getspecific: implausible offset %lld",
-		       (long long)*off);
-		r = -ENOTSUP;
-		goto out;
-	}
-	r = 0;
-out:
-	pyelf_close(&pe);
-	return r;
 }
 
 /* ---- per-version layouts ---- */
@@ -619,11 +150,11 @@ static int code_members(struct pyelf *pe, uint64_t type_v,
 
 	if (!pyelf_read(pe, type_v + TP_BASICSIZE, &basic, 8) ||
 	    !pyelf_ptr(pe, type_v + TP_MEMBERS, &members) || !members) {
-		errmsg(err, err_len, "PyCode_Type cannot be read");
+		py_err(err, err_len, "PyCode_Type cannot be read");
 		return -EINVAL;
 	}
 	if (basic < 64 || basic >= EMBER_PY_MAX_OFFSET) {
-		errmsg(err, err_len, "PyCode_Type.tp_basicsize %llu is implausible",
+		py_err(err, err_len, "PyCode_Type.tp_basicsize %llu is implausible",
 		       (unsigned long long)basic);
 		return -EINVAL;
 	}
@@ -649,7 +180,7 @@ static int code_members(struct pyelf *pe, uint64_t type_v,
 		}
 	}
 	if (found != (1u << (sizeof(want) / sizeof(want[0]))) - 1) {
-		errmsg(err, err_len, "PyCode_Type's members lack what naming needs (%#x)",
+		py_err(err, err_len, "PyCode_Type's members lack what naming needs (%#x)",
 		       found);
 		return -EINVAL;
 	}
@@ -681,18 +212,18 @@ static int debug_offsets(struct pyelf *pe, uint64_t rt_v, uint32_t version,
 	uint64_t d[DO_NR];
 
 	if (!pyelf_read(pe, rt_v, d, sizeof(d)) || memcmp(d, "xdebugpy", 8)) {
-		errmsg(err, err_len, "_PyRuntime has no _Py_DebugOffsets");
+		py_err(err, err_len, "_PyRuntime has no _Py_DebugOffsets");
 		return -EINVAL;
 	}
 	if ((uint32_t)d[DO_VERSION] != version || d[DO_FREE_THREADED]) {
-		errmsg(err, err_len, "_Py_DebugOffsets: version %#llx%s",
+		py_err(err, err_len, "_Py_DebugOffsets: version %#llx%s",
 		       (unsigned long long)d[DO_VERSION],
 		       d[DO_FREE_THREADED] ? ", free-threaded (not supported)" : "");
 		return -ENOTSUP;
 	}
 	for (int i = DO_TS_SIZE; i < DO_NR; i++)
 		if (d[i] >= (1u << 20)) {
-			errmsg(err, err_len, "_Py_DebugOffsets[%d] = %#llx", i,
+			py_err(err, err_len, "_Py_DebugOffsets[%d] = %#llx", i,
 			       (unsigned long long)d[i]);
 			return -EINVAL;
 		}
@@ -710,7 +241,7 @@ static int debug_offsets(struct pyelf *pe, uint64_t rt_v, uint32_t version,
 	    d[DO_UNI_LENGTH] + 8 > d[DO_UNI_ASCII_SIZE] ||
 	    d[DO_BYTES_OB_SIZE] + 8 > d[DO_BYTES_SVAL] ||
 	    d[DO_BYTES_SVAL] > 256 || d[DO_OB_TYPE] + 8 > d[DO_OB_SIZE]) {
-		errmsg(err, err_len, "_Py_DebugOffsets fail their checks");
+		py_err(err, err_len, "_Py_DebugOffsets fail their checks");
 		return -EINVAL;
 	}
 	p->ts_frame[0] = (uint16_t)d[DO_TS_CURRENT_FRAME];
@@ -737,7 +268,7 @@ static int debug_offsets(struct pyelf *pe, uint64_t rt_v, uint32_t version,
 	    l->co_firstlineno != d[DO_CO_FIRSTLINENO] ||
 	    l->co_argcount != d[DO_CO_ARGCOUNT] ||
 	    l->co_code != d[DO_CO_CODE_ADAPTIVE]) {
-		errmsg(err, err_len, "PyCode_Type's members and _Py_DebugOffsets disagree");
+		py_err(err, err_len, "PyCode_Type's members and _Py_DebugOffsets disagree");
 		return -EINVAL;
 	}
 	return 0;
@@ -780,14 +311,14 @@ static int table_offsets(struct pyelf *pe, int minor, uint64_t rt_v,
 
 	if (!pyelf_sym(pe, "PyGILState_GetThisThreadState", &v, &size) ||
 	    !(n = pyelf_code(pe, v, size, code, sizeof(code))) ||
-	    !(key_v = decode_key_addr(pe, v, code, n, rt_v))) {
-		errmsg(err, err_len, "PyGILState_GetThisThreadState is not known code");
+	    !(key_v = py_decode_key_addr(pe, v, code, n, rt_v))) {
+		py_err(err, err_len, "PyGILState_GetThisThreadState is not known code");
 		return -ENOTSUP;
 	}
 	key_in = tb->key_in_runtime[pe->eh.e_machine == EM_AARCH64];
 	if (key_v < rt_v || key_v + 4 > rt_v + rt_size ||
 	    (key_in && key_v - rt_v != key_in)) {
-		errmsg(err, err_len, "the TSS key at _PyRuntime+%#llx is not where 3.%d keeps it",
+		py_err(err, err_len, "the TSS key at _PyRuntime+%#llx is not where 3.%d keeps it",
 		       (unsigned long long)(key_v - rt_v), minor);
 		return -EINVAL;
 	}
@@ -806,145 +337,20 @@ static int tls_offset(struct pyelf *pe, struct py_target *t, char *err,
 
 	if (!pyelf_sym(pe, "_PyThreadState_GetCurrent", &v, &size) ||
 	    !(n = pyelf_code(pe, v, size, code, sizeof(code))) ||
-	    !decode_tls_get(pe->eh.e_machine, code, n, &off)) {
+	    !py_decode_tls_get(pe->eh.e_machine, code, n, &off)) {
 		/* libpython: general-dynamic TLS (__tls_get_addr), whose
 		 * offset only the loader knows */
-		errmsg(err, err_len, "_PyThreadState_GetCurrent is not a thread-pointer load");
+		py_err(err, err_len, "_PyThreadState_GetCurrent is not a thread-pointer load");
 		return -ENOTSUP;
 	}
 	if (off < -(1 << 24) || off > (1 << 24) || (off & 7)) {
-		errmsg(err, err_len, "_Py_tss_tstate at tp%+lld is implausible",
+		py_err(err, err_len, "_Py_tss_tstate at tp%+lld is implausible",
 		       (long long)off);
 		return -EINVAL;
 	}
 	t->proc.tstate_kind = EMBER_PY_TS_TLS;
 	t->proc.tstate_off = off;
 	return 0;
-}
-
-/*
- * The eval loop's .cold part: gcc moves its unlikely blocks
- * (-freorder-blocks-and-partition) to a fragment in .text.unlikely that
- * only .symtab names (_PyEval_EvalFrameDefault.cold), and Debian strips
- * .symtab. The fragment has its own FDE, and two things tell it from a
- * function: its first CFI row is not a function's entry state (the hot
- * part's frame is already set up: CFA = rsp + 352 in Debian's 3.11, not
- * rsp + 8), and the hot part's branches go into it (378 rel32 jumps in
- * Debian's 3.11). So: the FDE that most branches leaving the hot part
- * land in, at least MIN_COLD_JUMPS of them and twice as many as any
- * other, whose first row is not an entry. x86_64 is scanned byte by byte
- * for jcc/jmp rel32 (a false match lands anywhere, and loses the vote);
- * aarch64 decodes b and b.cond exactly.
- */
-#define MIN_COLD_JUMPS	8
-#define MAX_COLD_FDES	16
-
-struct cold_vote {
-	Dwarf_Addr lo, hi;
-	uint32_t n;
-};
-
-static void cold_vote(Dwarf_CFI *cfi, uint64_t target, struct cold_vote *v,
-		      uint32_t *nv)
-{
-	Dwarf_Frame *fr;
-	Dwarf_Addr lo, hi;
-	uint32_t i;
-
-	for (i = 0; i < *nv; i++)
-		if (target >= v[i].lo && target < v[i].hi) {
-			v[i].n++;
-			return;
-		}
-	if (*nv == MAX_COLD_FDES || dwarf_cfi_addrframe(cfi, target, &fr))
-		return;
-	if (dwarf_frame_info(fr, &lo, &hi, NULL) >= 0 && lo < hi) {
-		v[*nv] = (struct cold_vote){ lo, hi, 1 };
-		(*nv)++;
-	}
-	free(fr);
-}
-
-/* Whether the CFI row at pc is a function's entry state: CFA = sp + 8
- * (x86_64, the return address pushed) or sp + 0 (aarch64). */
-static bool cfa_is_entry(Dwarf_CFI *cfi, uint64_t pc, uint16_t machine)
-{
-	Dwarf_Frame *fr;
-	Dwarf_Op *ops;
-	size_t nops;
-	bool entry = true;	/* unknown: not a fragment we can prove */
-
-	if (dwarf_cfi_addrframe(cfi, pc, &fr))
-		return true;
-	if (!dwarf_frame_cfa(fr, &ops, &nops) && nops == 1) {
-		if (machine == EM_X86_64)
-			entry = ops[0].atom == DW_OP_breg7 && ops[0].number == 8;
-		else
-			entry = ops[0].atom == DW_OP_breg31 && ops[0].number == 0;
-	}
-	free(fr);
-	return entry;
-}
-
-static void eval_cold(struct pyelf *pe, uint64_t v, uint64_t size,
-		      uint64_t *lo, uint64_t *hi)
-{
-	Dwarf_CFI *cfi = dwarf_getcfi_elf(pe->e);
-	struct cold_vote votes[MAX_COLD_FDES];
-	uint32_t nv = 0, best = 0, second = 0, bi = 0;
-	uint8_t *c;
-
-	*lo = *hi = 0;
-	if (!cfi)
-		return;
-	if (!(c = malloc(size))) {
-		dwarf_cfi_end(cfi);
-		return;
-	}
-	if (!pyelf_read(pe, v, c, size))
-		goto out;
-	for (uint64_t i = 0; i + 6 <= size; i += pe->eh.e_machine == EM_AARCH64 ? 4 : 1) {
-		uint64_t t;
-
-		if (pe->eh.e_machine == EM_AARCH64) {
-			uint32_t w = insn32(c + i);
-			int64_t imm;
-
-			if ((w & 0xfc000000) == 0x14000000)		/* b */
-				imm = (int64_t)((w & 0x3ffffff) << 6) >> 4;
-			else if ((w & 0xff000010) == 0x54000000)	/* b.cond */
-				imm = (int64_t)((uint64_t)((w >> 5) & 0x7ffff) << 45) >> 43;
-			else
-				continue;
-			t = v + i + (uint64_t)imm;
-		} else if (c[i] == 0x0f && (c[i + 1] & 0xf0) == 0x80) {
-			t = v + i + 6 + (uint64_t)(int64_t)le32(c + i + 2);
-		} else if (c[i] == 0xe9) {
-			t = v + i + 5 + (uint64_t)(int64_t)le32(c + i + 1);
-		} else {
-			continue;
-		}
-		if (t < v || t >= v + size)
-			cold_vote(cfi, t, votes, &nv);
-	}
-	for (uint32_t i = 0; i < nv; i++) {
-		if (votes[i].n > best) {
-			second = best;
-			best = votes[i].n;
-			bi = i;
-		} else if (votes[i].n > second) {
-			second = votes[i].n;
-		}
-	}
-	if (best >= MIN_COLD_JUMPS && best >= 2 * second &&
-	    votes[bi].hi - votes[bi].lo < (16u << 20) &&
-	    !cfa_is_entry(cfi, votes[bi].lo, pe->eh.e_machine)) {
-		*lo = votes[bi].lo;
-		*hi = votes[bi].hi;
-	}
-out:
-	free(c);
-	dwarf_cfi_end(cfi);	/* dwarf_getcfi_elf()'s is the caller's to free */
 }
 
 /* The eval loop and its .cold part. */
@@ -955,7 +361,7 @@ static int eval_range(struct pyelf *pe, uint64_t bias, struct py_target *t,
 
 	if (!pyelf_sym(pe, "_PyEval_EvalFrameDefault", &v, &size) || !size ||
 	    size > (16u << 20)) {
-		errmsg(err, err_len, "no _PyEval_EvalFrameDefault with a size");
+		py_err(err, err_len, "no _PyEval_EvalFrameDefault with a size");
 		return -ENOTSUP;
 	}
 	t->proc.eval_start[0] = v + bias;
@@ -966,7 +372,7 @@ static int eval_range(struct pyelf *pe, uint64_t bias, struct py_target *t,
 	    hi < (16u << 20) && (lo + hi <= v || lo >= v + size))
 		hi += lo;
 	else
-		eval_cold(pe, v, size, &lo, &hi);
+		py_eval_cold(pe, v, size, &lo, &hi);
 	if (lo < hi) {
 		t->proc.eval_start[1] = lo + bias;
 		t->proc.eval_end[1] = hi + bias;
@@ -994,36 +400,36 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 		goto out;	/* not the interpreter (a python3 launcher) */
 	r = -ENOTSUP;
 	if (pe.eh.e_machine != EM_X86_64 && pe.eh.e_machine != EM_AARCH64) {
-		errmsg(err, err_len, "%s: machine %u", name, pe.eh.e_machine);
+		py_err(err, err_len, "%s: machine %u", name, pe.eh.e_machine);
 		goto out;
 	}
 	if (!pyelf_sym(&pe, "Py_Version", &ver_v, NULL) ||
 	    !pyelf_read(&pe, ver_v, &ver64, 8)) {
 		/* 3.10 and older export no Py_Version */
-		errmsg(err, err_len, "%s: no Py_Version (CPython before 3.11?)", name);
+		py_err(err, err_len, "%s: no Py_Version (CPython before 3.11?)", name);
 		goto out;
 	}
 	version = (uint32_t)ver64;
 	t->lay.version = t->proc.version = version;
 	if ((version >> 24) != 3 || (minor >= 0 && ((version >> 16) & 0xff) != (uint32_t)minor)) {
-		errmsg(err, err_len, "%s: Py_Version %#x does not match its name",
+		py_err(err, err_len, "%s: Py_Version %#x does not match its name",
 		       name, version);
 		r = -EINVAL;
 		goto out;
 	}
 	minor = (version >> 16) & 0xff;
 	if (minor < 11 || minor > 13) {
-		errmsg(err, err_len, "CPython 3.%d (ember walks 3.11 to 3.13)", minor);
+		py_err(err, err_len, "CPython 3.%d (ember walks 3.11 to 3.13)", minor);
 		goto out;
 	}
 	if (rt_size < 4096 || rt_size > (16u << 20)) {
-		errmsg(err, err_len, "%s: _PyRuntime of %llu bytes", name,
+		py_err(err, err_len, "%s: _PyRuntime of %llu bytes", name,
 		       (unsigned long long)rt_size);
 		r = -EINVAL;
 		goto out;
 	}
 	if (!pyelf_sym(&pe, "PyCode_Type", &code_v, NULL)) {
-		errmsg(err, err_len, "%s: no PyCode_Type", name);
+		py_err(err, err_len, "%s: no PyCode_Type", name);
 		goto out;
 	}
 	t->lay.code_type = code_v + bias;
@@ -1167,7 +573,7 @@ int py_detect(uint32_t pid, const struct sym_map_line *maps, uint32_t n,
 		 * found for now (the worker's rechecks come back); musl's TSD
 		 * is another layout */
 		if (musl)
-			errmsg(err, err_len, "CPython 3.%u on musl: its thread state is not found",
+			py_err(err, err_len, "CPython 3.%u on musl: its thread state is not found",
 			       (t->proc.version >> 16) & 0xff);
 		r = musl ? -ENOTSUP : 0;
 	}
@@ -1192,11 +598,11 @@ int py_detect_path(const char *root, const char *path, const char *libc,
 	memset(t, 0, sizeof(*t));
 	fd = safe_open_at(root, path, &rules, &st, &why);
 	if (fd < 0) {
-		errmsg(err, err_len, "%s: %s", path, why ? why : "cannot be opened");
+		py_err(err, err_len, "%s: %s", path, why ? why : "cannot be opened");
 		return -EPERM;
 	}
 	if (libc && (libc_fd = safe_open_at(root, libc, &rules, &st, &why)) < 0) {
-		errmsg(err, err_len, "%s: %s", libc, why ? why : "cannot be opened");
+		py_err(err, err_len, "%s: %s", libc, why ? why : "cannot be opened");
 		close(fd);
 		return -EPERM;
 	}
