@@ -340,7 +340,9 @@ static int tls_offset(struct pyelf *pe, struct py_target *t, char *err,
 	    !py_decode_tls_get(pe->eh.e_machine, code, n, &off)) {
 		/* libpython: general-dynamic TLS (__tls_get_addr), whose
 		 * offset only the loader knows */
-		py_err(err, err_len, "_PyThreadState_GetCurrent is not a thread-pointer load");
+		py_err(err, err_len, "CPython 3.%u: _PyThreadState_GetCurrent is not a "
+		       "thread-pointer load (a libpython's TLS offset is the "
+		       "loader's: not supported)", (t->proc.version >> 16) & 0xff);
 		return -ENOTSUP;
 	}
 	if (off < -(1 << 24) || off > (1 << 24) || (off & 7)) {
@@ -400,20 +402,20 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 		goto out;	/* not the interpreter (a python3 launcher) */
 	r = -ENOTSUP;
 	if (pe.eh.e_machine != EM_X86_64 && pe.eh.e_machine != EM_AARCH64) {
-		py_err(err, err_len, "%s: machine %u", name, pe.eh.e_machine);
+		py_err(err, err_len, "machine %u", pe.eh.e_machine);
 		goto out;
 	}
 	if (!pyelf_sym(&pe, "Py_Version", &ver_v, NULL) ||
 	    !pyelf_read(&pe, ver_v, &ver64, 8)) {
 		/* 3.10 and older export no Py_Version */
-		py_err(err, err_len, "%s: no Py_Version (CPython before 3.11?)", name);
+		py_err(err, err_len, "no Py_Version: CPython before 3.11 (ember walks 3.11 to 3.13)");
 		goto out;
 	}
 	version = (uint32_t)ver64;
 	t->lay.version = t->proc.version = version;
 	if ((version >> 24) != 3 || (minor >= 0 && ((version >> 16) & 0xff) != (uint32_t)minor)) {
-		py_err(err, err_len, "%s: Py_Version %#x does not match its name",
-		       name, version);
+		py_err(err, err_len, "Py_Version %#x does not match the file's name",
+		       version);
 		r = -EINVAL;
 		goto out;
 	}
@@ -423,13 +425,13 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 		goto out;
 	}
 	if (rt_size < 4096 || rt_size > (16u << 20)) {
-		py_err(err, err_len, "%s: _PyRuntime of %llu bytes", name,
+		py_err(err, err_len, "_PyRuntime of %llu bytes",
 		       (unsigned long long)rt_size);
 		r = -EINVAL;
 		goto out;
 	}
 	if (!pyelf_sym(&pe, "PyCode_Type", &code_v, NULL)) {
-		py_err(err, err_len, "%s: no PyCode_Type", name);
+		py_err(err, err_len, "no PyCode_Type");
 		goto out;
 	}
 	t->lay.code_type = code_v + bias;
@@ -566,7 +568,7 @@ int py_detect(uint32_t pid, const struct sym_map_line *maps, uint32_t n,
 	}
 	if (libc)
 		libc_fd = open_mapping(pid, libc);
-	base_name(py, buf, sizeof(buf));
+	base_name(py, buf, sizeof(buf));	/* buf: the path as the process maps it */
 	r = py_detect_file(fd, buf, bias, libc_fd, t, err, err_len);
 	if (r == 1 && t->proc.tstate_kind == 0) {
 		/* right after an exec the loader has not mapped libc yet: not
