@@ -14,6 +14,7 @@
 #include "common.bpf.h"
 #include "record.bpf.h"
 #include "unwind.bpf.h"
+#include "python.bpf.h"
 
 /*
  * Where the current task's user registers saved at kernel entry (the
@@ -120,8 +121,11 @@ static __always_inline void unwind_miss(void *ctx, const struct ember_sample *s,
 
 /*
  * Walks up to UW_FRAMES_PER_CALL frames of the walk in uw_state[slot],
- * writing them into scratch[slot]; 1 when the walk is over. Global: the
- * verifier checks it once, not once per caller and iteration.
+ * writing them into scratch[slot]; 1 when the walk is over. A frame in
+ * CPython's eval loop (w->py: the process is bound in py_procs) is
+ * replaced by the Python frames of its activation (python.bpf.h) and
+ * then unwound as any other. Global: the verifier checks it once, not
+ * once per caller and iteration.
  */
 __noinline int uw_frames(__u32 slot)
 {
@@ -130,6 +134,7 @@ __noinline int uw_frames(__u32 slot)
 	const struct ember_unwind_mapping *m;
 	struct ember_unwind_rule rule;
 	struct uw_rule_cached *c;
+	struct py_state *ps;
 	struct uw_proc *p;
 	__u32 idx, mi, ckey;
 	__u64 packed, vaddr;
@@ -174,13 +179,36 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
-		idx = w->base + w->n;
-		if (idx >= EMBER_BPF_SCRATCH_FRAMES) {
-			w->done = 1;
-			break;
+		ps = NULL;
+		if (w->py && mi) {
+			ps = bpf_map_lookup_elem(&py_state, &slot);
+			if (ps && (ps->cut || !py_in_eval(ps, lpc)))
+				ps = NULL;
 		}
-		sc->raw[SCRATCH_IPS + idx] = w->pc;
-		w->n++;
+		if (ps) {
+			/* the Python frames of this activation, in its place;
+			 * after a cut, the marker and then the native frame */
+			ps->n = w->n;
+			ps->base = w->base;
+			ps->max = w->max;
+			r = py_activation(slot);
+			w->n = ps->n;
+			w->flags |= ps->flags;
+			if (!r && w->n >= w->max) {
+				w->flags |= EMBER_SF_USER_TRUNC;
+				w->done = 1;
+				break;
+			}
+		}
+		if (!ps || !r) {
+			idx = w->base + w->n;
+			if (idx >= EMBER_BPF_SCRATCH_FRAMES) {
+				w->done = 1;
+				break;
+			}
+			sc->raw[SCRATCH_IPS + idx] = w->pc;
+			w->n++;
+		}
 		if (!mi || mi > EMBER_BPF_MAX_MAPPINGS) {
 			w->flags |= EMBER_SF_USER_CUT;
 			w->miss_pc = w->pc;
@@ -268,6 +296,7 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->done = 0;
 	w->miss_pc = 0;
 	w->win_base = UW_WIN_NONE;
+	w->py = py_begin(slot, tgid, nk, w->max) != NULL;
 	for (i = 0; i < UW_MAX_CALLS; i++)
 		if (uw_frames(slot))
 			break;
@@ -284,6 +313,34 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 }
 
 /*
+ * The user stack by frame pointers of a process bound in py_procs: the
+ * kernel's walk into ps->native (at most PY_FP_FRAMES), then merged into
+ * s->ips after the nk kernel frames with each eval-loop frame replaced by
+ * its Python frames. Returns the user slots written.
+ */
+static __always_inline __u32 fp_python(void *ctx, struct py_state *ps,
+				       __u32 slot, __u16 *flags)
+{
+	__u32 req = ustack_req < PY_FP_FRAMES ? ustack_req : PY_FP_FRAMES;
+	long n;
+	int i;
+
+	n = bpf_get_stack(ctx, ps->native, req * sizeof(__u64),
+			  BPF_F_USER_STACK);
+	if (n <= 0)
+		return 0;
+	ps->nn = n / sizeof(__u64);
+	ps->ni = 0;
+	if (ps->nn >= req)
+		ps->flags |= EMBER_SF_USER_TRUNC;
+	for (i = 0; i < PY_FP_CALLS; i++)
+		if (py_merge_fp(slot))
+			break;
+	*flags |= ps->flags;
+	return ps->n;
+}
+
+/*
  * Kernel and/or user stack of the current task into s->ips, kernel first.
  * Each kind is asked for one frame more than kept (when the
  * perf_event_max_stack sysctl allows) so a full answer means truncation.
@@ -293,6 +350,7 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 					 __u32 uregs_slot,
 					 const struct uw_regs *uregs)
 {
+	struct py_state *ps = NULL;
 	__u32 nk = 0, nu = 0;
 	__u16 flags = 0;
 	__u64 pc = 0;
@@ -321,7 +379,11 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS &&
 	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
 		user = false;	/* the process is bound: done with tables */
-	if (user && ustack_req) {
+	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS)
+		ps = py_begin(uregs_slot, s->pid, nk, ustack_max);
+	if (user && ustack_req && ps) {
+		nu = fp_python(ctx, ps, uregs_slot, &flags);
+	} else if (user && ustack_req) {
 		n = bpf_get_stack(ctx, &s->ips[nk], ustack_req * sizeof(__u64),
 				  BPF_F_USER_STACK);
 		if (n > 0) {
