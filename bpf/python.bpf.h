@@ -20,8 +20,12 @@
  *
  * Shape, as the unwinder's: py_frames() is global (verified once) and
  * walks up to PY_FRAMES_PER_CALL frames of the state kept in the per-CPU
- * py_state map; py_activation() (global too, so uw_frames() sees one
- * call) loops over it a bounded number of times. No bpf_loop (5.10).
+ * py_state map. The walks (uw_frames(), py_merge_fp()) stop at an
+ * eval-loop frame with PY_PENDING; the loop that calls them, in the
+ * program itself, calls py_frames() until the activation is over and
+ * then the walk again: no call is three deep, as the 512-byte stack of
+ * the 5.10-6.12 verifiers needs (they count every frame of a chain).
+ * No bpf_loop (5.10).
  */
 #ifndef EMBER_PYTHON_BPF_H
 #define EMBER_PYTHON_BPF_H
@@ -43,6 +47,25 @@
 #define PY_FP_PER_CALL		8
 #define PY_FP_CALLS		(PY_FP_FRAMES / PY_FP_PER_CALL)
 #define PY_TSD_KEYS		32	/* glibc's first-level specific block */
+/*
+ * Activations a walk's loop may run, on top of its native calls: each
+ * one writes a frame or cuts (which ends them), except a 3.12+ shim
+ * met first, which takes a native frame with it.
+ */
+#define PY_MAX_ACTIVATIONS	(EMBER_MAX_PY_FRAMES + 2)
+/* py_frames() calls of a whole walk: every activation, every frame */
+#define PY_WALK_CALLS		(PY_MAX_ACTIVATIONS + PY_MAX_CALLS)
+
+/* uw_state.py and py_state.pending: where the walk is with Python */
+enum {
+	PY_OFF,			/* the process is not bound */
+	PY_ON,			/* bound, no activation in progress */
+	PY_PENDING,		/* this frame is in the eval loop: the
+				 * caller runs py_frames() to the end of
+				 * its activation */
+	PY_REPLACED,		/* ... it did: the frame is not written */
+	PY_NATIVE,		/* ... it cut: the frame is written */
+};
 #define PY_USER_MAX		(1ULL << EMBER_IP_TAG_SHIFT)
 
 /* Set by the loader once a process is bound: until then, no lookup. */
@@ -69,7 +92,7 @@ struct py_state {
 	__u32 fr_lo, fr_len;	/* the frame's span read: 8-aligned */
 	__u32 co_lo, co_len;	/* the code object's: 4-aligned */
 	__u32 ni, nn;		/* frame-pointer merge: next native, count */
-	__u32 __pad;
+	__u32 pending;		/* ... PY_PENDING etc. for native[ni - 1] */
 	__u64 fbuf[PY_FRAME_SPAN / 8];
 	__u32 cbuf[PY_CODE_SPAN / 4];
 	__u64 native[PY_FP_FRAMES];
@@ -309,32 +332,35 @@ __noinline int py_frames(__u32 slot)
 }
 
 /*
- * One activation of the eval loop: its Python frames from the walk's
- * position, up to its entry. Global, so a walk's loop calls it once per
- * frame it replaces; returns whether the native frame was replaced (0:
- * the chain was cut, the caller writes the native frame after the
- * marker).
+ * The walk met an eval-loop frame: its activation is next (py_frames()
+ * from the walk's loop), written from the walk's position n.
  */
-__noinline int py_activation(__u32 slot)
+static __always_inline void py_pending(struct py_state *ps, __u32 n,
+				       __u32 max)
 {
-	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
-	int i;
-
-	if (!ps || ps->cut)
-		return 0;
+	ps->n = n;
+	ps->max = max;
 	ps->act_done = 0;
-	for (i = 0; i < PY_MAX_CALLS; i++)
-		if (py_frames(slot))
-			break;
-	if (!ps->act_done)	/* more frames than calls: cannot happen */
-		return 0;
-	return !ps->cut;
+}
+
+/*
+ * One step of the walk's loop with an activation pending: PY_REPLACED or
+ * PY_NATIVE (after a cut: the frame is written after the marker) when the
+ * activation is over, else PY_PENDING still.
+ */
+static __always_inline __u32 py_step(struct py_state *ps, __u32 slot)
+{
+	if (!py_frames(slot))
+		return PY_PENDING;
+	return ps->cut ? PY_NATIVE : PY_REPLACED;
 }
 
 /*
  * The frame-pointer path: native[] (bpf_get_stack's answer, ps->nn
  * frames) merged into scratch[slot] up to PY_FP_PER_CALL natives per
- * call, each one in the eval loop replaced by its activation. 1 when done.
+ * call, each one in the eval loop replaced by its activation: it returns
+ * with ps->pending = PY_PENDING, its caller runs py_frames() to the end
+ * of the activation and calls again. 1 when done.
  */
 __noinline int py_merge_fp(__u32 slot)
 {
@@ -354,12 +380,24 @@ __noinline int py_merge_fp(__u32 slot)
 			ps->flags |= EMBER_SF_USER_TRUNC;
 			return 1;
 		}
-		pc = ps->native[ni];
-		ps->ni = ni + 1;
-		/* the first frame is the exact PC, the others return to */
-		if (!ps->cut && py_in_eval(ps, ni ? pc - 1 : pc) &&
-		    py_activation(slot))
+		/* the check above on the same register as the index (clang
+		 * would drop a mask it can prove redundant) */
+		asm volatile("" : "+r"(ni));
+		pc = ps->native[ni & (PY_FP_FRAMES - 1)];
+		if (ps->pending == PY_REPLACED) {
+			ps->pending = 0;
+			ps->ni = ni + 1;
 			continue;
+		}
+		/* the first frame is the exact PC, the others return to */
+		if (ps->pending != PY_NATIVE && !ps->cut &&
+		    py_in_eval(ps, ni ? pc - 1 : pc)) {
+			ps->pending = PY_PENDING;
+			py_pending(ps, ps->n, ps->max);
+			return 0;
+		}
+		ps->pending = 0;
+		ps->ni = ni + 1;
 		if (py_put(ps, sc, pc))
 			return 1;
 	}

@@ -179,28 +179,25 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
-		ps = NULL;
-		if (w->py && mi) {
+		/*
+		 * An eval-loop frame: back to the caller, which writes its
+		 * activation's Python frames (PY_PENDING) and calls again
+		 * (PY_REPLACED, or PY_NATIVE after a cut: the marker, then
+		 * the native frame). Not from here: a call under this one
+		 * would pass the 512-byte stack of 5.10-6.12's verifiers.
+		 */
+		if (w->py == PY_ON && mi) {
 			ps = bpf_map_lookup_elem(&py_state, &slot);
-			if (ps && (ps->cut || !py_in_eval(ps, lpc)))
-				ps = NULL;
-		}
-		if (ps) {
-			/* the Python frames of this activation, in its place;
-			 * after a cut, the marker and then the native frame */
-			ps->n = w->n;
-			ps->base = w->base;
-			ps->max = w->max;
-			r = py_activation(slot);
-			w->n = ps->n;
-			w->flags |= ps->flags;
-			if (!r && w->n >= w->max) {
-				w->flags |= EMBER_SF_USER_TRUNC;
-				w->done = 1;
-				break;
+			if (ps && !ps->cut && py_in_eval(ps, lpc)) {
+				w->py = PY_PENDING;
+				py_pending(ps, w->n, w->max);
+				return 0;
 			}
 		}
-		if (!ps || !r) {
+		r = w->py;
+		if (r != PY_OFF)
+			w->py = PY_ON;
+		if (r != PY_REPLACED) {
 			idx = w->base + w->n;
 			if (idx >= EMBER_BPF_SCRATCH_FRAMES) {
 				w->done = 1;
@@ -270,6 +267,7 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 				      __u32 *nu, __u16 *flags)
 {
 	struct ember_bpf_stats *st = get_stats();
+	struct py_state *ps;
 	struct uw_state *w;
 	__u32 tgid = s->pid;
 	int i, pslot;
@@ -296,10 +294,19 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->done = 0;
 	w->miss_pc = 0;
 	w->win_base = UW_WIN_NONE;
-	w->py = py_begin(slot, tgid, nk, w->max) != NULL;
-	for (i = 0; i < UW_MAX_CALLS; i++)
-		if (uw_frames(slot))
+	ps = py_begin(slot, tgid, nk, w->max);
+	w->py = ps ? PY_ON : PY_OFF;
+	for (i = 0; i < UW_MAX_CALLS + PY_WALK_CALLS; i++) {
+		if (ps && w->py == PY_PENDING) {
+			w->py = py_step(ps, slot);
+			w->n = ps->n;
+			w->flags |= ps->flags;
+		} else if (uw_frames(slot)) {
 			break;
+		}
+	}
+	if (!w->done)	/* more activations than calls: cannot happen */
+		w->flags |= EMBER_SF_USER_CUT;
 	*nu = w->n;
 	*flags |= w->flags;
 	st->ustack_cfi++;
@@ -331,11 +338,16 @@ static __always_inline __u32 fp_python(void *ctx, struct py_state *ps,
 		return 0;
 	ps->nn = n / sizeof(__u64);
 	ps->ni = 0;
+	ps->pending = 0;
 	if (ps->nn >= req)
 		ps->flags |= EMBER_SF_USER_TRUNC;
-	for (i = 0; i < PY_FP_CALLS; i++)
-		if (py_merge_fp(slot))
+	/* as unwind_cfi(): the activations from here, not under the merge */
+	for (i = 0; i < PY_FP_CALLS + PY_WALK_CALLS; i++) {
+		if (ps->pending == PY_PENDING)
+			ps->pending = py_step(ps, slot);
+		else if (py_merge_fp(slot))
 			break;
+	}
 	*flags |= ps->flags;
 	return ps->n;
 }
