@@ -20,17 +20,20 @@
  *
  * Shape, as the unwinder's: py_frames() is global (verified once) and
  * walks up to PY_FRAMES_PER_CALL frames of the state kept in the per-CPU
- * py_state map. The walks (uw_frames(), py_merge_fp()) stop at an
- * eval-loop frame with PY_PENDING; the loop that calls them, in the
- * program itself, calls py_frames() until the activation is over and
- * then the walk again: no call is three deep, as the 512-byte stack of
- * the 5.10-6.12 verifiers needs (they count every frame of a chain).
- * No bpf_loop (5.10).
+ * py_state map. The walks (uw_frames(), py_merge_fp()) return
+ * PY_RET_ACTIVATION at an eval-loop frame; the loop that calls them, in
+ * the program itself, then calls py_frames() until it returns 0 (the
+ * activation is over) and the walk again. No call is three deep: the
+ * 5.10-6.12 verifiers count every frame of a call chain against 512
+ * bytes, and only the loop counter and the last answer are live across
+ * the calls, so the programs' own stacks stay as they were. No
+ * bpf_loop (5.10).
  */
 #ifndef EMBER_PYTHON_BPF_H
 #define EMBER_PYTHON_BPF_H
 
 #include "common.bpf.h"
+#include "unwind.bpf.h"
 
 #define PY_FRAMES_PER_CALL	8
 #define PY_MAX_CALLS		(EMBER_MAX_PY_FRAMES / PY_FRAMES_PER_CALL)
@@ -56,13 +59,15 @@
 /* py_frames() calls of a whole walk: every activation, every frame */
 #define PY_WALK_CALLS		(PY_MAX_ACTIVATIONS + PY_MAX_CALLS)
 
+/* what the walks and py_frames() return besides 0 (go on) and 1 (done) */
+#define PY_RET_ACTIVATION	2
+
 /* uw_state.py and py_state.pending: where the walk is with Python */
 enum {
 	PY_OFF,			/* the process is not bound */
 	PY_ON,			/* bound, no activation in progress */
-	PY_PENDING,		/* this frame is in the eval loop: the
-				 * caller runs py_frames() to the end of
-				 * its activation */
+	PY_PENDING,		/* this frame is in the eval loop: its
+				 * activation is being written */
 	PY_REPLACED,		/* ... it did: the frame is not written */
 	PY_NATIVE,		/* ... it cut: the frame is written */
 };
@@ -92,7 +97,10 @@ struct py_state {
 	__u32 fr_lo, fr_len;	/* the frame's span read: 8-aligned */
 	__u32 co_lo, co_len;	/* the code object's: 4-aligned */
 	__u32 ni, nn;		/* frame-pointer merge: next native, count */
-	__u32 pending;		/* ... PY_PENDING etc. for native[ni - 1] */
+	__u32 pending;		/* ... PY_PENDING etc. for native[ni] */
+	__u32 cfi;		/* the walk is uw_frames(): its uw_state
+				 * takes the activation's outcome */
+	__u32 __pad;
 	__u64 fbuf[PY_FRAME_SPAN / 8];
 	__u32 cbuf[PY_CODE_SPAN / 4];
 	__u64 native[PY_FP_FRAMES];
@@ -116,27 +124,26 @@ static __always_inline __u32 py_max(__u32 a, __u32 b)
 }
 
 /*
- * Start the Python part of a walk for process tgid, whose user slots start
- * at base and may number max: its state in py_state[slot], or NULL when
- * the process is not bound (the usual case: one .bss load, or one hash
- * lookup once something is bound).
+ * Start the Python part of a walk (cfi: uw_frames()'s, else the
+ * frame-pointer merge) for process tgid, whose user slots start at base
+ * and may number max, in py_state[slot]: 1, or 0 when the process is not
+ * bound. Callers test py_bound first (the usual case: nothing bound, one
+ * .bss load). Global: its map keys would take stack in every program.
  */
-static __always_inline struct py_state *py_begin(__u32 slot, __u32 tgid,
-						 __u32 base, __u32 max)
+__noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 max,
+			__u32 cfi)
 {
 	const struct ember_py_proc *proc;
 	struct py_state *ps;
 	const struct ember_py_proc *p;
 	__u32 lo, hi;
 
-	if (!py_bound)
-		return NULL;
 	proc = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!proc)
-		return NULL;
+		return 0;
 	ps = bpf_map_lookup_elem(&py_state, &slot);
 	if (!ps)
-		return NULL;
+		return 0;
 	__builtin_memcpy(&ps->p, proc, sizeof(ps->p));
 	p = &ps->p;
 	ps->frame = 0;
@@ -149,6 +156,8 @@ static __always_inline struct py_state *py_begin(__u32 slot, __u32 tgid,
 	ps->base = base;
 	ps->max = max;
 	ps->flags = 0;
+	ps->cfi = cfi;
+	ps->pending = 0;
 	/* the spans: a layout wider than the buffers cuts at first use */
 	lo = py_min(py_min(p->fr_code, p->fr_previous),
 		    py_min(p->fr_instr, p->fr_owner)) & ~7U;
@@ -165,7 +174,7 @@ static __always_inline struct py_state *py_begin(__u32 slot, __u32 tgid,
 	ps->co_len = hi - lo;
 	if ((p->co_firstlineno | p->co_argcount | p->co_flags) & 3)
 		ps->co_len = 0;
-	return ps;
+	return 1;
 }
 
 /* Whether pc (a caller's already taken back by one) is in the eval loop. */
@@ -261,19 +270,15 @@ static __always_inline __u32 py_co_u32(const struct py_state *ps, __u32 off)
 /*
  * Up to PY_FRAMES_PER_CALL frames of the current activation into
  * scratch[slot]; 1 when the activation is over (its entry frame met, or
- * the chain cut). Global: checked once by the verifier.
+ * the chain cut).
  */
-__noinline int py_frames(__u32 slot)
+static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 {
-	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 	__u64 code, instr, off, frame;
 	__u32 len, chk, o;
 	bool entry;
 	int i;
 
-	if (!ps || !sc)
-		return 1;
 	if (ps->act_done)
 		return 1;
 	if (!ps->started) {
@@ -332,6 +337,35 @@ __noinline int py_frames(__u32 slot)
 }
 
 /*
+ * The activation the walk in slot met, PY_FRAMES_PER_CALL frames a call:
+ * PY_RET_ACTIVATION while it goes on, 0 when it is over, its outcome
+ * left for the walk (py_state.pending; uw_state's py, n, flags for the
+ * CFI walk): PY_REPLACED, or PY_NATIVE after a cut (the marker, then the
+ * native frame). Global: checked once by the verifier.
+ */
+__noinline int py_frames(__u32 slot)
+{
+	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+	struct uw_state *w;
+
+	if (!ps || !sc)
+		return 0;
+	if (!py_walk(ps, sc))
+		return PY_RET_ACTIVATION;
+	ps->pending = ps->cut ? PY_NATIVE : PY_REPLACED;
+	if (ps->cfi) {
+		w = bpf_map_lookup_elem(&uw_state, &slot);
+		if (w) {
+			w->py = ps->pending;
+			w->n = ps->n;
+			w->flags |= ps->flags;
+		}
+	}
+	return 0;
+}
+
+/*
  * The walk met an eval-loop frame: its activation is next (py_frames()
  * from the walk's loop), written from the walk's position n.
  */
@@ -344,23 +378,11 @@ static __always_inline void py_pending(struct py_state *ps, __u32 n,
 }
 
 /*
- * One step of the walk's loop with an activation pending: PY_REPLACED or
- * PY_NATIVE (after a cut: the frame is written after the marker) when the
- * activation is over, else PY_PENDING still.
- */
-static __always_inline __u32 py_step(struct py_state *ps, __u32 slot)
-{
-	if (!py_frames(slot))
-		return PY_PENDING;
-	return ps->cut ? PY_NATIVE : PY_REPLACED;
-}
-
-/*
  * The frame-pointer path: native[] (bpf_get_stack's answer, ps->nn
  * frames) merged into scratch[slot] up to PY_FP_PER_CALL natives per
  * call, each one in the eval loop replaced by its activation: it returns
- * with ps->pending = PY_PENDING, its caller runs py_frames() to the end
- * of the activation and calls again. 1 when done.
+ * PY_RET_ACTIVATION there, its caller runs py_frames() to the end of the
+ * activation and calls again. 1 when done.
  */
 __noinline int py_merge_fp(__u32 slot)
 {
@@ -394,7 +416,7 @@ __noinline int py_merge_fp(__u32 slot)
 		    py_in_eval(ps, ni ? pc - 1 : pc)) {
 			ps->pending = PY_PENDING;
 			py_pending(ps, ps->n, ps->max);
-			return 0;
+			return PY_RET_ACTIVATION;
 		}
 		ps->pending = 0;
 		ps->ni = ni + 1;

@@ -191,7 +191,7 @@ __noinline int uw_frames(__u32 slot)
 			if (ps && !ps->cut && py_in_eval(ps, lpc)) {
 				w->py = PY_PENDING;
 				py_pending(ps, w->n, w->max);
-				return 0;
+				return PY_RET_ACTIVATION;
 			}
 		}
 		r = w->py;
@@ -267,10 +267,9 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 				      __u32 *nu, __u16 *flags)
 {
 	struct ember_bpf_stats *st = get_stats();
-	struct py_state *ps;
 	struct uw_state *w;
 	__u32 tgid = s->pid;
-	int i, pslot;
+	int i, r, pslot;
 
 	if (!st)
 		return -1;
@@ -294,16 +293,13 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->done = 0;
 	w->miss_pc = 0;
 	w->win_base = UW_WIN_NONE;
-	ps = py_begin(slot, tgid, nk, w->max);
-	w->py = ps ? PY_ON : PY_OFF;
-	for (i = 0; i < UW_MAX_CALLS + PY_WALK_CALLS; i++) {
-		if (ps && w->py == PY_PENDING) {
-			w->py = py_step(ps, slot);
-			w->n = ps->n;
-			w->flags |= ps->flags;
-		} else if (uw_frames(slot)) {
+	w->py = py_bound && py_begin(slot, tgid, nk, w->max, 1) ?
+		PY_ON : PY_OFF;
+	/* only r and i live across the calls: no stack added (py_frames()) */
+	for (i = 0, r = 0; i < UW_MAX_CALLS + PY_WALK_CALLS; i++) {
+		r = r == PY_RET_ACTIVATION ? py_frames(slot) : uw_frames(slot);
+		if (r == 1)
 			break;
-		}
 	}
 	if (!w->done)	/* more activations than calls: cannot happen */
 		w->flags |= EMBER_SF_USER_CUT;
@@ -325,29 +321,33 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
  * s->ips after the nk kernel frames with each eval-loop frame replaced by
  * its Python frames. Returns the user slots written.
  */
-static __always_inline __u32 fp_python(void *ctx, struct py_state *ps,
-				       __u32 slot, __u16 *flags)
+static __always_inline __u32 fp_python(void *ctx, __u32 slot, __u16 *flags)
 {
 	__u32 req = ustack_req < PY_FP_FRAMES ? ustack_req : PY_FP_FRAMES;
+	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
 	long n;
-	int i;
+	int i, r;
 
+	if (!ps)
+		return 0;
 	n = bpf_get_stack(ctx, ps->native, req * sizeof(__u64),
 			  BPF_F_USER_STACK);
 	if (n <= 0)
 		return 0;
 	ps->nn = n / sizeof(__u64);
 	ps->ni = 0;
-	ps->pending = 0;
 	if (ps->nn >= req)
 		ps->flags |= EMBER_SF_USER_TRUNC;
 	/* as unwind_cfi(): the activations from here, not under the merge */
-	for (i = 0; i < PY_FP_CALLS + PY_WALK_CALLS; i++) {
-		if (ps->pending == PY_PENDING)
-			ps->pending = py_step(ps, slot);
-		else if (py_merge_fp(slot))
+	for (i = 0, r = 0; i < PY_FP_CALLS + PY_WALK_CALLS; i++) {
+		r = r == PY_RET_ACTIVATION ? py_frames(slot) : py_merge_fp(slot);
+		if (r == 1)
 			break;
 	}
+	/* looked up again: ps kept across the calls would take stack */
+	ps = bpf_map_lookup_elem(&py_state, &slot);
+	if (!ps)
+		return 0;
 	*flags |= ps->flags;
 	return ps->n;
 }
@@ -362,7 +362,7 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 					 __u32 uregs_slot,
 					 const struct uw_regs *uregs)
 {
-	struct py_state *ps = NULL;
+	bool py = false;
 	__u32 nk = 0, nu = 0;
 	__u16 flags = 0;
 	__u64 pc = 0;
@@ -392,9 +392,9 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
 		user = false;	/* the process is bound: done with tables */
 	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS)
-		ps = py_begin(uregs_slot, s->pid, nk, ustack_max);
-	if (user && ustack_req && ps) {
-		nu = fp_python(ctx, ps, uregs_slot, &flags);
+		py = py_bound && py_begin(uregs_slot, s->pid, nk, ustack_max, 0);
+	if (user && ustack_req && py) {
+		nu = fp_python(ctx, uregs_slot, &flags);
 	} else if (user && ustack_req) {
 		n = bpf_get_stack(ctx, &s->ips[nk], ustack_req * sizeof(__u64),
 				  BPF_F_USER_STACK);
