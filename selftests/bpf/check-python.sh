@@ -74,6 +74,9 @@ one() {
 	W=""
 }
 
+# py_bind's validation, on a real source
+$DUMP -V 2>&1 | sed -n '/^PASS: \|^FAIL: /p'
+
 one bpf-python-chain --
 one bpf-python-fp -T -- --fp
 one bpf-python-bad-tstate -- --bad tstate
