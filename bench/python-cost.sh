@@ -7,7 +7,7 @@
 # Python described by selftests/bpf/check-python.py), the kernel's
 # run_time_ns / run_cnt of ember_oncpu (selftests/bpf/py-bpf-dump's
 # ns_per_run), configurations interleaved per repetition:
-#   py40      py-work.py deep 40 (41 Python frames, ~10 native), Python on
+#   py40      py-work.py deep 40 (40 distinct functions: 44 Python frames, ~10 native), Python on
 #   py40-off  the same processes, Python not bound (native CFI walk only)
 #   deep      bench/workloads/deep (~33 no-frame-pointer native frames)
 #   spin      bench/workloads/spin (a shallow stack)

@@ -45,6 +45,15 @@
  */
 #define PY_FRAME_SPAN		128
 #define PY_CODE_SPAN		64
+/*
+ * Frames and code objects are read through copied windows (aligned, so
+ * never across a page: readable exactly when the fields are), as the
+ * unwinder reads stack words: a bpf_probe_read_user costs ~100 ns
+ * whatever its size, and a thread's frames sit side by side in its data
+ * stack, code objects of a module often near each other.
+ */
+#define PY_WIN			1024
+#define PY_WIN_NONE		1ULL	/* never an aligned base */
 /* native frames the frame-pointer path merges (bpf_get_stack's answer) */
 #define PY_FP_FRAMES		128
 #define PY_FP_PER_CALL		8
@@ -101,8 +110,9 @@ struct py_state {
 	__u32 cfi;		/* the walk is uw_frames(): its uw_state
 				 * takes the activation's outcome */
 	__u32 __pad;
-	__u64 fbuf[PY_FRAME_SPAN / 8];
-	__u32 cbuf[PY_CODE_SPAN / 4];
+	__u64 fwin_base, cwin_base;	/* user addresses, or PY_WIN_NONE */
+	__u64 fwin[PY_WIN / 8];		/* frames */
+	__u32 cwin[PY_WIN / 4];		/* code objects */
 	__u64 native[PY_FP_FRAMES];
 };
 
@@ -158,6 +168,8 @@ __noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 max,
 	ps->flags = 0;
 	ps->cfi = cfi;
 	ps->pending = 0;
+	ps->fwin_base = PY_WIN_NONE;
+	ps->cwin_base = PY_WIN_NONE;
 	/* the spans: a layout wider than the buffers cuts at first use */
 	lo = py_min(py_min(p->fr_code, p->fr_previous),
 		    py_min(p->fr_instr, p->fr_owner)) & ~7U;
@@ -256,15 +268,46 @@ static __always_inline __u64 py_newest_frame(const struct ember_py_proc *p)
 	return v;
 }
 
-/* A pointer field of the frame read into fbuf (8-aligned offsets). */
-static __always_inline __u64 py_fr_u64(const struct py_state *ps, __u32 off)
+/*
+ * Make [addr, addr + len) readable from a window (win, *base): the window
+ * around it when it fits in one (read if not the one held), else the
+ * bytes themselves at the window's start (*base then says where: addr).
+ * 0, or -1 when unreadable.
+ */
+static __always_inline int py_window(void *win, __u64 *base, __u64 addr,
+				     __u32 len)
 {
-	return ps->fbuf[((off - ps->fr_lo) / 8) & (PY_FRAME_SPAN / 8 - 1)];
+	__u64 b = addr & ~((__u64)PY_WIN - 1);
+
+	if (len > PY_FRAME_SPAN)
+		return -1;
+	if (addr + len <= b + PY_WIN) {
+		if (b == *base)
+			return 0;
+		if (!bpf_probe_read_user(win, PY_WIN, (const void *)b)) {
+			*base = b;
+			return 0;
+		}
+	}
+	/* across a window's end, or the window is not all readable */
+	*base = PY_WIN_NONE;
+	if (len < 4 || bpf_probe_read_user(win, len, (const void *)addr))
+		return -1;
+	*base = addr;
+	return 0;
 }
 
-static __always_inline __u32 py_co_u32(const struct py_state *ps, __u32 off)
+/* The pointer field at frame + off from the frame window (8-aligned). */
+static __always_inline __u64 py_fr_u64(const struct py_state *ps,
+				       __u64 frame, __u32 off)
 {
-	return ps->cbuf[((off - ps->co_lo) / 4) & (PY_CODE_SPAN / 4 - 1)];
+	return ps->fwin[((frame + off - ps->fwin_base) / 8) & (PY_WIN / 8 - 1)];
+}
+
+static __always_inline __u32 py_co_u32(const struct py_state *ps,
+				       __u64 code, __u32 off)
+{
+	return ps->cwin[((code + off - ps->cwin_base) / 4) & (PY_WIN / 4 - 1)];
 }
 
 /*
@@ -296,30 +339,29 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 		if (ps->nframes >= EMBER_MAX_PY_FRAMES || ps->n + 3 > ps->max)
 			return py_cut(ps, sc, EMBER_PY_CUT_DEPTH);
 		len = ps->fr_len;
-		if (len < 8 || len > PY_FRAME_SPAN ||
-		    bpf_probe_read_user(ps->fbuf, len,
-					(const void *)(frame + ps->fr_lo)))
+		if (len < 8 || py_window(ps->fwin, &ps->fwin_base,
+					 frame + ps->fr_lo, len))
 			return py_cut(ps, sc, EMBER_PY_CUT_FRAME);
 		o = ps->p.fr_owner;
-		entry = ((py_fr_u64(ps, o & ~7U) >> ((o & 7) * 8)) & 0xff) ==
-			ps->p.entry_value;
+		entry = ((py_fr_u64(ps, frame, o & ~7U) >> ((o & 7) * 8)) &
+			 0xff) == ps->p.entry_value;
 		/* the loop's own shim frame (3.12+): not written, the end */
 		if (entry && ps->p.entry_kind == EMBER_PY_ENTRY_SHIM) {
-			ps->frame = py_fr_u64(ps, ps->p.fr_previous);
+			ps->frame = py_fr_u64(ps, frame, ps->p.fr_previous);
 			ps->act_done = 1;
 			return 1;
 		}
-		code = py_fr_u64(ps, ps->p.fr_code) & ~ps->p.code_tag_mask;
-		instr = py_fr_u64(ps, ps->p.fr_instr);
+		code = py_fr_u64(ps, frame, ps->p.fr_code) &
+		       ~ps->p.code_tag_mask;
+		instr = py_fr_u64(ps, frame, ps->p.fr_instr);
 		len = ps->co_len;
-		if (!code || code >= PY_USER_MAX || len < 4 ||
+		if (!code || code >= PY_USER_MAX || (code & 3) || len < 4 ||
 		    len > PY_CODE_SPAN ||
-		    bpf_probe_read_user(ps->cbuf, len,
-					(const void *)(code + ps->co_lo)))
+		    py_window(ps->cwin, &ps->cwin_base, code + ps->co_lo, len))
 			return py_cut(ps, sc, EMBER_PY_CUT_FRAME);
-		chk = EMBER_PY_CHECK(py_co_u32(ps, ps->p.co_firstlineno),
-				     py_co_u32(ps, ps->p.co_argcount),
-				     py_co_u32(ps, ps->p.co_flags));
+		chk = EMBER_PY_CHECK(py_co_u32(ps, code, ps->p.co_firstlineno),
+				     py_co_u32(ps, code, ps->p.co_argcount),
+				     py_co_u32(ps, code, ps->p.co_flags));
 		off = instr - code;
 		if (instr < code || off > 0xfffffffeULL)
 			off = EMBER_PY_NO_OFFSET;
@@ -327,7 +369,7 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 		py_put(ps, sc, (__u64)chk << 32 | off);
 		ps->nframes++;
 		ps->flags |= EMBER_SF_PYTHON;
-		ps->frame = py_fr_u64(ps, ps->p.fr_previous);
+		ps->frame = py_fr_u64(ps, frame, ps->p.fr_previous);
 		if (entry) {	/* 3.11's is_entry frame: written, the end */
 			ps->act_done = 1;
 			return 1;
