@@ -20,13 +20,20 @@
  *
  * Shape, as the unwinder's: py_frames() is global (verified once) and
  * walks up to PY_FRAMES_PER_CALL frames of the state kept in the per-CPU
- * py_state map; py_activation() (global too, so uw_frames() sees one
- * call) loops over it a bounded number of times. No bpf_loop (5.10).
+ * py_state map. The walks (uw_frames(), py_merge_fp()) return
+ * PY_RET_ACTIVATION at an eval-loop frame; the loop that calls them, in
+ * the program itself, then calls py_frames() until it returns 0 (the
+ * activation is over) and the walk again. No call is three deep: the
+ * 5.10-6.12 verifiers count every frame of a call chain against 512
+ * bytes, and only the loop counter and the last answer are live across
+ * the calls, so the programs' own stacks stay as they were. No
+ * bpf_loop (5.10).
  */
 #ifndef EMBER_PYTHON_BPF_H
 #define EMBER_PYTHON_BPF_H
 
 #include "common.bpf.h"
+#include "unwind.bpf.h"
 
 #define PY_FRAMES_PER_CALL	8
 #define PY_MAX_CALLS		(EMBER_MAX_PY_FRAMES / PY_FRAMES_PER_CALL)
@@ -38,11 +45,44 @@
  */
 #define PY_FRAME_SPAN		128
 #define PY_CODE_SPAN		64
+/*
+ * Frames and code objects are read through copied windows (aligned, so
+ * never across a page: readable exactly when the fields are), as the
+ * unwinder reads stack words: a bpf_probe_read_user costs ~100 ns
+ * whatever its size, and a thread's frames sit side by side in its data
+ * stack, code objects of a module often near each other. A page each:
+ * 40 distinct functions cost +1.5-2.5 us a sample at 999 Hz with 4 KiB
+ * windows, +3.2-3.5 with 1 KiB, +5-6 with 256 B (docs/NOTES.md); the
+ * price is 8 KiB of per-CPU state a scratch slot.
+ */
+#define PY_WIN			4096
+#define PY_WIN_NONE		1ULL	/* never an aligned base */
 /* native frames the frame-pointer path merges (bpf_get_stack's answer) */
 #define PY_FP_FRAMES		128
 #define PY_FP_PER_CALL		8
 #define PY_FP_CALLS		(PY_FP_FRAMES / PY_FP_PER_CALL)
 #define PY_TSD_KEYS		32	/* glibc's first-level specific block */
+/*
+ * Activations a walk's loop may run, on top of its native calls: each
+ * one writes a frame or cuts (which ends them), except a 3.12+ shim
+ * met first, which takes a native frame with it.
+ */
+#define PY_MAX_ACTIVATIONS	(EMBER_MAX_PY_FRAMES + 2)
+/* py_frames() calls of a whole walk: every activation, every frame */
+#define PY_WALK_CALLS		(PY_MAX_ACTIVATIONS + PY_MAX_CALLS)
+
+/* what the walks and py_frames() return besides 0 (go on) and 1 (done) */
+#define PY_RET_ACTIVATION	2
+
+/* uw_state.py and py_state.pending: where the walk is with Python */
+enum {
+	PY_OFF,			/* the process is not bound */
+	PY_ON,			/* bound, no activation in progress */
+	PY_PENDING,		/* this frame is in the eval loop: its
+				 * activation is being written */
+	PY_REPLACED,		/* ... it did: the frame is not written */
+	PY_NATIVE,		/* ... it cut: the frame is written */
+};
 #define PY_USER_MAX		(1ULL << EMBER_IP_TAG_SHIFT)
 
 /* Set by the loader once a process is bound: until then, no lookup. */
@@ -69,9 +109,13 @@ struct py_state {
 	__u32 fr_lo, fr_len;	/* the frame's span read: 8-aligned */
 	__u32 co_lo, co_len;	/* the code object's: 4-aligned */
 	__u32 ni, nn;		/* frame-pointer merge: next native, count */
+	__u32 pending;		/* ... PY_PENDING etc. for native[ni] */
+	__u32 cfi;		/* the walk is uw_frames(): its uw_state
+				 * takes the activation's outcome */
 	__u32 __pad;
-	__u64 fbuf[PY_FRAME_SPAN / 8];
-	__u32 cbuf[PY_CODE_SPAN / 4];
+	__u64 fwin_base, cwin_base;	/* user addresses, or PY_WIN_NONE */
+	__u64 fwin[PY_WIN / 8];		/* frames */
+	__u32 cwin[PY_WIN / 4];		/* code objects */
 	__u64 native[PY_FP_FRAMES];
 };
 
@@ -93,27 +137,26 @@ static __always_inline __u32 py_max(__u32 a, __u32 b)
 }
 
 /*
- * Start the Python part of a walk for process tgid, whose user slots start
- * at base and may number max: its state in py_state[slot], or NULL when
- * the process is not bound (the usual case: one .bss load, or one hash
- * lookup once something is bound).
+ * Start the Python part of a walk (cfi: uw_frames()'s, else the
+ * frame-pointer merge) for process tgid, whose user slots start at base
+ * and may number max, in py_state[slot]: 1, or 0 when the process is not
+ * bound. Callers test py_bound first (the usual case: nothing bound, one
+ * .bss load). Global: its map keys would take stack in every program.
  */
-static __always_inline struct py_state *py_begin(__u32 slot, __u32 tgid,
-						 __u32 base, __u32 max)
+__noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 max,
+			__u32 cfi)
 {
 	const struct ember_py_proc *proc;
 	struct py_state *ps;
 	const struct ember_py_proc *p;
 	__u32 lo, hi;
 
-	if (!py_bound)
-		return NULL;
 	proc = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!proc)
-		return NULL;
+		return 0;
 	ps = bpf_map_lookup_elem(&py_state, &slot);
 	if (!ps)
-		return NULL;
+		return 0;
 	__builtin_memcpy(&ps->p, proc, sizeof(ps->p));
 	p = &ps->p;
 	ps->frame = 0;
@@ -126,6 +169,10 @@ static __always_inline struct py_state *py_begin(__u32 slot, __u32 tgid,
 	ps->base = base;
 	ps->max = max;
 	ps->flags = 0;
+	ps->cfi = cfi;
+	ps->pending = 0;
+	ps->fwin_base = PY_WIN_NONE;
+	ps->cwin_base = PY_WIN_NONE;
 	/* the spans: a layout wider than the buffers cuts at first use */
 	lo = py_min(py_min(p->fr_code, p->fr_previous),
 		    py_min(p->fr_instr, p->fr_owner)) & ~7U;
@@ -142,7 +189,7 @@ static __always_inline struct py_state *py_begin(__u32 slot, __u32 tgid,
 	ps->co_len = hi - lo;
 	if ((p->co_firstlineno | p->co_argcount | p->co_flags) & 3)
 		ps->co_len = 0;
-	return ps;
+	return 1;
 }
 
 /* Whether pc (a caller's already taken back by one) is in the eval loop. */
@@ -224,33 +271,60 @@ static __always_inline __u64 py_newest_frame(const struct ember_py_proc *p)
 	return v;
 }
 
-/* A pointer field of the frame read into fbuf (8-aligned offsets). */
-static __always_inline __u64 py_fr_u64(const struct py_state *ps, __u32 off)
+/*
+ * Make [addr, addr + len) readable from a window (win, *base): the window
+ * around it when it fits in one (read if not the one held), else the
+ * bytes themselves at the window's start (*base then says where: addr).
+ * 0, or -1 when unreadable.
+ */
+static __always_inline int py_window(void *win, __u64 *base, __u64 addr,
+				     __u32 len)
 {
-	return ps->fbuf[((off - ps->fr_lo) / 8) & (PY_FRAME_SPAN / 8 - 1)];
+	__u64 b = addr & ~((__u64)PY_WIN - 1);
+
+	if (len > PY_FRAME_SPAN)
+		return -1;
+	if (addr + len <= b + PY_WIN) {
+		if (b == *base)
+			return 0;
+		if (!bpf_probe_read_user(win, PY_WIN, (const void *)b)) {
+			*base = b;
+			return 0;
+		}
+	}
+	/* across a window's end, or the window is not all readable */
+	*base = PY_WIN_NONE;
+	if (len < 4 || bpf_probe_read_user(win, len, (const void *)addr))
+		return -1;
+	*base = addr;
+	return 0;
 }
 
-static __always_inline __u32 py_co_u32(const struct py_state *ps, __u32 off)
+/* The pointer field at frame + off from the frame window (8-aligned). */
+static __always_inline __u64 py_fr_u64(const struct py_state *ps,
+				       __u64 frame, __u32 off)
 {
-	return ps->cbuf[((off - ps->co_lo) / 4) & (PY_CODE_SPAN / 4 - 1)];
+	return ps->fwin[((frame + off - ps->fwin_base) / 8) & (PY_WIN / 8 - 1)];
+}
+
+static __always_inline __u32 py_co_u32(const struct py_state *ps,
+				       __u64 code, __u32 off)
+{
+	return ps->cwin[((code + off - ps->cwin_base) / 4) & (PY_WIN / 4 - 1)];
 }
 
 /*
  * Up to PY_FRAMES_PER_CALL frames of the current activation into
  * scratch[slot]; 1 when the activation is over (its entry frame met, or
- * the chain cut). Global: checked once by the verifier.
+ * the chain cut).
  */
-__noinline int py_frames(__u32 slot)
+static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 {
-	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 	__u64 code, instr, off, frame;
 	__u32 len, chk, o;
 	bool entry;
 	int i;
 
-	if (!ps || !sc)
-		return 1;
 	if (ps->act_done)
 		return 1;
 	if (!ps->started) {
@@ -268,30 +342,29 @@ __noinline int py_frames(__u32 slot)
 		if (ps->nframes >= EMBER_MAX_PY_FRAMES || ps->n + 3 > ps->max)
 			return py_cut(ps, sc, EMBER_PY_CUT_DEPTH);
 		len = ps->fr_len;
-		if (len < 8 || len > PY_FRAME_SPAN ||
-		    bpf_probe_read_user(ps->fbuf, len,
-					(const void *)(frame + ps->fr_lo)))
+		if (len < 8 || py_window(ps->fwin, &ps->fwin_base,
+					 frame + ps->fr_lo, len))
 			return py_cut(ps, sc, EMBER_PY_CUT_FRAME);
 		o = ps->p.fr_owner;
-		entry = ((py_fr_u64(ps, o & ~7U) >> ((o & 7) * 8)) & 0xff) ==
-			ps->p.entry_value;
+		entry = ((py_fr_u64(ps, frame, o & ~7U) >> ((o & 7) * 8)) &
+			 0xff) == ps->p.entry_value;
 		/* the loop's own shim frame (3.12+): not written, the end */
 		if (entry && ps->p.entry_kind == EMBER_PY_ENTRY_SHIM) {
-			ps->frame = py_fr_u64(ps, ps->p.fr_previous);
+			ps->frame = py_fr_u64(ps, frame, ps->p.fr_previous);
 			ps->act_done = 1;
 			return 1;
 		}
-		code = py_fr_u64(ps, ps->p.fr_code) & ~ps->p.code_tag_mask;
-		instr = py_fr_u64(ps, ps->p.fr_instr);
+		code = py_fr_u64(ps, frame, ps->p.fr_code) &
+		       ~ps->p.code_tag_mask;
+		instr = py_fr_u64(ps, frame, ps->p.fr_instr);
 		len = ps->co_len;
-		if (!code || code >= PY_USER_MAX || len < 4 ||
+		if (!code || code >= PY_USER_MAX || (code & 3) || len < 4 ||
 		    len > PY_CODE_SPAN ||
-		    bpf_probe_read_user(ps->cbuf, len,
-					(const void *)(code + ps->co_lo)))
+		    py_window(ps->cwin, &ps->cwin_base, code + ps->co_lo, len))
 			return py_cut(ps, sc, EMBER_PY_CUT_FRAME);
-		chk = EMBER_PY_CHECK(py_co_u32(ps, ps->p.co_firstlineno),
-				     py_co_u32(ps, ps->p.co_argcount),
-				     py_co_u32(ps, ps->p.co_flags));
+		chk = EMBER_PY_CHECK(py_co_u32(ps, code, ps->p.co_firstlineno),
+				     py_co_u32(ps, code, ps->p.co_argcount),
+				     py_co_u32(ps, code, ps->p.co_flags));
 		off = instr - code;
 		if (instr < code || off > 0xfffffffeULL)
 			off = EMBER_PY_NO_OFFSET;
@@ -299,7 +372,7 @@ __noinline int py_frames(__u32 slot)
 		py_put(ps, sc, (__u64)chk << 32 | off);
 		ps->nframes++;
 		ps->flags |= EMBER_SF_PYTHON;
-		ps->frame = py_fr_u64(ps, ps->p.fr_previous);
+		ps->frame = py_fr_u64(ps, frame, ps->p.fr_previous);
 		if (entry) {	/* 3.11's is_entry frame: written, the end */
 			ps->act_done = 1;
 			return 1;
@@ -309,32 +382,52 @@ __noinline int py_frames(__u32 slot)
 }
 
 /*
- * One activation of the eval loop: its Python frames from the walk's
- * position, up to its entry. Global, so a walk's loop calls it once per
- * frame it replaces; returns whether the native frame was replaced (0:
- * the chain was cut, the caller writes the native frame after the
- * marker).
+ * The activation the walk in slot met, PY_FRAMES_PER_CALL frames a call:
+ * PY_RET_ACTIVATION while it goes on, 0 when it is over, its outcome
+ * left for the walk (py_state.pending; uw_state's py, n, flags for the
+ * CFI walk): PY_REPLACED, or PY_NATIVE after a cut (the marker, then the
+ * native frame). Global: checked once by the verifier.
  */
-__noinline int py_activation(__u32 slot)
+__noinline int py_frames(__u32 slot)
 {
 	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
-	int i;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+	struct uw_state *w;
 
-	if (!ps || ps->cut)
+	if (!ps || !sc)
 		return 0;
+	if (!py_walk(ps, sc))
+		return PY_RET_ACTIVATION;
+	ps->pending = ps->cut ? PY_NATIVE : PY_REPLACED;
+	if (ps->cfi) {
+		w = bpf_map_lookup_elem(&uw_state, &slot);
+		if (w) {
+			w->py = ps->pending;
+			w->n = ps->n;
+			w->flags |= ps->flags;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The walk met an eval-loop frame: its activation is next (py_frames()
+ * from the walk's loop), written from the walk's position n.
+ */
+static __always_inline void py_pending(struct py_state *ps, __u32 n,
+				       __u32 max)
+{
+	ps->n = n;
+	ps->max = max;
 	ps->act_done = 0;
-	for (i = 0; i < PY_MAX_CALLS; i++)
-		if (py_frames(slot))
-			break;
-	if (!ps->act_done)	/* more frames than calls: cannot happen */
-		return 0;
-	return !ps->cut;
 }
 
 /*
  * The frame-pointer path: native[] (bpf_get_stack's answer, ps->nn
  * frames) merged into scratch[slot] up to PY_FP_PER_CALL natives per
- * call, each one in the eval loop replaced by its activation. 1 when done.
+ * call, each one in the eval loop replaced by its activation: it returns
+ * PY_RET_ACTIVATION there, its caller runs py_frames() to the end of the
+ * activation and calls again. 1 when done.
  */
 __noinline int py_merge_fp(__u32 slot)
 {
@@ -354,12 +447,24 @@ __noinline int py_merge_fp(__u32 slot)
 			ps->flags |= EMBER_SF_USER_TRUNC;
 			return 1;
 		}
-		pc = ps->native[ni];
-		ps->ni = ni + 1;
-		/* the first frame is the exact PC, the others return to */
-		if (!ps->cut && py_in_eval(ps, ni ? pc - 1 : pc) &&
-		    py_activation(slot))
+		/* the check above on the same register as the index (clang
+		 * would drop a mask it can prove redundant) */
+		asm volatile("" : "+r"(ni));
+		pc = ps->native[ni & (PY_FP_FRAMES - 1)];
+		if (ps->pending == PY_REPLACED) {
+			ps->pending = 0;
+			ps->ni = ni + 1;
 			continue;
+		}
+		/* the first frame is the exact PC, the others return to */
+		if (ps->pending != PY_NATIVE && !ps->cut &&
+		    py_in_eval(ps, ni ? pc - 1 : pc)) {
+			ps->pending = PY_PENDING;
+			py_pending(ps, ps->n, ps->max);
+			return PY_RET_ACTIVATION;
+		}
+		ps->pending = 0;
+		ps->ni = ni + 1;
 		if (py_put(ps, sc, pc))
 			return 1;
 	}

@@ -179,28 +179,25 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
-		ps = NULL;
-		if (w->py && mi) {
+		/*
+		 * An eval-loop frame: back to the caller, which writes its
+		 * activation's Python frames (PY_PENDING) and calls again
+		 * (PY_REPLACED, or PY_NATIVE after a cut: the marker, then
+		 * the native frame). Not from here: a call under this one
+		 * would pass the 512-byte stack of 5.10-6.12's verifiers.
+		 */
+		if (w->py == PY_ON && mi) {
 			ps = bpf_map_lookup_elem(&py_state, &slot);
-			if (ps && (ps->cut || !py_in_eval(ps, lpc)))
-				ps = NULL;
-		}
-		if (ps) {
-			/* the Python frames of this activation, in its place;
-			 * after a cut, the marker and then the native frame */
-			ps->n = w->n;
-			ps->base = w->base;
-			ps->max = w->max;
-			r = py_activation(slot);
-			w->n = ps->n;
-			w->flags |= ps->flags;
-			if (!r && w->n >= w->max) {
-				w->flags |= EMBER_SF_USER_TRUNC;
-				w->done = 1;
-				break;
+			if (ps && !ps->cut && py_in_eval(ps, lpc)) {
+				w->py = PY_PENDING;
+				py_pending(ps, w->n, w->max);
+				return PY_RET_ACTIVATION;
 			}
 		}
-		if (!ps || !r) {
+		r = w->py;
+		if (r != PY_OFF)
+			w->py = PY_ON;
+		if (r != PY_REPLACED) {
 			idx = w->base + w->n;
 			if (idx >= EMBER_BPF_SCRATCH_FRAMES) {
 				w->done = 1;
@@ -272,7 +269,7 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	struct ember_bpf_stats *st = get_stats();
 	struct uw_state *w;
 	__u32 tgid = s->pid;
-	int i, pslot;
+	int i, r, pslot;
 
 	if (!st)
 		return -1;
@@ -296,10 +293,16 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->done = 0;
 	w->miss_pc = 0;
 	w->win_base = UW_WIN_NONE;
-	w->py = py_begin(slot, tgid, nk, w->max) != NULL;
-	for (i = 0; i < UW_MAX_CALLS; i++)
-		if (uw_frames(slot))
+	w->py = py_bound && py_begin(slot, tgid, nk, w->max, 1) ?
+		PY_ON : PY_OFF;
+	/* only r and i live across the calls: no stack added (py_frames()) */
+	for (i = 0, r = 0; i < UW_MAX_CALLS + PY_WALK_CALLS; i++) {
+		r = r == PY_RET_ACTIVATION ? py_frames(slot) : uw_frames(slot);
+		if (r == 1)
 			break;
+	}
+	if (!w->done)	/* more activations than calls: cannot happen */
+		w->flags |= EMBER_SF_USER_CUT;
 	*nu = w->n;
 	*flags |= w->flags;
 	st->ustack_cfi++;
@@ -318,13 +321,15 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
  * s->ips after the nk kernel frames with each eval-loop frame replaced by
  * its Python frames. Returns the user slots written.
  */
-static __always_inline __u32 fp_python(void *ctx, struct py_state *ps,
-				       __u32 slot, __u16 *flags)
+static __always_inline __u32 fp_python(void *ctx, __u32 slot, __u16 *flags)
 {
 	__u32 req = ustack_req < PY_FP_FRAMES ? ustack_req : PY_FP_FRAMES;
+	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
 	long n;
-	int i;
+	int i, r;
 
+	if (!ps)
+		return 0;
 	n = bpf_get_stack(ctx, ps->native, req * sizeof(__u64),
 			  BPF_F_USER_STACK);
 	if (n <= 0)
@@ -333,9 +338,16 @@ static __always_inline __u32 fp_python(void *ctx, struct py_state *ps,
 	ps->ni = 0;
 	if (ps->nn >= req)
 		ps->flags |= EMBER_SF_USER_TRUNC;
-	for (i = 0; i < PY_FP_CALLS; i++)
-		if (py_merge_fp(slot))
+	/* as unwind_cfi(): the activations from here, not under the merge */
+	for (i = 0, r = 0; i < PY_FP_CALLS + PY_WALK_CALLS; i++) {
+		r = r == PY_RET_ACTIVATION ? py_frames(slot) : py_merge_fp(slot);
+		if (r == 1)
 			break;
+	}
+	/* looked up again: ps kept across the calls would take stack */
+	ps = bpf_map_lookup_elem(&py_state, &slot);
+	if (!ps)
+		return 0;
 	*flags |= ps->flags;
 	return ps->n;
 }
@@ -350,7 +362,7 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 					 __u32 uregs_slot,
 					 const struct uw_regs *uregs)
 {
-	struct py_state *ps = NULL;
+	bool py = false;
 	__u32 nk = 0, nu = 0;
 	__u16 flags = 0;
 	__u64 pc = 0;
@@ -380,9 +392,9 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
 		user = false;	/* the process is bound: done with tables */
 	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS)
-		ps = py_begin(uregs_slot, s->pid, nk, ustack_max);
-	if (user && ustack_req && ps) {
-		nu = fp_python(ctx, ps, uregs_slot, &flags);
+		py = py_bound && py_begin(uregs_slot, s->pid, nk, ustack_max, 0);
+	if (user && ustack_req && py) {
+		nu = fp_python(ctx, uregs_slot, &flags);
 	} else if (user && ustack_req) {
 		n = bpf_get_stack(ctx, &s->ips[nk], ustack_req * sizeof(__u64),
 				  BPF_F_USER_STACK);

@@ -90,11 +90,16 @@ static int check_ranges(const struct ember_py_proc *p, char *err,
 
 		if (!a && !b && i)
 			continue;	/* unused */
-		if (a >= b || b > PY_USER_MAX) {
+		if (!a || a >= b || b > PY_USER_MAX) {
 			say(err, err_len, "eval range %d [0x%" PRIx64 ", 0x%" PRIx64
 			    ") is empty, reversed or not user space", i, a, b);
 			return -EINVAL;
 		}
+	}
+	if (p->eval_end[1] && p->eval_start[1] < p->eval_end[0] &&
+	    p->eval_start[0] < p->eval_end[1]) {
+		say(err, err_len, "the two eval ranges overlap");
+		return -EINVAL;
 	}
 	return 0;
 }

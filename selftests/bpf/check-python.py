@@ -16,6 +16,7 @@
       their place among the native frames, off-CPU ones too.
 """
 import json
+import os
 import re
 import struct
 import subprocess
@@ -188,7 +189,7 @@ def groups(toks):
 
 def check_chain(dump, info, fp=False, bad=None):
     pid = info["pid"]
-    syms = dynsyms("/proc/%d/exe" % pid)
+    syms = dynsyms(os.readlink("/proc/%d/exe" % pid))
     codes = Codes(pid, syms["PyCode_Type"][0])
     ev0, evn = syms["_PyEval_EvalFrameDefault"]
     stats = dict(main=0, complete=0, key=0, key_ok=0, sleep=0, sleep_ok=0,

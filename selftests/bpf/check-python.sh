@@ -59,7 +59,9 @@ one() {
 	exec 7>&-
 	$DUMP -p "$W" -Y "$hex" -e on,off -F 199 -d "$secs" "${dargs[@]}" \
 		>"$art/$name.dump" 2>"$art/$name.dump.err"
-	if out=$($CHECK chain "$art/$name.dump" "$info" "${cargs[@]}" 2>&1); then
+	if ! grep -q '^STATS' "$art/$name.dump"; then
+		t_fail "$name" "py-bpf-dump: $(grep -v '^;' "$art/$name.dump.err" | tail -n 3 | tr '\n' ' ' | cut -c1-400)"
+	elif out=$($CHECK chain "$art/$name.dump" "$info" "${cargs[@]}" 2>&1); then
 		printf '%s\n' "$out" | sed 's/^/  /'
 		t_pass "$name"
 	else
@@ -71,6 +73,9 @@ one() {
 	wait "$W" 2>/dev/null
 	W=""
 }
+
+# py_bind's validation, on a real source
+$DUMP -V 2>&1 | sed -n '/^PASS: \|^FAIL: /p'
 
 one bpf-python-chain --
 one bpf-python-fp -T -- --fp

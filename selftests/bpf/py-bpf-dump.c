@@ -13,6 +13,9 @@
  * -Y: the 96 bytes of struct ember_py_proc, hex, bound for every pid.
  * -N: no py_bind (native frames only, for cost comparisons).
  * -T: no unwind tables (the frame-pointer path).
+ * -V: instead, py_bind's checks: struct ember_py_proc values each refused
+ *     with -EINVAL (kinds, offsets, ranges, key address...), a good one
+ *     taken, unbinding; one PASS/FAIL line each (needs root: a real source)
  * -q: no record lines, only the summary lines:
  *   BOUND pid=N py=0|1
  *   STATS samples=N kept=N handler_ns=N ns_per_run=N python=N cut=N ...
@@ -85,6 +88,97 @@ static int parse_hex(const char *hex, struct ember_py_proc *py)
 	return 0;
 }
 
+/* The good description bad_cases() breaks one field of at a time. */
+static void good_proc(struct ember_py_proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->version = 0x030b02f0;
+	p->tstate_kind = EMBER_PY_TS_TSD;
+	p->entry_kind = EMBER_PY_ENTRY_FLAG;
+	p->entry_value = 1;
+	p->ts_frame_nr = 2;
+	p->tstate_off = 0x318;
+	p->key_addr = 0xa5b994;
+	p->eval_start[0] = 0x52b0f0;
+	p->eval_end[0] = 0x52b0f0 + 55644;
+	p->ts_frame[0] = 56;
+	p->ts_frame[1] = 8;
+	p->fr_previous = 48;
+	p->fr_code = 32;
+	p->fr_instr = 56;
+	p->fr_owner = 68;
+	p->co_firstlineno = 72;
+	p->co_argcount = 56;
+	p->co_flags = 48;
+}
+
+static int bind_checks(const struct ember_source_ops *ops, struct ember_source *src)
+{
+	static const struct {
+		const char *name;
+		int field;
+	} cases[] = {
+		{ "tstate_kind", 0 }, { "entry_kind", 1 }, { "ts_frame_nr_0", 2 },
+		{ "ts_frame_nr_3", 3 }, { "offset_4096", 4 }, { "misaligned", 5 },
+		{ "frame_span", 6 }, { "eval_reversed", 7 }, { "eval_empty", 8 },
+		{ "eval_kernel", 9 }, { "range1_half", 10 }, { "tsd_no_key", 11 },
+		{ "tls_with_key", 12 }, { "tstate_off_far", 13 }, { "tag_mask", 14 },
+		{ "reserved", 15 }, { "code_span", 16 }, { "ranges_overlap", 17 },
+	};
+	uint32_t pid = getpid();
+	struct ember_py_proc p;
+	int fails = 0, r;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		good_proc(&p);
+		switch (cases[i].field) {
+		case 0: p.tstate_kind = 3; break;
+		case 1: p.entry_kind = 0; break;
+		case 2: p.ts_frame_nr = 0; break;
+		case 3: p.ts_frame_nr = 3; break;
+		case 4: p.fr_code = EMBER_PY_MAX_OFFSET; break;
+		case 5: p.fr_previous = 44; break;
+		case 6: p.fr_owner = 4000; break;
+		case 7: p.eval_end[0] = p.eval_start[0] - 1; break;
+		case 8: p.eval_end[0] = p.eval_start[0]; break;
+		case 9: p.eval_start[0] = 0xffffffff81000000ULL;
+			p.eval_end[0] = p.eval_start[0] + 4096; break;
+		case 10: p.eval_end[1] = 0x1000; break;
+		case 11: p.key_addr = 0; break;
+		case 12: p.tstate_kind = EMBER_PY_TS_TLS; break;
+		case 13: p.tstate_off = -(1LL << 40); break;
+		case 14: p.code_tag_mask = 0xff; break;
+		case 15: p.__reserved[6] = 1; break;
+		case 16: p.co_flags = 1000; break;
+		case 17: p.eval_start[1] = p.eval_end[0] - 16;
+			p.eval_end[1] = p.eval_end[0] + 4096; break;
+		}
+		err[0] = '\0';
+		r = ops->py_bind(src, pid, &p, err, sizeof(err));
+		if (r == -EINVAL && err[0]) {
+			printf("PASS: py_bind_refuses_%s (%s)\n", cases[i].name, err);
+		} else {
+			printf("FAIL: py_bind_refuses_%s: %d %s\n", cases[i].name, r, err);
+			fails++;
+		}
+	}
+	good_proc(&p);
+	r = ops->py_bind(src, pid, &p, err, sizeof(err));
+	printf("%s: py_bind_takes_good%s%s\n", r ? "FAIL" : "PASS", r ? ": " : "",
+	       r ? err : "");
+	fails += !!r;
+	r = ops->py_bind(src, pid, NULL, err, sizeof(err)) ||
+	    ops->py_bind(src, pid, NULL, err, sizeof(err)) ||
+	    ops->py_bind(src, pid + 1000000, NULL, err, sizeof(err));
+	printf("%s: py_unbind_is_idempotent\n", r ? "FAIL" : "PASS");
+	fails += !!r;
+	r = ops->py_bind(src, 0, &p, err, sizeof(err));
+	printf("%s: py_bind_refuses_pid_0\n", r == -EINVAL ? "PASS" : "FAIL");
+	fails += r != -EINVAL;
+	return fails ? 1 : 0;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -109,13 +203,13 @@ int main(int argc, char **argv)
 	struct proc_table *procs;
 	struct ember_source *src;
 	uint32_t pids[MAX_PIDS];
-	bool have_py = false, no_py = false;
+	bool have_py = false, no_py = false, checks = false;
 	size_t nr = 0;
 	double secs = 3, end;
 	char err[512], *tok, *save = NULL;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "p:Y:NTd:F:e:u:q")) != -1) {
+	while ((opt = getopt(argc, argv, "p:Y:NTd:F:e:u:qV")) != -1) {
 		switch (opt) {
 		case 'p':
 			for (tok = strtok_r(optarg, ",", &save); tok && nr < MAX_PIDS;
@@ -140,12 +234,13 @@ int main(int argc, char **argv)
 			break;
 		case 'u': cfg.ustack_max = strtoul(optarg, NULL, 10); break;
 		case 'q': quiet = true; break;
+		case 'V': checks = true; break;
 		default:
 			fprintf(stderr, "usage: see selftests/bpf/py-bpf-dump.c\n");
 			return 2;
 		}
 	}
-	if (!nr || (!have_py && !no_py)) {
+	if (!checks && (!nr || (!have_py && !no_py))) {
 		fprintf(stderr, "py-bpf-dump: -p and one of -Y, -N are needed\n");
 		return 2;
 	}
@@ -162,6 +257,11 @@ int main(int argc, char **argv)
 	if (ret) {
 		fprintf(stderr, "py-bpf-dump: open: %s\n", err);
 		return 1;
+	}
+	if (checks) {
+		ret = bind_checks(ops, src);
+		ops->close(src);
+		return ret;
 	}
 	procs = proc_table_new(NULL);
 	if (!procs)

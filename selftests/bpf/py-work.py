@@ -8,8 +8,9 @@ frame walker (selftests/bpf/check-python.sh). Run with Debian 12's
                               a second eval-loop activation under C code);
                               thread "sleeper": py_s1 -> py_s2 ->
                               time.sleep (off CPU)
-    py-work.py deep N SECS    py_deep recursing N frames, busy at the bottom
-                              (the cost figures: N = 40)
+    py-work.py deep N SECS    N distinct functions py_d0 -> ... -> py_d<N-1>,
+                              busy at the bottom (the cost figures: N = 40;
+                              distinct code objects, as a real stack has)
 
 First it checks, through ctypes on itself, every CPython 3.11 and glibc
 2.36 offset the test gives the eBPF program (check-python.py's PY311), so a
@@ -128,9 +129,12 @@ def py_s1():
 
 
 def py_deep(n):
-    if n > 1:
-        return py_deep(n - 1)
-    return busy(END)
+    """py_d0 -> py_d1 -> ... -> py_d<n-1> -> busy: n distinct functions"""
+    src = "".join("def py_d%d():\n    return py_d%d()\n" % (i, i + 1)
+                  for i in range(n - 1))
+    src += "def py_d%d():\n    return busy(END)\n" % (n - 1)
+    exec(src, globals())
+    return globals()["py_d0"]()
 
 
 def main():
