@@ -2820,12 +2820,20 @@ static int cmd_pybad(void)
 	for (i = 0; i < nk; i++)
 		if (py_bind((uint32_t)kids[i], &p, sizeof(p)))
 			break;
-	py_expect("EMBER_MAX_PY_PROCS bound", i == EMBER_MAX_PY_PROCS ? 0 : -1, true);
-	if (i != EMBER_MAX_PY_PROCS)
-		printf("bound %u of %u children: %s\n", i, nk, last_errmsg);
-	py_expect("one more: ENOSPC", py_bind(me, &p, sizeof(p)) == -ENOSPC ? -ENOSPC : 0,
-		  false);
-	py_expect("rebinding a bound one at the cap", py_bind((uint32_t)kids[0], &p, sizeof(p)), true);
+	if (nk < EMBER_MAX_PY_PROCS) {
+		/* a small guest (a KASAN kernel's) may not hold 4096 processes */
+		printf("py-cap-not-run: only %u children could be forked (%u bound)\n",
+		       nk, i);
+		py_expect("children below the cap all bound", i == nk ? 0 : -1, true);
+	} else {
+		py_expect("EMBER_MAX_PY_PROCS bound", i == nk ? 0 : -1, true);
+		if (i != nk)
+			printf("bound %u of %u children: %s\n", i, nk, last_errmsg);
+		py_expect("one more: ENOSPC",
+			  py_bind(me, &p, sizeof(p)) == -ENOSPC ? -ENOSPC : 0, false);
+		py_expect("rebinding a bound one at the cap",
+			  py_bind((uint32_t)kids[0], &p, sizeof(p)), true);
+	}
 	for (i = 0; i < nk; i++)
 		kill(kids[i], SIGKILL);
 	for (i = 0; i < nk; i++)

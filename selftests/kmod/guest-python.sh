@@ -89,7 +89,7 @@ py_kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 # every PY_PROC field refused when wrong, with a message; the cap
 t_py_badreq() {
 	if $ET pybad >$W/pybad 2>&1; then
-		pass "py-badreq: $(grep -c '^py ok' $W/pybad) checks ($(grep -m1 'version 3.10' $W/pybad | cut -c1-80); $(grep -m1 'ENOSPC' $W/pybad | cut -c1-90))"
+		pass "py-badreq: $(grep -c '^py ok' $W/pybad) checks ($(grep -m1 'version 3.10' $W/pybad | cut -c1-80); $(grep -m1 -E 'ENOSPC|py-cap-not-run' $W/pybad | cut -c1-90))"
 	else
 		fail py-badreq "$(grep -E 'PY-FAIL|ember-test' $W/pybad | head -n 4 | tr '\n' ' ')"
 	fi
