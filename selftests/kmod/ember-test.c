@@ -2613,8 +2613,14 @@ static int py_tables(uint32_t pid, const char *dir)
 		int64_t delta = 0;
 		struct stat st;
 
+		/*
+		 * user space only: a kernel built with vsyscall=xonly lists
+		 * [vsyscall] as executable, and the module refuses a mapping
+		 * above TASK_SIZE (the agent leaves it out too)
+		 */
 		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %511s", &lo, &hi,
-			   perm, &off, file) < 4 || perm[2] != 'x')
+			   perm, &off, file) < 4 || perm[2] != 'x' ||
+		    hi > (1ULL << 48) || !strcmp(file, "[vsyscall]"))
 			continue;
 		memset(&mp[n], 0, sizeof(mp[n]));
 		mp[n].start = lo;
