@@ -301,7 +301,7 @@ static void py_bind_maps(struct unwind_bindings *ub, struct unwind_proc *up,
 	char err[256] = "", msg[320];
 	int r;
 
-	if (!ub->ops->py_bind)
+	if (!ub->ops->py_bind || ub->no_python)
 		return;
 	r = py_detect(up->pid, em->v, em->n, &t, err, sizeof(err));
 	if (r != 1) {

@@ -65,6 +65,7 @@ struct unwind_bindings {
 	struct unwind_proc *live;	/* every binding this thread owns */
 	struct unwind_proc *spare;	/* allocated, not yet attached */
 	uint32_t nr_live;
+	bool no_python;			/* unwind_service_opts.no_python */
 };
 
 /* ---- unwind_bind.c: bindings (worker thread only) ---- */

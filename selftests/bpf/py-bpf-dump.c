@@ -196,7 +196,8 @@ int main(int argc, char **argv)
 		.ustack_max = EMBER_DEFAULT_FRAMES,
 	};
 	const struct ember_source_ops *ops = &ember_source_bpf;
-	struct unwind_service_opts uo = { 0 };
+	/* the test's own struct ember_py_proc, not the agent's discovery */
+	struct unwind_service_opts uo = { .no_python = true };
 	struct unwind_service *us = NULL;
 	struct ember_source_stats st;
 	struct ember_py_proc py;
