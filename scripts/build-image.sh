@@ -13,6 +13,14 @@
 #                  /data: ember's local profiles and unwind-table cache
 # DIR/footprint.txt  bytes on disk of ember's files, of the glibc it uses,
 #                  and of ember.ko
+# DIR/initramfs.cpio.gz  with --kernel: the boot's first user space, what a
+#                  product's initramfs does and no more: loads the drivers
+#                  that reach the root device (Debian's arm64 kernel has
+#                  virtio_mmio, virtio_pci, virtio_blk, ext4, jbd2, mbcache,
+#                  crc16 and crc32c_generic as modules; a product kernel may
+#                  build them in instead), mounts root= (LABEL=root by
+#                  default) read-only and switch_roots into the image's
+#                  /sbin/init. DIR/initramfs.txt lists its modules.
 #
 # The agent is built here for arm64 with the slim options (default
 # "EMBER_DEBUGINFOD=0 EMBER_STATIC=1 EMBER_CURL_PREFIX=<scripts/
@@ -24,9 +32,12 @@
 # --kernel SERIES builds ember.ko for Debian's arm64 kernel of that series
 # (scripts/fetch-kernels.sh --arch arm64 --kdir SERIES) and installs it in
 # /lib/modules/KVER/extra; without it, an ember.ko already built here for
-# this architecture (make module KDIR=...) is installed. --with-sink adds the test receiver
+# this architecture (make module KDIR=...) is installed. --with-sink adds
+# what only the image test needs, never a product: the test receiver
 # (selftests/image/otlp_sink.c) as /usr/bin/otlp_sink and its init script
-# S50otlp_sink on 127.0.0.1:4318, as the image test needs.
+# S50otlp_sink on 127.0.0.1:4318, and S99image-test, which runs the test's
+# script when a disk holding one (a raw tar with ember-test/run.sh) is
+# attached, and does nothing otherwise.
 #
 # busybox: Debian 12's busybox-static for arm64, fetched with the private
 # apt configuration of scripts/fetch-kernels.sh. glibc: the cross
@@ -46,7 +57,7 @@ while [ $# -gt 0 ]; do
 	--kernel) kernel=$2; shift 2 ;;
 	--data-mb) data_mb=$2; shift 2 ;;
 	--root-mb) root_mb=$2; shift 2 ;;
-	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,41p' "$0"; exit 0 ;;
 	*) echo "build-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -138,7 +149,7 @@ applets="sh ash cat echo ls mkdir rmdir mount umount mv cp rm ln sed grep cut he
 	wc tr od sleep kill ps pidof date uname dmesg sync df du find stat touch
 	chmod true false test [ [[ env printf awk seq xargs logger syslogd klogd hostname
 	insmod rmmod lsmod modprobe modinfo sysctl free uptime top id cmp md5sum dd
-	readlink realpath basename dirname expr tee wget nc"
+	readlink realpath basename dirname expr tee wget nc ip ifconfig"
 for a in $applets; do ln -sf busybox "$R/bin/$a"; done
 for a in init reboot poweroff halt; do ln -sf ../bin/busybox "$R/sbin/$a"; done
 
@@ -191,6 +202,11 @@ cat >"$R/etc/init.d/rcS" <<-'EOT'
 	ismnt /dev || mount -t devtmpfs devtmpfs /dev
 	mount -t tmpfs -o mode=0755,size=8m,nosuid,nodev tmpfs /run
 	mount -t tmpfs -o mode=1777,size=16m,nosuid,nodev tmpfs /tmp
+	# the data partition (/etc/fstab: LABEL=data), the only writable disk
+	ismnt /data || mount /data || echo "rcS: no data partition (LABEL=data): nothing is kept across boots"
+	# the loopback interface: nothing brings it up on a bare busybox
+	# system, and the receiver of an appliance may be local
+	ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 	ismnt /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 	ismnt /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 	echo "rcS: root is $(awk '$2 == "/" { print $4 }' /proc/mounts | cut -d, -f1), $(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo) MiB of RAM"
@@ -200,12 +216,25 @@ EOT
 cat >"$R/etc/init.d/rcK" <<-'EOT'
 	#!/bin/sh
 	# shutdown: the services in reverse order, then the module
+	ismnt() { grep -q "^[^ ]* $1 " /proc/mounts; }
 	for s in $(ls -r /etc/init.d/S??*); do [ -x "$s" ] && "$s" stop; done
 	[ -d /sys/module/ember ] && rmmod ember && echo "rcK: ember.ko unloaded"
 	sync
+	# the data partition clean for the next boot (init's reboot does not
+	# unmount); the read-only root needs nothing
+	if ismnt /data; then
+		umount /data 2>/dev/null || mount -o remount,ro /data || echo "rcK: /data still busy and writable"
+	fi
 	echo "rcK: done"
 EOT
 chmod 0755 "$R/etc/init.d/rcS" "$R/etc/init.d/rcK"
+# the boot loader's root= mounts / (the initramfs); this says how it is
+# meant and where the data partition is
+cat >"$R/etc/fstab" <<-'EOT'
+	# <device>  <dir>  <type>  <options>  <dump>  <pass>
+	LABEL=root  /      ext4    ro                                 0  0
+	LABEL=data  /data  ext4    rw,nosuid,nodev,noexec,noatime     0  0
+EOT
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$R/etc/passwd"
 printf 'root:x:0:\n' >"$R/etc/group"
 echo ember-appliance >"$R/etc/hostname"
@@ -240,6 +269,25 @@ if [ "$with_sink" = 1 ]; then
 	EOT
 	chmod 0755 "$R/etc/init.d/S50otlp_sink"
 	ln -sf busybox "$R/bin/killall"
+	cat >"$R/etc/init.d/S99image-test" <<-'EOT'
+		#!/bin/sh
+		# TEST ONLY (scripts/build-image.sh --with-sink; not in a product
+		# image): the image test (selftests/suites/80-image-arm64.sh)
+		# attaches a raw tar disk holding ember-test/run.sh; run it in the
+		# background, as the last service. No such disk: nothing happens.
+		[ "$1" = start ] || exit 0
+		for d in /dev/vd[a-z]; do
+			[ -b "$d" ] || continue
+			grep -q "^$d " /proc/mounts && continue
+			rm -rf /run/ember-test
+			tar -xf "$d" -C /run ember-test 2>/dev/null || continue
+			[ -f /run/ember-test/run.sh ] || continue
+			echo "image-test: running the test script of $d"
+			(cd / && EMBER_TEST_DISK=$d exec sh /run/ember-test/run.sh </dev/null >/dev/console 2>&1 &)
+			break
+		done
+	EOT
+	chmod 0755 "$R/etc/init.d/S99image-test"
 fi
 
 # ---- footprint: ember's files, and the glibc beside them
@@ -257,6 +305,96 @@ fi
 	[ ! -e "$R/usr/bin/otlp_sink" ] || echo "test $(stat -c %s "$R/usr/bin/otlp_sink") /usr/bin/otlp_sink"
 	echo "busybox $(stat -c %s "$R/bin/busybox") /bin/busybox"
 } >"$out/footprint.txt"
+
+# ---- the initramfs: the drivers that reach the root device, then
+# switch_root into the image's own /sbin/init (busybox, PID 1 of the machine)
+initramfs_modules="virtio_mmio virtio_pci virtio_blk crc32c_generic ext4"
+build_initramfs() {
+	local moddir kver I=$out/initramfs.d list
+	moddir=$(scripts/fetch-kernels.sh --arch arm64 --modules-dir "$kernel")
+	kver=$(scripts/fetch-kernels.sh --arch arm64 --version "$kernel")
+	rm -rf "$I" && mkdir -p "$I"/{bin,dev,proc,sys,newroot,etc,"lib/modules/$kver"}
+	cp "$(busybox_static)" "$I/bin/busybox"
+	for a in sh mount umount insmod cat echo sleep findfs switch_root reboot mkdir; do
+		ln -sf busybox "$I/bin/$a"
+	done
+	list=$I/etc/modules
+	: >"$list"
+	# a module and what it needs (modules.dep), dependencies first; those
+	# built into the kernel are skipped (modules.builtin). ext4's crc32c
+	# is a soft dependency (the crypto API asks modprobe, which the
+	# initramfs has not): named here before ext4.
+	add_mod() {
+		local name=$1 line path d
+		grep -qE "(^|/)${name//[-_]/[-_]}\.ko$" "$moddir/modules.builtin" && return 0
+		line=$(grep -E "(^|/)${name//[-_]/[-_]}\.ko(\.xz|\.zst|\.gz)?:" "$moddir/modules.dep" | head -n 1) ||
+			{ log "error: module $name not in $moddir/modules.dep"; exit 1; }
+		path=${line%%:*}
+		for d in ${line#*:}; do add_mod "$(basename "$d" | sed -E 's/\.ko(\.xz|\.zst|\.gz)?$//')"; done
+		grep -qx "${path%.*}.ko" "$list" && return 0
+		mkdir -p "$I/lib/modules/$kver/$(dirname "$path")"
+		case $path in
+		*.xz) xz -dc "$moddir/$path" >"$I/lib/modules/$kver/${path%.xz}" ;;
+		*.zst) zstd -qdc "$moddir/$path" >"$I/lib/modules/$kver/${path%.zst}" ;;
+		*.gz) gzip -dc "$moddir/$path" >"$I/lib/modules/$kver/${path%.gz}" ;;
+		*) cp "$moddir/$path" "$I/lib/modules/$kver/$path" ;;
+		esac
+		echo "${path%.ko*}.ko" >>"$list"
+	}
+	for m in $initramfs_modules; do add_mod "$m"; done
+	cat >"$I/init" <<-'EOT'
+		#!/bin/sh
+		# The image's initramfs (scripts/build-image.sh): the drivers for the
+		# root device, root= (LABEL=root by default) mounted read-only, then
+		# the image's /sbin/init as PID 1. Nothing else happens here.
+		export PATH=/bin
+		fail() {
+			echo "initramfs: error: $*"
+			sleep 2
+			reboot -f
+		}
+		mount -t proc proc /proc
+		mount -t sysfs sysfs /sys
+		mount -t devtmpfs devtmpfs /dev
+		kver=$(cat /proc/sys/kernel/osrelease)
+		for m in $(cat /etc/modules); do
+			insmod "/lib/modules/$kver/$m" || echo "initramfs: insmod $m failed"
+		done
+		root=LABEL=root
+		for a in $(cat /proc/cmdline); do
+			case $a in root=*) root=${a#root=} ;; esac
+		done
+		# the disk may come a little after its driver: up to 10 s
+		dev="" i=0
+		while [ $i -lt 100 ]; do
+			case $root in
+			LABEL=* | UUID=*) dev=$(findfs "$root" 2>/dev/null) ;;
+			*) [ -b "$root" ] && dev=$root ;;
+			esac
+			[ -n "$dev" ] && break
+			sleep 0.1
+			i=$((i + 1))
+		done
+		[ -n "$dev" ] || fail "no root device $root"
+		mount -t ext4 -o ro "$dev" /newroot || fail "cannot mount $dev ($root) read-only"
+		[ -x /newroot/sbin/init ] || fail "no /sbin/init on $dev"
+		echo "initramfs: root $dev read-only, switching to its /sbin/init"
+		mount --move /dev /newroot/dev
+		umount /sys /proc
+		exec switch_root /newroot /sbin/init
+	EOT
+	chmod 0755 "$I/init"
+	(cd "$I" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) | gzip -9 >"$out/initramfs.cpio.gz"
+	{
+		echo "# kernel $kver: modules in the initramfs, in load order"
+		cat "$list"
+	} >"$out/initramfs.txt"
+	log "initramfs for $kver: $(wc -l <"$list") modules ($(sed 's|.*/||; s|\.ko$||' "$list" | tr '\n' ' '))"
+	rm -rf "$I"
+	echo "boot $(stat -c %s "$out/initramfs.cpio.gz") /boot/initramfs.cpio.gz" >>"$out/footprint.txt"
+}
+rm -f "$out/initramfs.cpio.gz" "$out/initramfs.txt"
+[ -z "$kernel" ] || build_initramfs
 
 # ---- the file systems (owned by root: -E root_owner)
 size_kb=$(du -sk "$R" | cut -f1)
