@@ -243,6 +243,22 @@ static __always_inline void arch_copy_regs(const struct uapi_regs_v *c,
 }
 
 /*
+ * The user thread pointer of a task (what CPython's thread-state lookups
+ * start from: include/uapi/ember.h, "Python frames"): x86_64's FS base,
+ * aarch64's TPIDR_EL0 as the kernel keeps it. A running task's own value
+ * is the one saved at its last switch or set at its clone, which user
+ * space does not change under a thread library. 0 when unreadable.
+ */
+static __always_inline __u64 arch_thread_pointer(struct task_struct *task)
+{
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(task, thread.fsbase);
+#else
+	return BPF_CORE_READ(task, thread.uw.tp_value);
+#endif
+}
+
+/*
  * The frame-pointer step at the interrupted instruction (no table covers
  * it): x86_64 looks at the instruction, which may be a frame-pointer
  * prologue or a ret (ember_unwind_leaf_fp()). aarch64 has no such test:

@@ -14,6 +14,7 @@
 #include "common.bpf.h"
 #include "record.bpf.h"
 #include "unwind.bpf.h"
+#include "python.bpf.h"
 
 /*
  * Where the current task's user registers saved at kernel entry (the
@@ -120,8 +121,11 @@ static __always_inline void unwind_miss(void *ctx, const struct ember_sample *s,
 
 /*
  * Walks up to UW_FRAMES_PER_CALL frames of the walk in uw_state[slot],
- * writing them into scratch[slot]; 1 when the walk is over. Global: the
- * verifier checks it once, not once per caller and iteration.
+ * writing them into scratch[slot]; 1 when the walk is over. A frame in
+ * CPython's eval loop (w->py: the process is bound in py_procs) is
+ * replaced by the Python frames of its activation (python.bpf.h) and
+ * then unwound as any other. Global: the verifier checks it once, not
+ * once per caller and iteration.
  */
 __noinline int uw_frames(__u32 slot)
 {
@@ -130,6 +134,7 @@ __noinline int uw_frames(__u32 slot)
 	const struct ember_unwind_mapping *m;
 	struct ember_unwind_rule rule;
 	struct uw_rule_cached *c;
+	struct py_state *ps;
 	struct uw_proc *p;
 	__u32 idx, mi, ckey;
 	__u64 packed, vaddr;
@@ -174,13 +179,33 @@ __noinline int uw_frames(__u32 slot)
 			w->done = 1;
 			break;
 		}
-		idx = w->base + w->n;
-		if (idx >= EMBER_BPF_SCRATCH_FRAMES) {
-			w->done = 1;
-			break;
+		/*
+		 * An eval-loop frame: back to the caller, which writes its
+		 * activation's Python frames (PY_PENDING) and calls again
+		 * (PY_REPLACED, or PY_NATIVE after a cut: the marker, then
+		 * the native frame). Not from here: a call under this one
+		 * would pass the 512-byte stack of 5.10-6.12's verifiers.
+		 */
+		if (w->py == PY_ON && mi) {
+			ps = bpf_map_lookup_elem(&py_state, &slot);
+			if (ps && !ps->cut && py_in_eval(ps, lpc)) {
+				w->py = PY_PENDING;
+				py_pending(ps, w->n, w->max);
+				return PY_RET_ACTIVATION;
+			}
 		}
-		sc->raw[SCRATCH_IPS + idx] = w->pc;
-		w->n++;
+		r = w->py;
+		if (r != PY_OFF)
+			w->py = PY_ON;
+		if (r != PY_REPLACED) {
+			idx = w->base + w->n;
+			if (idx >= EMBER_BPF_SCRATCH_FRAMES) {
+				w->done = 1;
+				break;
+			}
+			sc->raw[SCRATCH_IPS + idx] = w->pc;
+			w->n++;
+		}
 		if (!mi || mi > EMBER_BPF_MAX_MAPPINGS) {
 			w->flags |= EMBER_SF_USER_CUT;
 			w->miss_pc = w->pc;
@@ -244,7 +269,7 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	struct ember_bpf_stats *st = get_stats();
 	struct uw_state *w;
 	__u32 tgid = s->pid;
-	int i, pslot;
+	int i, r, pslot;
 
 	if (!st)
 		return -1;
@@ -268,9 +293,16 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->done = 0;
 	w->miss_pc = 0;
 	w->win_base = UW_WIN_NONE;
-	for (i = 0; i < UW_MAX_CALLS; i++)
-		if (uw_frames(slot))
+	w->py = py_bound && py_begin(slot, tgid, nk, w->max, 1) ?
+		PY_ON : PY_OFF;
+	/* only r and i live across the calls: no stack added (py_frames()) */
+	for (i = 0, r = 0; i < UW_MAX_CALLS + PY_WALK_CALLS; i++) {
+		r = r == PY_RET_ACTIVATION ? py_frames(slot) : uw_frames(slot);
+		if (r == 1)
 			break;
+	}
+	if (!w->done)	/* more activations than calls: cannot happen */
+		w->flags |= EMBER_SF_USER_CUT;
 	*nu = w->n;
 	*flags |= w->flags;
 	st->ustack_cfi++;
@@ -284,6 +316,43 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 }
 
 /*
+ * The user stack by frame pointers of a process bound in py_procs: the
+ * kernel's walk into ps->native (at most PY_FP_FRAMES), then merged into
+ * s->ips after the nk kernel frames with each eval-loop frame replaced by
+ * its Python frames. Returns the user slots written.
+ */
+static __always_inline __u32 fp_python(void *ctx, __u32 slot, __u16 *flags)
+{
+	__u32 req = ustack_req < PY_FP_FRAMES ? ustack_req : PY_FP_FRAMES;
+	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
+	long n;
+	int i, r;
+
+	if (!ps)
+		return 0;
+	n = bpf_get_stack(ctx, ps->native, req * sizeof(__u64),
+			  BPF_F_USER_STACK);
+	if (n <= 0)
+		return 0;
+	ps->nn = n / sizeof(__u64);
+	ps->ni = 0;
+	if (ps->nn >= req)
+		ps->flags |= EMBER_SF_USER_TRUNC;
+	/* as unwind_cfi(): the activations from here, not under the merge */
+	for (i = 0, r = 0; i < PY_FP_CALLS + PY_WALK_CALLS; i++) {
+		r = r == PY_RET_ACTIVATION ? py_frames(slot) : py_merge_fp(slot);
+		if (r == 1)
+			break;
+	}
+	/* looked up again: ps kept across the calls would take stack */
+	ps = bpf_map_lookup_elem(&py_state, &slot);
+	if (!ps)
+		return 0;
+	*flags |= ps->flags;
+	return ps->n;
+}
+
+/*
  * Kernel and/or user stack of the current task into s->ips, kernel first.
  * Each kind is asked for one frame more than kept (when the
  * perf_event_max_stack sysctl allows) so a full answer means truncation.
@@ -293,6 +362,7 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 					 __u32 uregs_slot,
 					 const struct uw_regs *uregs)
 {
+	bool py = false;
 	__u32 nk = 0, nu = 0;
 	__u16 flags = 0;
 	__u64 pc = 0;
@@ -321,7 +391,11 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS &&
 	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
 		user = false;	/* the process is bound: done with tables */
-	if (user && ustack_req) {
+	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS)
+		py = py_bound && py_begin(uregs_slot, s->pid, nk, ustack_max, 0);
+	if (user && ustack_req && py) {
+		nu = fp_python(ctx, uregs_slot, &flags);
+	} else if (user && ustack_req) {
 		n = bpf_get_stack(ctx, &s->ips[nk], ustack_req * sizeof(__u64),
 				  BPF_F_USER_STACK);
 		if (n > 0) {

@@ -76,7 +76,7 @@ struct uw_state {
 	__u32 lr_ok;		/* lr is this frame's return address register:
 				 * the interrupted frame, or one a signal
 				 * frame restored (include/ember_unwind.h) */
-	__u32 __pad0;
+	__u32 py;		/* Python (python.bpf.h): PY_OFF, PY_ON... */
 	__u32 tgid;
 	__u32 pslot;		/* the process's binding in uw_proc_slots */
 	__u32 mi;		/* last mapping found + 1: tried first */

@@ -63,6 +63,19 @@ struct rw_semaphore {
 struct mm_struct {
 	struct rw_semaphore mmap_lock;
 };
+/* the user thread pointer (bpf/arch.bpf.h: arch_thread_pointer()) */
+#if defined(__TARGET_ARCH_arm64)
+struct thread_struct {
+	struct {
+		unsigned long tp_value;
+	} uw;
+};
+#else
+struct thread_struct {
+	unsigned long fsbase;
+};
+#endif
+
 struct task_struct {
 	unsigned int __state;
 	struct sched_entity se;
@@ -75,6 +88,7 @@ struct task_struct {
 	void *stack;
 	int pagefault_disabled;
 	struct mm_struct *mm;
+	struct thread_struct thread;
 };
 
 struct linux_binprm {

@@ -5,7 +5,8 @@
  * (unwind_kernel.c: ORC on x86-64; unwind_kernel_arm64.c: frame records):
  * user registers from pt_regs, the native (64-bit) task test, a probed
  * function's arguments and return value, pointer-authentication codes,
- * and the register layout of EMBER_REC_USER_STACK. Kernel-version
+ * the user thread pointer and the register layout of
+ * EMBER_REC_USER_STACK. Kernel-version
  * differences stay in compat.h.
  */
 #ifndef EMBER_ARCH_H
@@ -13,7 +14,12 @@
 
 #include <linux/types.h>
 #include <linux/ptrace.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
 #include <asm/ptrace.h>
+#if defined(CONFIG_X86_64)
+#include <asm/fsgsbase.h>
+#endif
 
 #include "ember_config.h"
 #include "../include/uapi/ember.h"
@@ -88,6 +94,25 @@ static inline u64 ember_user_pac_mask(void)
 /* i386 code keeps x86-64's frame records: 32-bit tasks get a walk too */
 #define EMBER_ARCH_COMPAT_FP	1
 
+/*
+ * current's user thread pointer (the FS base), for reading its thread-local
+ * data (Python frames). current->thread.fsbase is only what was saved: the
+ * kernel writes it at switch-out and in arch_prctl(ARCH_SET_FS) (how glibc
+ * sets FS, once per thread), but a program may change FS itself with
+ * WRFSBASE where the CPU allows it. The kernel never changes FS for its
+ * own use on x86-64, so the live register is current's user value in any
+ * context current runs in (the sched_switch probe runs before the
+ * switch). An NMI can land inside __switch_to() after the next task's FS
+ * is loaded while current still names the previous task: there the saved
+ * value, written just before, is the right one.
+ */
+static inline u64 ember_user_tp(void)
+{
+	if (in_nmi())
+		return current->thread.fsbase;
+	return x86_fsbase_read_cpu();
+}
+
 /* EMBER_REC_USER_STACK regs[], the x86-64 order of include/uapi/ember.h */
 static inline void ember_regs_copy(u64 *d, const struct pt_regs *r)
 {
@@ -113,6 +138,7 @@ static inline void ember_regs_copy(u64 *d, const struct pt_regs *r)
 #elif defined(CONFIG_ARM64)
 
 #include <asm/pointer_auth.h>
+#include <asm/sysreg.h>
 
 static inline u64 ember_regs_pc(const struct pt_regs *r)
 {
@@ -172,6 +198,22 @@ static inline u64 ember_user_pac_mask(void)
 }
 
 #define EMBER_ARCH_LEAF_INSN	0
+
+/*
+ * current's user thread pointer (TPIDR_EL0), for reading its thread-local
+ * data (Python frames). The kernel leaves TPIDR_EL0 alone between entry
+ * and return (the KPTI trampoline borrows TPIDRRO_EL0, not it), so the
+ * live register is current's user value. thread.uw.tp_value is only saved
+ * at switch-out: a main thread whose glibc set TPIDR_EL0 with an msr and
+ * that has not been switched out since holds a stale one there. Left
+ * open: a pseudo-NMI landing inside __switch_to() between the TLS switch
+ * and cpu_switch_to() would read the next task's value (of a thread of
+ * the same process, since other processes' memory is not readable then).
+ */
+static inline u64 ember_user_tp(void)
+{
+	return read_sysreg(tpidr_el0);
+}
 
 /* AArch32 frame records cannot be trusted (unwind_user.c) */
 #define EMBER_ARCH_COMPAT_FP	0

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Generic netlink family "ember": GET_INFO, START, STOP, GET_STATS (dump),
- * SET_FILTER, UNWIND_*, ALLOC_ATTACH/DETACH. Every attribute has a policy
+ * SET_FILTER, UNWIND_*, ALLOC_ATTACH/DETACH, PY_BIND. Every attribute has a policy
  * and every command is strictly validated (unknown attributes, wrong sizes
  * and trailing data are refused); the values the policy cannot express are
  * checked here, all of them before anything changes, so a bad request
@@ -86,6 +86,8 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_ALLOC_INUSE]		= { .type = NLA_FLAG },
 	/* bounds checked in ember_parse_config(): a u64 range */
 	[EMBER_A_LOCK_MIN_NS]		= { .type = NLA_U64 },
+	[EMBER_A_PY_PID]		= NLA_POLICY_MIN(NLA_U32, 1),
+	[EMBER_A_PY_PROC]		= NLA_POLICY_EXACT_LEN(sizeof(struct ember_py_proc)),
 };
 
 static struct genl_family ember_family;
@@ -492,6 +494,33 @@ static int ember_cmd_unwind_bind(struct sk_buff *skb, struct genl_info *info)
 }
 
 /*
+ * Python frames: like UNWIND_BIND, any privileged socket while a session
+ * runs; the binding goes with the session. The policy checked PY_PROC's
+ * exact size; ember_py_bind() checks every field.
+ */
+static int ember_cmd_py_bind(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *a = info->attrs[EMBER_A_PY_PROC];
+	struct ember_py_proc p;
+	int ret;
+
+	if (!info->attrs[EMBER_A_PY_PID]) {
+		NL_SET_ERR_MSG(info->extack, "PY_BIND needs PY_PID");
+		return -EINVAL;
+	}
+	/* a copy: the attribute's data need not be 8-byte aligned */
+	if (a)
+		memcpy(&p, nla_data(a), sizeof(p));
+	mutex_lock(&ember_lock);
+	ret = ember_check_unwind(skb, info);
+	if (!ret)
+		ret = ember_py_bind(nla_get_u32(info->attrs[EMBER_A_PY_PID]),
+				    a ? &p : NULL, info->extack);
+	mutex_unlock(&ember_lock);
+	return ret;
+}
+
+/*
  * Allocation probes: the owner only (ember_alloc_attach() checks it under
  * its locks). The request's shape is checked here, the probes there, all
  * before anything is placed.
@@ -657,6 +686,7 @@ static const struct genl_small_ops ember_ops[] = {
 	{ .cmd = EMBER_CMD_UNWIND_BIND, .doit = ember_cmd_unwind_bind },
 	{ .cmd = EMBER_CMD_ALLOC_ATTACH, .doit = ember_cmd_alloc_attach },
 	{ .cmd = EMBER_CMD_ALLOC_DETACH, .doit = ember_cmd_alloc_detach },
+	{ .cmd = EMBER_CMD_PY_BIND, .doit = ember_cmd_py_bind },
 };
 
 static struct genl_family ember_family = {

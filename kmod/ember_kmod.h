@@ -159,6 +159,41 @@ const struct ember_unwind_rule *ember_unwind_rule_at(const struct ember_uw_map *
 						     u64 pc);
 bool ember_unwind_miss_allowed(const struct ember_uw_binding *b, u64 now);
 
+/*
+ * unwind_table.c: Python bindings (EMBER_CMD_PY_BIND), one per tgid, the
+ * unwind bindings' sibling with their lifetime (ember_lock for writers,
+ * dropped at session stop). A validated struct ember_py_proc and the two
+ * windows the walker reads at once: the bytes of a frame that hold
+ * previous, code, instr and owner, and those of a code object that hold
+ * co_firstlineno, co_argcount and co_flags.
+ */
+#define EMBER_PY_WINDOW		96
+
+struct ember_py_info {
+	struct ember_py_proc p;
+	u16 fr_lo, fr_len;	/* frame window: [frame + fr_lo, + fr_len) */
+	u16 co_lo, co_len;	/* code object window */
+};
+
+int ember_py_bind(pid_t tgid, const struct ember_py_proc *p,
+		  struct netlink_ext_ack *extack);
+/* readers: under rcu_read_lock(), any context */
+const struct ember_py_info *ember_py_lookup(struct task_struct *task);
+
+/*
+ * unwind_python.c: CPython's frame chain, walked where the user unwinder
+ * meets the eval loop (unwind_user.c). Calls no other file.
+ */
+struct ember_py_walk {
+	const struct ember_py_info *py;	/* NULL: not a bound process */
+	u64 frame;	/* the next activation's newest frame */
+	u16 nr;		/* Python frames written so far */
+	u8 state;	/* enum in unwind_python.c */
+};
+
+unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
+				 unsigned int n, unsigned int max, u16 *flags);
+
 /* filter.c */
 int ember_filter_set(const u32 *pids, unsigned int nr_pids, u64 cgroup_id);
 void ember_filter_clear(void);

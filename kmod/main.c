@@ -38,7 +38,8 @@ static int __init ember_init(void)
 		return -ENOMEM;
 
 	ember_caps = EMBER_CAP_ONCPU | EMBER_CAP_USER_STACKS |
-		     EMBER_CAP_KERNEL_STACKS | EMBER_CAP_UNWIND_CFI;
+		     EMBER_CAP_KERNEL_STACKS | EMBER_CAP_UNWIND_CFI |
+		     EMBER_CAP_PYTHON;
 	if (IS_ENABLED(CONFIG_CGROUPS))
 		ember_caps |= EMBER_CAP_CGROUP_FILTER;
 	if (ember_find_tracepoint("sched_switch"))

@@ -14,7 +14,8 @@
  * reader never sees freed memory.
  *
  * Memory for tables and bindings is accounted against unwind_mem_max
- * (module parameter, MiB).
+ * (module parameter, MiB). Python bindings (EMBER_CMD_PY_BIND) live here
+ * too, with the same rules, counted against EMBER_MAX_PY_PROCS instead.
  */
 #include <linux/hashtable.h>
 #include <linux/moduleparam.h>
@@ -65,6 +66,25 @@ struct ember_uw_pending {
 	u32 id, size, filled;
 	void *buf;
 };
+
+/*
+ * Python bindings (EMBER_CMD_PY_BIND): the unwind bindings' sibling, same
+ * rules: one per tgid, for the image (mm) the process had when bound,
+ * replaced whole, published with RCU, freed after a grace period, all
+ * dropped at session stop. Counted, not accounted in unwind_mem_max: at
+ * most EMBER_MAX_PY_PROCS of them, ~150 bytes each.
+ */
+struct ember_py_binding {
+	struct hlist_node node;		/* ember_py_bindings, by tgid */
+	struct list_head all;		/* ember_py_all (writers) */
+	pid_t tgid;
+	const struct mm_struct *mm;	/* identity only, never dereferenced */
+	struct ember_py_info info;
+};
+
+static DEFINE_HASHTABLE(ember_py_bindings, EMBER_UW_HASH_BITS);
+static LIST_HEAD(ember_py_all);
+static u32 ember_py_nr;			/* ember_lock */
 
 static DEFINE_HASHTABLE(ember_uw_tables, EMBER_UW_HASH_BITS);
 static DEFINE_HASHTABLE(ember_uw_bindings, EMBER_UW_HASH_BITS);
@@ -333,15 +353,206 @@ int ember_unwind_bind(pid_t tgid, const struct ember_unwind_mapping *m,
 	return 0;
 }
 
+/* ---- Python bindings (writers: ember_lock) ---- */
+
+static struct ember_py_binding *ember_py_find(pid_t tgid)
+{
+	struct ember_py_binding *b;
+
+	hash_for_each_possible_rcu(ember_py_bindings, b, node, tgid)
+		if (b->tgid == tgid)
+			return b;
+	return NULL;
+}
+
+/* A used eval range: code, so above page 0, and inside user space. */
+static bool ember_py_range_bad(u64 start, u64 end)
+{
+	return !start || start >= end || end > TASK_SIZE_MAX;
+}
+
+/*
+ * Every field of a struct ember_py_proc, before anything changes: the
+ * walker then trusts the kinds and the offsets' bounds (not the memory
+ * they lead to, which it reads fault-safe at sample time).
+ */
+static int ember_py_check(const struct ember_py_proc *p,
+			  struct netlink_ext_ack *extack)
+{
+	const u16 offs[] = { p->ts_frame[0], p->ts_frame[1], p->fr_previous,
+			     p->fr_code, p->fr_instr, p->fr_owner,
+			     p->co_firstlineno, p->co_argcount, p->co_flags };
+	unsigned int i;
+
+	if (p->version < 0x030b0000) {
+		NL_SET_ERR_MSG(extack, "PY_PROC version below 3.11 (0x030b0000)");
+		return -EINVAL;
+	}
+	if (p->tstate_kind != EMBER_PY_TS_TLS &&
+	    p->tstate_kind != EMBER_PY_TS_TSD) {
+		NL_SET_ERR_MSG(extack, "PY_PROC tstate_kind unknown");
+		return -EINVAL;
+	}
+	if (p->entry_kind != EMBER_PY_ENTRY_FLAG &&
+	    p->entry_kind != EMBER_PY_ENTRY_SHIM) {
+		NL_SET_ERR_MSG(extack, "PY_PROC entry_kind unknown");
+		return -EINVAL;
+	}
+	if (p->ts_frame_nr < 1 || p->ts_frame_nr > 2 ||
+	    (p->ts_frame_nr == 1 && p->ts_frame[1])) {
+		NL_SET_ERR_MSG(extack,
+			       "PY_PROC ts_frame_nr must be 1 or 2 (ts_frame[1] 0 when 1)");
+		return -EINVAL;
+	}
+	if (p->tstate_kind == EMBER_PY_TS_TSD ?
+	    !p->key_addr || (p->key_addr & 3) ||
+	    p->key_addr > TASK_SIZE_MAX - sizeof(s32) : p->key_addr) {
+		NL_SET_ERR_MSG(extack,
+			       "PY_PROC key_addr must be an aligned user address for EMBER_PY_TS_TSD, 0 otherwise");
+		return -EINVAL;
+	}
+	for (i = 0; i < ARRAY_SIZE(offs); i++)
+		if (offs[i] >= EMBER_PY_MAX_OFFSET) {
+			NL_SET_ERR_MSG(extack,
+				       "PY_PROC struct offsets must be below EMBER_PY_MAX_OFFSET");
+			return -EINVAL;
+		}
+	if (ember_py_range_bad(p->eval_start[0], p->eval_end[0]) ||
+	    ((p->eval_start[1] || p->eval_end[1]) &&
+	     (ember_py_range_bad(p->eval_start[1], p->eval_end[1]) ||
+	      (p->eval_start[1] < p->eval_end[0] &&
+	       p->eval_start[0] < p->eval_end[1])))) {
+		NL_SET_ERR_MSG(extack,
+			       "PY_PROC eval ranges: 0 < start < end <= TASK_SIZE, range 0 set, range 1 unused (0, 0) or disjoint from it");
+		return -EINVAL;
+	}
+	if (p->code_tag_mask & ~7ULL) {
+		NL_SET_ERR_MSG(extack,
+			       "PY_PROC code_tag_mask may only clear the low 3 bits");
+		return -EINVAL;
+	}
+	for (i = 0; i < ARRAY_SIZE(p->__reserved); i++)
+		if (p->__reserved[i]) {
+			NL_SET_ERR_MSG(extack, "PY_PROC reserved fields must be 0");
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* The smallest span [*lo, *lo + *len) holding every (offset, size). */
+static void ember_py_span(const u16 *off, const u8 *size, unsigned int nr,
+			  u16 *lo, u16 *len)
+{
+	unsigned int i, l = U16_MAX, h = 0;
+
+	for (i = 0; i < nr; i++) {
+		l = min_t(unsigned int, l, off[i]);
+		h = max_t(unsigned int, h, off[i] + size[i]);
+	}
+	*lo = l;
+	*len = h - l;
+}
+
+static void ember_py_info_fill(struct ember_py_info *in,
+			       const struct ember_py_proc *p)
+{
+	const u16 fr[] = { p->fr_previous, p->fr_code, p->fr_instr, p->fr_owner };
+	const u8 frsz[] = { 8, 8, 8, 1 };
+	const u16 co[] = { p->co_firstlineno, p->co_argcount, p->co_flags };
+	const u8 cosz[] = { 4, 4, 4 };
+
+	in->p = *p;
+	ember_py_span(fr, frsz, ARRAY_SIZE(fr), &in->fr_lo, &in->fr_len);
+	ember_py_span(co, cosz, ARRAY_SIZE(co), &in->co_lo, &in->co_len);
+}
+
+/*
+ * At the cap, the bindings of processes that exited or exec'ed since
+ * (the agent unbinds them, but may be late or gone) make room first.
+ */
+static void ember_py_reap_stale(void)
+{
+	struct ember_py_binding *b, *tmp;
+	LIST_HEAD(dead);
+
+	list_for_each_entry_safe(b, tmp, &ember_py_all, all) {
+		if (ember_uw_mm_of(b->tgid) == b->mm)
+			continue;
+		hash_del_rcu(&b->node);
+		list_move(&b->all, &dead);
+		ember_py_nr--;
+	}
+	if (list_empty(&dead))
+		return;
+	synchronize_rcu();
+	list_for_each_entry_safe(b, tmp, &dead, all)
+		kfree(b);
+}
+
+/* Bind tgid's CPython (p NULL: unbind). */
+int ember_py_bind(pid_t tgid, const struct ember_py_proc *p,
+		  struct netlink_ext_ack *extack)
+{
+	struct ember_py_binding *old, *b = NULL;
+	const struct mm_struct *mm;
+	int ret;
+
+	if (tgid <= 0) {
+		NL_SET_ERR_MSG(extack, "bad PY_PID");
+		return -EINVAL;
+	}
+	old = ember_py_find(tgid);
+	if (p) {
+		ret = ember_py_check(p, extack);
+		if (ret)
+			return ret;
+		/* a binding without an image would never match: refuse it */
+		mm = ember_uw_mm_of(tgid);
+		if (!mm) {
+			NL_SET_ERR_MSG(extack,
+				       "PY_PID names no running user process");
+			return -ESRCH;
+		}
+		if (!old && ember_py_nr >= EMBER_MAX_PY_PROCS)
+			ember_py_reap_stale();
+		if (!old && ember_py_nr >= EMBER_MAX_PY_PROCS) {
+			NL_SET_ERR_MSG(extack,
+				       "EMBER_MAX_PY_PROCS processes bound to Python already");
+			return -ENOSPC;
+		}
+		b = kzalloc(sizeof(*b), GFP_KERNEL);
+		if (!b)
+			return -ENOMEM;
+		b->tgid = tgid;
+		b->mm = mm;
+		ember_py_info_fill(&b->info, p);
+		list_add(&b->all, &ember_py_all);
+		/* lookups find the newest first (added at the head) */
+		hash_add_rcu(ember_py_bindings, &b->node, tgid);
+		ember_py_nr++;
+	}
+	if (old) {
+		hash_del_rcu(&old->node);
+		list_del(&old->all);
+		ember_py_nr--;
+		synchronize_rcu();
+		kfree(old);
+	}
+	return 0;
+}
+
 /* Session stop and unload: everything goes. ember_lock held. */
 void ember_unwind_clear(void)
 {
+	struct ember_py_binding *pb, *pbtmp;
 	struct ember_uw_binding *b, *btmp;
 	struct ember_uw_table *t, *ttmp;
 	struct hlist_node *tmp;
 	int bkt;
 
 	ember_uw_pending_clear();
+	hash_for_each_safe(ember_py_bindings, bkt, tmp, pb, node)
+		hash_del_rcu(&pb->node);
 	hash_for_each_safe(ember_uw_bindings, bkt, tmp, b, node)
 		hash_del_rcu(&b->node);
 	hash_for_each_safe(ember_uw_tables, bkt, tmp, t, node) {
@@ -349,6 +560,11 @@ void ember_unwind_clear(void)
 		/* the id's own reference, once readers are gone (below) */
 	}
 	synchronize_rcu();
+	list_for_each_entry_safe(pb, pbtmp, &ember_py_all, all) {
+		list_del(&pb->all);
+		kfree(pb);
+	}
+	ember_py_nr = 0;
 	list_for_each_entry_safe(b, btmp, &ember_uw_all_bindings, all)
 		ember_uw_binding_free(b);
 	/* only the ids' references are left now */
@@ -407,4 +623,12 @@ bool ember_unwind_miss_allowed(const struct ember_uw_binding *b, u64 now)
 	if (now - last < 50 * NSEC_PER_MSEC)
 		return false;
 	return atomic64_cmpxchg(&w->last_miss_ns, last, now) == last;
+}
+
+/* tgid's Python binding for its current image, or NULL. */
+const struct ember_py_info *ember_py_lookup(struct task_struct *task)
+{
+	const struct ember_py_binding *b = ember_py_find(task->tgid);
+
+	return b && b->mm == task->mm ? &b->info : NULL;
 }

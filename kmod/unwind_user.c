@@ -10,7 +10,9 @@
  * with the kernel's mask. Either way: nofault reads with page faults disabled,
  * each slot inside the user address range and aligned, frames going up
  * the stack, a bounded number of steps, so a corrupt or hostile stack ends
- * the walk instead of looping or reading kernel memory.
+ * the walk instead of looping or reading kernel memory. In a bound
+ * Python process, a frame in the interpreter loop gives way to the Python
+ * frames it runs (unwind_python.c), in both walks.
  */
 #include <linux/sched.h>
 #include <linux/uaccess.h>
@@ -122,11 +124,31 @@ static u64 ember_entry_ret(struct pt_regs *regs, u64 pac_mask,
 }
 
 /*
+ * One frame at pc (exact: the interrupted instruction, else a return
+ * address) into ips[n], n < max: in the eval loop of a bound Python
+ * process, the Python frames of that activation instead
+ * (unwind_python.c). Returns the new n.
+ */
+static unsigned int ember_put_frame(struct ember_py_walk *py, u64 pc,
+				    bool exact, u64 *ips, unsigned int n,
+				    unsigned int max, u16 *flags)
+{
+	unsigned int m = ember_py_activation(py, exact ? pc : pc - 1, ips, n,
+					     max, flags);
+
+	if (m != n || n >= max)
+		return m;
+	ips[n++] = pc;
+	return n;
+}
+
+/*
  * The frame-pointer walk of a 64-bit task (no tables for it). On arm64 a
  * leaf that has not saved x30 leaves x29 on its caller's record: the
  * caller is then missing, as in perf, rather than guessed from x30.
  */
-static unsigned int ember_walk_fp(struct pt_regs *regs, bool at_entry,
+static unsigned int ember_walk_fp(struct ember_py_walk *py,
+				  struct pt_regs *regs, bool at_entry,
 				  u64 *ips, unsigned int max, u16 *flags)
 {
 	u64 pac_mask = ember_user_pac_mask();
@@ -134,7 +156,7 @@ static unsigned int ember_walk_fp(struct pt_regs *regs, bool at_entry,
 	struct ember_frame64 f;
 	unsigned int n = 0;
 
-	ips[n++] = ember_regs_pc(regs);
+	n = ember_put_frame(py, ember_regs_pc(regs), true, ips, n, max, flags);
 	fp = ember_regs_fp(regs);
 	sp = ember_regs_sp(regs);
 	if (at_entry && n < max) {
@@ -144,7 +166,7 @@ static unsigned int ember_walk_fp(struct pt_regs *regs, bool at_entry,
 			*flags |= EMBER_SF_USER_FAULT;
 			return n;
 		}
-		ips[n++] = ra;
+		n = ember_put_frame(py, ra, false, ips, n, max, flags);
 	}
 	while (fp) {
 		if (n == max) {
@@ -160,7 +182,7 @@ static unsigned int ember_walk_fp(struct pt_regs *regs, bool at_entry,
 		f.ret &= ~pac_mask;
 		if (!f.ret)
 			break;
-		ips[n++] = f.ret;
+		n = ember_put_frame(py, f.ret, false, ips, n, max, flags);
 		/* frames go up the stack; anything else is a loop or garbage */
 		if (f.next && f.next <= fp) {
 			*flags |= EMBER_SF_USER_FAULT;
@@ -241,6 +263,7 @@ static void ember_unwind_want_miss(const struct ember_uw_binding *b, u64 pc,
 struct ember_uw_walk {
 	const struct ember_uw_binding *b;
 	u64 miss_pc;
+	struct ember_py_walk py;
 };
 
 static int ember_uw_read(void *ctx, __u64 addr, __u64 *val)
@@ -381,7 +404,7 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 			w->miss_pc = r.pc;
 			break;
 		}
-		ips[n++] = r.pc;
+		n = ember_put_frame(&w->py, r.pc, r.exact, ips, n, max, flags);
 		if (!m) {
 			*flags |= EMBER_SF_USER_CUT;
 			w->miss_pc = r.pc;
@@ -442,11 +465,13 @@ unsigned int ember_unwind_user(struct pt_regs *regs, bool at_entry,
 	if (!ember_regs_native(regs))
 		return ember_walk_compat(regs, ips, max, flags);
 	rcu_read_lock();
+	w.py.py = ember_py_lookup(current);
 	w.b = ember_unwind_binding(current);
 	if (!w.b) {
+		n = ember_walk_fp(&w.py, regs, at_entry, ips, max, flags);
 		rcu_read_unlock();
 		ember_unwind_want_miss(NULL, 0, miss);
-		return ember_walk_fp(regs, at_entry, ips, max, flags);
+		return n;
 	}
 	n = ember_walk_cfi(&w, regs, at_entry, ips, max, flags);
 	if (w.miss_pc)

@@ -51,11 +51,12 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefin
 FUZZ_INSTR_SRCS := agent/source/record.c agent/aggregate/aggregate.c \
 	agent/aggregate/lock_join.c agent/aggregate/profile_freeze.c \
 	agent/output/output_folded.c agent/unwind/unwind_check.c \
-	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cli/cmd_decode.c
+	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cli/cmd_decode.c \
+	agent/python/py_detect.c agent/python/py_code.c
 FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))
 FUZZ_REST_OBJS := $(filter-out $(FUZZ_INSTR_SRCS:.c=.o),$(AGENT_LIB_OBJS))
 FUZZERS := $(FUZZ_DIR)/fuzz_cfi $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/fuzz_decode \
-	$(FUZZ_DIR)/fuzz_table $(FUZZ_DIR)/fuzz_gopcln
+	$(FUZZ_DIR)/fuzz_table $(FUZZ_DIR)/fuzz_gopcln $(FUZZ_DIR)/fuzz_python
 .PHONY: fuzzers
 fuzzers: $(FUZZERS)
 
@@ -111,3 +112,14 @@ agent/gen/tests/futexstorm: selftests/lock/futexstorm.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $<
+
+# CPython frames in the eBPF backend (selftests/bpf/check-python.sh): the
+# backend on running processes, their unwind tables bound by the agent's
+# unwind service, Python described by the test (not by the agent)
+.PHONY: py-bpf-tests
+py-bpf-tests: agent/gen/tests/py-bpf-dump
+
+agent/gen/tests/py-bpf-dump: selftests/bpf/py-bpf-dump.c $(AGENT_LIB_OBJS)
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(AGENT_LIB_OBJS) $(AGENT_LDLIBS) $(LDFLAGS)

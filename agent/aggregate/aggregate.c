@@ -278,9 +278,20 @@ static void entry_add_time(struct profile_builder *pb, struct agg_entry *e,
 
 uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user)
 {
-	for (uint16_t i = 0; i < nr_user; i++)
+	for (uint16_t i = 0; i < nr_user; i++) {
+		uint64_t tag = EMBER_IP_TAG(user_ips[i]);
+
+		if (tag == EMBER_IP_TAG(EMBER_IP_PY)) {
+			if (i + 1 >= nr_user || !EMBER_IP_VALUE(user_ips[i]))
+				return i;
+			i++;	/* its word: any value */
+			continue;
+		}
+		if (tag == EMBER_IP_TAG(EMBER_IP_PY_CUT))
+			continue;
 		if (user_ips[i] >= PB_USER_ADDR_LIMIT || (i && !user_ips[i]))
 			return i;
+	}
 	return nr_user;
 }
 

@@ -120,6 +120,12 @@ void pb_get_counters(const struct profile_builder *pb, struct pb_counters *c);
  * (the outermost frame): it ends the stack there, not cut.
  */
 #define PB_USER_ADDR_LIMIT	(1ull << 56)
+/*
+ * Python slots (include/uapi/ember.h) are tagged above that limit and
+ * are kept: EMBER_IP_PY | code (a code address, not 0) with the word
+ * after it, and EMBER_IP_PY_CUT | reason. A PY slot without its word
+ * (the last one) ends the stack before it.
+ */
 uint16_t pb_user_frames_valid(const __u64 *user_ips, uint16_t nr_user);
 
 /*

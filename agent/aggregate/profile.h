@@ -33,6 +33,8 @@ enum prof_frame_kind {
 	PROF_FRAME_NATIVE,
 	PROF_FRAME_JIT,		/* from /tmp/perf-PID.map */
 	PROF_FRAME_UNKNOWN,	/* no mapping, or nothing resolved */
+	PROF_FRAME_PYTHON,	/* a CPython frame (EMBER_IP_PY): function is
+				 * co_qualname, source_file co_filename */
 };
 
 /*
@@ -258,7 +260,11 @@ static inline const char *prof_group_name(const struct prof_process *p,
 const char *prof_lock_kind(uint8_t kind, uint16_t flags,
 			   const struct prof_frame *const *frames, size_t nr);
 
-/* How an output shows a frame: function name, else "file+0xoff", else "0xaddr". */
+/*
+ * How an output shows a frame: function name, else "file+0xoff", else
+ * "0xaddr"; a Python frame as "qualname (file.py:line)" (the file's base
+ * name; its line when known).
+ */
 const char *prof_frame_label(const struct profile *p, const struct prof_frame *f);
 
 #endif /* EMBER_PROFILE_H */

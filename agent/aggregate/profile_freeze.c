@@ -19,6 +19,9 @@
 
 /* ---- freezing: symbolization into a struct profile -------------------- */
 
+/* a Python frame's label: a 1 KiB name, a 4 KiB file's base name, a line */
+#define PY_LABEL_MAX	(1024 * 4 + 1024 + 32)
+
 /* Everything a profile owns, freed at once by profile_free(). */
 struct arena_chunk {
 	struct arena_chunk *next;
@@ -69,6 +72,7 @@ static const char *arena_strdup(struct profile_impl *pi, const char *s)
 struct addr_entry {
 	struct addr_entry *next;
 	uint64_t addr;
+	uint64_t word;		/* a Python slot's second word, else 0 */
 	uint32_t pid;		/* UINT32_MAX for kernel addresses */
 	bool is_return;
 	uint32_t nr;
@@ -95,6 +99,7 @@ static void frame_freeze(struct prof_frame *to, const struct sym_frame *f)
 		[SYM_FRAME_NATIVE] = PROF_FRAME_NATIVE,
 		[SYM_FRAME_JIT] = PROF_FRAME_JIT,
 		[SYM_FRAME_UNKNOWN] = PROF_FRAME_UNKNOWN,
+		[SYM_FRAME_PYTHON] = PROF_FRAME_PYTHON,
 	};
 
 	*to = (struct prof_frame){
@@ -114,23 +119,40 @@ static void frame_freeze(struct prof_frame *to, const struct sym_frame *f)
 	};
 }
 
-static struct addr_entry *resolve(struct profile_builder *pb,
-				  struct profile_impl *pi,
-				  struct addr_cache *ac, uint32_t pid,
-				  uint64_t addr, bool is_return)
+/* "[python cut]": where a backend's Python walk stopped (EMBER_IP_PY_CUT) */
+#define PY_CUT_FRAME	"[python cut]"
+
+static struct addr_entry *resolve_word(struct profile_builder *pb,
+				       struct profile_impl *pi,
+				       struct addr_cache *ac, uint32_t pid,
+				       uint64_t addr, bool is_return,
+				       uint64_t word)
 {
-	uint64_t h = pb_mix64(pb_mix64(0, addr), ((uint64_t)pid << 1) | is_return);
+	uint64_t h = pb_mix64(pb_mix64(pb_mix64(0, addr), word),
+			      ((uint64_t)pid << 1) | is_return);
 	struct addr_entry *e;
 	struct sym_frame tmp[PB_MAX_INLINE];
 	struct prof_frame *copy;
 	bool kernel = pid == UINT32_MAX;
+	uint64_t tag = kernel ? 0 : EMBER_IP_TAG(addr);
 	int n = 0;
 
 	for (e = ac->b[h & (ac->n - 1)]; e; e = e->next)
-		if (e->addr == addr && e->pid == pid && e->is_return == is_return)
+		if (e->addr == addr && e->word == word && e->pid == pid &&
+		    e->is_return == is_return)
 			return e;
 
-	if (pb->sym) {
+	if (tag == EMBER_IP_TAG(EMBER_IP_PY)) {
+		sym_resolve_python(pb->sym, pid, EMBER_IP_VALUE(addr), word, tmp);
+		if (!tmp[0].function)
+			tmp[0].function = SYM_PY_UNKNOWN;
+		n = 1;
+	} else if (tag == EMBER_IP_TAG(EMBER_IP_PY_CUT)) {
+		memset(tmp, 0, sizeof(tmp[0]));
+		tmp[0].kind = SYM_FRAME_PYTHON;
+		tmp[0].function = PY_CUT_FRAME;
+		n = 1;
+	} else if (pb->sym) {
 		if (kernel)
 			n = sym_resolve_kernel(pb->sym, is_return ? addr - 1 : addr,
 					       tmp, PB_MAX_INLINE);
@@ -157,12 +179,39 @@ static struct addr_entry *resolve(struct profile_builder *pb,
 		e->frames[i] = &copy[i];
 	}
 	e->addr = addr;
+	e->word = word;
 	e->pid = pid;
 	e->is_return = is_return;
 	e->nr = n;
 	e->next = ac->b[h & (ac->n - 1)];
 	ac->b[h & (ac->n - 1)] = e;
 	return e;
+}
+
+static struct addr_entry *resolve(struct profile_builder *pb,
+				  struct profile_impl *pi,
+				  struct addr_cache *ac, uint32_t pid,
+				  uint64_t addr, bool is_return)
+{
+	return resolve_word(pb, pi, ac, pid, addr, is_return, 0);
+}
+
+/* The second slot of a Python frame: it resolves to no frame. */
+static struct addr_entry no_frames;
+
+/*
+ * The frames of user slot ips[i] (of n): a Python slot takes the slot
+ * after it too, whose entry (*second) is then no_frames.
+ */
+static struct addr_entry *resolve_user(struct profile_builder *pb,
+				       struct profile_impl *pi,
+				       struct addr_cache *ac, uint32_t pid,
+				       const uint64_t *ips, size_t i, size_t n,
+				       bool is_return, bool *second)
+{
+	*second = EMBER_IP_TAG(ips[i]) == EMBER_IP_TAG(EMBER_IP_PY) && i + 1 < n;
+	return resolve_word(pb, pi, ac, pid, ips[i], *second ? false : is_return,
+			    *second ? ips[i + 1] : 0);
 }
 
 /* container.id from the cgroup path (container.c knows the runtimes). */
@@ -593,13 +642,18 @@ static int lock_frames(struct profile_builder *pb, struct profile_impl *pi,
 	ps->lock_name = lock_name(pb, pi, e);
 	ps->lock_waker = e->has_waker;
 	for (size_t i = 0; e->has_waker && i < wk_nips; i++) {
+		bool second = false;
+
 		/* resolve() caches: the second pass below costs a lookup */
-		ae = resolve(pb, pi, ac, i < e->wk_nr_kernel ? UINT32_MAX :
-			     e->wk_pid, ips[i], i < e->wk_nr_kernel ? i > 0 :
-			     i > e->wk_nr_kernel);
+		if (i < e->wk_nr_kernel)
+			ae = resolve(pb, pi, ac, UINT32_MAX, ips[i], i > 0);
+		else
+			ae = resolve_user(pb, pi, ac, e->wk_pid, ips, i, wk_nips,
+					  i > e->wk_nr_kernel, &second);
 		if (!ae)
 			return -ENOMEM;
 		nr_wk += ae->nr;
+		i += second;
 	}
 	if (e->has_waker) {
 		wk = arena_alloc(pi, (nr_wk + 1) * sizeof(*wk));
@@ -607,13 +661,17 @@ static int lock_frames(struct profile_builder *pb, struct profile_impl *pi,
 			return -ENOMEM;
 		nr_wk = 0;
 		for (size_t i = 0; i < wk_nips; i++) {
-			bool kernel = i < e->wk_nr_kernel;
+			bool kernel = i < e->wk_nr_kernel, second = false;
 			bool is_ret = kernel ? i > 0 : i > e->wk_nr_kernel;
 
-			ae = resolve(pb, pi, ac, kernel ? UINT32_MAX : e->wk_pid,
-				     ips[i], is_ret);
+			if (kernel)
+				ae = resolve(pb, pi, ac, UINT32_MAX, ips[i], is_ret);
+			else
+				ae = resolve_user(pb, pi, ac, e->wk_pid, ips, i,
+						  wk_nips, is_ret, &second);
 			if (!ae)
 				return -ENOMEM;
+			i += second;
 			for (uint32_t j = 0; j < ae->nr; j++) {
 				struct prof_frame *c = arena_alloc(pi, sizeof(*c));
 
@@ -660,16 +718,21 @@ static int freeze_entry(struct profile_builder *pb, struct profile_impl *pi,
 	size_t nips = (size_t)e->nr_kernel + e->nr_user, nr = 0, user = 0;
 
 	for (size_t i = 0; i < nips; i++) {
-		bool kernel = i < e->nr_kernel;
+		bool kernel = i < e->nr_kernel, second = false;
 		/* the first address of each run is an exact IP, the rest
 		 * return addresses */
 		bool is_ret = kernel ? i > 0 : i > e->nr_kernel;
 
-		ae[i] = resolve(pb, pi, ac, kernel ? UINT32_MAX : e->pid,
-				e->ips[i], is_ret);
+		if (kernel)
+			ae[i] = resolve(pb, pi, ac, UINT32_MAX, e->ips[i], is_ret);
+		else
+			ae[i] = resolve_user(pb, pi, ac, e->pid, e->ips, i, nips,
+					     is_ret, &second);
 		if (!ae[i])
 			return -ENOMEM;
 		nr += ae[i]->nr;
+		if (second)
+			ae[++i] = &no_frames;
 	}
 	frames = arena_alloc(pi, (nr + 1) * sizeof(*frames));
 	if (!frames)
@@ -848,6 +911,22 @@ void profile_free(struct profile *p)
  * into a small ring of thread-local buffers: copy the string before the
  * 16th next call.
  */
+/* "qualname (file.py:line)": names are bounded (agent/python/python.h) */
+static const char *python_label(const struct prof_frame *f)
+{
+	static __thread char bufs[4][PY_LABEL_MAX];
+	static __thread unsigned int next;
+	const char *base = strrchr(f->source_file, '/');
+	char *buf = bufs[next++ % 4];
+
+	base = base ? base + 1 : f->source_file;
+	if (f->line)
+		snprintf(buf, PY_LABEL_MAX, "%s (%s:%u)", f->function, base, f->line);
+	else
+		snprintf(buf, PY_LABEL_MAX, "%s (%s)", f->function, base);
+	return buf;
+}
+
 const char *prof_frame_label(const struct profile *p, const struct prof_frame *f)
 {
 	static __thread char bufs[16][128];
@@ -855,6 +934,8 @@ const char *prof_frame_label(const struct profile *p, const struct prof_frame *f
 	char *buf;
 
 	(void)p;
+	if (f->kind == PROF_FRAME_PYTHON && f->function && f->source_file)
+		return python_label(f);
 	if (f->function && f->function[0])
 		return f->function;
 	buf = bufs[next++ % 16];

@@ -61,7 +61,7 @@ struct enc {
 	struct table t[T__COUNT];
 	int32_t s_thread_id, s_thread_name, s_frame_type, s_build_id, s_state;
 	int32_t s_lock_addr, s_lock_id, s_lock_kind, s_lock_name;
-	int32_t a_frame_kernel, a_frame_native;
+	int32_t a_frame_kernel, a_frame_native, a_frame_python;
 	uint64_t start_ns, end_ns;	/* covers meta and every timestamp */
 	int err;
 };
@@ -125,13 +125,20 @@ static int32_t lazy_str(struct enc *e, int32_t *slot, const char *s)
 static int32_t attr_idx(struct enc *e, int32_t key, bool is_int, int64_t ival,
 			const char *sval);
 
-static int32_t frame_type_attr(struct enc *e, bool kernel)
+/*
+ * The semantic conventions' profile.frame.type: "kernel", "native", and
+ * "cpython" for a CPython interpreter frame.
+ */
+static int32_t frame_type_attr(struct enc *e, enum prof_frame_kind kind)
 {
-	int32_t *slot = kernel ? &e->a_frame_kernel : &e->a_frame_native;
+	int32_t *slot = kind == PROF_FRAME_KERNEL ? &e->a_frame_kernel :
+			kind == PROF_FRAME_PYTHON ? &e->a_frame_python :
+			&e->a_frame_native;
 
 	if (*slot < 0)
 		*slot = attr_idx(e, lazy_str(e, &e->s_frame_type, "profile.frame.type"),
-				 false, 0, kernel ? "kernel" : "native");
+				 false, 0, kind == PROF_FRAME_KERNEL ? "kernel" :
+				 kind == PROF_FRAME_PYTHON ? "cpython" : "native");
 	return *slot;
 }
 
@@ -434,7 +441,7 @@ static int32_t loc_idx(struct enc *e, const struct prof_frame *const *frames,
 		n = MAX_INLINE;
 	c.mapping = map_idx(e, outer);
 	c.address = outer->address;
-	c.kind_attr = frame_type_attr(e, outer->kind == PROF_FRAME_KERNEL);
+	c.kind_attr = frame_type_attr(e, outer->kind);
 	for (uint32_t i = 0; i < n; i++) {
 		/* Unresolved frames carry no line: the backend can
 		 * re-symbolize from mapping, address and build id. */
@@ -974,7 +981,7 @@ int otlp_encode_request(const struct profile *p,
 	e.s_thread_id = e.s_thread_name = e.s_frame_type = e.s_build_id = -1;
 	e.s_state = -1;
 	e.s_lock_addr = e.s_lock_id = e.s_lock_kind = e.s_lock_name = -1;
-	e.a_frame_kernel = e.a_frame_native = -1;
+	e.a_frame_kernel = e.a_frame_native = e.a_frame_python = -1;
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(&req);
 	counts = calloc(nr_slots * PROF_EV__COUNT, sizeof(*counts));
 	if (!counts)

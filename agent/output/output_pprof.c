@@ -162,7 +162,10 @@ static int64_t function_id(struct builder *b, const struct prof_frame *f)
 
 	if (b->failed)
 		return -ENOMEM;
-	key.name = intern(b, prof_frame_label(b->prof, f));
+	/* a Python frame's function is its qualname; file and line are
+	 * the Function's filename and the Line's line */
+	key.name = intern(b, f->kind == PROF_FRAME_PYTHON && f->function ?
+			  f->function : prof_frame_label(b->prof, f));
 	key.filename = intern(b, f->source_file);
 	if (key.name < 0 || key.filename < 0)
 		return -ENOMEM;

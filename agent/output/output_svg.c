@@ -58,6 +58,7 @@ enum node_kind {
 	NODE_NATIVE = PROF_FRAME_NATIVE,
 	NODE_JIT = PROF_FRAME_JIT,
 	NODE_UNKNOWN = PROF_FRAME_UNKNOWN,
+	NODE_PYTHON = PROF_FRAME_PYTHON,
 	NODE_META,		/* all, comm, [cpu]/[offcpu] */
 };
 
@@ -65,12 +66,13 @@ enum node_kind {
 static const char *const kind_text[] = {
 	[NODE_KERNEL] = " \xc2\xb7 kernel", [NODE_NATIVE] = " \xc2\xb7 user",
 	[NODE_JIT] = " \xc2\xb7 JIT", [NODE_UNKNOWN] = " \xc2\xb7 unresolved",
+	[NODE_PYTHON] = " \xc2\xb7 Python",
 	[NODE_META] = "",
 };
 
 static const char *const kind_class[] = {
 	[NODE_KERNEL] = "k", [NODE_NATIVE] = "n", [NODE_JIT] = "j",
-	[NODE_UNKNOWN] = "u", [NODE_META] = "m",
+	[NODE_UNKNOWN] = "u", [NODE_PYTHON] = "p", [NODE_META] = "m",
 };
 
 struct node {
@@ -224,7 +226,7 @@ static int add_sample(struct tree *t, const struct prof_sample *s)
 		const char *label = f ? prof_frame_label(t->prof, f) : NULL;
 		unsigned int kind = f ? f->kind : PROF_FRAME_UNKNOWN;
 
-		if (kind > PROF_FRAME_UNKNOWN)
+		if (kind > PROF_FRAME_PYTHON)
 			kind = PROF_FRAME_UNKNOWN;
 		/* a lock wait's [lock ...] and [waker COMM] are ember's own */
 		if (s->event == PROF_EV_LOCK && f && kind == PROF_FRAME_UNKNOWN &&
@@ -454,6 +456,9 @@ static void frame_fill(const struct tree *t, const struct node *n, char buf[32])
 		break;
 	case NODE_JIT:		/* green */
 		snprintf(buf, 32, "rgb(%u,%u,%u)", 60 + a % 60, 185 + b % 50, 60 + a % 40);
+		break;
+	case NODE_PYTHON:	/* blue to teal */
+		snprintf(buf, 32, "rgb(%u,%u,%u)", 60 + a % 40, 120 + b % 60, 200 + a % 50);
 		break;
 	case NODE_UNKNOWN:	/* grey */
 		snprintf(buf, 32, "rgb(%u,%u,%u)", 165 + a % 30, 165 + a % 30, 165 + a % 30);

@@ -353,6 +353,7 @@ static void configure(struct ember_source *s, struct ember_bpf *skel)
 	bpf_alloc_configure(s, skel);
 	bpf_lifecycle_configure(s, skel);
 	bpf_lock_configure(s, skel);
+	bpf_python_configure(s, skel);
 }
 
 /*
@@ -555,6 +556,7 @@ static int bpf_stop(struct ember_source *s)
 {
 	bpf_alloc_detach(s);
 	bpf_lock_detach(s);
+	bpf_python_clear(s);
 	for (int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
@@ -798,5 +800,6 @@ const struct ember_source_ops ember_source_bpf = {
 	.unwind_load = bpf_op_unwind_load,
 	.unwind_drop = bpf_op_unwind_drop,
 	.unwind_bind = bpf_op_unwind_bind,
+	.py_bind = bpf_py_bind,
 	.alloc_pid_follows_exec = true,
 };

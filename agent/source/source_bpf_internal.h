@@ -12,6 +12,7 @@
  *   source_bpf_lock.c       lock contention: futex, lock:contention_*,
  *                           sched_waking
  *   source_bpf_filter.c     pid and cgroup filters
+ *   source_bpf_python.c     Python frames: the py_procs map (py_bind)
  * Calls go one way, from source_bpf.c to the others: what they share
  * (say(), attach_tp(), attach_perf_link()) is static inline here.
  */
@@ -190,5 +191,11 @@ void bpf_lock_detach(struct ember_source *s);
 
 int bpf_set_filter(struct ember_source *s, const uint32_t *pids,
 		   size_t nr_pids, uint64_t cgroup_id);
+
+void bpf_python_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_py_proc_check(const struct ember_py_proc *p, char *err, size_t err_len);
+int bpf_py_bind(struct ember_source *s, uint32_t pid,
+		const struct ember_py_proc *py, char *err, size_t err_len);
+void bpf_python_clear(struct ember_source *s);
 
 #endif /* EMBER_SOURCE_BPF_INTERNAL_H */

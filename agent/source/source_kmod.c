@@ -944,6 +944,40 @@ static int kmod_unwind_bind(struct ember_source *src, uint32_t pid,
 }
 
 /*
+ * EMBER_CMD_PY_BIND (py NULL unbinds). On the unwind socket, like
+ * unwind_bind: the module checks every field and says what it refused in
+ * the extack message, which lands in err.
+ */
+static int kmod_py_bind(struct ember_source *src, uint32_t pid,
+			const struct ember_py_proc *py, char *err,
+			size_t err_len)
+{
+	struct nl_msg *msg;
+	int r = -EIO;
+
+	if (!(src->info.caps & EMBER_CAP_PYTHON)) {
+		if (err)
+			snprintf(err, err_len,
+				 "this ember module does not walk Python frames (older than EMBER_CAP_PYTHON): load a newer ember.ko, or use --backend bpf");
+		return -EOPNOTSUPP;
+	}
+	pthread_mutex_lock(&src->uw_lock);
+	if (kmod_uw_sock(src)) {
+		msg = kmod_unwind_msg(src, EMBER_CMD_PY_BIND,
+				      py ? sizeof(*py) : 0);
+		if (msg && !nla_put_u32(msg, EMBER_A_PY_PID, pid) &&
+		    (!py || !nla_put(msg, EMBER_A_PY_PROC, (int)sizeof(*py), py)))
+			r = kmod_unwind_send(src, msg, err, err_len);
+		else
+			nlmsg_free(msg), r = -ENOMEM;
+	} else if (err) {
+		snprintf(err, err_len, "cannot open a netlink socket to the module");
+	}
+	pthread_mutex_unlock(&src->uw_lock);
+	return r;
+}
+
+/*
  * A module older than in-use under -p cannot follow blocks to their
  * free: its caller hands it the entry points alone.
  */
@@ -1042,4 +1076,5 @@ const struct ember_source_ops ember_source_kmod = {
 	.alloc_attach = kmod_alloc_attach,
 	.alloc_follows_free = kmod_alloc_follows_free,
 	.lock_caps = kmod_lock_caps,
+	.py_bind = kmod_py_bind,
 };

@@ -35,6 +35,7 @@
 #include "proc/proc.h"
 #include "lib/clock.h"
 #include "lib/safe_file.h"
+#include "python/python.h"
 #include "symbolize/symbolize_internal.h"
 
 #define DEFAULT_CACHE_BYTES (32u << 20)	/* "tens of MB" for the whole agent */
@@ -85,6 +86,11 @@ struct sym_proc {
 	size_t nr_old_maps;
 	struct sym_perfmap *jit;
 	const char *jit_name;	/* "/tmp/perf-PID.map", interned */
+	/* CPython's code objects (python/), looked for at the first
+	 * Python frame of the image */
+	struct py_names *py;
+	bool py_tried;		/* refused: not again for this image */
+	uint64_t py_tried_ns;	/* not found (yet): again after PY_RETRY_NS */
 };
 
 struct symbolizer {
@@ -188,6 +194,7 @@ static void proc_free(struct symbolizer *s, struct sym_proc *p)
 	proc_drop_maps(s, p->maps, p->nr_maps);
 	proc_drop_maps(s, p->old_maps, p->nr_old_maps);
 	sym_perfmap_free(p->jit);
+	py_names_free(p->py);
 	free(p);
 }
 
@@ -590,6 +597,11 @@ static void proc_exec(struct symbolizer *s, void **slot, uint32_t pid)
 	}
 	p->exited = false;
 	p->jit_tried = false;
+	/* a new image: its interpreter (if any) is found again */
+	py_names_free(p->py);
+	p->py = NULL;
+	p->py_tried = false;
+	p->py_tried_ns = 0;
 	if (p->maps_read) {
 		/* A new image: the old one becomes the fallback generation. */
 		proc_drop_maps(s, p->old_maps, p->nr_old_maps);
@@ -672,12 +684,24 @@ void sym_process_refresh(struct symbolizer *s, uint32_t pid)
 		proc_refresh(s, proc_get(s, pid));
 }
 
+static void py_warm(struct symbolizer *s, struct sym_proc *p,
+		    const uint64_t *ips, size_t n);
+
 static void proc_check(struct symbolizer *s, struct sym_proc *p,
 		       const uint64_t *ips, size_t n)
 {
 	if (!p || p->exited || !p->maps_read)
 		return;
+	py_warm(s, p, ips, n);
 	for (size_t i = 0; i < n; i++) {
+		/* Python slots are not code addresses (a PY slot is followed
+		 * by its word) */
+		if (EMBER_IP_TAG(ips[i]) == EMBER_IP_TAG(EMBER_IP_PY)) {
+			i++;
+			continue;
+		}
+		if (EMBER_IP_TAG(ips[i]) == EMBER_IP_TAG(EMBER_IP_PY_CUT))
+			continue;
 		if (!map_find(p->maps, p->nr_maps, ips[i])) {
 			proc_refresh(s, p);
 			return;
@@ -1011,6 +1035,108 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 	else
 		s->misses++;
 	return n;
+}
+
+/* ---- Python frames (python/) ---- */
+
+/* A process with Python slots whose interpreter was not found (libc not
+ * mapped yet, maps unreadable for a moment) is looked at again after: */
+#define PY_RETRY_NS	(200 * 1000000ull)
+
+/* The executable mappings, copied (py_detect() takes an array). */
+struct py_maps {
+	struct sym_map_line v[512];
+	char paths[512][128];
+	uint32_t n;
+};
+
+static bool py_maps_add(void *ctx, struct sym_map_line *m)
+{
+	struct py_maps *pm = ctx;
+	size_t len = m->path_len < 127 ? m->path_len : 127;
+
+	if (pm->n == 512)
+		return false;
+	pm->v[pm->n] = *m;
+	memcpy(pm->paths[pm->n], m->path, len);
+	pm->paths[pm->n][len] = 0;
+	pm->v[pm->n].path = pm->paths[pm->n];
+	pm->v[pm->n].path_len = len;
+	pm->n++;
+	return true;
+}
+
+/*
+ * The process's interpreter, found once per image while it lives (its
+ * code objects cannot be read after). A process the unwind worker
+ * refused is refused here too, silently: the worker said why.
+ */
+static struct py_names *py_get(struct symbolizer *s, struct sym_proc *p)
+{
+	struct py_maps *pm;
+	struct py_target t;
+	char err[256];
+	int r;
+
+	(void)s;
+	if (p->py || p->py_tried || p->exited ||
+	    (p->py_tried_ns && mono_ns() - p->py_tried_ns < PY_RETRY_NS))
+		return p->py;
+	p->py_tried_ns = mono_ns();
+	pm = calloc(1, sizeof(*pm));
+	if (!pm)
+		return NULL;
+	r = proc_maps_read(NULL, p->pid, py_maps_add, pm, NULL) ? 0 :
+	    py_detect(p->pid, pm->v, pm->n, &t, err, sizeof(err));
+	if (r == 1)
+		p->py = py_names_new(p->pid, &t.lay);
+	else if (r < 0)
+		p->py_tried = true;
+	free(pm);
+	return p->py;
+}
+
+/*
+ * A new stack's Python frames, named now while the process lives: the
+ * cache keeps them for the freeze (by code address and check, so a
+ * code object freed since is still named as it was when sampled).
+ */
+static void py_warm(struct symbolizer *s, struct sym_proc *p,
+		    const uint64_t *ips, size_t n)
+{
+	struct py_frame f;
+
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (EMBER_IP_TAG(ips[i]) != EMBER_IP_TAG(EMBER_IP_PY))
+			continue;
+		if (!py_get(s, p))
+			return;
+		py_names_resolve(p->py, EMBER_IP_VALUE(ips[i]), ips[i + 1], &f);
+		i++;
+	}
+}
+
+void sym_resolve_python(struct symbolizer *s, uint32_t pid, uint64_t code,
+			uint64_t word, struct sym_frame *out)
+{
+	struct sym_proc *p = s ? proc_get(s, pid) : NULL;
+	struct py_frame f;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = SYM_FRAME_PYTHON;
+	out->address = code;
+	if (!s)
+		return;
+	s->lookups++;
+	if (p && py_get(s, p) && py_names_resolve(p->py, code, word, &f)) {
+		out->function = sym_intern(s->strings, f.name);
+		out->source_file = f.file ? sym_intern(s->strings, f.file) : NULL;
+		out->line = f.line > 0 ? (uint32_t)f.line : 0;
+		s->hits++;
+		return;
+	}
+	out->function = sym_intern(s->strings, SYM_PY_UNKNOWN);
+	s->misses++;
 }
 
 /* /proc/kallsyms once: kernel symbols change only with modules. */

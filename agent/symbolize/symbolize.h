@@ -22,6 +22,8 @@ enum sym_frame_kind {
 	SYM_FRAME_NATIVE,
 	SYM_FRAME_JIT,		/* from /tmp/perf-PID.map */
 	SYM_FRAME_UNKNOWN,	/* no mapping, or nothing resolved */
+	SYM_FRAME_PYTHON,	/* a CPython frame: function = co_qualname,
+				 * source_file = co_filename, line */
 };
 
 /*
@@ -144,6 +146,15 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 		     bool is_return, struct sym_frame *out, int max);
 int sym_resolve_kernel(struct symbolizer *s, uint64_t addr,
 		       struct sym_frame *out, int max);
+/*
+ * A Python frame: the EMBER_IP_PY slot's code address and the slot after
+ * it (check << 32 | byte offset), include/uapi/ember.h. Always one frame:
+ * SYM_FRAME_PYTHON, named "[unknown python code]" (SYM_PY_UNKNOWN) when
+ * the code object cannot be read or is not the one sampled.
+ */
+#define SYM_PY_UNKNOWN	"[unknown python code]"
+void sym_resolve_python(struct symbolizer *s, uint32_t pid, uint64_t code,
+			uint64_t word, struct sym_frame *out);
 
 /*
  * The kernel data symbol addr lies in (a static lock, or the static

@@ -15,6 +15,7 @@
 #include "lib/clock.h"
 #include "lib/safe_file.h"
 #include "proc/proc_maps.h"
+#include "python/python.h"
 #include "unwind/unwind_bind.h"
 
 /*
@@ -58,11 +59,20 @@ static void release_owners(struct unwind_bindings *ub, struct unwind_proc *up)
 	up->nr_owners = 0;
 }
 
+static void py_unbind(struct unwind_bindings *ub, struct unwind_proc *up)
+{
+	if (up->py && ub->ops->py_bind)
+		ub->ops->py_bind(ub->src, up->pid, NULL, NULL, 0);
+	free(up->py);
+	up->py = NULL;
+}
+
 /* Unbind, if bound: an exec that died before its binding has none. */
 void unwind_proc_unbind(struct unwind_bindings *ub, struct unwind_proc *up)
 {
 	if (up->bound_ns)
 		ub->ops->unwind_bind(ub->src, up->pid, NULL, 0, NULL, 0);
+	py_unbind(ub, up);
 	release_owners(ub, up);
 	up->bound_ns = up->recheck_ns = up->exec_ns = 0;
 }
@@ -70,6 +80,7 @@ void unwind_proc_unbind(struct unwind_bindings *ub, struct unwind_proc *up)
 void unwind_proc_free(struct unwind_bindings *ub, struct unwind_proc *up)
 {
 	release_owners(ub, up);
+	free(up->py);
 	if (up->prev)
 		up->prev->next = up->next;
 	else
@@ -254,6 +265,72 @@ static void bind_add(struct unwind_bindings *ub, struct bind_buf *b,
 }
 
 /*
+ * A CPython the walker cannot walk is said once per version and run (a
+ * host of them must not flood stderr), and so is a backend that refuses
+ * Python bindings. Worker thread only.
+ */
+#define PY_WARNED_MAX	16
+
+static void py_warn(struct unwind_bindings *ub, uint32_t pid, uint32_t version,
+		    const char *why)
+{
+	static uint32_t warned[PY_WARNED_MAX];
+	static uint32_t nr_warned;
+
+	for (uint32_t i = 0; i < nr_warned; i++)
+		if (warned[i] == version)
+			return;
+	if (nr_warned == PY_WARNED_MAX)
+		return;
+	warned[nr_warned++] = version;
+	(void)ub;
+	fprintf(stderr, "ember: pid %u: %s; its Python frames stay native "
+		"(said once per version)\n", pid, why);
+}
+
+/*
+ * Find CPython among the process's mappings and bind (or rebind, or
+ * unbind) it in the backend: at each new binding of the maps, so an
+ * exec, a dlopen'ed libpython and a process first seen by a sample or
+ * by -p are all covered. A backend without the op skips it.
+ */
+static void py_bind_maps(struct unwind_bindings *ub, struct unwind_proc *up,
+			 const struct exec_maps *em)
+{
+	struct py_target t;
+	char err[256] = "", msg[320];
+	int r;
+
+	if (!ub->ops->py_bind || ub->no_python)
+		return;
+	r = py_detect(up->pid, em->v, em->n, &t, err, sizeof(err));
+	if (r != 1) {
+		if (r < 0) {
+			snprintf(msg, sizeof(msg), "%s: %s", t.file, err);
+			py_warn(ub, up->pid, t.proc.version ? t.proc.version : 1, msg);
+		}
+		py_unbind(ub, up);
+		return;
+	}
+	/* bound again at each new binding of the maps, even when unchanged:
+	 * an exec may have dropped the backend's copy */
+	if (!up->py && !(up->py = malloc(sizeof(*up->py))))
+		return;
+	r = ub->ops->py_bind(ub->src, up->pid, &t.proc, err, sizeof(err));
+	if (r) {
+		free(up->py);
+		up->py = NULL;
+		if (r != -ESRCH) {
+			snprintf(msg, sizeof(msg), "the backend cannot walk it: %s",
+				 err[0] ? err : strerror(-r));
+			py_warn(ub, up->pid, 0, msg);
+		}
+		return;
+	}
+	*up->py = t.proc;
+}
+
+/*
  * Bind pid's mappings as /proc/PID/maps shows them now, in up, or when up
  * is NULL in the binding of the process a record at time_ns names. 1: a
  * new binding, 0: nothing changed, < 0: an error (-ESRCH: gone).
@@ -303,6 +380,7 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 		pb->bound_ns = now;
 		pb->rechecks = 0;
 		pb->recheck_ns = now + recheck_ms[0] * 1000000ull;
+		py_bind_maps(ub, pb, &em);
 		r = 1;
 	} else if (r != -ESRCH) {
 		fprintf(stderr, "ember: cannot bind unwind tables of pid %u: %s\n",

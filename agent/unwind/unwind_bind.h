@@ -49,6 +49,7 @@ struct unwind_proc {
 	uint64_t recheck_ns;		/* next follow-up read of its maps, 0: none */
 	uint64_t exec_ns;		/* its exec record, until the first binding */
 	uint32_t rechecks;		/* follow-ups done since the last change */
+	struct ember_py_proc *py;	/* CPython bound in the backend, or NULL */
 	uint32_t *owners;		/* table_cache entries it holds refs on */
 	uint32_t nr_owners;
 	struct unwind_proc *prev, *next;	/* ub->live (worker) */
@@ -64,6 +65,7 @@ struct unwind_bindings {
 	struct unwind_proc *live;	/* every binding this thread owns */
 	struct unwind_proc *spare;	/* allocated, not yet attached */
 	uint32_t nr_live;
+	bool no_python;			/* unwind_service_opts.no_python */
 };
 
 /* ---- unwind_bind.c: bindings (worker thread only) ---- */

@@ -53,6 +53,11 @@ struct unwind_service_opts {
 	/* the persistent table cache (table_store.h); NULL or "": none */
 	const char *table_dir;
 	uint64_t table_max;		/* its size cap in bytes; 0: default */
+	/*
+	 * Do not look for CPython (agent/python/): native frames only. For
+	 * tests that bind a struct ember_py_proc of their own.
+	 */
+	bool no_python;
 };
 
 /*

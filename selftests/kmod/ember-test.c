@@ -27,6 +27,11 @@
  *   watermark woke the reader)
  *   -L NS (LOCK_MIN_NS) -Z (EMBER_F_LOCK_WAKER): with -e 32, the lock
  *   records print as "lock ..." and "waker ..." lines
+ *   -y PID (bind that Debian 12 python3.11 with EMBER_CMD_PY_BIND after
+ *   START; Python frames print as py:CODE:CHECK:OFFSET, cuts as pycut:WHY)
+ *   -T DIR (with -y: load DIR/NAME.tbl CFI tables for its mappings first)
+ *   ember-test pybad                PY_BIND refusals and limits
+ *   ember-test pyscribble PID SECS FRAMEOBJ...  rewrite those frames
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -70,6 +75,8 @@ struct opts {
 	double refilter_at;	/* -s SECS:PID: SET_FILTER to PID at SECS */
 	int poll_ms;		/* -W MS: poll timeout (default 50) */
 	uint32_t refilter_pid;
+	uint32_t py_pid;	/* -y PID: bind that python3.11 (PY_BIND) */
+	const char *py_tables;	/* -T DIR: its CFI tables (NAME.tbl) too */
 	uint32_t pids[EMBER_MAX_FILTER_PIDS];
 	unsigned int nr_pids;
 	double duration, nodrain;
@@ -429,6 +436,34 @@ static void fmt_frame(char *buf, size_t len, struct symtab *t, uint64_t ip,
 		snprintf(buf, len, "0x%" PRIx64, ip);
 }
 
+/*
+ * User slot i of ips[0..nu): a Python frame (EMBER_IP_PY: "py:CODE:CHECK:OFF",
+ * two slots) or cut ("pycut:WHY"), else a native frame. Returns the extra
+ * slots consumed (1 for a Python frame, else 0).
+ */
+static unsigned int fmt_user(char *buf, size_t len, const __u64 *ips,
+			     unsigned int nu, unsigned int i)
+{
+	uint64_t ip = ips[i];
+
+	if (EMBER_IP_TAG(ip) == EMBER_IP_TAG(EMBER_IP_PY)) {
+		if (i + 1 >= nu) {
+			snprintf(buf, len, "py-half:0x%" PRIx64, (uint64_t)EMBER_IP_VALUE(ip));
+			return 0;
+		}
+		snprintf(buf, len, "py:0x%" PRIx64 ":0x%08x:%u",
+			 (uint64_t)EMBER_IP_VALUE(ip), (uint32_t)(ips[i + 1] >> 32),
+			 (uint32_t)ips[i + 1]);
+		return 1;
+	}
+	if (EMBER_IP_TAG(ip) == EMBER_IP_TAG(EMBER_IP_PY_CUT)) {
+		snprintf(buf, len, "pycut:%" PRIu64, (uint64_t)EMBER_IP_VALUE(ip));
+		return 0;
+	}
+	fmt_frame(buf, len, &usyms, ip, (int)i);
+	return 0;
+}
+
 /* ------------------------------------------------------------ folded stacks */
 
 #define FOLD_SLOTS 8192
@@ -510,9 +545,9 @@ static void print_sample(const struct opts *o, const struct ember_sample *s,
 		}
 		len += snprintf(line + len, sizeof(line) - len, " u=");
 		for (i = 0; i < nu && len < sizeof(line) - 400; i++) {
-			fmt_frame(fr, sizeof(fr), &usyms, s->ips[nk + i], i);
+			i += fmt_user(fr, sizeof(fr), s->ips + nk, nu, i);
 			len += snprintf(line + len, sizeof(line) - len,
-					"%s%s", i ? "," : "", fr);
+					"%s%s", len && line[len - 1] != '=' ? "," : "", fr);
 		}
 		puts(line);
 	}
@@ -522,7 +557,11 @@ static void print_sample(const struct opts *o, const struct ember_sample *s,
 				 s->hdr.type == EMBER_REC_OFFCPU ? "off:" : "",
 				 s->comm);
 		for (i = nu; i-- > 0 && klen < sizeof(key) - 400;) {
-			fmt_frame(fr, sizeof(fr), &usyms, s->ips[nk + i], i);
+			/* a Python frame's second slot: both printed from the first */
+			if (i && EMBER_IP_TAG(s->ips[nk + i - 1]) ==
+				 EMBER_IP_TAG(EMBER_IP_PY))
+				continue;
+			fmt_user(fr, sizeof(fr), s->ips + nk, nu, i);
 			klen += snprintf(key + klen, sizeof(key) - klen, ";%s", fr);
 		}
 		for (i = nk; i-- > 0 && klen < sizeof(key) - 400;) {
@@ -865,6 +904,8 @@ static uint64_t total_read(void)
 	return n;
 }
 
+static int py_setup(const struct opts *o);
+
 static int cmd_run(const struct opts *o)
 {
 	unsigned int polls_ready = 0, polls_timeout = 0;
@@ -878,6 +919,10 @@ static int cmd_run(const struct opts *o)
 	ret = do_start(o, &in);
 	if (ret)
 		return 1;
+	if (o->py_pid && py_setup(o)) {
+		do_simple(EMBER_CMD_STOP, "stop");
+		return 1;
+	}
 	t0 = now_s();
 	/*
 	 * Symbols load after START (the rings hold what comes meanwhile):
@@ -1462,7 +1507,9 @@ static long elf_syms(const char *path, struct elf_sym *want, unsigned int n)
 		const Elf64_Sym *sym;
 		const char *str;
 
-		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+		/* .dynsym too: stripped programs (python3.11) keep that one */
+		if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) ||
+		    sh[i].sh_link >= eh->e_shnum)
 			continue;
 		sym = (const void *)(f + sh[i].sh_offset);
 		str = (const char *)f + sh[sh[i].sh_link].sh_offset;
@@ -2428,10 +2475,456 @@ static int cmd_tablefuzz(unsigned int n, uint64_t seed)
 
 /* ---------------------------------------------------------------- main */
 
+/* ------------------------------------------------------- Python frames */
+
+/*
+ * Debian 12's python3.11 (3.11.2) and glibc 2.36, by hand, for the module's
+ * test alone (the agent finds all of this itself). Sourced:
+ *  - _PyInterpreterFrame (Include/internal/pycore_frame.h, v3.11.2):
+ *    f_code 32, previous 48, prev_instr 56, is_entry 68 (1 on the frame an
+ *    activation of _PyEval_EvalFrameDefault starts with);
+ *  - PyThreadState.cframe 56, _PyCFrame.current_frame 8;
+ *  - PyCodeObject co_flags 48, co_argcount 56, co_firstlineno 72 (checked
+ *    with ctypes against code objects of the running binary);
+ *  - autoTSSkey._key: _PyRuntime + 0x254 (x86-64) / + 0x264 (arm64), read
+ *    off PyGILState_GetThisThreadState's code in each binary;
+ *  - pthread_getspecific(key < 32) reads tp + 0x310 + 16 * key + 8 on
+ *    x86-64 and tp - 0x630 + 16 * key + 8 on arm64 (its code in each
+ *    libc.so.6): tstate_off 0x318 / -0x628.
+ * _PyRuntime, _PyEval_EvalFrameDefault and Py_Version come from the
+ * program's .dynsym (python3.11 is not PIE in Debian 12: no bias).
+ */
+#if defined(__x86_64__)
+#define PY311_KEY_OFF	0x254
+#define PY311_TSD_OFF	0x318
+#elif defined(__aarch64__)
+#define PY311_KEY_OFF	0x264
+#define PY311_TSD_OFF	(-0x628)
+#endif
+
+static int py_fill_311(uint32_t pid, struct ember_py_proc *p)
+{
+	struct elf_sym w[3] = { { .name = "_PyRuntime" },
+				{ .name = "_PyEval_EvalFrameDefault" },
+				{ .name = "Py_Version" } };
+	char exe[64];
+	uint32_t ver = 0;
+	int fd;
+
+	snprintf(exe, sizeof(exe), "/proc/%u/exe", pid);
+	if (elf_syms(exe, w, 3) < 0 || !w[0].vaddr || !w[1].vaddr) {
+		fprintf(stderr, "ember-test: %s: no _PyRuntime/_PyEval_EvalFrameDefault\n", exe);
+		return -1;
+	}
+	snprintf(exe, sizeof(exe), "/proc/%u/mem", pid);
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !w[2].vaddr ||
+	    pread(fd, &ver, sizeof(ver), (off_t)w[2].vaddr) != sizeof(ver))
+		ver = 0x030b0000;
+	if (fd >= 0)
+		close(fd);
+	memset(p, 0, sizeof(*p));
+	p->version = ver;
+	p->tstate_kind = EMBER_PY_TS_TSD;
+	p->entry_kind = EMBER_PY_ENTRY_FLAG;
+	p->entry_value = 1;
+	p->ts_frame_nr = 2;
+	p->ts_frame[0] = 56;
+	p->ts_frame[1] = 8;
+	p->tstate_off = PY311_TSD_OFF;
+	p->key_addr = w[0].vaddr + PY311_KEY_OFF;
+	p->eval_start[0] = w[1].vaddr;
+	p->eval_end[0] = w[1].vaddr + w[1].size;
+	p->fr_previous = 48;
+	p->fr_code = 32;
+	p->fr_instr = 56;
+	p->fr_owner = 68;
+	p->co_firstlineno = 72;
+	p->co_argcount = 56;
+	p->co_flags = 48;
+	printf("py-proc pid=%u version=0x%08x key_addr=0x%" PRIx64 " eval=0x%" PRIx64 "-0x%" PRIx64 "\n",
+	       pid, ver, (uint64_t)p->key_addr, (uint64_t)p->eval_start[0],
+	       (uint64_t)p->eval_end[0]);
+	return 0;
+}
+
+static int py_bind(uint32_t pid, const struct ember_py_proc *p, size_t len)
+{
+	struct nl_msg *m = req(EMBER_CMD_PY_BIND, NLM_F_ACK);
+
+	nla_put_u32(m, EMBER_A_PY_PID, pid);
+	if (p)
+		nla_put(m, EMBER_A_PY_PROC, (int)len, p);
+	return transact(m, NULL, NULL);
+}
+
+/* A file's ELF vaddr delta (p_vaddr - p_offset) at file offset off. */
+static int elf_delta(const char *path, uint64_t off, int64_t *delta)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -1;
+	unsigned int i;
+
+	if (fd < 0)
+		return -1;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG))
+		goto out;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != sizeof(ph))
+			goto out;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (off >= (ph.p_offset & ~0xfffULL) &&
+		    off < ph.p_offset + ph.p_filesz) {
+			*delta = (int64_t)(ph.p_vaddr - ph.p_offset);
+			ret = 0;
+			break;
+		}
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+/*
+ * -T DIR: the CFI tables of pid's executable mappings whose file has
+ * DIR/BASENAME.tbl (`ember unwind-table -o`, made on the host), loaded and
+ * bound the way the agent does, so the module's CFI walk reaches the eval
+ * loop in code built without frame pointers. Other executable mappings
+ * are bound without a table ([vdso] flagged).
+ */
+static int py_tables(uint32_t pid, const char *dir)
+{
+	struct ember_unwind_mapping mp[64];
+	char path[512], line[768], tbl[600];
+	unsigned int n = 0, id = 1000;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (n < 64 && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		char perm[8], file[512] = "";
+		const char *base;
+		int64_t delta = 0;
+		struct stat st;
+
+		/*
+		 * user space only: a kernel built with vsyscall=xonly lists
+		 * [vsyscall] as executable, and the module refuses a mapping
+		 * above TASK_SIZE (the agent leaves it out too)
+		 */
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %511s", &lo, &hi,
+			   perm, &off, file) < 4 || perm[2] != 'x' ||
+		    hi > (1ULL << 48) || !strcmp(file, "[vsyscall]"))
+			continue;
+		memset(&mp[n], 0, sizeof(mp[n]));
+		mp[n].start = lo;
+		mp[n].end = hi;
+		if (!strcmp(file, "[vdso]"))
+			mp[n].flags = EMBER_UMF_VDSO;
+		base = strrchr(file, '/');
+		snprintf(tbl, sizeof(tbl), "%s/%s.tbl", dir, base ? base + 1 : file);
+		if (file[0] == '/' && !stat(tbl, &st) && st.st_size > 0 &&
+		    !elf_delta(file, off, &delta)) {
+			uint8_t *t = malloc((size_t)st.st_size);
+			FILE *tf = fopen(tbl, "r");
+			uint32_t o2;
+			int r = 0;
+
+			if (!t || !tf || fread(t, 1, (size_t)st.st_size, tf) !=
+			    (size_t)st.st_size) {
+				fprintf(stderr, "ember-test: cannot read %s\n", tbl);
+				r = -1;
+			}
+			for (o2 = 0; !r && o2 < (uint32_t)st.st_size; o2 += EMBER_UNWIND_CHUNK_MAX) {
+				uint32_t len = (uint32_t)st.st_size - o2;
+
+				if (len > EMBER_UNWIND_CHUNK_MAX)
+					len = EMBER_UNWIND_CHUNK_MAX;
+				r = uw_load(id, (uint32_t)st.st_size, o2, t + o2, len);
+			}
+			if (tf)
+				fclose(tf);
+			free(t);
+			report("py: unwind load", r);
+			if (!r) {
+				mp[n].table_id = id++;
+				/* pc - bias = the file's vaddr */
+				mp[n].bias = lo - off - (uint64_t)delta;
+				printf("py-table %s id=%u bias=0x%" PRIx64 "\n",
+				       tbl, mp[n].table_id, (uint64_t)mp[n].bias);
+			}
+		}
+		n++;
+	}
+	fclose(f);
+	report("py: unwind bind", uw_bind(pid, mp, n));
+	return 0;
+}
+
+static int py_setup(const struct opts *o)
+{
+	struct ember_py_proc p;
+	int ret;
+
+	if (o->py_tables)
+		py_tables(o->py_pid, o->py_tables);
+	if (py_fill_311(o->py_pid, &p))
+		return -1;
+	ret = py_bind(o->py_pid, &p, sizeof(p));
+	report("py-bind", ret);
+	printf("py-bind pid=%u ret=%d\n", o->py_pid, ret);
+	return ret;
+}
+
+/*
+ * pybad: every field of struct ember_py_proc refused when wrong, with a
+ * message, and nothing kept; the binding's life (session only, unbind,
+ * EMBER_MAX_PY_PROCS with live processes, room made by dead ones).
+ */
+static int py_failures;
+
+static void py_expect(const char *what, int ret, bool ok)
+{
+	if ((ret == 0) == ok) {
+		printf("py ok: %s%s%s\n", what, ret ? ": refused: " : "",
+		       ret ? last_errmsg : "");
+		if (!ok && !last_errmsg[0]) {
+			printf("PY-FAIL: %s: refused without a message\n", what);
+			py_failures++;
+		}
+		return;
+	}
+	printf("PY-FAIL: %s: %s (%d %s)\n", what, ok ? "refused" : "ACCEPTED",
+	       ret, ret ? last_errmsg : "");
+	py_failures++;
+}
+
+static void py_good(struct ember_py_proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->version = 0x030b02f0;
+	p->tstate_kind = EMBER_PY_TS_TSD;
+	p->entry_kind = EMBER_PY_ENTRY_FLAG;
+	p->entry_value = 1;
+	p->ts_frame_nr = 2;
+	p->ts_frame[0] = 56;
+	p->ts_frame[1] = 8;
+	p->tstate_off = 0x318;
+	p->key_addr = 0xa5b994;
+	p->eval_start[0] = 0x52b0f0;
+	p->eval_end[0] = 0x538a4c;
+	p->fr_previous = 48;
+	p->fr_code = 32;
+	p->fr_instr = 56;
+	p->fr_owner = 68;
+	p->co_firstlineno = 72;
+	p->co_argcount = 56;
+	p->co_flags = 48;
+}
+
+#define PY_BAD(what, stmt) do {						\
+	py_good(&p);							\
+	stmt;								\
+	py_expect(what, py_bind(me, &p, sizeof(p)), false);		\
+} while (0)
+
+static int cmd_pybad(void)
+{
+	struct opts o = { .events = EMBER_EV_ONCPU };
+	uint32_t me = (uint32_t)getpid();
+	static pid_t kids[EMBER_MAX_PY_PROCS];
+	struct ember_py_proc p;
+	struct info in;
+	unsigned int i, nk = 0;
+	uint8_t big[sizeof(p) + 8];
+
+	py_good(&p);
+	py_expect("no session", py_bind(me, &p, sizeof(p)), false);
+	if (do_start(&o, &in))
+		return 1;
+	if (!(in.caps & EMBER_CAP_PYTHON))
+		py_expect("EMBER_CAP_PYTHON advertised", -1, true);
+	py_good(&p);
+	py_expect("good", py_bind(me, &p, sizeof(p)), true);
+	py_expect("good again (replaces)", py_bind(me, &p, sizeof(p)), true);
+	PY_BAD("version 3.10", p.version = 0x030a0000);
+	PY_BAD("tstate_kind 0", p.tstate_kind = 0);
+	PY_BAD("tstate_kind 3", p.tstate_kind = 3);
+	PY_BAD("entry_kind 0", p.entry_kind = 0);
+	PY_BAD("entry_kind 3", p.entry_kind = 3);
+	PY_BAD("ts_frame_nr 0", p.ts_frame_nr = 0);
+	PY_BAD("ts_frame_nr 3", p.ts_frame_nr = 3);
+	PY_BAD("ts_frame[1] set with nr 1", p.ts_frame_nr = 1);
+	PY_BAD("TSD without key_addr", p.key_addr = 0);
+	PY_BAD("key_addr unaligned", p.key_addr = 0xa5b995);
+	PY_BAD("key_addr in the kernel", p.key_addr = 0xffff888000000000ULL);
+	PY_BAD("TLS with key_addr", p.tstate_kind = EMBER_PY_TS_TLS);
+	PY_BAD("ts_frame[0] 4096", p.ts_frame[0] = EMBER_PY_MAX_OFFSET);
+	PY_BAD("ts_frame[1] 4096", p.ts_frame[1] = EMBER_PY_MAX_OFFSET);
+	PY_BAD("fr_previous 4096", p.fr_previous = EMBER_PY_MAX_OFFSET);
+	PY_BAD("fr_code 65535", p.fr_code = 65535);
+	PY_BAD("fr_instr 4096", p.fr_instr = EMBER_PY_MAX_OFFSET);
+	PY_BAD("fr_owner 4096", p.fr_owner = EMBER_PY_MAX_OFFSET);
+	PY_BAD("co_firstlineno 4096", p.co_firstlineno = EMBER_PY_MAX_OFFSET);
+	PY_BAD("co_argcount 4096", p.co_argcount = EMBER_PY_MAX_OFFSET);
+	PY_BAD("co_flags 4096", p.co_flags = EMBER_PY_MAX_OFFSET);
+	PY_BAD("eval empty", p.eval_end[0] = p.eval_start[0]);
+	PY_BAD("eval reversed", p.eval_end[0] = p.eval_start[0] - 1);
+	PY_BAD("eval in the kernel", p.eval_end[0] = 0xffff800000001000ULL);
+	PY_BAD("eval 0 unused, 1 used",
+	       (p.eval_start[1] = p.eval_start[0], p.eval_end[1] = p.eval_end[0],
+		p.eval_start[0] = 0, p.eval_end[0] = 0));
+	PY_BAD("eval ranges overlap",
+	       (p.eval_start[1] = p.eval_start[0] + 16,
+		p.eval_end[1] = p.eval_end[0] + 16));
+	PY_BAD("eval 1 half set", p.eval_end[1] = 0x400000);
+	PY_BAD("code_tag_mask 8", p.code_tag_mask = 8);
+	for (i = 0; i < 7; i++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "__reserved[%u]", i);
+		PY_BAD(what, p.__reserved[i] = 1);
+	}
+	py_good(&p);
+	p.eval_start[1] = 0x420000;
+	p.eval_end[1] = 0x421000;
+	p.code_tag_mask = 1;
+	py_expect("good with a .cold range and a tag mask",
+		  py_bind(me, &p, sizeof(p)), true);
+	py_good(&p);
+	memcpy(big, &p, sizeof(p));
+	py_expect("PY_PROC short", py_bind(me, (void *)big, sizeof(p) - 8), false);
+	py_expect("PY_PROC long", py_bind(me, (void *)big, sizeof(big)), false);
+	py_expect("PY_PID 0", py_bind(0, &p, sizeof(p)), false);
+	{
+		struct nl_msg *m = req(EMBER_CMD_PY_BIND, NLM_F_ACK);
+
+		nla_put(m, EMBER_A_PY_PROC, sizeof(p), &p);
+		py_expect("no PY_PID", transact(m, NULL, NULL), false);
+	}
+	py_expect("no such process", py_bind(4194303, &p, sizeof(p)), false);
+	py_expect("kernel thread", py_bind(2, &p, sizeof(p)), false);
+	py_expect("unbind", py_bind(me, NULL, 0), true);
+	py_expect("unbind again", py_bind(me, NULL, 0), true);
+
+	/* the cap, with live processes: pause()d children */
+	for (nk = 0; nk < EMBER_MAX_PY_PROCS; nk++) {
+		kids[nk] = fork();
+		if (kids[nk] < 0)
+			break;
+		if (!kids[nk]) {
+			pause();
+			_exit(0);
+		}
+	}
+	for (i = 0; i < nk; i++)
+		if (py_bind((uint32_t)kids[i], &p, sizeof(p)))
+			break;
+	if (nk < EMBER_MAX_PY_PROCS) {
+		/* a small guest (a KASAN kernel's) may not hold 4096 processes */
+		printf("py-cap-not-run: only %u children could be forked (%u bound)\n",
+		       nk, i);
+		py_expect("children below the cap all bound", i == nk ? 0 : -1, true);
+	} else {
+		py_expect("EMBER_MAX_PY_PROCS bound", i == nk ? 0 : -1, true);
+		if (i != nk)
+			printf("bound %u of %u children: %s\n", i, nk, last_errmsg);
+		py_expect("one more: ENOSPC",
+			  py_bind(me, &p, sizeof(p)) == -ENOSPC ? -ENOSPC : 0, false);
+		py_expect("rebinding a bound one at the cap",
+			  py_bind((uint32_t)kids[0], &p, sizeof(p)), true);
+	}
+	for (i = 0; i < nk; i++)
+		kill(kids[i], SIGKILL);
+	for (i = 0; i < nk; i++)
+		waitpid(kids[i], NULL, 0);
+	py_expect("room again once they exited", py_bind(me, &p, sizeof(p)), true);
+	do_simple(EMBER_CMD_STOP, "stop");
+	py_expect("no bind after stop", py_bind(me, &p, sizeof(p)), false);
+	printf("pybad: %d failures\n", py_failures);
+	return py_failures ? 1 : 0;
+}
+
+/*
+ * pyscribble PID SECS FRAMEOBJ...: rewrite the 3.11 interpreter frames of
+ * the given frame objects (PyFrameObject.f_frame at +24) through
+ * /proc/PID/mem while the module walks them: previous, f_code, prev_instr
+ * and is_entry get garbage (0, unmapped, kernel, unaligned, self, a
+ * neighbour: a loop), now and then the true values back.
+ */
+static int cmd_pyscribble(uint32_t pid, double secs, char **objs,
+			  unsigned int n)
+{
+	static const uint16_t field[] = { 48, 32, 56, 68 };
+	uint64_t fr[16], orig[16][4], v, seed = 0x9e3779b97f4a7c15ULL;
+	unsigned long writes = 0, restores = 0;
+	unsigned int i, k;
+	char path[64];
+	double end;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || n > 16) {
+		perror(path);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t obj = strtoull(objs[i], NULL, 0);
+
+		if (pread(fd, &fr[i], 8, (off_t)(obj + 24)) != 8) {
+			perror("pyscribble: f_frame");
+			return 1;
+		}
+		for (k = 0; k < 4; k++)
+			if (pread(fd, &orig[i][k], 8, (off_t)(fr[i] + field[k])) != 8)
+				return 1;
+		printf("pyscribble frame %u at 0x%" PRIx64 "\n", i, fr[i]);
+	}
+	end = now_s() + secs;
+	while (now_s() < end) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		i = (unsigned int)(seed % n);
+		k = (unsigned int)((seed >> 8) % 4);
+		switch ((seed >> 16) % 9) {
+		case 0: v = 0; break;
+		case 1: v = 0x10; break;
+		case 2: v = 0xffff888000000000ULL; break;
+		case 3: v = fr[i] + 3; break;
+		case 4: v = fr[i]; break;
+		case 5: v = fr[(i + 1) % n]; break;
+		case 6: v = 0x7ffffffff000ULL; break;
+		case 7: v = seed; break;
+		default:
+			/* the truth back, for walks through good frames too */
+			for (k = 0; k < 4; k++)
+				if (pwrite(fd, &orig[i][k], k == 3 ? 1 : 8,
+					   (off_t)(fr[i] + field[k])) > 0)
+					restores++;
+			usleep(2000);
+			continue;
+		}
+		if (pwrite(fd, &v, k == 3 ? 1 : 8, (off_t)(fr[i] + field[k])) > 0)
+			writes++;
+		usleep(500);
+	}
+	close(fd);
+	printf("pyscribble writes=%lu restores=%lu\n", writes, restores);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME|unwind|alloc PROG|alloc-hold PROG SECONDS|nlfuzz N SEED|tablefuzz N SEED\n");
+		"usage: ember-test info|stop|stats|run [opts]|hold SECONDS [opts]|badreq NAME|unwind|alloc PROG|alloc-hold PROG SECONDS|nlfuzz N SEED|tablefuzz N SEED|pybad|pyscribble PID SECS FRAMEOBJ...\n");
 	exit(2);
 }
 
@@ -2442,7 +2935,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->events = EMBER_EV_ONCPU;
 	o->duration = 2;
-	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:Bs:W:L:Z")) != -1) {
+	while ((c = getopt(argc, argv, "f:e:ck:u:p:g:r:w:id:n:qFN:Km:P:Bs:W:L:Zy:T:")) != -1) {
 		switch (c) {
 		case 'f': o->freq = strtoul(optarg, NULL, 0); o->have_freq = true; break;
 		case 'e': o->events = strtoul(optarg, NULL, 0); break;
@@ -2469,6 +2962,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'L': o->lock_min = strtoull(optarg, NULL, 0); o->have_lock_min = true; break;
 		case 'Z': o->lock_waker = true; break;
 		case 'W': o->poll_ms = atoi(optarg); break;
+		case 'y': o->py_pid = strtoul(optarg, NULL, 0); break;
+		case 'T': o->py_tables = optarg; break;
 		case 's':
 			if (sscanf(optarg, "%lf:%u", &o->refilter_at,
 				   &o->refilter_pid) != 2)
@@ -2526,6 +3021,12 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "tablefuzz") && argc == 4)
 		return cmd_tablefuzz((unsigned int)strtoul(argv[2], NULL, 0),
 				     strtoull(argv[3], NULL, 0));
+	if (!strcmp(argv[1], "pybad"))
+		return cmd_pybad();
+	if (!strcmp(argv[1], "pyscribble") && argc >= 5)
+		return cmd_pyscribble((uint32_t)strtoul(argv[2], NULL, 0),
+				      atof(argv[3]), argv + 4,
+				      (unsigned int)(argc - 4));
 	if (!strcmp(argv[1], "run")) {
 		parse_opts(argc - 1, argv + 1, &o);
 		return cmd_run(&o);
@@ -2535,6 +3036,8 @@ int main(int argc, char **argv)
 
 		parse_opts(argc - 2, argv + 2, &o);
 		if (do_start(&o, &in))
+			return 1;
+		if (o.py_pid && py_setup(&o))
 			return 1;
 		printf("holding\n");
 		usleep((useconds_t)(secs * 1e6));

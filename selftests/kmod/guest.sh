@@ -635,6 +635,7 @@ want limits && t_limits
 want unload && t_unload
 [ -f "$HERE/guest-offcpu.sh" ] && . "$HERE/guest-offcpu.sh"
 [ -f "$HERE/guest-lock.sh" ] && . "$HERE/guest-lock.sh"
+[ -f "$HERE/guest-python.sh" ] && . "$HERE/guest-python.sh"
 [ -f "$HERE/guest-stress.sh" ] && . "$HERE/guest-stress.sh"
 rmmod ember 2>/dev/null
 exit 0

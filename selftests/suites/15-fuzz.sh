@@ -5,7 +5,9 @@
 # path (profile builder, unwind check), files -> `ember decode`, bytes ->
 # the shared unwind-table checker and lookup (include/ember_unwind.h, what
 # the module validates netlink tables with), bytes -> Go's function table
-# reader (.gopclntab, seeds from a real Go binary: fuzz/gopcln_seed.py). A crash,
+# reader (.gopclntab, seeds from a real Go binary: fuzz/gopcln_seed.py),
+# bytes -> CPython's location tables and ELF files as an interpreter or a
+# C library (agent/python/; seeds: real 3.11 tables, a fake libpython). A crash,
 # a leak, a sanitizer report or a table the validator refuses fails; the
 # input that did it is kept in selftests/logs/fuzz/ for a regression.
 set -uo pipefail
@@ -43,7 +45,7 @@ fuzz_one() { # NAME: its PASS/FAIL lines into $logs/NAME.result
 	fi
 	rm -rf "$work"
 }
-fuzzers="cfi record decode table gopcln"
+fuzzers="cfi record decode table gopcln python"
 parallel=$(nproc 2>/dev/null || echo 1)
 for name in $fuzzers; do
 	rm -f "$logs/$name.result"

@@ -258,6 +258,9 @@ else
 	t_fail bpf-build-without-btf "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
 fi
 
+# --- CPython frames in user stacks (issue 24): a live python3.11 ---
+selftests/bpf/check-python.sh
+
 # --- without privileges: a clear refusal, no crash ---
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 	$DUMP -d 1 2>&1)

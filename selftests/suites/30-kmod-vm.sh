@@ -42,6 +42,24 @@ else
 	guest_ok=0
 fi
 guest_sh=selftests/kmod/guest.sh
+# Python frames (guest-python.sh): Debian's python3.11 with the stdlib
+# files its start-up reads, and the CFI tables of python3.11 and libc that
+# the agent compiles on the host (`ember unwind-table -o`), in /payload/pyt
+py_opts=()
+if [ -x /usr/bin/python3.11 ]; then
+	while IFS= read -r f; do
+		py_opts+=(--host-file "$f")
+	done < <(selftests/unwind/check-real.sh --python-files)
+	mkdir -p "$work/pyt"
+	if make -s -j2 agent >"$logs/kmod-agent-build.log" 2>&1 &&
+		agent/ember unwind-table -o "$work/pyt/python3.11.tbl" /usr/bin/python3.11 >/dev/null &&
+		agent/ember unwind-table -o "$work/pyt/libc.so.6.tbl" "$(ldd /usr/bin/python3.11 | awk '$1 == "libc.so.6" { print $3 }')" >/dev/null; then
+		:
+	else
+		echo "info: no CFI tables for the Python tests: $(tail -n 2 "$logs/kmod-agent-build.log" | tr '\n' ' ')"
+	fi
+	py_opts+=(--payload "$work/pyt")
+fi
 has_check=0
 grep -qE '^module-check:' kmod/kmod.mk 2>/dev/null && has_check=1
 
@@ -107,7 +125,7 @@ for k in $KERNELS; do
 		continue
 	fi
 
-	"$RUNVM" --kernel "$k" --payload selftests/kmod --module "$work/$k/ember.ko" \
+	"$RUNVM" --kernel "$k" --payload selftests/kmod --module "$work/$k/ember.ko" "${py_opts[@]}" \
 		--cmd "EMBER_STRESS=${EMBER_STRESS:-1} sh /payload/kmod/guest.sh" --smp 2 \
 		--timeout $((TIMEOUT + (${EMBER_STRESS:-1} - 1) * 120)) \
 		--out "$logs/kmod-$k-out" --log "$logs/kmod-$k.log" --result "$work/$k/res" \

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . selftests/lib.sh
 export EMBER_CACHE=${EMBER_CACHE:-$PWD/.cache}
 
-TESTS=${EMBER_KMOD_ARM64_TESTS:-rate ustack ustack-pac kstack compat32 filter-pid ring-full badreq unwind alloc unload offcpu-blocks offcpu-min lifecycle lock-futex lock-kernel nlfuzz tablefuzz}
+TESTS=${EMBER_KMOD_ARM64_TESTS:-rate ustack ustack-pac kstack compat32 filter-pid ring-full badreq unwind alloc unload offcpu-blocks offcpu-min lifecycle lock-futex lock-kernel nlfuzz tablefuzz py-badreq py-chain py-scribble py-unload}
 if [ "${EMBER_ARM64:-}" != 1 ] && [ -z "${EMBER_VM_KERNELS:-}" ]; then
 	echo "SKIP: kmod-arm64: opt-in (~4 min per arm64 kernel under TCG; CI runs 23-arm64-vm, which records with the module on arm64 6.1): run EMBER_ARM64=1 SUITES=31-kmod-arm64-vm selftests/run.sh"
 	exit 0
@@ -64,7 +64,26 @@ tests=$(val tests)
 P=$work/kmod
 B=$P/bin
 mkdir -p "$B"
-cp selftests/kmod/guest*.sh "$P/"
+cp selftests/kmod/guest*.sh selftests/kmod/pywork.py "$P/"
+# Python frames (guest-python.sh): the arm64 guest root's python3.11 with
+# the files its start-up reads, by their arm64 names (as 23-arm64-vm.sh
+# does; the guest compiles the .py files itself), and the CFI tables of it
+# and libc compiled by the host's agent, in /payload/pyt
+py_opts=()
+GA=$EMBER_CACHE/guest-arm64
+if [ -x "$GA/usr/bin/python3.11" ]; then
+	while IFS= read -r f; do
+		case $f in *.pyc | /usr/bin/xz | /usr/bin/openssl) continue ;; esac
+		py_opts+=(--host-file "${f//x86_64-linux-gnu/aarch64-linux-gnu}")
+	done < <(selftests/unwind/check-real.sh --python-files)
+	mkdir -p "$work/pyt"
+	if ! { make -s -j2 agent >"$logs/kmod-arm64-agent.log" 2>&1 &&
+		agent/ember unwind-table -o "$work/pyt/python3.11.tbl" "$GA/usr/bin/python3.11" &&
+		agent/ember unwind-table -o "$work/pyt/libc.so.6.tbl" "$GA/lib/aarch64-linux-gnu/libc.so.6"; } >/dev/null; then
+		echo "info: no CFI tables for the Python tests: $(tail -n 2 "$logs/kmod-arm64-agent.log" | tr '\n' ' ')"
+	fi
+	py_opts+=(--payload "$work/pyt")
+fi
 for p in fpbusy sysbusy offcpu-work lockwork-mini allocprobe ticker exitrace runas; do
 	cp "$tests/$p" "$B/"
 	[ ! -f "$tests/$p.nm" ] || cp "$tests/$p.nm" "$B/"
@@ -115,7 +134,7 @@ for k in $kernels; do
 		t_fail "$T: module-check (W=1, sparse, checkpatch --strict)" \
 			"$(grep -m3 -E '(warning|error):|(WARNING|ERROR|CHECK):|Error [0-9]' "$logs/kmod-arm64-check-$k.log" | tr '\n' ' ' | cut -c1-400)"
 	fi
-	selftests/vm/run-vm.sh --arch arm64 --kernel "$k" --payload "$P" --module "$ko" \
+	selftests/vm/run-vm.sh --arch arm64 --kernel "$k" --payload "$P" --module "$ko" "${py_opts[@]}" \
 		--cmd "sh /payload/kmod/guest.sh $TESTS" --smp 2 --mem 1G \
 		--timeout "${EMBER_KMOD_VM_TIMEOUT:-1500}" \
 		--log "$logs/kmod-arm64-$k.log" --result "$work/res-$k" \

@@ -5,7 +5,8 @@
 # syscall phase), a 200 ms process, stdio/exit status pass-through, Ctrl-C,
 # off-CPU, -e faults against selftests/faults/faultwork's ground truth,
 # -e lock against selftests/lock/lockwork's (and futexstorm's bad input),
-# 100 runs of a 20 ms program under -a (check-shortlived.sh),
+# 100 runs of a 20 ms program under -a (check-shortlived.sh), Python
+# frames against pyphases.py's own measurement (check-python.sh),
 # and SVG (which must open in headless Chromium; screenshot in
 # selftests/artifacts/record-host.png). See selftests/agent/e2e/e2e.sh.
 set -uo pipefail
@@ -129,6 +130,9 @@ selftests/lock/check-lock.sh --ember agent/ember --backend "$backend" \
 selftests/lock/check-lock.sh --ember agent/ember --backend "$backend" \
 	--work agent/gen/tests/lockwork-fp --label "host_${backend}_fp" \
 	--out "$art/lock-fp"
+# Python frames: pyphases.py's phases against its own measurement
+selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
+	--out "$art/python"
 # short-lived processes under -a come out named like long-lived ones
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
 	--out "$art/shortlived"

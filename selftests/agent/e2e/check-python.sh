@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Python frames end to end: ember record of pyphases.py (Debian's
+# /usr/bin/python3.11) against the workload's own measurement.
+#  - each phase's share of the on-CPU samples within POINTS of its share
+#    of the measured thread CPU time (the phases are Python functions:
+#    only Python frames can tell them apart);
+#  - py_hash's C work (sha256, deflate) sits above (leafward of) its
+#    Python caller: native and Python frames in their true order;
+#  - py_recurse's 41 frames in one stack; py_sleep off CPU, its blocked
+#    time within 25% of what it slept;
+#  - unnamed Python frames ([unknown python code]: code objects gone
+#    before ember read them, i.e. module bodies run at import) under 5%;
+#  - the same recording as pprof and OTLP carries the frames (the OTLP
+#    frame type "cpython").
+# A backend that cannot walk Python (no EMBER_CAP_PYTHON) is a SKIP.
+#
+#   check-python.sh --ember agent/ember --backend bpf|kmod --out DIR
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. selftests/lib.sh
+
+ember=agent/ember backend=bpf out=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/python
+while [ $# -gt 0 ]; do
+	case $1 in
+	--ember) ember=$2; shift 2 ;;
+	--backend) backend=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	*) echo "check-python.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+PY=/usr/bin/python3.11
+POINTS=${EMBER_PY_POINTS:-6}
+label=python_host_$backend
+if [ ! -x "$PY" ]; then
+	t_skip "$label" "no $PY"
+	exit 0
+fi
+mkdir -p "$out"
+truth=$out/truth.txt folded=$out/python.folded err=$out/stderr.txt
+if ! timeout 180 "$ember" record --backend "$backend" -e cpu,offcpu -F 499 \
+	-o "$folded" -- "$PY" selftests/agent/e2e/pyphases.py 1 \
+	>"$truth" 2>"$err"; then
+	t_fail "${label}_record" "$(tail -3 "$err" | tr '\n' ' ')"
+	exit 0
+fi
+if grep -q "Python frames stay native" "$err" && ! grep -q '(pyphases.py:' "$folded"; then
+	t_skip "$label" "$(grep -m1 'Python frames stay native' "$err")"
+	exit 0
+fi
+"$PY" - "$truth" "$folded" "$POINTS" "$label" <<'EOF'
+import re, sys
+truth_f, folded_f, points, label = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+cpu_phases = ["py_spin", "py_recurse", "py_gen", "py_async", "py_hash", "py_exc", "py_worker"]
+truth = {}
+for line in open(truth_f):
+    f = line.split()
+    if f and f[0] == "PHASE":
+        truth[f[1]] = int(f[2])
+prof, sleep_ns, unknown, pyframes, deepest = {}, 0, 0, 0, 0
+hash_order = False
+for line in open(folded_f):
+    stack, n = line.rstrip("\n").rsplit(" ", 1)
+    n = int(n)
+    frames = stack.split(";")
+    py = [fr for fr in frames if re.search(r" \([^()]*:\d+\)$", fr) or fr == "[unknown python code]"]
+    pyframes += n * len(py)
+    unknown += n * frames.count("[unknown python code]")
+    deepest = max(deepest, sum(1 for fr in frames if fr.startswith("py_recurse (pyphases.py:")))
+    if "[offcpu]" in frames:
+        if any(fr.startswith("py_sleep (pyphases.py:") for fr in frames):
+            sleep_ns += n * 1000       # folded off-CPU values are microseconds
+        continue
+    for ph in cpu_phases:
+        idx = [i for i, fr in enumerate(frames) if fr.startswith(ph + " (pyphases.py:")]
+        if idx:
+            prof[ph] = prof.get(ph, 0) + n
+            if ph == "py_hash":
+                below = frames[idx[0] + 1:]
+                hash_order |= any(re.search(r"sha256|SHA256|deflate|EVP_Digest", fr) for fr in below)
+            break
+def say(ok, name, why):
+    print(("PASS: %s_%s" % (label, name)) if ok else ("FAIL: %s_%s: %s" % (label, name, why)))
+tt = sum(truth.get(p, 0) for p in cpu_phases)
+tp = sum(prof.values())
+bad = []
+for p in cpu_phases:
+    ts = 100.0 * truth.get(p, 0) / tt if tt else 0
+    ps = 100.0 * prof.get(p, 0) / tp if tp else 0
+    print("# %-11s truth %5.1f%%  profile %5.1f%%" % (p, ts, ps))
+    if abs(ts - ps) > points:
+        bad.append("%s %.1f vs %.1f" % (p, ps, ts))
+say(tt > 0 and tp > 0 and not bad, "phase_shares", ", ".join(bad) or "no samples")
+say(hash_order, "c_above_python", "no sha256/deflate frame above py_hash")
+say(deepest >= 41, "recursion_depth", "deepest py_recurse chain %d" % deepest)
+want = truth.get("py_sleep", 0)
+say(want and abs(sleep_ns - want) <= 0.25 * want, "sleep_offcpu",
+    "py_sleep off-CPU %.0f ms, slept %.0f ms" % (sleep_ns / 1e6, want / 1e6))
+say(pyframes and unknown <= 0.05 * pyframes, "named",
+    "%d of %d Python frames unnamed" % (unknown, pyframes))
+EOF
+# the same frames in pprof and OTLP
+if "$ember" record --backend "$backend" -e cpu -F 199 -o "$out/python.otlp" -- \
+	"$PY" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>&1 &&
+	grep -qa cpython "$out/python.otlp" && grep -qa 'pyphases.py' "$out/python.otlp"; then
+	t_pass "${label}_otlp_cpython"
+else
+	t_fail "${label}_otlp_cpython" "no cpython frame type or file in $out/python.otlp"
+fi
+if "$ember" record --backend "$backend" -e cpu -F 199 -o "$out/python.pb.gz" -- \
+	"$PY" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>&1 &&
+	gzip -dc "$out/python.pb.gz" | grep -qa 'py_hash' &&
+	gzip -dc "$out/python.pb.gz" | grep -qa 'pyphases.py'; then
+	t_pass "${label}_pprof"
+else
+	t_fail "${label}_pprof" "no py_hash function or pyphases.py file in $out/python.pb.gz"
+fi
