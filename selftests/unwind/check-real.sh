@@ -71,6 +71,8 @@ check() {	# name comm frame command...
 	shift 3
 	local folded=$OUT/$name.folded target=(-- "$@") pid=""
 	if [ -n "${ATTACH_FOR:-}" ]; then	# -p on the running program
+		# it runs until killed: ember's own start (seconds under TCG,
+		# more with a bigger BPF object) must not eat its lifetime
 		"$@" >/dev/null 2>&1 &
 		pid=$!
 		sleep 1
@@ -79,14 +81,15 @@ check() {	# name comm frame command...
 	"$EMBER" record --backend "$BACKEND" -F "$FREQ" -o "$folded" \
 		"${target[@]}" >/dev/null 2>"$OUT/$name.err"
 	local rc=$?
-	[ -z "$pid" ] || wait "$pid"
+	[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid"; }
 	if [ $rc -ne 0 ]; then
 		echo "FAIL: unwind_real_$name: ember record failed: $(tail -n 2 "$OUT/$name.err" | tr '\n' ' ')"
 		return
 	fi
 	read -r pct n <<<"$(ember_share "$folded" "$comm" "$frame")"
 	local ref=""
-	if [ "$PERF" = 1 ] && command -v perf >/dev/null; then
+	# perf's reference runs the command: not for a program run until killed
+	if [ "$PERF" = 1 ] && [ -z "$pid" ] && command -v perf >/dev/null; then
 		if perf record -q --call-graph dwarf -F "$FREQ" -o "$OUT/$name.perf" -- "$@" \
 			>/dev/null 2>&1; then
 			read -r ppct pn <<<"$(perf_share "$OUT/$name.perf" "$comm" "$frame")"
@@ -155,8 +158,12 @@ if ! want python3.11; then
 	:
 elif [ -x "$py" ]; then
 	py_script "$OUT/work.py"
-	[ "$PY_ATTACH" = 0 ] || ATTACH_FOR=$((PY_WARMUP + PY_SECS))
-	check python3.11 python3.11 Py_BytesMain "$py" "$OUT/work.py" "$PY_SECS" "$PY_WARMUP"
+	py_secs=$PY_SECS
+	if [ "$PY_ATTACH" = 1 ]; then
+		ATTACH_FOR=$((PY_WARMUP + PY_SECS))
+		py_secs=3600	# killed once ember is done
+	fi
+	check python3.11 python3.11 Py_BytesMain "$py" "$OUT/work.py" "$py_secs" "$PY_WARMUP"
 	ATTACH_FOR=
 else
 	echo "SKIP: unwind_real_python3.11: $py not installed"
