@@ -36,9 +36,11 @@ static uint32_t insn32(const uint8_t *p)
 /*
  * aarch64: from `mrs Xt, tpidr_el0`, the immediates added to and
  * subtracted from registers (add/sub Xd, Xn, #imm{, lsl #12}) up to the
- * first 64-bit load `ldr Xt, [Xn, #imm]`, whose offset ends the sum: the
+ * first 64-bit load `ldr Xt, [Xn, #imm]`, whose offset ends the sum, and
+ * the 64-bit constants moved into a register on the way (movz/movn): the
  * TLS load of _PyThreadState_GetCurrent (add, add, ldr) and the first
- * block of pthread_getspecific (ubfiz, mrs, sub, add reg, ldr) alike.
+ * block of pthread_getspecific (glibc 2.36: ubfiz, mrs, sub, add reg,
+ * ldr; 2.41: mov #-0x610, mrs, add reg, add reg, ldr) alike.
  */
 static bool a64_tp_offset(const uint8_t *c, size_t n, int64_t *off)
 {
@@ -50,6 +52,14 @@ static bool a64_tp_offset(const uint8_t *c, size_t n, int64_t *off)
 
 		if ((w & 0xffffffe0) == 0xd53bd040) {		/* mrs x, tpidr_el0 */
 			tp = true;
+		} else if ((w & 0xff800000) == 0xd2800000 ||
+			   (w & 0xff800000) == 0x92800000) {	/* movz/movn x */
+			/* glibc 2.41: `mov x0, #-0x610` before the mrs,
+			 * added to it by register (add x0, x0, w1, uxtw #4;
+			 * add x2, x2, x0) */
+			int64_t imm = (int64_t)((w >> 5) & 0xffff) << (((w >> 21) & 3) * 16);
+
+			sum += (w & 0x40000000) ? imm : ~imm;
 		} else if (tp && (w & 0x3f800000) == 0x11000000 &&
 			   (w & 0x80000000)) {			/* add/sub x imm */
 			int64_t imm = (w >> 10) & 0xfff;

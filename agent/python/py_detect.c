@@ -274,6 +274,41 @@ static int debug_offsets(struct pyelf *pe, uint64_t rt_v, uint32_t version,
 	return 0;
 }
 
+/*
+ * The GIL-state TSS key (_PyRuntime's autoTSSkey), from the code of
+ * PyGILState_GetThisThreadState: pthread_getspecific of it is the
+ * thread's state for the thread's whole life. On 3.13 too, where the
+ * thread-local _Py_tss_tstate is only the *attached* state, cleared
+ * whenever the thread releases the GIL: exactly when it blocks, so an
+ * off-CPU stack found through it would lose its Python callers.
+ * key_in: where the version keeps it (0: decoded only).
+ */
+static int tss_key(struct pyelf *pe, uint64_t rt_v, uint64_t rt_size,
+		   uint64_t bias, uint64_t key_in, struct py_target *t,
+		   char *err, size_t err_len)
+{
+	uint64_t v, size, key_v;
+	uint8_t code[64];
+	size_t n;
+
+	if (!pyelf_sym(pe, "PyGILState_GetThisThreadState", &v, &size) ||
+	    !(n = pyelf_code(pe, v, size, code, sizeof(code))) ||
+	    !(key_v = py_decode_key_addr(pe, v, code, n, rt_v))) {
+		py_err(err, err_len, "PyGILState_GetThisThreadState is not known code");
+		return -ENOTSUP;
+	}
+	if (key_v < rt_v || key_v + 4 > rt_v + rt_size ||
+	    (key_in && key_v - rt_v != key_in)) {
+		py_err(err, err_len, "the TSS key at _PyRuntime+%#llx is not where 3.%u keeps it",
+		       (unsigned long long)(key_v - rt_v),
+		       (t->proc.version >> 16) & 0xff);
+		return -EINVAL;
+	}
+	t->proc.tstate_kind = EMBER_PY_TS_TSD;
+	t->proc.key_addr = key_v + bias;
+	return 0;
+}
+
 /* 3.11/3.12 from py_tables, the TSS key found in the code. */
 static int table_offsets(struct pyelf *pe, int minor, uint64_t rt_v,
 			 uint64_t rt_size, uint64_t bias, struct py_target *t,
@@ -282,9 +317,6 @@ static int table_offsets(struct pyelf *pe, int minor, uint64_t rt_v,
 	const struct py_table *tb = NULL;
 	struct ember_py_proc *p = &t->proc;
 	struct py_layout *l = &t->lay;
-	uint64_t v, size, key_v, key_in;
-	uint8_t code[64];
-	size_t n;
 
 	for (size_t i = 0; i < sizeof(py_tables) / sizeof(py_tables[0]); i++)
 		if (py_tables[i].minor == minor)
@@ -309,22 +341,9 @@ static int table_offsets(struct pyelf *pe, int minor, uint64_t rt_v,
 	l->uni_ascii_size = tb->uni_ascii_size;
 	l->uni_compact_size = tb->uni_compact_size;
 
-	if (!pyelf_sym(pe, "PyGILState_GetThisThreadState", &v, &size) ||
-	    !(n = pyelf_code(pe, v, size, code, sizeof(code))) ||
-	    !(key_v = py_decode_key_addr(pe, v, code, n, rt_v))) {
-		py_err(err, err_len, "PyGILState_GetThisThreadState is not known code");
-		return -ENOTSUP;
-	}
-	key_in = tb->key_in_runtime[pe->eh.e_machine == EM_AARCH64];
-	if (key_v < rt_v || key_v + 4 > rt_v + rt_size ||
-	    (key_in && key_v - rt_v != key_in)) {
-		py_err(err, err_len, "the TSS key at _PyRuntime+%#llx is not where 3.%d keeps it",
-		       (unsigned long long)(key_v - rt_v), minor);
-		return -EINVAL;
-	}
-	p->tstate_kind = EMBER_PY_TS_TSD;
-	p->key_addr = key_v + bias;
-	return 0;
+	return tss_key(pe, rt_v, rt_size, bias,
+		       tb->key_in_runtime[pe->eh.e_machine == EM_AARCH64], t,
+		       err, err_len);
 }
 
 static int tls_offset(struct pyelf *pe, struct py_target *t, char *err,
@@ -444,21 +463,27 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 	t->proc.co_flags = t->lay.co_flags;
 	t->proc.code_tag_mask = 0;	/* 3.14's _PyStackRef: not walked yet */
 	if (minor >= 13) {
-		if ((r = debug_offsets(&pe, rt_v, version, t, err, err_len)) ||
-		    (r = tls_offset(&pe, t, err, err_len)))
+		if ((r = debug_offsets(&pe, rt_v, version, t, err, err_len)))
 			goto out;
+		/* the TSS key first (blocked threads keep their state);
+		 * the attached-only TLS state when that code is unknown */
+		r = tss_key(&pe, rt_v, rt_size, bias, 0, t, err, err_len);
+		if (r == -ENOTSUP && !(r = tls_offset(&pe, t, err, err_len))) {
+			r = 1;
+			goto out;
+		}
 	} else {
-		if ((r = table_offsets(&pe, minor, rt_v, rt_size, bias, t, err,
-				       err_len)))
-			goto out;
-		if (libc_fd < 0)
-			t->proc.tstate_kind = 0;	/* the caller says why */
-		else if ((r = py_glibc_tsd_offset(libc_fd, &tsd_off, err,
-						  err_len)))
-			goto out;
-		else
-			t->proc.tstate_off = tsd_off;
+		r = table_offsets(&pe, minor, rt_v, rt_size, bias, t, err,
+				  err_len);
 	}
+	if (r)
+		goto out;
+	if (libc_fd < 0)
+		t->proc.tstate_kind = 0;	/* the caller says why */
+	else if ((r = py_glibc_tsd_offset(libc_fd, &tsd_off, err, err_len)))
+		goto out;
+	else
+		t->proc.tstate_off = tsd_off;
 	r = 1;
 out:
 	pyelf_close(&pe);

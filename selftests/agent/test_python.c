@@ -223,9 +223,27 @@ static void test_detect_libpython311(void)
 }
 
 /* trixie's python3.13, unpacked into the cache by scripts/fetch-python.sh */
+/* _PyRuntime's address in root/bin, from its dynamic symbols (0: none). */
+static uint64_t rt_of(const char *root, const char *bin)
+{
+	char cmd[1024], out[64] = "";
+	uint64_t rt = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "readelf -Ws --dyn-syms '%s%s' | awk '$8==\"_PyRuntime\"{print $2; exit}'",
+		 root, bin);
+	f = popen(cmd, "r");
+	if (f && fgets(out, sizeof(out), f))
+		rt = strtoull(out, NULL, 16);
+	if (f)
+		pclose(f);
+	return rt;
+}
+
 static void test_detect_313(void)
 {
-	char root[512] = "", path[600], err[256] = "";
+	char root[512] = "", err[256] = "";
 	struct py_target t;
 	FILE *f;
 	int r;
@@ -248,20 +266,28 @@ static void test_detect_313(void)
 	       t.proc.version, (long long)t.proc.tstate_off,
 	       (unsigned long long)t.proc.eval_start[0], (unsigned long long)t.proc.eval_end[0],
 	       (unsigned long long)t.proc.eval_start[1], (unsigned long long)t.proc.eval_end[1]);
-	/* _Py_DebugOffsets of 3.13.5; _PyThreadState_GetCurrent is
-	 * `mov %fs:0xffffffffffffffe8,%rax` */
+	/*
+	 * _Py_DebugOffsets of 3.13.5; the thread state through the GIL-state
+	 * key (PyGILState_GetThisThreadState: cmpl $0, _PyRuntime+0x870;
+	 * mov _PyRuntime+0x874, %edi; jmp pthread_getspecific), which keeps
+	 * a blocked thread's state (_Py_tss_tstate is cleared when it
+	 * releases the GIL); glibc 2.41's specific_1stblock at tp+0x310
+	 */
 	T_CHECK("py_detect_313_offsets",
-		(t.proc.version >> 16) == 0x030d && t.proc.tstate_kind == EMBER_PY_TS_TLS &&
-		t.proc.tstate_off == -0x18 && t.proc.entry_kind == EMBER_PY_ENTRY_SHIM &&
+		(t.proc.version >> 16) == 0x030d && t.proc.tstate_kind == EMBER_PY_TS_TSD &&
+		t.proc.tstate_off == 792 && t.proc.key_addr == rt_of(root, "/usr/bin/python3.13") + 0x874 &&
+		t.proc.entry_kind == EMBER_PY_ENTRY_SHIM &&
 		t.proc.entry_value == 3 && t.proc.ts_frame_nr == 1 &&
 		t.proc.ts_frame[0] == 72 && t.proc.fr_previous == 8 &&
 		t.proc.fr_code == 0 && t.proc.fr_instr == 56 && t.proc.fr_owner == 70 &&
 		t.lay.co_code == 200 && t.lay.uni_ascii_size == 40 &&
 		t.proc.eval_start[1] != 0, "3.13 layout");
-	snprintf(path, sizeof(path), "%s/usr/lib/x86_64-linux-gnu/libpython3.13.so.1.0", root);
-	r = py_detect_path(NULL, path, NULL, &t, err, sizeof(err));
-	T_CHECK("py_detect_313_libpython_refused", r < 0 && strstr(err, "thread-pointer"),
-		"%d: %s", r, err);
+	/* libpython's _Py_tss_tstate is general-dynamic TLS (its offset is
+	 * the loader's), but the GIL-state key is found through the GOT */
+	r = py_detect_path(root, "/usr/lib/x86_64-linux-gnu/libpython3.13.so.1.0",
+			   "/usr/lib/x86_64-linux-gnu/libc.so.6", &t, err, sizeof(err));
+	T_CHECK("py_detect_313_libpython", r == 1 && t.proc.tstate_kind == EMBER_PY_TS_TSD &&
+		t.proc.tstate_off == 792 && t.proc.key_addr != 0, "%d: %s", r, err);
 }
 
 /* The aarch64 decoders on Debian's arm64 interpreters (fetched). */
@@ -273,10 +299,11 @@ static void test_detect_arm64(void)
 		int64_t tstate_off;
 		uint64_t key_in_runtime;
 	} cases[] = {
-		/* mrs x0, tpidr_el0; add x0, x0, #0, lsl #12; add x0, x0, #0x18;
-		 * ldr x0, [x0] */
+		/* the GIL-state key, as 3.11 (adrp; add #0x698; ldr w0,
+		 * [x0, #2164]); glibc 2.41: mov x0, #-0x610; mrs; add; add;
+		 * ldr [x2, #8]: tp - 0x608 */
 		{ "py_detect_313_arm64", "--arch arm64", "/usr/bin/python3.13",
-		  "/usr/lib/aarch64-linux-gnu/libc.so.6", 13, 0x18, 0 },
+		  "/usr/lib/aarch64-linux-gnu/libc.so.6", 13, -0x608, 0x874 },
 		/* adrp; add #8; ldr w0, [x0, #612]; glibc 2.36: tp - 0x628 */
 		{ "py_detect_311_arm64", "--arch arm64 --release bookworm",
 		  "/usr/bin/python3.11", "/lib/aarch64-linux-gnu/libc.so.6", 11,
