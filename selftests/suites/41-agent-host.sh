@@ -133,6 +133,9 @@ selftests/lock/check-lock.sh --ember agent/ember --backend "$backend" \
 # Python frames: pyphases.py's phases against its own measurement
 selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 	--out "$art/python"
+# ... and on Debian 13's python3.13 (blocked threads keep their callers)
+selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
+	--out "$art/python313" --python 3.13
 # short-lived processes under -a come out named like long-lived ones
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
 	--out "$art/shortlived"

@@ -14,7 +14,10 @@
 #    frame type "cpython").
 # A backend that cannot walk Python (no EMBER_CAP_PYTHON) is a SKIP.
 #
-#   check-python.sh --ember agent/ember --backend bpf|kmod --out DIR
+#   check-python.sh --ember agent/ember --backend bpf|kmod --out DIR [--python 3.13]
+#
+# --python 3.13: Debian 13's python3.13 (scripts/fetch-python.sh), run
+# through its own ld.so and libraries, the same checks.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . selftests/lib.sh
@@ -25,20 +28,36 @@ while [ $# -gt 0 ]; do
 	--ember) ember=$2; shift 2 ;;
 	--backend) backend=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
+	--python) version=$2; shift 2 ;;
 	*) echo "check-python.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
-PY=/usr/bin/python3.11
 POINTS=${EMBER_PY_POINTS:-6}
-label=python_host_$backend
-if [ ! -x "$PY" ]; then
-	t_skip "$label" "no $PY"
+case ${version:-3.11} in
+3.11)
+	PY=(/usr/bin/python3.11)
+	label=python_host_$backend
+	;;
+3.13)
+	label=python313_host_$backend
+	root=$(scripts/fetch-python.sh --path 2>/dev/null) || {
+		t_skip "$label" "Debian 13's python3.13 not fetched (offline?)"
+		exit 0
+	}
+	lib=$root/usr/lib/$(uname -m)-linux-gnu
+	PY=("$(ls "$lib"/ld-linux*.so.* | head -n 1)" --library-path "$lib"
+	    "$root/usr/bin/python3.13" -I)
+	;;
+*) echo "check-python.sh: --python 3.11 or 3.13" >&2; exit 2 ;;
+esac
+if [ ! -x "${PY[0]}" ]; then
+	t_skip "$label" "no ${PY[0]}"
 	exit 0
 fi
 mkdir -p "$out"
 truth=$out/truth.txt folded=$out/python.folded err=$out/stderr.txt
 if ! timeout 180 "$ember" record --backend "$backend" -e cpu,offcpu -F 499 \
-	-o "$folded" -- "$PY" selftests/agent/e2e/pyphases.py 1 \
+	-o "$folded" -- "${PY[@]}" selftests/agent/e2e/pyphases.py 1 \
 	>"$truth" 2>"$err"; then
 	t_fail "${label}_record" "$(tail -3 "$err" | tr '\n' ' ')"
 	exit 0
@@ -47,7 +66,7 @@ if grep -q "Python frames stay native" "$err" && ! grep -q '(pyphases.py:' "$fol
 	t_skip "$label" "$(grep -m1 'Python frames stay native' "$err")"
 	exit 0
 fi
-"$PY" - "$truth" "$folded" "$POINTS" "$label" <<'EOF'
+python3 - "$truth" "$folded" "$POINTS" "$label" <<'EOF'
 import re, sys
 truth_f, folded_f, points, label = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 cpu_phases = ["py_spin", "py_recurse", "py_gen", "py_async", "py_hash", "py_exc", "py_worker"]
@@ -100,14 +119,14 @@ say(pyframes and unknown <= 0.05 * pyframes, "named",
 EOF
 # the same frames in pprof and OTLP
 if "$ember" record --backend "$backend" -e cpu -F 199 -o "$out/python.otlp" -- \
-	"$PY" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>&1 &&
+	"${PY[@]}" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>&1 &&
 	grep -qa cpython "$out/python.otlp" && grep -qa 'pyphases.py' "$out/python.otlp"; then
 	t_pass "${label}_otlp_cpython"
 else
 	t_fail "${label}_otlp_cpython" "no cpython frame type or file in $out/python.otlp"
 fi
 if "$ember" record --backend "$backend" -e cpu -F 199 -o "$out/python.pb.gz" -- \
-	"$PY" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>&1 &&
+	"${PY[@]}" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>&1 &&
 	gzip -dc "$out/python.pb.gz" | grep -qa 'py_hash' &&
 	gzip -dc "$out/python.pb.gz" | grep -qa 'pyphases.py'; then
 	t_pass "${label}_pprof"
