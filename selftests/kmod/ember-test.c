@@ -2912,8 +2912,13 @@ static int cmd_pyscribble(uint32_t pid, double secs, char **objs,
 			usleep(2000);
 			continue;
 		}
-		if (pwrite(fd, &v, k == 3 ? 1 : 8, (off_t)(fr[i] + field[k])) > 0)
+		if (pwrite(fd, &v, k == 3 ? 1 : 8, (off_t)(fr[i] + field[k])) > 0) {
 			writes++;
+			/* what a walk may read back (whole, or torn by the
+			 * race with this write): the test's allowed set */
+			if (k != 3)
+				printf("pyscribble wrote 0x%" PRIx64 "\n", v);
+		}
 		usleep(500);
 	}
 	close(fd);

@@ -8,7 +8,8 @@
 # kmod_no_call_circles_SERIES: scripts/check-layout.py calls on the built
 # objects (no two files of the module call each other, even in a loop).
 #
-# EMBER_VM_KERNELS="6.1" limits the kernels; EMBER_KMOD_VM_TIMEOUT
+# EMBER_VM_KERNELS="6.1" limits the kernels; EMBER_KMOD_TESTS="py-chain
+# py-scribble" runs only those guest tests (guest.sh's names); EMBER_KMOD_VM_TIMEOUT
 # (seconds, default 600) bounds each VM run; EMBER_KMOD_CHECK=0 skips the
 # module-check step (developer shortcut; CI always runs it).
 set -uo pipefail
@@ -126,7 +127,7 @@ for k in $KERNELS; do
 	fi
 
 	"$RUNVM" --kernel "$k" --payload selftests/kmod --module "$work/$k/ember.ko" "${py_opts[@]}" \
-		--cmd "EMBER_STRESS=${EMBER_STRESS:-1} sh /payload/kmod/guest.sh" --smp 2 \
+		--cmd "EMBER_STRESS=${EMBER_STRESS:-1} sh /payload/kmod/guest.sh ${EMBER_KMOD_TESTS:-}" --smp 2 \
 		--timeout $((TIMEOUT + (${EMBER_STRESS:-1} - 1) * 120)) \
 		--out "$logs/kmod-$k-out" --log "$logs/kmod-$k.log" --result "$work/$k/res" \
 		>"$work/$k/guest.out" 2>"$work/$k/runvm.err"
