@@ -40,7 +40,7 @@ static __always_inline struct ember_sample *build_alloc(void *ctx,
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct ember_bpf_stats *st = get_stats();
-	struct uw_regs ur;
+	struct uw_regs *ur;
 	struct scratch *sc;
 	struct ember_sample *s;
 	__u32 at;
@@ -53,13 +53,14 @@ static __always_inline struct ember_sample *build_alloc(void *ctx,
 	}
 	st->alloc_hits++;
 	sc = get_scratch(EMBER_SLOT_ALLOC);
-	if (!sc)
+	ur = uw_regs_slot(EMBER_SLOT_ALLOC);
+	if (!sc || !ur)
 		return NULL;
 	s = (void *)sc;
 	fill_common(s, EMBER_REC_ALLOC, bpf_ktime_get_ns(), tgid, tid);
 	s->weight_ns = weight;
-	arch_uw_regs(R(ctx), &ur);
-	s->flags = fill_stacks(ctx, s, false, true, EMBER_SLOT_ALLOC, &ur);
+	arch_uw_regs(R(ctx), ur);
+	s->flags = fill_stacks(ctx, s, false, true, EMBER_SLOT_ALLOC, ur);
 	/* the block's address and size follow the frames */
 	at = s->nr_kernel + s->nr_user;
 	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)

@@ -57,7 +57,7 @@ static __always_inline void fault_record(void *ctx,
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct ember_bpf_stats *st = get_stats();
-	struct uw_regs ur = { 0 };
+	struct uw_regs *ur;
 	struct scratch *sc;
 	struct ember_sample *s;
 	__u16 flags = 0;
@@ -71,7 +71,8 @@ static __always_inline void fault_record(void *ctx,
 		return;
 	}
 	sc = get_scratch(EMBER_SLOT_FAULT);
-	if (!sc)
+	ur = uw_regs_slot(EMBER_SLOT_FAULT);
+	if (!sc || !ur)
 		return;
 	s = (void *)sc;
 	kthread = BPF_CORE_READ(task, flags) & PF_KTHREAD;
@@ -82,7 +83,7 @@ static __always_inline void fault_record(void *ctx,
 	fill_common(s, EMBER_REC_FAULT, bpf_ktime_get_ns(), tgid, tid);
 	/* as in perf_sample: a huge-page fault counts as one base page */
 	s->weight_ns = (__u64)fault_period * fault_page_size;
-	if (user_mode && uw_regs_from(regs, &ur))
+	if (user_mode && uw_regs_from(regs, ur))
 		return;
 	/*
 	 * A fault from user mode has no kernel stack of its own (the perf
@@ -90,7 +91,7 @@ static __always_inline void fault_record(void *ctx,
 	 * (copy_to_user into fresh pages) has, from the tracepoint down.
 	 */
 	flags |= fill_stacks(ctx, s, !user_mode, !kthread, EMBER_SLOT_FAULT,
-			     user_mode ? &ur : NULL);
+			     user_mode ? ur : NULL);
 	s->flags = flags;
 	size = s->hdr.size;
 	if (size > sizeof(*sc))

@@ -60,6 +60,18 @@ struct lock_wait {
 	__u32 __pad;
 };
 
+/*
+ * A wait taken out of its table to be emitted, per CPU and scratch slot:
+ * off the program's stack, which with the walks' global functions under
+ * it must stay within 512 bytes on 5.10-6.12 (uw_regs_buf likewise).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EMBER_NR_SLOTS);
+	__type(key, __u32);
+	__type(value, struct lock_wait);
+} lock_wait_out SEC(".maps");
+
 /* tid -> futex wait (sys_enter .. sys_exit). Sized by the loader. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -255,19 +267,23 @@ int ember_futex_exit(struct sys_exit_ctx *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct ember_bpf_stats *st;
-	struct lock_wait *v, w;
+	struct lock_wait *v, *w;
 	struct scratch *sc;
 	__s64 ret = ctx->ret;
+	__u32 key = tid;	/* one stack slot for both keys: see lock_wait_out */
 	__u64 now;
 	__u16 flags = 0;
 
-	v = bpf_map_lookup_elem(&lock_futex, &tid);
-	if (!v)
+	v = bpf_map_lookup_elem(&lock_futex, &key);
+	key = EMBER_SLOT_LOCK;
+	w = bpf_map_lookup_elem(&lock_wait_out, &key);
+	if (!v || !w)
 		return 0;
 	now = bpf_ktime_get_ns();
-	w = *v;
-	bpf_map_delete_elem(&lock_futex, &tid);
-	if (!w.start_ns || now - w.start_ns < lock_min_ns)
+	*w = *v;
+	key = tid;
+	bpf_map_delete_elem(&lock_futex, &key);
+	if (!w->start_ns || now - w->start_ns < lock_min_ns)
 		return 0;
 	if (ret == -ETIMEDOUT_)
 		flags = EMBER_LOCK_F_TIMEOUT;
@@ -280,7 +296,7 @@ int ember_futex_exit(struct sys_exit_ctx *ctx)
 	sc = get_scratch(EMBER_SLOT_LOCK);
 	if (!st || !sc)
 		return 0;
-	emit_wait(ctx, sc, EMBER_SLOT_LOCK, &w, now, flags, st);
+	emit_wait(ctx, sc, EMBER_SLOT_LOCK, w, now, flags, st);
 	return 0;
 }
 
@@ -383,12 +399,15 @@ static __always_inline int handle_contention_begin(__u64 lock, __u32 lcb)
 static __always_inline void contention_end(void *ctx, __u64 lock, __u32 tid)
 {
 	struct ember_bpf_stats *st;
-	struct lock_wait *v, w;
+	struct lock_wait *v, *w;
+	__u32 key = tid;	/* one stack slot for both keys: see lock_wait_out */
 	struct scratch *sc;
 	__u64 now;
 
-	v = bpf_map_lookup_elem(&lock_kernel, &tid);
-	if (!v || !v->start_ns)
+	v = bpf_map_lookup_elem(&lock_kernel, &key);
+	key = EMBER_SLOT_LOCK_KERNEL;
+	w = bpf_map_lookup_elem(&lock_wait_out, &key);
+	if (!v || !w || !v->start_ns)
 		return;
 	/* an inner end; or the noted lock's, should an inner end have been
 	 * missed (the wait is then whole anyway) */
@@ -399,16 +418,17 @@ static __always_inline void contention_end(void *ctx, __u64 lock, __u32 tid)
 	if (v->addr != lock)
 		return;	/* not the wait noted: its begin was missed */
 	now = bpf_ktime_get_ns();
-	w = *v;
+	*w = *v;
 	v->start_ns = 0;	/* done, should the delete fail */
-	bpf_map_delete_elem(&lock_kernel, &tid);
-	if (now - w.start_ns < lock_min_ns)
+	key = tid;
+	bpf_map_delete_elem(&lock_kernel, &key);
+	if (now - w->start_ns < lock_min_ns)
 		return;
 	st = get_stats();
 	sc = get_scratch(EMBER_SLOT_LOCK_KERNEL);
 	if (!st || !sc)
 		return;
-	emit_wait(ctx, sc, EMBER_SLOT_LOCK_KERNEL, &w, now, w.flags, st);
+	emit_wait(ctx, sc, EMBER_SLOT_LOCK_KERNEL, w, now, w->flags, st);
 }
 
 static __always_inline int handle_contention_end(void *ctx, __u64 lock)

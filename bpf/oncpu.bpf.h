@@ -33,7 +33,7 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct ember_bpf_stats *st = get_stats();
 	bool in_kernel, kthread;
-	struct uw_regs ur = { 0 };
+	struct uw_regs *ur;
 	struct scratch *sc;
 	struct ember_sample *s;
 	__u16 flags = 0;
@@ -55,7 +55,8 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 		return 0;
 	}
 	sc = get_scratch(EMBER_SLOT_ONCPU);
-	if (!sc)
+	ur = uw_regs_slot(EMBER_SLOT_ONCPU);
+	if (!sc || !ur)
 		return 0;
 	s = (void *)sc;
 
@@ -78,9 +79,9 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 		s->weight_ns = fixed_weight_ns ? fixed_weight_ns :
 						 ctx->sample_period;
 	if (!in_kernel)
-		arch_uw_regs((const void *)ctx, &ur);
+		arch_uw_regs((const void *)ctx, ur);
 	flags |= fill_stacks(ctx, s, in_kernel, !kthread, EMBER_SLOT_ONCPU,
-			     in_kernel ? NULL : &ur);
+			     in_kernel ? NULL : ur);
 	s->flags = flags;
 
 	size = s->hdr.size;
