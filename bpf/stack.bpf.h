@@ -54,6 +54,28 @@ static __always_inline int uw_regs_from(const void *regs, struct uw_regs *r)
 }
 
 /*
+ * The interrupted user registers a program hands its walk, per CPU and
+ * scratch slot: kept off the program's stack, which with the walks'
+ * global functions under it must stay within 512 bytes on 5.10-6.12
+ * (each frame rounded up to 32).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EMBER_NR_SLOTS);
+	__type(key, __u32);
+	__type(value, struct uw_regs);
+} uw_regs_buf SEC(".maps");
+
+static __always_inline struct uw_regs *uw_regs_slot(__u32 slot)
+{
+	struct uw_regs *r = bpf_map_lookup_elem(&uw_regs_buf, &slot);
+
+	if (r)
+		__builtin_memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/*
  * The user registers of the current task: from the sample's own context
  * when it interrupted user mode, else those saved at kernel entry. The
  * frame they describe is the interrupted one: its x30 is valid.

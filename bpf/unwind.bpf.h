@@ -185,28 +185,6 @@ struct {
 } uw_state SEC(".maps");
 
 /*
- * The interrupted user registers a program hands its walk, per CPU and
- * scratch slot: kept off the program's stack, which with the walks'
- * global functions under it must stay within 512 bytes on 5.10-6.12
- * (each frame rounded up to 32).
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, EMBER_NR_SLOTS);
-	__type(key, __u32);
-	__type(value, struct uw_regs);
-} uw_regs_buf SEC(".maps");
-
-static __always_inline struct uw_regs *uw_regs_slot(__u32 slot)
-{
-	struct uw_regs *r = bpf_map_lookup_elem(&uw_regs_buf, &slot);
-
-	if (r)
-		__builtin_memset(r, 0, sizeof(*r));
-	return r;
-}
-
-/*
  * Rules already looked up by the on-CPU walks, per CPU, direct-mapped by
  * (table id, file address). Exact, never stale: the agent never reuses a
  * table id (agent/unwind/table_cache.c counts them up) and a table's pool
