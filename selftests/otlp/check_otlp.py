@@ -223,8 +223,10 @@ def main():
         unused = set(range(1, len(tables[name]))) - refs[name]
         if unused:
             err("%s: %d unreferenced entries (e.g. %d)" % (name, len(unused), min(unused)))
+    # "cpython": a Python process profiled alongside (the semantic
+    # conventions' value for CPython's own frames)
     for ft in frame_types:
-        if ft not in ("kernel", "native"):
+        if ft not in ("kernel", "native", "cpython"):
             err("unexpected profile.frame.type %r" % ft)
 
     names = {S[f.name_strindex] for f in d.function_table}
