@@ -124,7 +124,6 @@ static __always_inline bool user_compat(const struct uw_regs *given,
 #endif
 }
 
-/* EMBER_REC_UNWIND_MISS for the sample's process, rate-limited. */
 /* The miss record being sent, per CPU and slot: off the short stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -133,6 +132,7 @@ struct {
 	__type(value, struct ember_unwind_miss);
 } uw_miss_out SEC(".maps");
 
+/* EMBER_REC_UNWIND_MISS for the sample's process, rate-limited. */
 static __always_inline void unwind_miss(void *ctx, const struct ember_sample *s,
 					__u32 slot, __u64 pc,
 					struct ember_bpf_stats *st)
