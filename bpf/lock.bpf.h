@@ -405,9 +405,7 @@ static __always_inline void contention_end(void *ctx, __u64 lock, __u32 tid)
 	__u64 now;
 
 	v = bpf_map_lookup_elem(&lock_kernel, &key);
-	key = EMBER_SLOT_LOCK_KERNEL;
-	w = bpf_map_lookup_elem(&lock_wait_out, &key);
-	if (!v || !w || !v->start_ns)
+	if (!v || !v->start_ns)
 		return;
 	/* an inner end; or the noted lock's, should an inner end have been
 	 * missed (the wait is then whole anyway) */
@@ -417,6 +415,10 @@ static __always_inline void contention_end(void *ctx, __u64 lock, __u32 tid)
 	}
 	if (v->addr != lock)
 		return;	/* not the wait noted: its begin was missed */
+	key = EMBER_SLOT_LOCK_KERNEL;
+	w = bpf_map_lookup_elem(&lock_wait_out, &key);
+	if (!w)
+		return;
 	now = bpf_ktime_get_ns();
 	*w = *v;
 	v->start_ns = 0;	/* done, should the delete fail */
