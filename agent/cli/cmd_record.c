@@ -506,8 +506,6 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
-	if (!o.command)
-		say_recording(&o);
 	if (o.command) {
 		forward_to = ch.pid;
 		r = release_bound(&s, &ch, o.verbose_cfi, &wstatus);
@@ -519,6 +517,8 @@ int cmd_record(int argc, char **argv)
 			rc = r == ENOENT ? 127 : 126;
 			goto out;
 		}
+	} else {
+		say_recording(&o);
 	}
 
 	session_run(&s, o.duration_ms, &stop_requested, o.command ? ch.pid : 0,
