@@ -37,6 +37,7 @@ MALLOCS = os.path.join(TOP, ".cache", "bench", "mallocs")
 DEEP = os.path.join(TOP, ".cache", "bench", "deep")
 TOUCH = os.path.join(TOP, ".cache", "bench", "touch")
 LOCKWORK = os.path.join(TOP, ".cache", "bench", "lockwork")
+PY311 = "/usr/bin/python3.11"
 ALLOC_LIB = os.path.join(TOP, "preload", "libember-alloc.so")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -62,19 +63,21 @@ MODES = {
                  off_D=8, off_reps=7, agent_D=25, agent_reps=2,
                  run_interval=10, sym_D=5, sym_reps=3, cost_D=4,
                  vm_D=4, vm_reps=3, agent_freqs=[19, 99],
-                 alloc_D=4, alloc_reps=5, trace_D=1, edge_D=60, edge_interval=5),
+                 alloc_D=4, alloc_reps=5, trace_D=1, edge_D=60, edge_interval=5,
+                 py_D=6, py_reps=3, py_freqs=[99, 999]),
     "quick": dict(D=2, W=1.5, reps=3, freqs=[19, 99, 999],
                   loss_freqs=[999, 4999], loss_D=3,
                   off_D=3, off_reps=4, agent_D=8, agent_reps=1,
                   run_interval=5, sym_D=3, sym_reps=1, cost_D=2,
                   vm_D=2, vm_reps=1, agent_freqs=[19, 99],
-                  alloc_D=2, alloc_reps=3, trace_D=0.5, edge_D=15, edge_interval=5),
+                  alloc_D=2, alloc_reps=3, trace_D=0.5, edge_D=15, edge_interval=5,
+                  py_D=3, py_reps=2, py_freqs=[99, 999]),
     "dry": dict(D=0.3, W=1.0, reps=1, freqs=[99],
                 loss_freqs=[999], loss_D=0.5, agent_freqs=[19],
                 off_D=0.3, off_reps=1, agent_D=2, agent_reps=1,
                 run_interval=1, sym_D=0.5, sym_reps=1, cost_D=0.5,
                 vm_D=0.3, vm_reps=1, alloc_D=0.3, alloc_reps=1, trace_D=0.2,
-                edge_D=3, edge_interval=1),
+                edge_D=3, edge_interval=1, py_D=0.5, py_reps=1, py_freqs=[999]),
 }
 
 
@@ -450,6 +453,40 @@ class Bench:
                           "-o", os.path.join(self.tmp, "faults.data"), "--"] + wl
                 self.workload_cost("faults", cfg, rep, wl, env,
                                    r"(\d+) page-fault samples")
+
+    # ---- CPython frames: per-sample cost (issue 24) ----------------------
+    def python(self):
+        """bench/python-cost.sh at each of py_freqs: ember_oncpu's own time
+        per run (its handler_ns / samples) with 40 distinct Python
+        functions bound (44 Python frames a sample) and the same processes
+        unbound, beside bench/workloads/deep (33 no-FP native frames) and
+        spin, both CPUs busy, interleaved per repetition. Python's cost is
+        py40 - py40-off, to set against deep - spin."""
+        p = self.p
+        if not os.access(PY311, os.X_OK):
+            self.note(f"{PY311} missing: the Python frame cost not measured "
+                      "(scripts/install-deps.sh installs it)")
+            return
+        for hz in p["py_freqs"]:
+            d = os.path.join(self.tmp, f"python{hz}")
+            log(f"Python frames: {p['py_reps']} x 4 runs of {p['py_D']} s at {hz} Hz")
+            r = run([os.path.join(TOP, "bench", "python-cost.sh"), "--hz", str(hz),
+                     "--reps", str(p["py_reps"]), "--seconds", str(p["py_D"]),
+                     "--out", d], cwd=TOP)
+            rows = os.path.join(d, "python-cost.rows")
+            if r.returncode != 0 or not os.path.exists(rows):
+                self.note(f"python-cost.sh at {hz} Hz failed: "
+                          f"{(r.stderr or r.stdout).strip()[-300:]}")
+                continue
+            seen = {}
+            for line in open(rows):
+                label, ns, kept, slots = line.split()
+                rep = seen.get(label, 0)
+                seen[label] = rep + 1
+                cfg = f"{label}-{hz}"
+                self.res.add("python", cfg, rep, "ns_per_run", int(ns), "ns")
+                self.res.add("python", cfg, rep, "py_frames_per_sample",
+                             int(slots) / max(int(kept), 1))
 
     # ---- lock contention profiling cost (-e lock) ------------------------
     def lock(self):
@@ -1179,7 +1216,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--vm-kernels", default=os.environ.get("BENCH_VM_KERNELS"))
     ap.add_argument("--sections", default=os.environ.get("BENCH_SECTIONS",
-                    "oncpu bpfcost offcpu loss agent symbolize alloc faults lock vm"))
+                    "oncpu bpfcost offcpu loss agent symbolize alloc faults lock python vm"))
     args = ap.parse_args()
     if args.vm_kernels is None:
         # the dry run proves the scripts, it does not boot kernels

@@ -37,16 +37,17 @@ W=.cache/bench
 n=$(nproc)
 rows=$(mktemp)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -f $rows' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -f "$rows"' EXIT
 
 start() {	# workload: one process per CPU into pids[]
-	local i
+	local i life
+	life=$(awk -v s="$secs" 'BEGIN { print int(s) + 30 }')	# -d may be 0.5
 	pids=()
 	for i in $(seq "$n"); do
 		case $1 in
-		py) echo | $PY selftests/bpf/py-work.py deep 40 $((secs + 30)) >/dev/null & ;;
-		deep) $W/deep -t 1 -d $((secs + 30)) >/dev/null & ;;
-		spin) $W/spin -t 1 -d $((secs + 30)) >/dev/null & ;;
+		py) echo | $PY selftests/bpf/py-work.py deep 40 $life >/dev/null & ;;
+		deep) $W/deep -t 1 -d $life >/dev/null & ;;
+		spin) $W/spin -t 1 -d $life >/dev/null & ;;
 		esac
 		pids+=($!)
 	done

@@ -553,6 +553,46 @@ class Report:
                 f"perf at the same period "
                 f"{self.fo(self.overhead('faults', 'perf', 'ops_per_workload_cpu_s'))}"))
 
+    def python_section(self):
+        self.w("## 11. CPython frames, per-sample cost (eBPF backend, this host)")
+        self.w()
+        self.w("bench/python-cost.sh: `ember_oncpu`'s own time per run (its handler "
+               "time over its runs, the filtered idle ones included), both CPUs busy with "
+               "one process each: py40 = `py-work.py deep 40` under Debian's python3.11 "
+               "(40 distinct functions, 44 Python frames and ~10 native ones a sample) "
+               "with Python bound; py40-off = the same processes unbound (native CFI walk "
+               "only); deep = bench/workloads/deep (33 no-frame-pointer frames, all by the "
+               "tables); spin = a shallow stack. Issue 24's target: the Python frames "
+               "(py40 - py40-off) add no more than the 33-frame native walk (deep - spin). "
+               "Configurations interleaved per repetition; medians [ranges].")
+        self.w()
+        hzs = sorted({int(c.rsplit("-", 1)[1]) for c in self.configs("python")})
+        if not hzs:
+            self.w("Not measured (see the notes under Machine and run).")
+            self.w()
+            return
+        self.w("| Hz | py40 | py40-off | deep | spin | Python frames/sample | Python walk | native walk |")
+        self.w("|---|---|---|---|---|---|---|---|")
+        for hz in hzs:
+            med_ = {k: self.m("python", f"{k}-{hz}", "ns_per_run")
+                    for k in ("py40", "py40-off", "deep", "spin")}
+            rng = {k: self.spread("python", f"{k}-{hz}", "ns_per_run") for k in med_}
+            cell = {k: "" if rng[k] is None else f"{rng[k][0]:.0f} [{rng[k][1]:.0f}..{rng[k][2]:.0f}]"
+                    for k in med_}
+            fr = self.m("python", f"py40-{hz}", "py_frames_per_sample")
+            if None in med_.values():
+                self.w(f"| {hz} | {cell['py40']} | {cell['py40-off']} | {cell['deep']} | {cell['spin']} | {num(fr, '{:.1f}')} | | |")
+                continue
+            py = med_["py40"] - med_["py40-off"]
+            nat = med_["deep"] - med_["spin"]
+            self.w(f"| {hz} | {cell['py40']} | {cell['py40-off']} | {cell['deep']} | {cell['spin']} "
+                   f"| {num(fr, '{:.1f}')} | +{py:.0f} ns | +{nat:.0f} ns |")
+            self.verdicts.append((
+                f"Python: 40 Python frames add no more to a sample than a 33-frame "
+                f"native CFI walk, {hz} Hz", "MET" if py <= nat else "MISSED",
+                f"Python +{py:.0f} ns a sample; native walk +{nat:.0f} ns"))
+        self.w()
+
     def lock_section(self):
         if not any(k[0] == "lock" for k in self.rows):
             return
@@ -704,6 +744,7 @@ class Report:
         self.alloc_section()
         self.faults_section()
         self.lock_section()
+        self.python_section()
         body = self.out[body_start:]
         self.out = []
         self.w(f"# ember benchmark report: {m['host']}, {m['when']}")

@@ -42,6 +42,7 @@ for s in "## Headline" "## Targets" "## Machine and run" \
 	"## 4. Loss" "## 5. Agent CPU and memory" "## 6. Time to symbolize" \
 	"## 7. Module backend in test-kernel VMs" "## 8. Allocation profiling cost" \
 	"## 9. Page-fault profiling cost" "## 10. Lock contention profiling cost" \
+	"## 11. CPython frames, per-sample cost" \
 	"## How to read this report"; do
 	grep -qF "$s" "$work/r/report.md" || missing="$missing '$s'"
 done
@@ -54,7 +55,7 @@ fi
 # every section measured something (rows in the CSV), tools that are
 # installed by scripts/install-deps.sh included
 missing=
-for sec in oncpu bpfcost offcpu loss agent symbolize alloc faults lock; do
+for sec in oncpu bpfcost offcpu loss agent symbolize alloc faults lock python; do
 	grep -q "^$sec," "$work/r/results.csv" || missing="$missing $sec"
 done
 grep -q "^oncpu,perf" "$work/r/results.csv" || missing="$missing oncpu/perf"
