@@ -9,6 +9,14 @@ D=$T/bpf-dump
 cd /tmp || exit 1
 
 fail() { echo "GUEST-FAIL: $1: $2"; }
+# "info: took NAME S s" when the next part starts: where the suite's time goes
+took_name= took_t0=
+took() {
+	took_now=$(cut -d' ' -f1 /proc/uptime)
+	[ -z "$took_name" ] ||
+		echo "info: took $took_name $(awk -v a="$took_t0" -v b="$took_now" 'BEGIN { printf "%.1f", b - a }') s"
+	took_name=$1 took_t0=$took_now
+}
 
 # kernel symbols the checks look for, plus the symbol after each one so
 # nearest-lower lookups never stretch a function past its end
@@ -27,6 +35,7 @@ burn() { for i in 1 2; do $T/fp-burn "$1" & done; }
 # order and measures a miss as "inconclusive" only while the reference was
 # starved too (see cmd_rate). Three attempts, always, since the guest has
 # no python to judge them.
+took rate
 for a in 1 2 3; do
 	ticker=/payload/agent/ticker
 	[ -x $ticker ] && $ticker 3 99 >/tmp/ticker.$a 2>&1 &
@@ -39,17 +48,22 @@ cp /tmp/rate.1 /tmp/rate
 grep "^ember: bpf" /tmp/rate.err | sed 's/^/FLAVOUR on-cpu: /'
 
 # user chain, pid filter (another burner runs), kernel frames in syscalls
+took chain
 $T/fp-burn 4 &
 $D -d 8 -e on,life -- $T/fp-burn 3 >/tmp/chain 2>/tmp/chain.err || fail chain "$(tail -n 2 /tmp/chain.err)"
 wait
+took syscall
 $D -d 8 -e on,life -- $T/syscall-burn 3 >/tmp/sys 2>/tmp/sys.err || fail syscall "$(tail -n 2 /tmp/sys.err)"
 
 # off-CPU, default (deferred where finish_task_switch can be hooked) and parked
+took offcpu
 $D -d 20 -e off,life -- $T/offcpu-wait 8 >/tmp/off 2>/tmp/off.err || fail offcpu "$(tail -n 2 /tmp/off.err)"
 grep "^ember: bpf" /tmp/off.err | sed 's/^/FLAVOUR off-cpu: /'
+took offcpu-parked
 EMBER_BPF_OFFCPU=parked $D -d 20 -e off,life -- $T/offcpu-wait 8 >/tmp/offp 2>/tmp/offp.err ||
 	fail offcpu-parked "$(tail -n 2 /tmp/offp.err)"
 grep "^ember: bpf" /tmp/offp.err | sed 's/^/FLAVOUR off-cpu forced: /'
+took offcpu-raw
 EMBER_BPF_RAW_TP=1 $D -d 20 -e off,life -- $T/offcpu-wait 5 >/tmp/offr 2>/tmp/offr.err ||
 	fail offcpu-raw "$(tail -n 2 /tmp/offr.err)"
 grep "^ember: bpf" /tmp/offr.err | sed 's/^/FLAVOUR raw_tp forced: /'
@@ -57,18 +71,23 @@ grep "^ember: bpf" /tmp/offr.err | sed 's/^/FLAVOUR raw_tp forced: /'
 # -e lock: futex waits and wakers; kernel mmap_lock contention where the
 # kernel has lock:contention_* (5.19+; else the one line saying so); a
 # futex storm on distinct and unmapped addresses; a table too small
+took lock
 $D -d 30 -e lock,life -W -L 100000 -- $T/lock-wait contend 20 >/tmp/lock 2>/tmp/lock.err ||
 	fail lock "$(tail -n 2 /tmp/lock.err)"
 grep "^ember: " /tmp/lock.err | grep -i lock | sed 's/^/FLAVOUR lock: /'
+took lock-kernel
 $D -d 30 -e lock,life -W -L 10000 -- $T/lock-wait mmap 3 4 >/tmp/lockk 2>/tmp/lockk.err ||
 	fail lock-kernel "$(tail -n 2 /tmp/lockk.err)"
+took lock-storm
 $D -d 60 -q -e lock,life -L 10000 -- $T/lock-wait storm 200000 >/tmp/lockstorm 2>/tmp/lockstorm.err ||
 	fail lock-storm "$(tail -n 2 /tmp/lockstorm.err)"
+took lock-overflow
 EMBER_BPF_LOCK_INFLIGHT=16 $D -d 30 -e lock,life -L 10000 -- $T/lock-wait many 64 300 \
 	>/tmp/lockovf 2>/tmp/lockovf.err || fail lock-overflow "$(tail -n 2 /tmp/lockovf.err)"
 
 # stalled consumer
 # (burners outlast the slow program load under TCG; idle samples count too)
+took lost
 burn 8
 sleep 0.3
 $D -F 1000 -i -r 4096 -S 1000 -d 1 >/tmp/lost 2>/tmp/lost.err || fail lost "$(tail -n 2 /tmp/lost.err)"
@@ -80,20 +99,24 @@ wait
 if [ -x /payload/agent/ember ]; then
 	echo 1 >/proc/sys/kernel/modules_disabled
 	cd /payload/agent || exit 1
+	took auto
 	./ember record -o /tmp/auto.folded -- $T/fp-burn 1 2>/tmp/auto.err
 	echo "AUTO rc=$? $(head -n 1 /tmp/auto.err)"
 	grep -q "main;fp_level1;fp_level2;fp_leaf" /tmp/auto.folded &&
 		echo "AUTO-PROFILE fp chain"
+	took e2e
 	bash ./e2e.sh --backend bpf --ember ./ember --phases ./ember-phases \
 		--freq 999 --scale 2 --out /tmp/e2e --shares per-thread 2>&1 |
 		sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p'
 	# -e faults: ember_faults loads and attaches on this kernel, bytes
 	# per chain and in total against faultwork's truth
 	if [ -x ./faultwork ]; then
+		took faults
 		sh ./check-faults.sh --ember ./ember --work ./faultwork --backend bpf \
 			--label bpf_vm --rounds 8 --out /tmp/faults 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
 		# the same through the page-fault tracepoint hook (opt-in)
+		took faults-tp
 		EMBER_FAULTS_HOOK=tp sh ./check-faults.sh --ember ./ember \
 			--work ./faultwork --backend bpf --label bpf_tp_vm \
 			--rounds 8 --out /tmp/faults-tp 2>&1 |
@@ -102,6 +125,7 @@ if [ -x /payload/agent/ember ]; then
 	# -e lock: per call site against lockwork's truth, kinds, wakers,
 	# mmap_lock (5.19+), futexstorm's bad input
 	if [ -x ./lockwork ]; then
+		took check-lock
 		sh ./check-lock.sh --ember ./ember --work ./lockwork \
 			--storm ./futexstorm --backend bpf --label bpf_vm --secs 6 \
 			--storm-secs 3 --out /tmp/lock-check 2>&1 |
@@ -112,6 +136,7 @@ if [ -x /payload/agent/ember ]; then
 	fi
 	# -e alloc: the sampler preloaded, uprobes on its probe points
 	if [ -x ./allocwork ]; then
+		took check-alloc
 		sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend bpf \
 			--label bpf_vm --lib /payload/agent/libember-alloc.so --rate 8192 \
 			--warmup 3 --scale 0.5 --out /tmp/alloc 2>&1 |
@@ -119,12 +144,15 @@ if [ -x /payload/agent/ember ]; then
 	fi
 	# user stacks without frame pointers, through the CFI tables
 	if [ -x ./unwind-gcc/nofp-work ]; then
+		took nofp
 		sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc \
 			--label bpf_vm --backend bpf --secs 4 --warmup 3 --out /tmp/nofp 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+		took nofp-clang
 		sh ./check-nofp.sh --ember ./ember --work ./unwind-clang \
 			--label bpf_vm_clang --backend bpf --secs 4 --warmup 3 --out /tmp/nofp 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
+		took oracle
 		sh ./check-oracle.sh --ember ./ember --work ./unwind-gcc \
 			--label bpf_vm --backend bpf --warmup 3 --freq 199 --out /tmp/nofp 2>&1 |
 			sed -n 's/^\(PASS\|FAIL\|SKIP\): /E2E-\1: /p; s/^# /E2E-INFO: /p'
@@ -135,6 +163,7 @@ if [ -x /payload/agent/ember ]; then
 	cd /tmp || exit 1
 fi
 
+took end
 for f in rate chain sys off offp offr lost lock lockk lockstorm lockovf; do
 	gzip -c /tmp/$f >/out/$f.gz
 	cp /tmp/$f.err /out/$f.err 2>/dev/null

@@ -23,7 +23,15 @@ ONLY="$*"
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1: $2"; }
 skip() { echo "SKIP: $1: $2"; }
-want() { [ -z "$ONLY" ] || echo " $ONLY " | grep -q " $1 "; }
+# "info: took NAME S s" when the next test starts: where the suite's time goes
+took_name= took_t0=
+took() {
+	took_now=$(cut -d' ' -f1 /proc/uptime)
+	[ -z "$took_name" ] ||
+		echo "info: took $took_name $(awk -v a="$took_t0" -v b="$took_now" 'BEGIN { printf "%.1f", b - a }') s"
+	took_name=$1 took_t0=$took_now
+}
+want() { { [ -z "$ONLY" ] || echo " $ONLY " | grep -q " $1 "; } && took "$1"; }
 
 # value of key=N in the line of file $1 starting with $2
 kv() { grep "^$2" "$1" | head -n 1 | tr ' ' '\n' | sed -n "s/^$3=//p"; }
@@ -637,5 +645,6 @@ want unload && t_unload
 [ -f "$HERE/guest-lock.sh" ] && . "$HERE/guest-lock.sh"
 [ -f "$HERE/guest-python.sh" ] && . "$HERE/guest-python.sh"
 [ -f "$HERE/guest-stress.sh" ] && . "$HERE/guest-stress.sh"
+took end
 rmmod ember 2>/dev/null
 exit 0

@@ -82,6 +82,7 @@ for k in $KERNELS; do
 	fi
 	t_pass "$T: VM run, clean kernel log"
 	sed -n 's/^FLAVOUR /  info: '"$T"' /p' "$out/console"
+	sed -n "s/^info: took /  info: $T took /p" "$out/console"
 	grep '^GUEST-FAIL: ' "$out/console" | sed "s/^GUEST-FAIL: /FAIL: $T: /"
 
 	export EMBER_KALLSYMS=$out/kallsyms.subset EMBER_PATH_MAP="/payload/tests=$HOSTDIR" EMBER_NCPUS=2

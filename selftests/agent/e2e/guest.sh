@@ -7,6 +7,15 @@ cd /payload/agent || exit 1
 out=/out
 ok() { echo "PASS: vm_$1"; }
 ko() { echo "FAIL: vm_$1: $2"; }
+# "info: took NAME S s" when the next part starts: where the suite's time goes
+took_name= took_t0=
+took() {
+	took_now=$(cut -d' ' -f1 /proc/uptime)
+	[ -z "$took_name" ] ||
+		echo "info: took $took_name $(awk -v a="$took_t0" -v b="$took_now" 'BEGIN { printf "%.1f", b - a }') s"
+	took_name=$1 took_t0=$took_now
+}
+took start
 
 ./ember record -d 0.5 -o /tmp/first.folded 2>/tmp/first.err
 line=$(head -n 1 /tmp/first.err)
@@ -45,6 +54,7 @@ fi
 # measured on 5.10 and 6.1 once the reference stopped discarding sampled
 # time, see phases.c); per-thread: the host stalls the two virtual CPUs
 # unevenly (e2e.sh prints the overall shares too)
+took e2e
 bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
 	--freq "${EMBER_E2E_FREQ:-999}" --scale "${EMBER_E2E_SCALE:-2}" --out $out/e2e \
 	--shares per-thread
@@ -52,6 +62,7 @@ bash ./e2e.sh --backend kmod --ember ./ember --phases ./ember-phases \
 # -e faults through the module: bytes per call chain within 5 points and
 # in total within 20% of faultwork's truth (fewer rounds: page faults are
 # slow under emulation)
+took check-faults
 sh ./check-faults.sh --ember ./ember --work ./faultwork --backend kmod \
 	--label kmod_vm --rounds "${EMBER_FAULTS_ROUNDS:-8}" --out $out/faults
 
@@ -62,7 +73,9 @@ sh ./check-faults.sh --ember ./ember --work ./faultwork --backend kmod \
 # the run on any kernel warning)
 if [ -x ./lockwork ]; then
 	# the ground truth itself against the kernel's futex syscall trace
+	took validate-truth_vm
 	sh ./validate-truth.sh --work ./lockwork --label vm --out $out/lock-truth
+	took check-lock
 	sh ./check-lock.sh --ember ./ember --work ./lockwork --storm ./futexstorm \
 		--backend kmod --label kmod_vm --secs "${EMBER_LOCK_SECS:-6}" \
 		--storm-secs 3 --out $out/lock
@@ -72,12 +85,14 @@ fi
 # frame pointers), uprobes on its probe points; bytes per chain allocated
 # and in use against allocwork's own accounting
 if [ -x ./allocwork ]; then
+	took check-alloc
 	sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend kmod \
 		--label kmod_vm --lib /payload/agent/libember-alloc.so --rate 8192 \
 		--warmup 3 --scale 0.5 --out $out/alloc
 	# -p: a running allocwork without the sampler, the module's uprobes
 	# on libc's malloc family sampling by bytes; shares against the
 	# truth, nothing left in the process once ember ends or is killed
+	took check-alloc-pid
 	sh ./check-alloc-pid.sh --ember ./ember --work ./allocwork --backend kmod \
 		--label kmod_vm --lib /payload/agent/libember-alloc.so --rate 8192 \
 		--warmup 3 --scale 0.5 --compare bpf \
@@ -85,6 +100,7 @@ if [ -x ./allocwork ]; then
 	# --cgroup: the module's per-process probes on each process of a
 	# cgroup, one joining later, one exec'ing allocwork; a process
 	# outside it untouched
+	took check-alloc-cgroup
 	sh ./check-alloc-cgroup.sh --ember ./ember --work ./allocwork \
 		--backend kmod --label kmod_vm \
 		--lib /payload/agent/libember-alloc.so --rate 8192 --scale 0.3 \
@@ -95,10 +111,13 @@ fi
 # shares, complete chains (PLT, dlopen, qsort, signal frame), off-CPU.
 # The warm-up leaves the agent time to build tables under emulation.
 if [ -x ./unwind-gcc/nofp-work ]; then
+	took check-nofp_kmod_vm
 	sh ./check-nofp.sh --ember ./ember --work ./unwind-gcc --label kmod_vm \
 		--backend kmod --secs 4 --warmup 3 --out $out/nofp
+	took check-nofp_kmod_vm_clang
 	sh ./check-nofp.sh --ember ./ember --work ./unwind-clang --label kmod_vm_clang \
 		--backend kmod --secs 4 --warmup 3 --out $out/nofp
+	took check-oracle_kmod_vm
 	sh ./check-oracle.sh --ember ./ember --work ./unwind-gcc --label kmod_vm \
 		--backend kmod --warmup 3 --freq 199 --out $out/nofp
 	# Debian's own python3.11 (no frame pointers; 40-agent-vm.sh brings
@@ -115,27 +134,34 @@ if [ -x ./unwind-gcc/nofp-work ]; then
 	# by dlopen, after the held start lets it go: that window is still
 	# open (issue 25, items 3-4), hence -p here.
 	head -c 1 /dev/random >/dev/null
+	took check-real_python
 	bash ./check-real.sh --ember ./ember --backend kmod --no-perf \
 		--only python3.11 --py-warmup 3 --py-attach --out /tmp/real
 	# xz and openssl as users run them, -- CMD with no warm-up: their
 	# libraries are DT_NEEDED, bound while ember holds the start (before
 	# it, 84.8% and 92% of their samples reached the outer function)
+	took check-real_cmd
 	bash ./check-real.sh --ember ./ember --backend kmod --no-perf \
 		--only "xz openssl" --xz-mb 2 --out $out/real-cmd \
 		--outer complete --min 97
 	# what the tables cost the module per sample, next to the FP walk
+	took check-cost
 	sh ./check-cost.sh ./ember ./unwind-gcc
 	# the eBPF program unwinds the same stacks as the module
+	took check-backends_vm
 	sh ./check-backends.sh --ember ./ember --work ./unwind-gcc --label vm \
 		--out $out/nofp
 	# JIT code named by a perf map, called from no-FP C
+	took check-jit_kmod_vm
 	sh ./check-jit.sh --ember ./ember --work ./jit-work --label kmod_vm \
 		--backend kmod --warmup 3 --out /tmp
+	took check-jit_kmod_vm_tiny
 	sh ./check-jit.sh --ember ./ember --work ./jit-work --label kmod_vm \
 		--backend kmod --warmup 3 --out /tmp --tiny
 fi
 
 # Module loading disallowed: auto must fall back to eBPF by itself.
+took fallback
 rmmod ember 2>/dev/null
 echo 1 >/proc/sys/kernel/modules_disabled
 ./ember record -d 0.5 -o /tmp/fb.folded 2>/tmp/fb.err
@@ -154,4 +180,5 @@ if [ $rc -ne 0 ] && grep -q 'module loading disabled' /tmp/k.err; then
 else
 	ko kmod_refused_clearly "rc=$rc: $(tr '\n' '|' </tmp/k.err)"
 fi
+took end
 exit 0
