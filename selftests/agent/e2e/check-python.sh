@@ -18,6 +18,11 @@
 # A backend that cannot walk Python (no EMBER_CAP_PYTHON) is a SKIP.
 #
 #   check-python.sh --ember agent/ember --backend bpf|kmod --out DIR [--python 3.13]
+#                   [--where host|vm_KERNEL] [--scale S] [--shares overall|per-thread]
+# --shares per-thread: the main thread's phases are shared among
+# themselves and py_worker's thread is left out of the comparison (a VM's
+# host stalls its two virtual CPUs unevenly: e2e.sh's reason too); the
+# complete-chain count still covers both threads.
 #
 # --python 3.13: Debian 13's python3.13 (scripts/fetch-python.sh), run
 # through its own ld.so and libraries, the same checks.
@@ -26,12 +31,18 @@ cd "$(dirname "$0")/../../.."
 . selftests/lib.sh
 
 ember=agent/ember backend=bpf out=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/python
+where=host scale=1 shares=overall
+# the analysis's own interpreter (a VM guest has python3.11 only)
+PY3=${EMBER_PYTHON3:-python3}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ember) ember=$2; shift 2 ;;
 	--backend) backend=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--python) version=$2; shift 2 ;;
+	--where) where=$2; shift 2 ;;
+	--scale) scale=$2; shift 2 ;;
+	--shares) shares=$2; shift 2 ;;
 	*) echo "check-python.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -39,10 +50,10 @@ POINTS=${EMBER_PY_POINTS:-3}
 case ${version:-3.11} in
 3.11)
 	PY=(/usr/bin/python3.11)
-	label=python_host_$backend
+	label=python_${where}_$backend
 	;;
 3.13)
-	label=python313_host_$backend
+	label=python313_${where}_$backend
 	root=$(scripts/fetch-python.sh --path 2>/dev/null) || {
 		t_skip "$label" "Debian 13's python3.13 not fetched (offline?)"
 		exit 0
@@ -59,8 +70,8 @@ if [ ! -x "${PY[0]}" ]; then
 fi
 mkdir -p "$out"
 truth=$out/truth.txt folded=$out/python.folded err=$out/stderr.txt
-if ! timeout 180 "$ember" record --backend "$backend" -e cpu,offcpu -F 499 \
-	-o "$folded" -- "${PY[@]}" selftests/agent/e2e/pyphases.py 1 \
+if ! timeout "${EMBER_PY_TIMEOUT:-180}" "$ember" record --backend "$backend" -e cpu,offcpu -F 499 \
+	-o "$folded" -- "${PY[@]}" selftests/agent/e2e/pyphases.py "$scale" \
 	>"$truth" 2>"$err"; then
 	t_fail "${label}_record" "$(tail -3 "$err" | tr '\n' ' ')"
 	exit 0
@@ -69,10 +80,11 @@ if grep -q "Python frames stay native" "$err" && ! grep -q '(pyphases.py:' "$fol
 	t_skip "$label" "$(grep -m1 'Python frames stay native' "$err")"
 	exit 0
 fi
-python3 - "$truth" "$folded" "$POINTS" "$label" <<'EOF'
+$PY3 - "$truth" "$folded" "$POINTS" "$label" "$shares" <<'EOF'
 import re, sys
-truth_f, folded_f, points, label = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+truth_f, folded_f, points, label, shares = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
 cpu_phases = ["py_spin", "py_recurse", "py_gen", "py_async", "py_hash", "py_exc", "py_worker"]
+shared = cpu_phases if shares == "overall" else cpu_phases[:-1]
 truth = {}
 for line in open(truth_f):
     f = line.split()
@@ -112,10 +124,11 @@ for line in open(folded_f):
             break
 def say(ok, name, why):
     print(("PASS: %s_%s" % (label, name)) if ok else ("FAIL: %s_%s: %s" % (label, name, why)))
-tt = sum(truth.get(p, 0) for p in cpu_phases)
-tp = sum(prof.values())
+tt = sum(truth.get(p, 0) for p in shared)
+tp = sum(prof.get(p, 0) for p in shared)
 bad = []
-for p in cpu_phases:
+print("# shares: %s" % shares)
+for p in shared:
     ts = 100.0 * truth.get(p, 0) / tt if tt else 0
     ps = 100.0 * prof.get(p, 0) / tp if tp else 0
     print("# %-11s truth %5.1f%%  profile %5.1f%%" % (p, ts, ps))
