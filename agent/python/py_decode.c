@@ -275,11 +275,13 @@ struct cold_vote {
 	uint32_t n;
 };
 
-static void cold_vote(Dwarf_CFI *cfi, uint64_t target, struct cold_vote *v,
+/* One vote for the FDE that holds target: the whole fragment's range
+ * (one CFI row's is not: sid's 3.14 cold part changes rows at every
+ * register save, so its jumps would split their votes). */
+static void cold_vote(struct pyelf *pe, uint64_t target, struct cold_vote *v,
 		      uint32_t *nv)
 {
-	Dwarf_Frame *fr;
-	Dwarf_Addr lo, hi;
+	uint64_t lo, hi;
 	uint32_t i;
 
 	for (i = 0; i < *nv; i++)
@@ -287,13 +289,10 @@ static void cold_vote(Dwarf_CFI *cfi, uint64_t target, struct cold_vote *v,
 			v[i].n++;
 			return;
 		}
-	if (*nv == MAX_COLD_FDES || dwarf_cfi_addrframe(cfi, target, &fr))
-		return;
-	if (dwarf_frame_info(fr, &lo, &hi, NULL) >= 0 && lo < hi) {
+	if (*nv < MAX_COLD_FDES && pyelf_fde_range(pe, target, &lo, &hi) && lo < hi) {
 		v[*nv] = (struct cold_vote){ lo, hi, 1 };
 		(*nv)++;
 	}
-	free(fr);
 }
 
 /* Whether the CFI row at pc is a function's entry state: CFA = sp + 8
@@ -356,7 +355,7 @@ void py_eval_cold(struct pyelf *pe, uint64_t v, uint64_t size,
 			continue;
 		}
 		if (t < v || t >= v + size)
-			cold_vote(cfi, t, votes, &nv);
+			cold_vote(pe, t, votes, &nv);
 	}
 	for (uint32_t i = 0; i < nv; i++) {
 		if (votes[i].n > best) {
