@@ -241,8 +241,8 @@ static const struct do_layout do_layouts[] = {
 		/* Include/internal/pycore_debug_offsets.h (v3.14, and
 		 * Debian's libpython3.14-dev 3.14.10): cookie 0, version 1,
 		 * free_threaded 2, runtime_state 3-5, interpreter_state
-		 * 6-21 (16 fields: + code_object_generation,
-		 * tlbc_generation and gil_runtime_state's three),
+		 * 6-21 (16 fields: 3.13's + threads_main,
+		 * code_object_generation, tlbc_generation),
 		 * thread_state 22-30 (as 3.13's), interpreter_frame 31-38
 		 * (size, previous, executable, instr_ptr, localsplus,
 		 * owner, stackpointer, tlbc_index), code_object 39-49
