@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetch Debian 13 (trixie)'s CPython 3.13 into the cache, for the agent's
+# Fetch Debian 13 (trixie)'s CPython 3.13 (or sid's 3.14) into the cache, for the agent's
 # Python-detection tests (selftests/agent/python/): the interpreter, its
 # libpython, its standard library and trixie's libc, unpacked with dpkg-deb -x into
 # $EMBER_CACHE/python-trixie/ (nothing installed, the host's apt sources
@@ -8,10 +8,14 @@
 #
 #   scripts/fetch-python.sh          fetch when missing
 #   scripts/fetch-python.sh --path   print the unpacked root (fetch first)
-#   scripts/fetch-python.sh --arch arm64 [--release bookworm] [--path]
+#   scripts/fetch-python.sh --release sid [--path]
+#                                    Debian unstable's CPython 3.14 and its
+#                                    libc, into python-sid/
+#   scripts/fetch-python.sh --arch arm64 [--release bookworm|sid] [--path]
 #                                    arm64's (the decoders' aarch64 paths:
-#                                    trixie's 3.13, bookworm's 3.11 and
-#                                    glibc 2.36), into python-RELEASE-arm64/
+#                                    trixie's 3.13, bookworm's 3.11, sid's
+#                                    3.14 and their glibc), into
+#                                    python-RELEASE-arm64/
 #
 # Idempotent: a root with its .done stamp is not fetched again. Offline
 # (EMBER_OFFLINE=1 or the lists cannot be fetched) it exits 2, which the
@@ -37,7 +41,8 @@ KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 case $RELEASE in
 trixie) PKGS=(python3.13-minimal libpython3.13-minimal libpython3.13-stdlib libpython3.13 libc6) ;;
 bookworm) PKGS=(python3.11-minimal libpython3.11-minimal libc6) ;;
-*) echo "fetch-python.sh: release trixie or bookworm" >&2; exit 2 ;;
+sid) PKGS=(python3.14-minimal libpython3.14-minimal libpython3.14-stdlib libpython3.14 libc6 python3.15-minimal) ;;
+*) echo "fetch-python.sh: release trixie, bookworm or sid" >&2; exit 2 ;;
 esac
 [ "$ARCH" = amd64 ] || PKGS=("${PKGS[@]/%/:$ARCH}")
 
@@ -71,6 +76,9 @@ if [ ! -e "$ROOT/.done" ] || [ "$(head -1 "$ROOT/.done")" != "$WANT" ]; then
 		Acquire::Languages "none";
 		APT::Sandbox::User "$(id -un)";
 	EOC
+	# sid's Release in a mirror snapshot can carry an expired Valid-Until;
+	# unstable is never frozen, so only its freshness check is dropped
+	[ "$RELEASE" = sid ] && echo 'Acquire::Check-Valid-Until "false";' >>"$APTDIR/etc/apt.conf"
 	export APT_CONFIG=$APTDIR/etc/apt.conf
 	if ! apt-get -q update >"$APTDIR/update.log" 2>&1 ||
 		grep -qE '^(Err:|E: |W: Failed to fetch)' "$APTDIR/update.log"; then

@@ -138,21 +138,109 @@ bool py_decode_getspecific(uint16_t machine, const uint8_t *c, size_t n,
 	return false;
 }
 
+/* The target of the branch at vaddr pc is PyThread_tss_get, which
+ * returns pthread_getspecific(tss->_key): Py_tss_t { int
+ * _is_initialized; pthread_key_t _key; } (pythread.h), _key 4 bytes in. */
+static bool is_tss_get(struct pyelf *pe, uint64_t target)
+{
+	uint64_t v;
+
+	return pyelf_sym(pe, "PyThread_tss_get", &v, NULL) && v == target;
+}
+
+/* aarch64: the registers' values known so far (file vaddrs). */
+struct a64_regs {
+	uint64_t v[32];
+	uint32_t known;
+};
+
+static void a64_set(struct a64_regs *r, int reg, bool known, uint64_t v)
+{
+	r->v[reg] = v;
+	r->known = known ? r->known | 1u << reg : r->known & ~(1u << reg);
+}
+
+static bool a64_known(const struct a64_regs *r, int reg)
+{
+	return reg < 31 && (r->known >> reg & 1);
+}
+
 /*
- * 3.11/3.12: PyGILState_GetThisThreadState reads the key of
+ * aarch64 forms: the key's address is built in a register by adrp, add
+ * #imm and a GOT load of _PyRuntime, then either loaded (`ldr w0,
+ * [xN, #imm]`) for a tail call of pthread_getspecific, or handed in x0 to
+ * PyThread_tss_get (`b`/`bl`). A 32-bit load tested at once by cbz/cbnz
+ * is the key's _is_initialized (3.14), not the key.
+ */
+static uint64_t a64_key_addr(struct pyelf *pe, uint64_t pc, const uint8_t *c,
+			     size_t n, uint64_t rt_v)
+{
+	struct a64_regs r = { .known = 0 };
+
+	for (size_t i = 0; i + 4 <= n && i < 24 * 4; i += 4) {
+		uint32_t w = insn32(c + i);
+		int rn = (int)((w >> 5) & 31), rt = (int)(w & 31);
+		uint32_t imm12 = (w >> 10) & 0xfff;
+
+		if ((w & 0x9f000000) == 0x90000000) {		/* adrp */
+			int64_t imm = (int64_t)((((w >> 5) & 0x7ffff) << 2) |
+					       ((w >> 29) & 3));
+
+			if (imm & (1 << 20))
+				imm -= 1 << 21;
+			a64_set(&r, rt, true, ((pc + i) & ~0xfffULL) + (uint64_t)(imm << 12));
+		} else if ((w & 0xffc00000) == 0x91000000) {	/* add xd, xn, #imm */
+			a64_set(&r, rt, a64_known(&r, rn), r.v[rn] + imm12);
+		} else if ((w & 0xffc00000) == 0xf9400000) {	/* ldr xt, [xn, #] */
+			/* a GOT slot relocated to _PyRuntime, or unknown */
+			a64_set(&r, rt, a64_known(&r, rn) &&
+				pyelf_got_is(pe, r.v[rn] + imm12 * 8, "_PyRuntime"), rt_v);
+		} else if ((w & 0xffc00000) == 0xb9400000) {	/* ldr wt, [xn, #] */
+			uint32_t next = i + 8 <= n ? insn32(c + i + 4) : 0;
+			bool tested = (next & 0x7e00001f) == (0x34000000 | (uint32_t)rt);
+
+			if (rt == 0 && !tested && a64_known(&r, rn))
+				return r.v[rn] + imm12 * 4;
+			a64_set(&r, rt, false, 0);
+		} else if ((w & 0x7c000000) == 0x14000000) {	/* b, bl */
+			int64_t imm = (int64_t)(w & 0x3ffffff);
+
+			if (imm & (1 << 25))
+				imm -= 1 << 26;
+			if (a64_known(&r, 0) &&
+			    is_tss_get(pe, pc + i + (uint64_t)(imm * 4)))
+				return r.v[0] + 4;
+			if (!(w & 0x80000000))
+				return 0;			/* b: the end */
+			r.known &= ~0x7ffffu;			/* bl: x0-x18 */
+		} else if ((w & 0x7e000000) != 0x34000000) {	/* not cbz/cbnz */
+			a64_set(&r, rt, false, 0);	/* anything else writes rt */
+		}
+	}
+	return 0;
+}
+
+/*
+ * 3.11-3.14: PyGILState_GetThisThreadState reads the key of
  * _PyRuntime's autoTSSkey and calls pthread_getspecific with it (or
  * PyThread_tss_get with the Py_tss_t, whose _key is 4 bytes in). Forms
- * seen in Debian 12's builds:
- *  - x86_64 executable: `cmpq $0,&_PyRuntime+0x248(%rip); je;
+ * seen in Debian's builds:
+ *  - x86_64 executable (3.11, 3.13): `cmpq $0,&_PyRuntime+0x248(%rip); je;
  *    mov &_PyRuntime+0x254(%rip),%edi; jmp pthread_getspecific`;
+ *  - x86_64 executable (sid's 3.14, not PIE): `cmpl $0,&_PyRuntime+0x920
+ *    (%rip); je; mov $&_PyRuntime+0x920,%edi; jmp PyThread_tss_get`;
  *  - x86_64 libpython: `mov _PyRuntime@GOT(%rip),%rax; cmpq $0,0x248(%rax);
  *    je; lea 0x250(%rax),%rdi; jmp PyThread_tss_get`;
  *  - arm64 executable: `adrp x0; add x0,x0,#8 (= &_PyRuntime); ldr x1,
- *    [x0,#600]; cbz; ldr w0,[x0,#612]; b pthread_getspecific`;
- *  - arm64 libpython (like x86_64's): `adrp; ldr x0,[x0,#GOT]`, then the
- *    same loads from x0;
- *  - pyenv's 3.12.1 libpython (no LTO): `mov _PyRuntime@GOTPCREL(%rip),
- *    %rax; push %rbx; lea 0x608(%rax),%rbx; mov %rbx,%rdi; call
+ *    [x0,#600]; cbz; ldr w0,[x0,#612]; b pthread_getspecific`; 3.14:
+ *    `adrp x0; ldr w0,[x0,#0x6a0]; cbz w0; adrp x0; add x0,x0,#0x6a0;
+ *    b PyThread_tss_get`;
+ *  - arm64 libpython: `adrp; ldr x0,[x0,#GOT]`, then the same loads from
+ *    x0; 3.14: `adrp x19; ldr x19,[x19,#GOT]; add x0,x19,#0x920; bl
+ *    PyThread_tss_is_created; cbz w0; add x0,x19,#0x920; ...; b
+ *    PyThread_tss_get`;
+ *  - pyenv's 3.12.1 and sid's 3.14 libpython: `mov _PyRuntime@GOTPCREL(
+ *    %rip),%rax; push %rbx; lea 0x608(%rax),%rbx; mov %rbx,%rdi; call
  *    PyThread_tss_is_created; ... jmp PyThread_tss_get`.
  * Also `lea &autoTSSkey(%rip),%rdi; jmp` (a build without LTO). The key's
  * file vaddr, or 0.
@@ -160,44 +248,20 @@ bool py_decode_getspecific(uint16_t machine, const uint8_t *c, size_t n,
 uint64_t py_decode_key_addr(struct pyelf *pe, uint64_t pc,
 				const uint8_t *c, size_t n, uint64_t rt_v)
 {
-	if (pe->eh.e_machine == EM_AARCH64) {
-		uint64_t base = 0;
-		int reg = -1;
-
-		for (size_t i = 0; i + 4 <= n && i < 16 * 4; i += 4) {
-			uint32_t w = insn32(c + i);
-			int rn = (int)((w >> 5) & 31), rt = (int)(w & 31);
-
-			if ((w & 0x9f000000) == 0x90000000) {	/* adrp */
-				int64_t imm = (int64_t)((((w >> 5) & 0x7ffff) << 2) |
-						       ((w >> 29) & 3));
-
-				if (imm & (1 << 20))
-					imm -= 1 << 21;
-				base = ((pc + i) & ~0xfffULL) + (uint64_t)(imm << 12);
-				reg = rt;
-			} else if (reg >= 0 && (w & 0xffc00000) == 0x91000000 &&
-				   rn == reg && rt == reg) {
-				base += (w >> 10) & 0xfff;	/* add xN, xN, #imm */
-			} else if (reg >= 0 && (w & 0xffc00000) == 0xf9400000 &&
-				   rn == reg && rt == reg) {	/* ldr xN, [xN, #got] */
-				if (!pyelf_got_is(pe, base + ((w >> 10) & 0xfff) * 8,
-						  "_PyRuntime"))
-					return 0;
-				base = rt_v;
-			} else if (reg >= 0 && (w & 0xffc00000) == 0xb9400000 &&
-				   rn == reg && rt == 0) {	/* ldr w0, [xN, #] */
-				return base + ((w >> 10) & 0xfff) * 4;
-			}
-		}
-		return 0;
-	}
+	if (pe->eh.e_machine == EM_AARCH64)
+		return a64_key_addr(pe, pc, c, n, rt_v);
 	for (size_t i = x86_skip_endbr(c, n), got = 0; i + 7 <= n && i < 32; i++) {
 		if (c[i] == 0x8b && c[i + 1] == 0x3d)	/* mov d32(%rip),%edi */
 			return pc + i + 6 + (uint64_t)(int64_t)le32(c + i + 2);
 		if (c[i] == 0x48 && c[i + 1] == 0x8d && c[i + 2] == 0x3d &&
 		    i + 8 <= n && (c[i + 7] == 0xe9 || c[i + 7] == 0xe8))
 			return pc + i + 7 + (uint64_t)(int64_t)le32(c + i + 3) + 4;
+		/* mov $&autoTSSkey,%edi; jmp PyThread_tss_get: an absolute
+		 * address, so only in a file that is not position-independent */
+		if (c[i] == 0xbf && i + 10 <= n && c[i + 5] == 0xe9 &&
+		    pe->eh.e_type == ET_EXEC &&
+		    is_tss_get(pe, pc + i + 10 + (uint64_t)(int64_t)le32(c + i + 6)))
+			return (uint64_t)(uint32_t)le32(c + i + 1) + 4;
 		/* mov _PyRuntime@GOTPCREL(%rip),%rax */
 		if (!got && c[i] == 0x48 && c[i + 1] == 0x8b && c[i + 2] == 0x05) {
 			if (!pyelf_got_is(pe, pc + i + 7 +
@@ -275,11 +339,13 @@ struct cold_vote {
 	uint32_t n;
 };
 
-static void cold_vote(Dwarf_CFI *cfi, uint64_t target, struct cold_vote *v,
+/* One vote for the FDE that holds target: the whole fragment's range
+ * (one CFI row's is not: sid's 3.14 cold part changes rows at every
+ * register save, so its jumps would split their votes). */
+static void cold_vote(struct pyelf *pe, uint64_t target, struct cold_vote *v,
 		      uint32_t *nv)
 {
-	Dwarf_Frame *fr;
-	Dwarf_Addr lo, hi;
+	uint64_t lo, hi;
 	uint32_t i;
 
 	for (i = 0; i < *nv; i++)
@@ -287,13 +353,10 @@ static void cold_vote(Dwarf_CFI *cfi, uint64_t target, struct cold_vote *v,
 			v[i].n++;
 			return;
 		}
-	if (*nv == MAX_COLD_FDES || dwarf_cfi_addrframe(cfi, target, &fr))
-		return;
-	if (dwarf_frame_info(fr, &lo, &hi, NULL) >= 0 && lo < hi) {
+	if (*nv < MAX_COLD_FDES && pyelf_fde_range(pe, target, &lo, &hi) && lo < hi) {
 		v[*nv] = (struct cold_vote){ lo, hi, 1 };
 		(*nv)++;
 	}
-	free(fr);
 }
 
 /* Whether the CFI row at pc is a function's entry state: CFA = sp + 8
@@ -356,7 +419,7 @@ void py_eval_cold(struct pyelf *pe, uint64_t v, uint64_t size,
 			continue;
 		}
 		if (t < v || t >= v + size)
-			cold_vote(cfi, t, votes, &nv);
+			cold_vote(pe, t, votes, &nv);
 	}
 	for (uint32_t i = 0; i < nv; i++) {
 		if (votes[i].n > best) {

@@ -5,11 +5,11 @@
  * ELF file (the process's own view of it, /proc/PID/map_files): the
  * version (Py_Version, checked against the file name), _PyRuntime, the
  * eval loop's range, PyCode_Type's member table, and, per version, the
- * frame and thread-state offsets: 3.13 from _Py_DebugOffsets at the start
- * of _PyRuntime, 3.11/3.12 from the table below (each value with its
- * source). Where the thread state lives is decoded from code: 3.13's
- * _PyThreadState_GetCurrent (a TLS load), 3.11/3.12's
- * PyGILState_GetThisThreadState (the TSS key inside _PyRuntime) and
+ * frame and thread-state offsets: 3.13/3.14 from _Py_DebugOffsets at the
+ * start of _PyRuntime, 3.11/3.12 from the table below (each value with its
+ * source). Where the thread state lives is decoded from code:
+ * PyGILState_GetThisThreadState (the TSS key inside _PyRuntime; 3.13+
+ * _PyThreadState_GetCurrent's TLS load only when that is unknown) and
  * glibc's pthread_getspecific (the TSD array's offset from the thread
  * pointer). Any check that fails refuses the interpreter with a sentence:
  * the process then gets native frames only, never guessed ones.
@@ -187,87 +187,197 @@ static int code_members(struct pyelf *pe, uint64_t type_v,
 	return 0;
 }
 
-/* _Py_DebugOffsets of 3.13 (Include/internal/pycore_runtime.h, v3.13),
- * as u64 indexes from the start of _PyRuntime: checked against Debian
- * 13's python3.13 (3.13.5). */
-enum {
-	DO_VERSION = 1, DO_FREE_THREADED = 2,
-	DO_TS_SIZE = 19, DO_TS_CURRENT_FRAME = 23,
-	DO_FR_SIZE = 28, DO_FR_PREVIOUS, DO_FR_EXECUTABLE, DO_FR_INSTR_PTR,
-	DO_FR_LOCALSPLUS, DO_FR_OWNER,
-	DO_CO_SIZE = 34, DO_CO_FILENAME, DO_CO_NAME, DO_CO_QUALNAME,
-	DO_CO_LINETABLE, DO_CO_FIRSTLINENO, DO_CO_ARGCOUNT,
-	DO_CO_LOCALSPLUSNAMES, DO_CO_LOCALSPLUSKINDS, DO_CO_CODE_ADAPTIVE,
-	DO_OB_SIZE = 44, DO_OB_TYPE,
-	DO_BYTES_SIZE = 64, DO_BYTES_OB_SIZE, DO_BYTES_SVAL,
-	DO_UNI_SIZE = 67, DO_UNI_STATE, DO_UNI_LENGTH, DO_UNI_ASCII_SIZE,
-	DO_NR = 71,
+/*
+ * _Py_DebugOffsets, the first member of _PyRuntime since 3.13: which u64
+ * word holds each offset ember reads, per version (its layout is stable
+ * only within one minor version), and what the headers say and the debug
+ * offsets do not.
+ */
+struct do_layout {
+	uint8_t minor;
+	uint8_t nr;		/* words read: up to the unicode section's end */
+	uint8_t ts_size, ts_current_frame;
+	uint8_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
+	uint8_t co_filename, co_name, co_qualname, co_linetable;
+	uint8_t co_firstlineno, co_argcount, co_code_adaptive, co_size;
+	uint8_t ob_size, ob_type;
+	uint8_t bytes_ob_size, bytes_sval;
+	uint8_t uni_state, uni_length, uni_ascii_size;
+	uint8_t entry_owner;	/* the eval loop's entry frame's owner */
+	uint8_t tag_mask;	/* f_executable's tag bits */
 };
 
-static int debug_offsets(struct pyelf *pe, uint64_t rt_v, uint32_t version,
-			 struct py_target *t, char *err, size_t err_len)
+static const struct do_layout do_layouts[] = {
+	{
+		/* Include/internal/pycore_runtime.h (v3.13): cookie 0,
+		 * version 1, free_threaded 2, runtime_state 3-5,
+		 * interpreter_state 6-18 (13 fields), thread_state 19-27
+		 * (size, prev, next, interp, current_frame, thread_id,
+		 * native_thread_id, datastack_chunk, status),
+		 * interpreter_frame 28-33 (size, previous, executable,
+		 * instr_ptr, localsplus, owner), code_object 34-43 (size,
+		 * filename, name, qualname, linetable, firstlineno,
+		 * argcount, localsplusnames, localspluskinds,
+		 * co_code_adaptive), pyobject 44-45, type_object 46-49,
+		 * tuple 50-52, list 53-55, dict 56-58, float 59-60, long
+		 * 61-63, bytes 64-66, unicode 67-70 (size, state, length,
+		 * asciiobject_size). Checked against Debian 13's 3.13.5.
+		 */
+		.minor = 13, .nr = 71,
+		.ts_size = 19, .ts_current_frame = 23,
+		.fr_size = 28, .fr_previous = 29, .fr_executable = 30,
+		.fr_instr_ptr = 31, .fr_owner = 33,
+		.co_size = 34, .co_filename = 35, .co_name = 36,
+		.co_qualname = 37, .co_linetable = 38, .co_firstlineno = 39,
+		.co_argcount = 40, .co_code_adaptive = 43,
+		.ob_size = 44, .ob_type = 45,
+		.bytes_ob_size = 65, .bytes_sval = 66,
+		.uni_state = 68, .uni_length = 69, .uni_ascii_size = 70,
+		/* pycore_frame.h: FRAME_OWNED_BY_CSTACK = 3, what ceval.c
+		 * gives its entry frame; f_executable a plain pointer */
+		.entry_owner = 3, .tag_mask = 0,
+	},
+	{
+		/* Include/internal/pycore_debug_offsets.h (v3.14, and
+		 * Debian's libpython3.14-dev 3.14.10): cookie 0, version 1,
+		 * free_threaded 2, runtime_state 3-5, interpreter_state
+		 * 6-21 (16 fields: 3.13's + threads_main,
+		 * code_object_generation, tlbc_generation),
+		 * thread_state 22-30 (as 3.13's), interpreter_frame 31-38
+		 * (size, previous, executable, instr_ptr, localsplus,
+		 * owner, stackpointer, tlbc_index), code_object 39-49
+		 * (3.13's + co_tlbc), pyobject 50-51, type_object 52-55,
+		 * tuple 56-58, list 59-61, set 62-65 (new), dict 66-68,
+		 * float 69-70, long 71-73, bytes 74-76, unicode 77-80.
+		 * Debian sid's 3.14.10 (x86_64 and arm64): current_frame
+		 * 72, frame size 88, previous 8, executable 0, instr_ptr
+		 * 56, owner 74, code size 216, co_code_adaptive 208,
+		 * argcount 52, firstlineno 68, PyASCIIObject 40.
+		 */
+		.minor = 14, .nr = 81,
+		.ts_size = 22, .ts_current_frame = 26,
+		.fr_size = 31, .fr_previous = 32, .fr_executable = 33,
+		.fr_instr_ptr = 34, .fr_owner = 36,
+		.co_size = 39, .co_filename = 40, .co_name = 41,
+		.co_qualname = 42, .co_linetable = 43, .co_firstlineno = 44,
+		.co_argcount = 45, .co_code_adaptive = 48,
+		.ob_size = 50, .ob_type = 51,
+		.bytes_ob_size = 75, .bytes_sval = 76,
+		.uni_state = 78, .uni_length = 79, .uni_ascii_size = 80,
+		/*
+		 * pycore_interpframe_structs.h (3.14): FRAME_OWNED_BY_
+		 * INTERPRETER = 3, CSTACK = 4; ceval.c's entry frame is
+		 * `entry.frame.owner = FRAME_OWNED_BY_INTERPRETER` (CSTACK
+		 * is given to no frame): 3 again. Debian's binary stores it
+		 * so (x86_64: movl $0x30000 over return_offset/owner).
+		 * pycore_stackref.h (3.14, GIL build): Py_TAG_BITS 3,
+		 * Py_TAG_REFCNT 1 (a borrowed/immortal/deferred pointer),
+		 * Py_INT_TAG 3 (an int, never an f_executable). A code
+		 * object's reference carries Py_TAG_REFCNT or nothing:
+		 * only that bit is cleared, as ceval.c does (`and $-2`),
+		 * so a tagged int stays misaligned and the walkers cut.
+		 */
+		.entry_owner = 3, .tag_mask = 1,
+	},
+};
+
+#define DO_NR_MAX	81
+#define DO_VERSION	1
+#define DO_FREE_THREADED 2
+
+static const struct do_layout *do_layout_of(int minor)
 {
-	struct ember_py_proc *p = &t->proc;
-	struct py_layout *l = &t->lay;
-	uint64_t d[DO_NR];
+	for (size_t i = 0; i < sizeof(do_layouts) / sizeof(do_layouts[0]); i++)
+		if (do_layouts[i].minor == minor)
+			return &do_layouts[i];
+	return NULL;
+}
+
+/* Every field read lies inside its struct, every struct is small. */
+static bool do_plausible(const struct do_layout *o, const uint64_t *d)
+{
+	for (int i = o->ts_size; i < o->nr; i++)
+		if (d[i] >= (1u << 20))
+			return false;
+	return d[o->ts_current_frame] + 8 <= d[o->ts_size] &&
+	       d[o->fr_previous] + 8 <= d[o->fr_size] &&
+	       d[o->fr_executable] + 8 <= d[o->fr_size] &&
+	       d[o->fr_instr_ptr] + 8 <= d[o->fr_size] &&
+	       d[o->fr_owner] + 1 <= d[o->fr_size] &&
+	       d[o->fr_size] < EMBER_PY_MAX_OFFSET &&
+	       d[o->ts_size] < EMBER_PY_MAX_OFFSET &&
+	       d[o->co_size] < EMBER_PY_MAX_OFFSET &&
+	       d[o->uni_ascii_size] >= 24 && d[o->uni_ascii_size] <= 256 &&
+	       d[o->uni_state] + 4 <= d[o->uni_ascii_size] &&
+	       d[o->uni_length] + 8 <= d[o->uni_ascii_size] &&
+	       d[o->bytes_ob_size] + 8 <= d[o->bytes_sval] &&
+	       d[o->bytes_sval] <= 256 && d[o->ob_type] + 8 <= d[o->ob_size];
+}
+
+/* The debug offsets' header: cookie, the version, a GIL build (the
+ * free-threaded one's frames and objects are another layout). */
+static int debug_header(struct pyelf *pe, uint64_t rt_v, uint32_t version,
+			char *err, size_t err_len)
+{
+	uint64_t d[3];
 
 	if (!pyelf_read(pe, rt_v, d, sizeof(d)) || memcmp(d, "xdebugpy", 8)) {
 		py_err(err, err_len, "_PyRuntime has no _Py_DebugOffsets");
 		return -EINVAL;
 	}
-	if ((uint32_t)d[DO_VERSION] != version || d[DO_FREE_THREADED]) {
-		py_err(err, err_len, "_Py_DebugOffsets: version %#llx%s",
-		       (unsigned long long)d[DO_VERSION],
-		       d[DO_FREE_THREADED] ? ", free-threaded (not supported)" : "");
+	if ((uint32_t)d[DO_VERSION] != version) {
+		py_err(err, err_len, "_Py_DebugOffsets: version %#llx, not Py_Version's",
+		       (unsigned long long)d[DO_VERSION]);
+		return -EINVAL;
+	}
+	if (d[DO_FREE_THREADED]) {
+		py_err(err, err_len, "CPython 3.%u free-threaded build (ember walks "
+		       "GIL builds only)", (version >> 16) & 0xff);
 		return -ENOTSUP;
 	}
-	for (int i = DO_TS_SIZE; i < DO_NR; i++)
-		if (d[i] >= (1u << 20)) {
-			py_err(err, err_len, "_Py_DebugOffsets[%d] = %#llx", i,
-			       (unsigned long long)d[i]);
-			return -EINVAL;
-		}
-	/* every field read must lie inside its struct */
-	if (d[DO_TS_CURRENT_FRAME] + 8 > d[DO_TS_SIZE] ||
-	    d[DO_FR_PREVIOUS] + 8 > d[DO_FR_SIZE] ||
-	    d[DO_FR_EXECUTABLE] + 8 > d[DO_FR_SIZE] ||
-	    d[DO_FR_INSTR_PTR] + 8 > d[DO_FR_SIZE] ||
-	    d[DO_FR_OWNER] + 1 > d[DO_FR_SIZE] ||
-	    d[DO_FR_SIZE] >= EMBER_PY_MAX_OFFSET ||
-	    d[DO_TS_SIZE] >= EMBER_PY_MAX_OFFSET ||
-	    d[DO_CO_SIZE] >= EMBER_PY_MAX_OFFSET ||
-	    d[DO_UNI_ASCII_SIZE] < 24 || d[DO_UNI_ASCII_SIZE] > 256 ||
-	    d[DO_UNI_STATE] + 4 > d[DO_UNI_ASCII_SIZE] ||
-	    d[DO_UNI_LENGTH] + 8 > d[DO_UNI_ASCII_SIZE] ||
-	    d[DO_BYTES_OB_SIZE] + 8 > d[DO_BYTES_SVAL] ||
-	    d[DO_BYTES_SVAL] > 256 || d[DO_OB_TYPE] + 8 > d[DO_OB_SIZE]) {
+	return 0;
+}
+
+static int debug_offsets(struct pyelf *pe, uint64_t rt_v, uint32_t version,
+			 struct py_target *t, char *err, size_t err_len)
+{
+	const struct do_layout *o = do_layout_of((version >> 16) & 0xff);
+	struct ember_py_proc *p = &t->proc;
+	struct py_layout *l = &t->lay;
+	uint64_t d[DO_NR_MAX];
+
+	if (!o || !pyelf_read(pe, rt_v, d, o->nr * 8)) {
+		py_err(err, err_len, "_Py_DebugOffsets cannot be read");
+		return -EINVAL;
+	}
+	if (!do_plausible(o, d)) {
 		py_err(err, err_len, "_Py_DebugOffsets fail their checks");
 		return -EINVAL;
 	}
-	p->ts_frame[0] = (uint16_t)d[DO_TS_CURRENT_FRAME];
+	p->ts_frame[0] = (uint16_t)d[o->ts_current_frame];
 	p->ts_frame_nr = 1;
-	p->fr_previous = (uint16_t)d[DO_FR_PREVIOUS];
-	p->fr_code = (uint16_t)d[DO_FR_EXECUTABLE];
-	p->fr_instr = (uint16_t)d[DO_FR_INSTR_PTR];
-	p->fr_owner = (uint16_t)d[DO_FR_OWNER];
-	/* pycore_frame.h (3.13): FRAME_OWNED_BY_CSTACK = 3 (3.14: 4) */
+	p->fr_previous = (uint16_t)d[o->fr_previous];
+	p->fr_code = (uint16_t)d[o->fr_executable];
+	p->fr_instr = (uint16_t)d[o->fr_instr_ptr];
+	p->fr_owner = (uint16_t)d[o->fr_owner];
 	p->entry_kind = EMBER_PY_ENTRY_SHIM;
-	p->entry_value = 3;
-	l->ob_type = (uint16_t)d[DO_OB_TYPE];
-	l->bytes_size = (uint16_t)d[DO_BYTES_OB_SIZE];
-	l->bytes_sval = (uint16_t)d[DO_BYTES_SVAL];
-	l->uni_length = (uint16_t)d[DO_UNI_LENGTH];
-	l->uni_state = (uint16_t)d[DO_UNI_STATE];
-	l->uni_ascii_size = (uint16_t)d[DO_UNI_ASCII_SIZE];
+	p->entry_value = o->entry_owner;
+	p->code_tag_mask = o->tag_mask;
+	l->ob_type = (uint16_t)d[o->ob_type];
+	l->bytes_size = (uint16_t)d[o->bytes_ob_size];
+	l->bytes_sval = (uint16_t)d[o->bytes_sval];
+	l->uni_length = (uint16_t)d[o->uni_length];
+	l->uni_state = (uint16_t)d[o->uni_state];
+	l->uni_ascii_size = (uint16_t)d[o->uni_ascii_size];
 	/* PyCompactUnicodeObject: + Py_ssize_t utf8_length, char *utf8 */
 	l->uni_compact_size = l->uni_ascii_size + 16;
 	/* the member table and the debug offsets must agree */
-	if (l->co_filename != d[DO_CO_FILENAME] || l->co_name != d[DO_CO_NAME] ||
-	    l->co_qualname != d[DO_CO_QUALNAME] ||
-	    l->co_linetable != d[DO_CO_LINETABLE] ||
-	    l->co_firstlineno != d[DO_CO_FIRSTLINENO] ||
-	    l->co_argcount != d[DO_CO_ARGCOUNT] ||
-	    l->co_code != d[DO_CO_CODE_ADAPTIVE]) {
+	if (l->co_filename != d[o->co_filename] || l->co_name != d[o->co_name] ||
+	    l->co_qualname != d[o->co_qualname] ||
+	    l->co_linetable != d[o->co_linetable] ||
+	    l->co_firstlineno != d[o->co_firstlineno] ||
+	    l->co_argcount != d[o->co_argcount] ||
+	    l->co_code != d[o->co_code_adaptive]) {
 		py_err(err, err_len, "PyCode_Type's members and _Py_DebugOffsets disagree");
 		return -EINVAL;
 	}
@@ -427,7 +537,7 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 	if (!pyelf_sym(&pe, "Py_Version", &ver_v, NULL) ||
 	    !pyelf_read(&pe, ver_v, &ver64, 8)) {
 		/* 3.10 and older export no Py_Version */
-		py_err(err, err_len, "no Py_Version: CPython before 3.11 (ember walks 3.11 to 3.13)");
+		py_err(err, err_len, "no Py_Version: CPython before 3.11 (ember walks 3.11 to 3.14)");
 		goto out;
 	}
 	version = (uint32_t)ver64;
@@ -439,8 +549,8 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 		goto out;
 	}
 	minor = (version >> 16) & 0xff;
-	if (minor < 11 || minor > 13) {
-		py_err(err, err_len, "CPython 3.%d (ember walks 3.11 to 3.13)", minor);
+	if (minor < 11 || minor > 14) {
+		py_err(err, err_len, "CPython 3.%d (ember walks 3.11 to 3.14)", minor);
 		goto out;
 	}
 	if (rt_size < 4096 || rt_size > (16u << 20)) {
@@ -454,6 +564,8 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 		goto out;
 	}
 	t->lay.code_type = code_v + bias;
+	if (minor >= 13 && (r = debug_header(&pe, rt_v, version, err, err_len)))
+		goto out;
 	if ((r = code_members(&pe, code_v, &t->lay, err, err_len)) ||
 	    (r = eval_range(&pe, bias, t, err, err_len)))
 		goto out;
@@ -461,7 +573,6 @@ int py_detect_file(int fd, const char *name, uint64_t bias, int libc_fd,
 	t->proc.co_firstlineno = t->lay.co_firstlineno;
 	t->proc.co_argcount = t->lay.co_argcount;
 	t->proc.co_flags = t->lay.co_flags;
-	t->proc.code_tag_mask = 0;	/* 3.14's _PyStackRef: not walked yet */
 	if (minor >= 13) {
 		if ((r = debug_offsets(&pe, rt_v, version, t, err, err_len)))
 			goto out;

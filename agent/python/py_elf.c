@@ -222,3 +222,62 @@ bool pyelf_got_is(struct pyelf *pe, uint64_t slot, const char *name)
 	}
 	return false;
 }
+
+/*
+ * The FDE that covers pc: the last entry at or below pc in .eh_frame_hdr's
+ * sorted table (the form GNU linkers write: version 1, a 4-byte
+ * eh_frame_ptr, count udata4, table datarel sdata4 pairs), then that FDE's
+ * own pc_begin (pcrel sdata4, which must agree with the table: another
+ * encoding does not) and pc_range. The whole function's range, where
+ * libdw's dwarf_frame_info() gives one CFI row's.
+ */
+bool pyelf_fde_range(struct pyelf *pe, uint64_t pc, uint64_t *lo,
+		     uint64_t *hi)
+{
+	uint64_t hdr = 0, hdr_size = 0, first, range_lo = 0, fde = 0;
+	uint8_t head[4];
+	uint32_t count, len_cie[2], range;
+	int32_t pair[2], begin;
+	size_t n, a, b;
+
+	for (size_t i = 0; i < pe->nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(pe->e, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME) {
+			hdr = ph.p_vaddr;
+			hdr_size = ph.p_filesz;
+		}
+	}
+	if (!hdr || hdr_size < 12 || !pyelf_read(pe, hdr, head, 4) ||
+	    head[0] != 1 || (head[1] & 0x0f) != 0x0b || head[2] != 0x03 ||
+	    head[3] != 0x3b || !pyelf_read(pe, hdr + 8, &count, 4))
+		return false;
+	n = count;
+	if (n == 0 || n > (hdr_size - 12) / 8)
+		return false;
+	first = hdr + 12;
+	/* the last entry whose initial location is <= pc */
+	for (a = 0, b = n; a < b;) {
+		size_t m = a + (b - a) / 2;
+
+		if (!pyelf_read(pe, first + m * 8, pair, 8))
+			return false;
+		if (hdr + (uint64_t)(int64_t)pair[0] <= pc) {
+			range_lo = hdr + (uint64_t)(int64_t)pair[0];
+			fde = hdr + (uint64_t)(int64_t)pair[1];
+			a = m + 1;
+		} else {
+			b = m;
+		}
+	}
+	if (!fde || !pyelf_read(pe, fde, len_cie, 8) || len_cie[0] < 16 ||
+	    len_cie[0] == 0xffffffffu || !len_cie[1] ||
+	    !pyelf_read(pe, fde + 8, &begin, 4) ||
+	    !pyelf_read(pe, fde + 12, &range, 4) ||
+	    fde + 8 + (uint64_t)(int64_t)begin != range_lo ||
+	    pc - range_lo >= range)
+		return false;
+	*lo = range_lo;
+	*hi = range_lo + range;
+	return true;
+}

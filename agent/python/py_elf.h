@@ -43,6 +43,10 @@ bool pyelf_str(struct pyelf *pe, uint64_t v, char *buf, size_t max);
 /* Whether the GOT slot at vaddr slot is relocated to the symbol name. */
 bool pyelf_got_is(struct pyelf *pe, uint64_t slot, const char *name);
 
+/* The range [*lo, *hi) of the FDE that covers pc (.eh_frame_hdr). */
+bool pyelf_fde_range(struct pyelf *pe, uint64_t pc, uint64_t *lo,
+		     uint64_t *hi);
+
 /* A refusal's sentence into err[len] (either may be NULL/0). */
 static inline void __attribute__((format(printf, 3, 4)))
 py_err(char *err, size_t len, const char *fmt, ...)

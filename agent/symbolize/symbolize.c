@@ -1116,10 +1116,31 @@ static void py_warm(struct symbolizer *s, struct sym_proc *p,
 	}
 }
 
+/*
+ * The names an older process of this pid found: a record after the
+ * process's exit (past the model's tail) makes a new process of the pid,
+ * whose interpreter is never found, and the freeze then asks that one
+ * for every sample of the old one. As for native frames (older_find()),
+ * an older generation answers, and only when the newest has no
+ * interpreter of its own: what the old one named while it lived (by
+ * code address and check value, through the /proc/PID/mem it opened
+ * while it lived: a reused pid's memory is not read for it).
+ */
+static struct py_names *py_older(struct symbolizer *s, struct sym_proc *p)
+{
+	struct sym_proc *o = p;
+
+	while ((o = proc_table_slot_older(s->procs, o->pid, PROC_SLOT_SYM, o)))
+		if (o->py)
+			return o->py;
+	return NULL;
+}
+
 void sym_resolve_python(struct symbolizer *s, uint32_t pid, uint64_t code,
 			uint64_t word, struct sym_frame *out)
 {
 	struct sym_proc *p = s ? proc_get(s, pid) : NULL;
+	struct py_names *pn = NULL;
 	struct py_frame f;
 
 	memset(out, 0, sizeof(*out));
@@ -1128,7 +1149,9 @@ void sym_resolve_python(struct symbolizer *s, uint32_t pid, uint64_t code,
 	if (!s)
 		return;
 	s->lookups++;
-	if (p && py_get(s, p) && py_names_resolve(p->py, code, word, &f)) {
+	if (p && !(pn = py_get(s, p)))
+		pn = py_older(s, p);
+	if (pn && py_names_resolve(pn, code, word, &f)) {
 		out->function = sym_intern(s->strings, f.name);
 		out->source_file = f.file ? sym_intern(s->strings, f.file) : NULL;
 		out->line = f.line > 0 ? (uint32_t)f.line : 0;

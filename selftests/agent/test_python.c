@@ -5,15 +5,18 @@
  *    co_positions() (selftests/agent/python/linetable_dump.py);
  *  - detection on Debian 12's /usr/bin/python3.11 (version, _PyRuntime,
  *    offsets, eval range with its .cold part, TSD paths), on Debian 13's
- *    python3.13 (scripts/fetch-python.sh; SKIP offline), on the arm64
- *    glibc's pthread_getspecific;
+ *    python3.13 and sid's python3.14 (scripts/fetch-python.sh; SKIP
+ *    offline), executables and libpython, x86_64 and arm64, on the arm64
+ *    glibc's pthread_getspecific; sid's python3.15 refused;
+ *  - the line-table decoder against 3.14's co_positions() too;
  *  - hostile input: a corrupt line table, files with a forged version,
  *    cookie or code type, a FIFO and a symlink as the binary, a fake code
  *    object, a 2 MB qualname;
  *  - a live python3.11 stopped on a known line (stack_stop.py), directly
- *    and in its own mount namespace: its frame chain read with the
- *    ember_py_proc found for it, as the backends' walkers do, gives
- *    EMBER_IP_PY slots that name exactly the stack it printed.
+ *    and in its own mount namespace, and the fetched 3.13 and 3.14: its
+ *    frame chain read with the ember_py_proc found for it, as the
+ *    backends' walkers do, gives EMBER_IP_PY slots that name exactly the
+ *    stack it printed.
  * Run from the top of the tree (the unit suite does).
  */
 #include <errno.h>
@@ -67,18 +70,18 @@ static size_t unhex(const char *h, uint8_t *out, size_t max)
 	return n;
 }
 
-static void test_linetable_truth(void)
+/* name: the check; py: how to run the python whose co_positions() is
+ * the truth (its location-table format: 3.11's, unchanged since). */
+static void linetable_truth(const char *name, const char *py)
 {
 	static char line[1 << 20];
 	static uint8_t table[1 << 18];
+	char cmd[2048];
 	FILE *f;
 	unsigned long codes = 0, units = 0, bad = 0;
 
-	if (!have(PY311)) {
-		printf("SKIP: py_linetable_truth: no %s\n", PY311);
-		return;
-	}
-	f = popen(PY311 " -I " DIR "/linetable_dump.py", "r");
+	snprintf(cmd, sizeof(cmd), "%s -I " DIR "/linetable_dump.py", py);
+	f = popen(cmd, "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		char *hex, *lines, *save;
 		int first = atoi(strtok_r(line, " ", &save));
@@ -103,10 +106,30 @@ static void test_linetable_truth(void)
 	}
 	if (f)
 		pclose(f);
-	T_CHECK("py_linetable_truth", codes > 200 && units > 5000 && !bad,
+	T_CHECK(name, codes > 200 && units > 5000 && !bad,
 		"%lu code objects, %lu units, %lu wrong", codes, units, bad);
-	printf("# line table: %lu code objects, %lu code units compared\n",
+	printf("# %s: %lu code objects, %lu code units compared\n", name,
 	       codes, units);
+}
+
+static bool fetched_root(const char *args, char *root, size_t len);
+
+static void test_linetable_truth(void)
+{
+	char root[512], py[2048];
+
+	if (have(PY311))
+		linetable_truth("py_linetable_truth", PY311);
+	else
+		printf("SKIP: py_linetable_truth: no %s\n", PY311);
+	if (!fetched_root("--release sid", root, sizeof(root))) {
+		printf("SKIP: py_linetable_truth_314: sid's python3.14 not fetched\n");
+		return;
+	}
+	snprintf(py, sizeof(py), "%s/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "
+		 "--library-path %s/usr/lib/x86_64-linux-gnu %s/usr/bin/python3.14",
+		 root, root, root);
+	linetable_truth("py_linetable_truth_314", py);
 }
 
 /* Corrupt tables: every prefix, every byte flipped, random bytes. */
@@ -290,6 +313,93 @@ static void test_detect_313(void)
 		t.proc.tstate_off == 792 && t.proc.key_addr != 0, "%d: %s", r, err);
 }
 
+/* A root unpacked by scripts/fetch-python.sh ARGS into root[len], or false. */
+static bool fetched_root(const char *args, char *root, size_t len)
+{
+	char cmd[256];
+	FILE *f;
+	bool ok;
+
+	snprintf(cmd, sizeof(cmd), "scripts/fetch-python.sh %s --path 2>/dev/null", args);
+	f = popen(cmd, "r");
+	ok = f && fgets(root, (int)len, f);
+	if (f)
+		pclose(f);
+	if (ok)
+		root[strcspn(root, "\n")] = 0;
+	return ok;
+}
+
+/*
+ * Debian sid's python3.14 (3.14.10): _Py_DebugOffsets' 3.14 layout
+ * (owner 74, frame 88 bytes, co_code_adaptive 208), the entry frame's
+ * owner FRAME_OWNED_BY_INTERPRETER (3), f_executable's Py_TAG_REFCNT
+ * cleared, the GIL-state key through PyThread_tss_get (executable: `mov
+ * $_PyRuntime+0x920,%edi; jmp PyThread_tss_get`, key 4 bytes in; libpython:
+ * lea 0x920(%rax) from the GOT), glibc 2.43's TSD at tp+0x310. sid's
+ * python3.15 is refused with one sentence: its debug offsets are another
+ * layout (thread_state and unicode sections grew).
+ */
+static void test_detect_314(void)
+{
+	char root[512] = "", err[256] = "";
+	struct py_target t;
+	uint64_t rt;
+	int r;
+
+	if (!fetched_root("--release sid", root, sizeof(root))) {
+		printf("SKIP: py_detect_314: Debian sid's python3.14 not fetched (offline?)\n");
+		return;
+	}
+	r = py_detect_path(root, "/usr/bin/python3.14",
+			   "/usr/lib/x86_64-linux-gnu/libc.so.6", &t, err, sizeof(err));
+	T_CHECK("py_detect_314", r == 1, "%d: %s", r, err);
+	if (r != 1)
+		return;
+	printf("# python3.14: version %#x, tstate tp%+lld key %#llx, eval %#llx-%#llx cold %#llx-%#llx\n",
+	       t.proc.version, (long long)t.proc.tstate_off,
+	       (unsigned long long)t.proc.key_addr,
+	       (unsigned long long)t.proc.eval_start[0], (unsigned long long)t.proc.eval_end[0],
+	       (unsigned long long)t.proc.eval_start[1], (unsigned long long)t.proc.eval_end[1]);
+	rt = rt_of(root, "/usr/bin/python3.14");
+	T_CHECK("py_detect_314_offsets",
+		(t.proc.version >> 16) == 0x030e && t.proc.tstate_kind == EMBER_PY_TS_TSD &&
+		t.proc.tstate_off == 792 && rt && t.proc.key_addr == rt + 0x924 &&
+		t.proc.entry_kind == EMBER_PY_ENTRY_SHIM &&
+		t.proc.entry_value == 3 && t.proc.code_tag_mask == 1 &&
+		t.proc.ts_frame_nr == 1 && t.proc.ts_frame[0] == 72 &&
+		t.proc.fr_previous == 8 && t.proc.fr_code == 0 &&
+		t.proc.fr_instr == 56 && t.proc.fr_owner == 74 &&
+		t.proc.co_argcount == 52 && t.proc.co_firstlineno == 68 &&
+		t.proc.co_flags == 48 && t.lay.co_code == 208 &&
+		t.lay.co_qualname == 128 && t.lay.co_linetable == 136 &&
+		t.lay.uni_ascii_size == 40 && t.lay.uni_state == 32 &&
+		t.lay.ob_type == 8 && t.lay.bytes_sval == 32,
+		"3.14 layout: tstate %lld key %#llx owner %u/%u mask %#llx code %u",
+		(long long)t.proc.tstate_off, (unsigned long long)t.proc.key_addr,
+		t.proc.fr_owner, t.proc.entry_value,
+		(unsigned long long)t.proc.code_tag_mask, t.lay.co_code);
+	/* the executable's eval loop keeps 1184 bytes hot: the dispatch is
+	 * all in its .cold part (0x43fb58-0x45451f, 84 KB), which the vote
+	 * must find */
+	T_CHECK("py_detect_314_cold",
+		t.proc.eval_end[0] - t.proc.eval_start[0] == 1184 &&
+		t.proc.eval_start[1] == 0x43fb58 && t.proc.eval_end[1] == 0x45451f,
+		"cold %#llx-%#llx", (unsigned long long)t.proc.eval_start[1],
+		(unsigned long long)t.proc.eval_end[1]);
+	r = py_detect_path(root, "/usr/lib/x86_64-linux-gnu/libpython3.14.so.1.0",
+			   "/usr/lib/x86_64-linux-gnu/libc.so.6", &t, err, sizeof(err));
+	rt = rt_of(root, "/usr/lib/x86_64-linux-gnu/libpython3.14.so.1.0");
+	T_CHECK("py_detect_314_libpython", r == 1 && t.proc.tstate_kind == EMBER_PY_TS_TSD &&
+		t.proc.tstate_off == 792 && rt && t.proc.key_addr == rt + 0x924 &&
+		t.proc.fr_owner == 74 && t.proc.code_tag_mask == 1,
+		"%d: %s key %#llx", r, err, (unsigned long long)t.proc.key_addr);
+	r = py_detect_path(root, "/usr/bin/python3.15",
+			   "/usr/lib/x86_64-linux-gnu/libc.so.6", &t, err, sizeof(err));
+	T_CHECK("py_refuse_315", r == -ENOTSUP &&
+		!strcmp(err, "CPython 3.15 (ember walks 3.11 to 3.14)"), "%d: %s", r, err);
+}
+
 /* The aarch64 decoders on Debian's arm64 interpreters (fetched). */
 static void test_detect_arm64(void)
 {
@@ -303,6 +413,21 @@ static void test_detect_arm64(void)
 		 * [x0, #2164]); glibc 2.41: mov x0, #-0x610; mrs; add; add;
 		 * ldr [x2, #8]: tp - 0x608 */
 		{ "py_detect_313_arm64", "--arch arm64", "/usr/bin/python3.13",
+		  "/usr/lib/aarch64-linux-gnu/libc.so.6", 13, -0x608, 0x874 },
+		/* 3.14: adrp x0; ldr w0, [x0, #0x6a0]; cbz w0 (the key's
+		 * _is_initialized); adrp x0; add x0, x0, #0x6a0; b
+		 * PyThread_tss_get: +0x920 + 4; glibc 2.43 like 2.41 */
+		{ "py_detect_314_arm64", "--arch arm64 --release sid", "/usr/bin/python3.14",
+		  "/usr/lib/aarch64-linux-gnu/libc.so.6", 14, -0x608, 0x924 },
+		/* adrp x19; ldr x19, [x19, #GOT]; add x0, x19, #0x920; bl
+		 * PyThread_tss_is_created; cbz w0; add x0, x19, #0x920; ...;
+		 * b PyThread_tss_get */
+		{ "py_detect_314_arm64_libpython", "--arch arm64 --release sid",
+		  "/usr/lib/aarch64-linux-gnu/libpython3.14.so.1.0",
+		  "/usr/lib/aarch64-linux-gnu/libc.so.6", 14, -0x608, 0x924 },
+		/* trixie's libpython3.13: through the GOT too */
+		{ "py_detect_313_arm64_libpython", "--arch arm64",
+		  "/usr/lib/aarch64-linux-gnu/libpython3.13.so.1.0",
 		  "/usr/lib/aarch64-linux-gnu/libc.so.6", 13, -0x608, 0x874 },
 		/* adrp; add #8; ldr w0, [x0, #612]; glibc 2.36: tp - 0x628 */
 		{ "py_detect_311_arm64", "--arch arm64 --release bookworm",
@@ -487,6 +612,35 @@ static void test_hostile_files(void)
 		}
 		if (f)
 			pclose(f);
+	}
+	/* sid's 3.14: a free-threaded flag (one sentence, no layout read),
+	 * the frame's owner outside the frame */
+	{
+		char root[512] = "", src[600];
+		uint64_t one = 1, big = 1 << 12;
+
+		if (fetched_root("--release sid", root, sizeof(root))) {
+			snprintf(src, sizeof(src), "%s/usr/bin/python3.14", root);
+			snprintf(path, sizeof(path), "%s/python3.14", dir);
+			r = copy_file(src, path) && patch_sym(path, "_PyRuntime", 2 * 8, &one, 8) ?
+			    py_detect_path(NULL, path, NULL, &t, err, sizeof(err)) : 99;
+			T_CHECK("py_hostile_314_free_threaded", r == -ENOTSUP &&
+				strstr(err, "free-threaded"), "%d: %s", r, err);
+			r = copy_file(src, path) && patch_sym(path, "_PyRuntime", 36 * 8, &big, 8) ?
+			    py_detect_path(NULL, path, NULL, &t, err, sizeof(err)) : 99;
+			T_CHECK("py_hostile_314_owner", r == -EINVAL &&
+				strstr(err, "fail their checks"), "%d: %s", r, err);
+			/* the TSS stub's PyThread_tss_get jump elsewhere: the
+			 * absolute key address is not taken on trust */
+			r = copy_file(src, path) &&
+			    patch_sym(path, "PyGILState_GetThisThreadState", 19, "\x90\x90\x90\x90", 4) ?
+			    py_detect_path(NULL, path, NULL, &t, err, sizeof(err)) : 99;
+			T_CHECK("py_hostile_314_tss_jump", r != 99 && !t.proc.key_addr &&
+				(r < 0 || t.proc.tstate_kind == EMBER_PY_TS_TLS), "%d: %s kind %u",
+				r, err, t.proc.tstate_kind);
+		} else {
+			printf("SKIP: py_hostile_314: python3.14 not fetched\n");
+		}
 	}
 	/* a FIFO and a symbolic link as the binary: refused, never opened */
 	snprintf(path, sizeof(path), "%s/fifo", dir);
@@ -835,26 +989,22 @@ static void test_live(const char *name, const char *bin, const char *how,
 	live_end(&lv);
 }
 
-/* Debian 13's python3.13 under its own loader and libc (fetched) */
-static void test_live_313(void)
+/* A fetched Debian python (trixie's 3.13, sid's 3.14) under its own
+ * loader and libc: the 3.14 one's f_executable is a tagged _PyStackRef */
+static void test_live_fetched(const char *name, const char *fetch, const char *py)
 {
 	char root[512] = "", bin[600], how[2048];
-	FILE *f = popen("scripts/fetch-python.sh --path 2>/dev/null", "r");
 
-	if (!f || !fgets(root, sizeof(root), f)) {
-		if (f)
-			pclose(f);
-		printf("SKIP: py_live_313: Debian 13's python3.13 not fetched (offline?)\n");
+	if (!fetched_root(fetch, root, sizeof(root))) {
+		printf("SKIP: %s: Debian's %s not fetched (offline?)\n", name, py);
 		return;
 	}
-	pclose(f);
-	root[strcspn(root, "\n")] = 0;
-	snprintf(bin, sizeof(bin), "%s/usr/bin/python3.13", root);
+	snprintf(bin, sizeof(bin), "%s/usr/bin/%s", root, py);
 	snprintf(how, sizeof(how),
 		 "exec %s/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "
 		 "--library-path %s/usr/lib/x86_64-linux-gnu %s -I %%s",
 		 root, root, bin);
-	test_live("py_live_313", bin, how, DIR "/stack_stop.py", false);
+	test_live(name, bin, how, DIR "/stack_stop.py", false);
 }
 
 /* The aggregation keeps tagged Python slots and cuts only garbage. */
@@ -909,6 +1059,7 @@ int main(void)
 	test_detect_311();
 	test_detect_libpython311();
 	test_detect_313();
+	test_detect_314();
 	test_tsd_arm64();
 	test_detect_arm64();
 	test_hostile_files();
@@ -922,7 +1073,8 @@ int main(void)
 			  DIR "/stack_stop.py", false);
 	else
 		printf("SKIP: py_live_311_mntns: needs root and unshare\n");
-	test_live_313();
+	test_live_fetched("py_live_313", "", "python3.13");
+	test_live_fetched("py_live_314", "--release sid", "python3.14");
 	test_live_pyenv();
 	if (system("rmdir /tmp/ember-py-ns-* 2>/dev/null")) {
 		/* none left */

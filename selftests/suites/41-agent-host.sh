@@ -136,6 +136,9 @@ selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 # ... and on Debian 13's python3.13 (blocked threads keep their callers)
 selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 	--out "$art/python313" --python 3.13
+# ... and on Debian sid's python3.14 (_PyStackRef frames, 3.14's debug offsets)
+selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
+	--out "$art/python314" --python 3.14
 # short-lived processes under -a come out named like long-lived ones
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
 	--out "$art/shortlived"

@@ -17,7 +17,7 @@
 #    frame type "cpython").
 # A backend that cannot walk Python (no EMBER_CAP_PYTHON) is a SKIP.
 #
-#   check-python.sh --ember agent/ember --backend bpf|kmod --out DIR [--python 3.13]
+#   check-python.sh --ember agent/ember --backend bpf|kmod --out DIR [--python 3.13|3.14]
 #                   [--where host|vm_KERNEL] [--scale S] [--shares overall|per-thread]
 # --shares per-thread: the main thread's phases are shared among
 # themselves and py_worker's thread is left out of the comparison (a VM's
@@ -25,7 +25,8 @@
 # complete-chain count still covers both threads.
 #
 # --python 3.13: Debian 13's python3.13 (scripts/fetch-python.sh), run
-# through its own ld.so and libraries, the same checks.
+# through its own ld.so and libraries, the same checks; --python 3.14:
+# Debian sid's python3.14 (fetch-python.sh --release sid), the same way.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . selftests/lib.sh
@@ -62,7 +63,17 @@ case ${version:-3.11} in
 	PY=("$(ls "$lib"/ld-linux*.so.* | head -n 1)" --library-path "$lib"
 	    "$root/usr/bin/python3.13" -I)
 	;;
-*) echo "check-python.sh: --python 3.11 or 3.13" >&2; exit 2 ;;
+3.14)
+	label=python314_${where}_$backend
+	root=$(scripts/fetch-python.sh --release sid --path 2>/dev/null) || {
+		t_skip "$label" "Debian sid's python3.14 not fetched (offline?)"
+		exit 0
+	}
+	lib=$root/usr/lib/$(uname -m)-linux-gnu
+	PY=("$(ls "$lib"/ld-linux*.so.* | head -n 1)" --library-path "$lib"
+	    "$root/usr/bin/python3.14" -I)
+	;;
+*) echo "check-python.sh: --python 3.11, 3.13 or 3.14" >&2; exit 2 ;;
 esac
 if [ ! -x "${PY[0]}" ]; then
 	t_skip "$label" "no ${PY[0]}"
