@@ -4,7 +4,8 @@
 # >= 95% complete chains, off-CPU within 10%, C above its Python caller,
 # pprof and OTLP) inside a VM per test kernel, with the module and with
 # the eBPF backend, for Debian 12's python3.11 and Debian 13's python3.13
-# (scripts/fetch-python.sh, run through its own ld.so): issue 24's matrix.
+# and Debian sid's python3.14 (scripts/fetch-python.sh, each run through
+# its own ld.so): issue 24's matrix.
 # Suite 41 runs the same checks on the host; suite 30 runs the module's
 # own Python walker tests in every VM.
 #
@@ -16,7 +17,7 @@
 # SKIP, in CI too (a deliberate opt-out, not a missing prerequisite).
 # EMBER_VM_KERNELS="5.10 6.1 6.12" (default) picks the kernels,
 # EMBER_PY_VM_SCALE (default 0.5) pyphases.py's scale; EMBER_PY_VM_BACKENDS
-# ("kmod bpf") and EMBER_PY_VM_VERSIONS ("3.11 3.13") narrow a run.
+# ("kmod bpf") and EMBER_PY_VM_VERSIONS ("3.11 3.13 3.14") narrow a run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . selftests/lib.sh
@@ -36,6 +37,7 @@ if ! out=$(make -s -j2 agent 2>&1); then
 	exit 1
 fi
 trixie=$(scripts/fetch-python.sh --path 2>/dev/null) || trixie=
+sid=$(scripts/fetch-python.sh --release sid --path 2>/dev/null) || sid=
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -49,10 +51,11 @@ cp scripts/fetch-python.sh "$top/scripts/"
 # Debian 13's root beside it: EMBER_CACHE=/payload in the guest
 # (its absolute links point into /etc of a trixie system: dropped,
 # python3.13 runs isolated, -I)
-if [ -n "$trixie" ]; then
-	cp -a "$trixie" "$work/python-trixie"
-	find "$work/python-trixie" -xtype l -delete
-fi
+for r in "$trixie" "$sid"; do
+	[ -n "$r" ] || continue
+	cp -a "$r" "$work/$(basename "$r")"
+	find "$work/$(basename "$r")" -xtype l -delete
+done
 cat >"$top/guest.sh" <<'GUEST'
 #!/bin/sh
 # $1: kernel series, $2: pyphases.py scale
@@ -63,7 +66,7 @@ export EMBER_CACHE=/payload EMBER_PYTHON3=/usr/bin/python3.11 EMBER_PY_TIMEOUT=6
 head -c 1 /dev/random >/dev/null
 grep -q '^ember ' /proc/modules || insmod /payload/ember.ko
 for b in ${3:-kmod bpf}; do
-	for v in ${4:-3.11 3.13}; do
+	for v in ${4:-3.11 3.13 3.14}; do
 		bash selftests/agent/e2e/check-python.sh --ember agent/ember --backend $b \
 			--python $v --where "vm$1" --scale "$2" --shares per-thread \
 			--out /tmp/py-$b-$v
@@ -100,9 +103,10 @@ for k in $kernels; do
 	mkdir -p "$art/$k"
 	payloads=(--payload "$top")
 	[ -n "$trixie" ] && payloads+=(--payload "$work/python-trixie")
+	[ -n "$sid" ] && payloads+=(--payload "$work/python-sid")
 	selftests/vm/run-vm.sh --kernel "$k" "${payloads[@]}" \
 		--module "$work/ember-$k.ko" "${py_files[@]}" \
-		--cmd "sh /payload/ember/guest.sh $k $scale '${EMBER_PY_VM_BACKENDS:-kmod bpf}' '${EMBER_PY_VM_VERSIONS:-3.11 3.13}'" \
+		--cmd "sh /payload/ember/guest.sh $k $scale '${EMBER_PY_VM_BACKENDS:-kmod bpf}' '${EMBER_PY_VM_VERSIONS:-3.11 3.13 3.14}'" \
 		--smp 2 --mem 1G --timeout 1500 --out "$art/$k" \
 		--log "$art/$k/console.log" --result "$work/result-$k" \
 		>"$art/$k/guest.out" 2>"$art/$k/run-vm.err"
