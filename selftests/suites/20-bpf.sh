@@ -210,6 +210,28 @@ for flavour in tp_btf raw_tp; do
 		>"$TMP/lock-$flavour" 2>"$TMP/lock-$flavour.err"
 	check bpf-lock-futex-$flavour $CHECK lock "$TMP/lock-$flavour" "$TMP/lock-$flavour.err"
 done
+# a machine where nothing mounted tracefs (a fresh cloud VM, a container):
+# the syscall tracepoints attach by their tracefs id, so ember mounts it.
+# Tried in a private mount namespace with tracefs unmounted there.
+if command -v unshare >/dev/null; then
+	unshare -m --propagation private sh -c '
+		umount -l /sys/kernel/debug/tracing 2>/dev/null
+		umount -l /sys/kernel/tracing 2>/dev/null
+		umount -l /sys/kernel/debug 2>/dev/null
+		if [ -e /sys/kernel/tracing/events ]; then
+			echo "tracefs still mounted" >&2; exit 1
+		fi
+		exec "$@"' sh $DUMP -d 5 -e lock,life -W -L 100000 -- $O/lock-wait contend 5 \
+		>"$TMP/lock-notracefs" 2>"$TMP/lock-notracefs.err"
+	if grep -q '^MUTEX' "$TMP/lock-notracefs.err" &&
+		grep -q 'tracefs was not mounted: mounted it' "$TMP/lock-notracefs.err"; then
+		t_pass bpf-lock-without-tracefs
+	else
+		t_fail bpf-lock-without-tracefs "$(head -c 300 "$TMP/lock-notracefs.err")"
+	fi
+else
+	t_fail bpf-lock-without-tracefs "no unshare (util-linux)"
+fi
 if [ -d /sys/kernel/tracing/events/lock/contention_begin ] ||
 	[ -d /sys/kernel/debug/tracing/events/lock/contention_begin ]; then
 	$DUMP -d 20 -e lock,life -W -L 10000 -- $O/lock-wait mmap 2 8 \
