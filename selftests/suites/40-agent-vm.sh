@@ -33,7 +33,7 @@ cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
 	selftests/alloc/check-alloc-pid.sh selftests/alloc/alloc-common.sh \
 	selftests/alloc/check-alloc-cgroup.sh \
 	agent/gen/tests/lockwork agent/gen/tests/futexstorm \
-	selftests/lock/check-lock.sh selftests/lock/validate-truth.sh \
+	selftests/lock/check-lock.sh \
 	"$work/agent/"
 # no-frame-pointer ground truth for the module's CFI unwinder (gcc and
 # clang builds)

@@ -72,9 +72,9 @@ sh ./check-faults.sh --ember ./ember --work ./faultwork --backend kmod \
 # futexstorm's bad input (bounded memory, drops counted; the harness fails
 # the run on any kernel warning)
 if [ -x ./lockwork ]; then
-	# the ground truth itself against the kernel's futex syscall trace
-	took validate-truth_vm
-	sh ./validate-truth.sh --work ./lockwork --label vm --out $out/lock-truth
+	# check-lock judges against the kernel's futex trace of its own run,
+	# so lockwork's agreement with the kernel (validate-truth.sh) is not
+	# re-proved here: suite 41 runs it on the host; in a VM by hand
 	took check-lock
 	sh ./check-lock.sh --ember ./ember --work ./lockwork --storm ./futexstorm \
 		--backend kmod --label kmod_vm --secs "${EMBER_LOCK_SECS:-6}" \
