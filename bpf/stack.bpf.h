@@ -541,4 +541,86 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 		stack_copy_from(s, entry, false);
 }
 
+/*
+ * EMBER_A_STACK_COPY (include/uapi/ember.h): bytes of user stack copied
+ * before a sample whose user walk was cut or ran without tables, 0 = none
+ * (a multiple of EMBER_STACK_COPY_UNIT; frozen, so the verifier sees a
+ * constant ring reservation and loop bound).
+ */
+const volatile __u32 stack_copy_bytes;
+
+/*
+ * The registers the task entered the kernel with (the sample's, whether
+ * it interrupted user mode or a syscall: the entry of an interrupt or
+ * NMI from user mode saves them there too) and stack_copy_bytes of its
+ * stack, into the ring ahead of the sample of tid at time_ns. Global, so
+ * the sampling programs' own frames do not grow (<= 288 bytes, see
+ * README). Returns the bytes copied, or -1 when nothing was written.
+ */
+__noinline int stack_copy_out(__u64 time_ns, __u64 pid_tid)
+{
+	const void *entry = entry_regs_at();
+	struct ember_user_stack *r;
+	__u32 got = 0, *busy;
+	__u64 sp;
+	int i;
+
+	if (use_perfbuf || !stack_copy_bytes || !entry ||
+	    stack_copy_bytes > EMBER_STACK_COPY_MAX)
+		return -1;
+	busy = emit_enter();	/* the ring's lock: see emit_enter() */
+	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + stack_copy_bytes, 0);
+	emit_leave(busy);
+	if (!r)
+		return -1;
+	r->hdr.type = EMBER_REC_USER_STACK;
+	r->hdr.__reserved = 0;
+	r->hdr.size = sizeof(*r) + stack_copy_bytes;
+	r->time_ns = time_ns;
+	r->pid = pid_tid >> 32;
+	r->tid = (__u32)pid_tid;
+	r->__reserved = 0;
+	/* through the stack area, which the copy below overwrites */
+	if (bpf_probe_read_kernel(r->stack, sizeof(struct uapi_regs), entry)) {
+		bpf_ringbuf_discard(r, 0);
+		return -1;
+	}
+	arch_copy_regs((const void *)r->stack, r->regs, pac_mask);
+	sp = r->regs[EMBER_UREG_SP];
+	/* 256-byte pieces, as the test mode's copy above */
+	for (i = 0; i < EMBER_STACK_COPY_MAX / EMBER_STACK_COPY_UNIT; i++) {
+		if (i >= stack_copy_bytes / EMBER_STACK_COPY_UNIT)
+			break;
+		if (bpf_probe_read_user(&r->stack[i * EMBER_STACK_COPY_UNIT],
+					EMBER_STACK_COPY_UNIT,
+					(void *)(sp + i * EMBER_STACK_COPY_UNIT)))
+			break;
+		got += EMBER_STACK_COPY_UNIT;
+	}
+	/* the ring's bytes past the copy are the previous records': zero */
+	for (; i < EMBER_STACK_COPY_MAX / EMBER_STACK_COPY_UNIT; i++) {
+		if (i >= stack_copy_bytes / EMBER_STACK_COPY_UNIT)
+			break;
+		__builtin_memset(&r->stack[i * EMBER_STACK_COPY_UNIT], 0,
+				 EMBER_STACK_COPY_UNIT);
+	}
+	r->stack_len = got;
+	bpf_ringbuf_submit(r, 0);	/* lockless */
+	return got;
+}
+
+/*
+ * Whether a sample's user walk wants a copy (the kernel module's
+ * ember_wants_copy(): cut or without tables; never Python runs or
+ * 32-bit tasks).
+ */
+static __always_inline bool stack_copy_wanted(__u16 flags, __u16 nr_user)
+{
+	if (!stack_copy_bytes || !nr_user ||
+	    (flags & (EMBER_SF_PYTHON | EMBER_SF_COMPAT | EMBER_SF_KTHREAD)))
+		return false;
+	return !(flags & EMBER_SF_USER_CFI) ||
+	       (flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_FP));
+}
+
 #endif /* EMBER_STACK_BPF_H */
