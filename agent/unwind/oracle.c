@@ -38,6 +38,7 @@
 #include "lib/safe_file.h"
 #include "unwind/oracle.h"
 #include "unwind/table_cache.h"
+#include "uapi/ember.h"
 
 #define ORACLE_MAX_PROCS	64
 
@@ -53,9 +54,12 @@ struct oracle_proc {
 	const struct oracle_stack *cur;	/* the sample being unwound */
 	bool thread_given;
 	char *vdso;			/* the [vdso] bytes libdwfl's Elf uses */
+	int root_fd;			/* gone: its root (oracle_gone_fn), +1 */
 };
 
 struct oracle {
+	oracle_gone_fn gone;
+	void *gone_ctx;
 	struct oracle_proc procs[ORACLE_MAX_PROCS];
 	unsigned int next_victim;
 };
@@ -147,7 +151,11 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	}
 	if (fd < 0 && !safe_refused(why) &&
 	    !(len > 10 && !strcmp(modname + len - 10, " (deleted)"))) {
-		snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+		if (p->root_fd)
+			snprintf(root, sizeof(root), "/proc/self/fd/%d",
+				 p->root_fd - 1);
+		else
+			snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
 		rules.flags = SAFE_ANYONE;
 		fd = safe_open_at(root, modname, &rules, NULL, &why);
 	}
@@ -263,10 +271,18 @@ struct oracle *oracle_new(void)
 	return calloc(1, sizeof(struct oracle));
 }
 
+void oracle_set_gone_fn(struct oracle *o, oracle_gone_fn fn, void *ctx)
+{
+	o->gone = fn;
+	o->gone_ctx = ctx;
+}
+
 static void proc_drop(struct oracle_proc *p)
 {
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
+	if (p->root_fd)
+		close(p->root_fd - 1);
 	free(p->vdso);
 	free(p->maps);
 	memset(p, 0, sizeof(*p));
@@ -303,7 +319,15 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 	if (!p->dwfl)
 		return NULL;
 	maps = read_maps(pid, &len);
-	f = maps ? fmemopen(maps, len, "r") : NULL;
+	if (!maps && o->gone) {
+		int root = -1;
+
+		if (!o->gone(o->gone_ctx, pid, &maps, &len, &root) && root >= 0)
+			p->root_fd = root + 1;
+		else if (root >= 0)
+			close(root);
+	}
+	f = maps && len ? fmemopen(maps, len, "r") : NULL;
 	p->maps = maps;
 	p->pid = pid;
 	/* attaching opens the first module's file (for its machine) */
@@ -408,6 +432,37 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 	*complete = r == 0;
 	p->cur = NULL;
 	return w.n;
+}
+
+/*
+ * The stack-copy record's EMBER_NR_UREGS slots -> the oracle's registers
+ * (oracle.h: DWARF order of this machine) and the PAC mask the producer
+ * stripped with. The one place in the agent that knows the record's
+ * layout. x86_64: the same DWARF order. aarch64: include/uapi/ember.h's
+ * EMBER_UREG_A64_* (x19..x25 in slots 0..6, sp 7, x26..x28 8..10, x29 11,
+ * x30 12, the PAC mask 13, pc 16); x0..x18 are not copied (no CFI rule
+ * of the code ember samples needs them).
+ */
+void oracle_regs_from_record(const __u64 *slot, uint64_t *regs, uint64_t *pac)
+{
+#if defined(__aarch64__)
+	static const signed char dwarf_of_slot[EMBER_NR_UREGS] = {
+		19, 20, 21, 22, 23, 24, 25, 31, 26, 27, 28, 29, 30,
+		-1, -1, -1, ORACLE_REG_PC,
+	};
+
+	memset(regs, 0, ORACLE_NR_REGS * sizeof(*regs));
+	for (int i = 0; i < EMBER_NR_UREGS; i++)
+		if (dwarf_of_slot[i] >= 0)
+			regs[dwarf_of_slot[i]] = slot[i];
+	if (slot[13])
+		*pac = slot[13];
+#else
+	_Static_assert(ORACLE_NR_REGS == EMBER_NR_UREGS,
+		       "x86_64: the record holds the DWARF registers");
+	memcpy(regs, slot, ORACLE_NR_REGS * sizeof(*regs));
+	(void)pac;
+#endif
 }
 
 void oracle_forget(struct oracle *o, uint32_t pid)
