@@ -53,6 +53,7 @@ struct oracle_proc {
 	char *maps;			/* what was reported, bounded lines */
 	const struct oracle_stack *cur;	/* the sample being unwound */
 	bool thread_given;
+	bool read_past;			/* the walk wanted bytes the copy lacks */
 	char *vdso;			/* the [vdso] bytes libdwfl's Elf uses */
 	int root_fd;			/* gone: its root (oracle_gone_fn), +1 */
 };
@@ -224,8 +225,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 
 	(void)dwfl;
 	/* only the copy: what was on the stack when the sample was taken */
-	if (addr < sp || addr - sp + 8 > s->stack_len)
+	if (addr < sp || addr - sp + 8 > s->stack_len) {
+		p->read_past = true;
 		return false;
+	}
 	memcpy(result, s->stack + (addr - sp), 8);
 	/*
 	 * elfutils 0.188 does not strip a signed return address (aarch64
@@ -424,12 +427,16 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		return -1;
 	p->cur = s;
 	p->thread_given = false;
+	p->read_past = false;
 	oracle_cur = p;
 	r = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_cb, &w);
 	oracle_cur = NULL;
-	/* 0: walked to the end; -1 with frames: stopped (copy ended, or an
-	 * outermost frame libdwfl reports as an error) */
-	*complete = r == 0;
+	/*
+	 * 0: walked to the end; -1 with frames: stopped (an outermost frame
+	 * libdwfl reports as an error). elfutils 0.188 also ends a walk with
+	 * 0 when a read past the copy fails: such a walk is not whole.
+	 */
+	*complete = r == 0 && !p->read_past;
 	p->cur = NULL;
 	return w.n;
 }
