@@ -425,19 +425,34 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 	}
 	if (!pc_has_cfi(p->dwfl, s->regs[ORACLE_REG_PC]))
 		return -1;
-	p->cur = s;
-	p->thread_given = false;
-	p->read_past = false;
-	oracle_cur = p;
-	r = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_cb, &w);
-	oracle_cur = NULL;
-	/*
-	 * 0: walked to the end; -1 with frames: stopped (an outermost frame
-	 * libdwfl reports as an error). elfutils 0.188 also ends a walk with
-	 * 0 when a read past the copy fails: such a walk is not whole.
-	 */
-	*complete = r == 0 && !p->read_past;
-	p->cur = NULL;
+	for (int again = 0; ; again++) {
+		w.n = 0;
+		p->cur = s;
+		p->thread_given = false;
+		p->read_past = false;
+		oracle_cur = p;
+		r = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_cb, &w);
+		oracle_cur = NULL;
+		p->cur = NULL;
+		/*
+		 * 0: walked to the end; -1 with frames: stopped (an outermost
+		 * frame libdwfl reports as an error). elfutils 0.188 also ends
+		 * a walk with 0 when a read past the copy fails: not whole.
+		 */
+		*complete = r == 0 && !p->read_past;
+		/*
+		 * A return address into no module: the modules were reported
+		 * before that library was mapped (the process's first samples
+		 * come while ld.so runs). Once more with the maps of now.
+		 */
+		if (*complete || again || w.n < 2 ||
+		    dwfl_addrmodule(p->dwfl, ips[w.n - 1] - 1))
+			break;
+		proc_drop(p);
+		p = proc_get(o, s->pid);
+		if (!p)
+			break;
+	}
 	return w.n;
 }
 
