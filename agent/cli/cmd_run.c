@@ -60,6 +60,7 @@ struct run_counters {
 	/* --stack-copy: copies, bytes, replayed, kept as walked, dropped */
 	uint64_t stack_copies, stack_copy_bytes, stack_replayed;
 	uint64_t stack_replay_kept, stack_copy_dropped;
+	uint64_t stack_replay_skipped, stack_replay_ns;
 	/* -e lock: the backend's counters (read at each interval edge) and
 	 * the joins of waits with their wakers */
 	uint64_t lock_waits, lock_overflow, lock_wakers;
@@ -304,13 +305,18 @@ static void fill_metrics(FILE *f, void *ctx)
 		"# HELP ember_stack_copy_bytes_total Bytes of user stack those copies carried.\n"
 		"# TYPE ember_stack_copy_bytes_total counter\n"
 		"ember_stack_copy_bytes_total %" PRIu64 "\n"
-		"# HELP ember_stack_replays_total Samples with a copy, by result: replayed (the copy's unwinding replaced the stack), kept (left as walked: process gone, copy lost, nothing better), dropped (copies pushed out before their sample).\n"
+		"# HELP ember_stack_replays_total Samples with a copy, by result: replayed (the copy's unwinding replaced the stack), kept (left as walked: process gone, copy lost, nothing better), dropped (copies pushed out before their sample), skipped (over the replay's time budget).\n"
 		"# TYPE ember_stack_replays_total counter\n"
 		"ember_stack_replays_total{result=\"replayed\"} %" PRIu64 "\n"
 		"ember_stack_replays_total{result=\"kept\"} %" PRIu64 "\n"
-		"ember_stack_replays_total{result=\"dropped\"} %" PRIu64 "\n",
+		"ember_stack_replays_total{result=\"dropped\"} %" PRIu64 "\n"
+		"ember_stack_replays_total{result=\"skipped\"} %" PRIu64 "\n"
+		"# HELP ember_stack_replay_seconds_total Agent time spent unwinding stack copies.\n"
+		"# TYPE ember_stack_replay_seconds_total counter\n"
+		"ember_stack_replay_seconds_total %.6f\n",
 		snap.stack_copies, snap.stack_copy_bytes, snap.stack_replayed,
-		snap.stack_replay_kept, snap.stack_copy_dropped);
+		snap.stack_replay_kept, snap.stack_copy_dropped,
+		snap.stack_replay_skipped, snap.stack_replay_ns / 1e9);
 	if (snap.ls)
 		fprintf(f,
 			"# HELP ember_local_profiles_total Profiles written to --local-dir, by result: kept, removed (oldest, for --local-max or a full disk), failed (not kept: see the log).\n"
@@ -416,6 +422,8 @@ static void export_interval(struct session *s, const struct ember_opts *rc,
 		c->stack_replayed += p->meta.stack_replayed;
 		c->stack_replay_kept += p->meta.stack_replay_kept;
 		c->stack_copy_dropped += p->meta.stack_copy_dropped;
+		c->stack_replay_skipped += p->meta.stack_replay_skipped;
+		c->stack_replay_ns += p->meta.stack_replay_ns;
 		c->lock_joined += p->meta.lock_wakers_joined;
 		c->lock_missing += p->meta.lock_waker_missing;
 		c->lock_orphans += p->meta.lock_waker_orphans;

@@ -56,6 +56,11 @@ static bool gone_line(void *ctx, struct sym_map_line *m)
 {
 	struct gone_maps *g = ctx;
 
+	if (m->path_len == 6 && !memcmp(m->path, "[vdso]", 6)) {
+		fprintf(g->f, "%" PRIx64 "-%" PRIx64 " r-xp 00000000 00:00 0 "
+			"[vdso]\n", m->start, m->end);
+		return true;
+	}
 	if (!m->path_len || m->path[0] != '/' || m->deleted ||
 	    m->pgoff > m->start || (m->pgoff & 0xfff))
 		return true;
@@ -590,6 +595,8 @@ struct profile *session_snapshot(struct session *s)
 		meta.stack_replay_kept = (st.kept - s->replay_base.kept) +
 					 (st.unpaired - s->replay_base.unpaired);
 		meta.stack_copy_dropped = st.dropped - s->replay_base.dropped;
+		meta.stack_replay_skipped = st.skipped - s->replay_base.skipped;
+		meta.stack_replay_ns = st.replay_ns - s->replay_base.replay_ns;
 	}
 	p = pb_finish(s->pb, &meta);
 	/* DWARF and file pages are only needed while a profile is built */

@@ -35,12 +35,20 @@
 #include <unistd.h>
 #include <elfutils/libdwfl.h>
 
+#include "lib/clock.h"
 #include "lib/safe_file.h"
 #include "unwind/oracle.h"
 #include "unwind/table_cache.h"
 #include "uapi/ember.h"
 
 #define ORACLE_MAX_PROCS	64
+/*
+ * A PC in no reported module makes the oracle read the maps again, at
+ * most this often per process: JIT code (qemu's, a JVM's) is in no
+ * module however often they are read, and a process of hundreds of
+ * mappings costs milliseconds a read.
+ */
+#define ORACLE_REREPORT_NS	200000000ull
 
 #define ORACLE_MAPS_MAX_BYTES	(16u << 20)
 #define ORACLE_MAPS_MAX_LINE	(4096 + 256)
@@ -54,6 +62,8 @@ struct oracle_proc {
 	const struct oracle_stack *cur;	/* the sample being unwound */
 	bool thread_given;
 	bool read_past;			/* the walk wanted bytes the copy lacks */
+	uint64_t reported_ns;		/* CLOCK_MONOTONIC of the maps' report */
+	bool from_snap;			/* reported from oracle_gone_fn's maps */
 	char *vdso;			/* the [vdso] bytes libdwfl's Elf uses */
 	int root_fd;			/* gone: its root (oracle_gone_fn), +1 */
 };
@@ -83,12 +93,16 @@ static bool map_range(const char *maps, uint64_t base, const char *name,
 		for (const char *l = maps, *nl; l && *l; l = nl ? nl + 1 : NULL) {
 			size_t n;
 			const char *path;
+			char *e;
 
 			nl = strchr(l, '\n');
 			n = nl ? (size_t)(nl - l) : strlen(l);
 			path = len ? memchr(l, name[0], n) : NULL;
-			if (sscanf(l, "%" SCNx64 "-%" SCNx64, start, end) != 2)
+			/* not sscanf: it measures the whole rest of maps first */
+			*start = strtoull(l, &e, 16);
+			if (e == l || *e != '-')
 				continue;
+			*end = strtoull(e + 1, &e, 16);
 			if (pass == 0 ? *start == base :
 			    path && (size_t)(l + n - path) == len &&
 			    !memcmp(path, name, len))
@@ -301,7 +315,14 @@ static bool report_vdso(struct oracle_proc *p)
 	return dwfl_report_module(p->dwfl, "[vdso]", start, end) != NULL;
 }
 
-static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
+/*
+ * snap_first: the maps from oracle_gone_fn when it has them (a snapshot
+ * taken at the exec: no /proc/PID/maps to generate and parse, about a
+ * third of the cost), else /proc/PID/maps; a PC the snapshot does not
+ * cover reports /proc's maps at once (proc_again()).
+ */
+static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid,
+				    bool snap_first)
 {
 	struct oracle_proc *p = NULL;
 	char *maps;
@@ -321,7 +342,7 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 	p->dwfl = dwfl_begin(&proc_callbacks);
 	if (!p->dwfl)
 		return NULL;
-	maps = read_maps(pid, &len);
+	maps = snap_first ? NULL : read_maps(pid, &len);
 	if (!maps && o->gone) {
 		int root = -1;
 
@@ -329,7 +350,10 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 			p->root_fd = root + 1;
 		else if (root >= 0)
 			close(root);
+		p->from_snap = maps != NULL;
 	}
+	if (!maps && snap_first)
+		maps = read_maps(pid, &len);
 	f = maps && len ? fmemopen(maps, len, "r") : NULL;
 	p->maps = maps;
 	p->pid = pid;
@@ -346,7 +370,21 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 	}
 	oracle_cur = NULL;
 	fclose(f);
+	p->reported_ns = clock_ns(CLOCK_MONOTONIC);
 	return p;
+}
+
+/* Report pid's maps again, unless that was done a moment ago. */
+static struct oracle_proc *proc_again(struct oracle *o, struct oracle_proc *p)
+{
+	uint32_t pid = p->pid;
+	bool snap = p->from_snap;
+
+	if (!snap &&
+	    clock_ns(CLOCK_MONOTONIC) - p->reported_ns < ORACLE_REREPORT_NS)
+		return NULL;
+	proc_drop(p);
+	return proc_get(o, pid, false);
 }
 
 struct walk {
@@ -409,7 +447,7 @@ static bool pc_has_cfi(Dwfl *dwfl, uint64_t pc)
 int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		  uint64_t *ips, int max, int *complete)
 {
-	struct oracle_proc *p = proc_get(o, s->pid);
+	struct oracle_proc *p = proc_get(o, s->pid, true);
 	struct walk w = { ips, 0, max };
 	int r;
 
@@ -418,9 +456,8 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		return -1;
 	/* a library mapped after the modules were reported: report again */
 	if (!dwfl_addrmodule(p->dwfl, s->regs[ORACLE_REG_PC])) {
-		proc_drop(p);
-		p = proc_get(o, s->pid);
-		if (!p)
+		p = proc_again(o, p);
+		if (!p || !dwfl_addrmodule(p->dwfl, s->regs[ORACLE_REG_PC]))
 			return -1;
 	}
 	if (!pc_has_cfi(p->dwfl, s->regs[ORACLE_REG_PC]))
@@ -448,8 +485,7 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		if (*complete || again || w.n < 2 ||
 		    dwfl_addrmodule(p->dwfl, ips[w.n - 1] - 1))
 			break;
-		proc_drop(p);
-		p = proc_get(o, s->pid);
+		p = proc_again(o, p);
 		if (!p)
 			break;
 	}

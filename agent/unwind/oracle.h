@@ -47,10 +47,11 @@ struct oracle_stack {
 struct oracle;
 
 /*
- * Where a process that is gone (no /proc/PID/maps) had its files: maps
- * text in /proc/PID/maps's format (malloc'd, the oracle frees it) and an
- * O_PATH handle on its root directory (the oracle closes it), or -1 when
- * there is none (stack_replay.h: the exec snapshots).
+ * Where a process had its files, without /proc/PID/maps: maps text in its
+ * format (malloc'd, the oracle frees it) and an O_PATH handle on its root
+ * directory (the oracle closes it), or -1 when there is none
+ * (stack_replay.h: the exec snapshots). Asked first, since it is cheaper
+ * than /proc; a PC it does not cover makes the oracle read /proc.
  */
 typedef int (*oracle_gone_fn)(void *ctx, uint32_t pid, char **maps,
 			      size_t *len, int *root_fd);

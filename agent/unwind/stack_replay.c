@@ -9,11 +9,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/clock.h"
 #include "source/source.h"
 #include "unwind/oracle.h"
 #include "unwind/stack_replay.h"
 
 #define COPY_BYTES	(sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX)
+
+/*
+ * Processes whose copies keep giving nothing better (JIT code: qemu, a
+ * JVM; no CFI) are left alone for a while: their replays would eat the
+ * budget the others need.
+ */
+#define FUTILE_SLOTS	64
+#define FUTILE_AFTER	4		/* failures in a row */
+#define FUTILE_NS	1000000000ull	/* then skipped this long */
+
+struct futile {
+	uint32_t pid;
+	uint32_t fails;
+	uint64_t until_ns;
+};
 
 struct held_copy {
 	uint64_t seq;		/* 0: free */
@@ -26,6 +42,9 @@ struct stack_replay {
 	uint64_t seq;
 	struct held_copy held[STACK_REPLAY_HELD];
 	struct stack_replay_stats st;
+	struct futile futile[FUTILE_SLOTS];
+	int64_t budget_ns;		/* token bucket, STACK_REPLAY_BUDGET_PERMILLE */
+	uint64_t budget_at;		/* CLOCK_MONOTONIC of its last refill */
 	/* the rewritten sample: header, frames, a trailer of up to 3 u64 */
 	union {
 		struct ember_sample s;
@@ -147,16 +166,44 @@ rewrite(struct stack_replay *r, const struct ember_sample *s,
 	return &d->hdr;
 }
 
+static struct futile *futile_of(struct stack_replay *r, uint32_t pid)
+{
+	struct futile *f = &r->futile[pid % FUTILE_SLOTS];
+
+	if (f->pid != pid)
+		*f = (struct futile){ .pid = pid };
+	return f;
+}
+
 static const struct ember_rec_header *
 replay(struct stack_replay *r, const struct ember_sample *s)
 {
+	struct futile *f;
 	struct held_copy *h = take(r, s);
 	const struct ember_rec_header *out = NULL;
-	uint64_t o[EMBER_MAX_FRAMES];
+	uint64_t o[EMBER_MAX_FRAMES], t0, t1, c0;
 	int no, complete = 0;
 
 	if (!h) {
 		r->st.unpaired++;
+		return &s->hdr;
+	}
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	/* refill: the budget's share of the time since, at most 1 s worth */
+	if (r->budget_at) {
+		r->budget_ns += (int64_t)((t0 - r->budget_at) *
+					  STACK_REPLAY_BUDGET_PERMILLE / 1000);
+		if (r->budget_ns > 1000000ll * STACK_REPLAY_BUDGET_PERMILLE)
+			r->budget_ns = 1000000ll * STACK_REPLAY_BUDGET_PERMILLE;
+	} else {
+		r->budget_ns = 1000000ll * STACK_REPLAY_BUDGET_PERMILLE;
+	}
+	r->budget_at = t0;
+	f = futile_of(r, s->pid);
+	if (r->budget_ns < 0 || f->until_ns > t0) {
+		h->seq = 0;
+		r->st.skipped++;
 		return &s->hdr;
 	}
 	{
@@ -170,13 +217,22 @@ replay(struct stack_replay *r, const struct ember_sample *s)
 		no = oracle_unwind(r->oracle, &os, o, EMBER_MAX_FRAMES,
 				   &complete);
 	}
+	/* CPU time: on a busy machine the thread is also preempted */
+	t1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	r->budget_ns -= (int64_t)(t1 - c0);
+	r->st.replay_ns += t1 - c0;
 	h->seq = 0;
 	if (no > 0)
 		out = rewrite(r, s, o, no, complete);
 	if (!out) {
 		r->st.kept++;
+		if (++f->fails >= FUTILE_AFTER) {
+			f->fails = 0;
+			f->until_ns = t0 + FUTILE_NS;
+		}
 		return &s->hdr;
 	}
+	f->fails = 0;
 	r->st.replayed++;
 	if (complete)
 		r->st.proven++;

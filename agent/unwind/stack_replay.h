@@ -29,7 +29,21 @@ struct stack_replay_stats {
 				 * replay found no more (process gone, no CFI) */
 	uint64_t unpaired;	/* samples marked copied whose copy is not held */
 	uint64_t dropped;	/* copies pushed out before their sample came */
+	uint64_t skipped;	/* samples left as walked: over the time budget,
+				 * or of a process whose last FUTILE_AFTER (4)
+				 * replays found nothing (for a second) */
+	uint64_t replay_ns;	/* CPU time spent unwinding copies */
 };
+
+/*
+ * The replay runs on the thread that feeds the profile: at most this
+ * much CPU time per mille of wall time (a bucket of one second's worth)
+ * goes to it, so a
+ * system starting thousands of processes (-a beside a build) cannot slow
+ * the reading of the rings (late exec snapshots, lost records). Samples
+ * past the budget are left as walked and counted (skipped).
+ */
+#define STACK_REPLAY_BUDGET_PERMILLE	150
 
 /* The number of copies held at once: RECENT x (16 KiB + header). */
 #define STACK_REPLAY_HELD	32
