@@ -491,6 +491,7 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	    nc.max_stacks != rc->max_stacks ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
 	    nc.table_cache_max_mb != rc->table_cache_max_mb ||
+	    nc.stack_copy_bytes != rc->stack_copy_bytes ||
 	    nc.kernel_mem_mb != rc->kernel_mem_mb ||
 	    nc.local_max_bytes != rc->local_max_bytes ||
 	    strcmp(nc.local_dir ? nc.local_dir : "", rc->local_dir ? rc->local_dir : "") ||

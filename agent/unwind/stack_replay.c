@@ -137,7 +137,7 @@ rewrite(struct stack_replay *r, const struct ember_sample *s,
 {
 	unsigned int nk = s->nr_kernel, nu = s->nr_user;
 	size_t tail = s->hdr.size - sizeof(*s) - 8ull * (nk + nu);
-	const uint64_t *user = s->ips + nk;
+	const __u64 *user = s->ips + nk;
 	struct ember_sample *d = &r->out.s;
 	uint16_t flags = s->flags;
 
