@@ -750,7 +750,8 @@ const struct ember_option ember_options[] = {
 	  .help = "copy BYTES of a sample's user stack (rounded up to 256) "
 		  "when its walk was cut or ran before the process had unwind "
 		  "tables (late dlopen, -a/-p start), and unwind the copy in "
-		  "ember; 0: never (default 12288)" },
+		  "ember; 0: never (default 12288: 4096 covers python3, xz, "
+		  "perl, openssl; gcc's cc1 needs 8192; deep recursion more)" },
 	{ "kernel-mem", 0, "MB", BOTH, 0, UINT(kernel_mem_mb, 4, 1u << 20),
 	  .expected = "megabytes from 4 to 1048576",
 	  .help = "kernel memory the backend may hold: eBPF maps, rings "
