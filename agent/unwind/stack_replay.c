@@ -201,7 +201,8 @@ replay(struct stack_replay *r, const struct ember_sample *s)
 	}
 	r->budget_at = t0;
 	f = futile_of(r, s->pid);
-	if (r->budget_ns < 0 || f->until_ns > t0) {
+	if (r->budget_ns < 0 || f->until_ns > t0 ||
+	    (int64_t)(t0 - s->time_ns) > (int64_t)STACK_REPLAY_MAX_LAG_NS) {
 		h->seq = 0;
 		r->st.skipped++;
 		return &s->hdr;

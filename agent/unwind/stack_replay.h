@@ -43,7 +43,13 @@ struct stack_replay_stats {
  * the reading of the rings (late exec snapshots, lost records). Samples
  * past the budget are left as walked and counted (skipped).
  */
-#define STACK_REPLAY_BUDGET_PERMILLE	150
+#define STACK_REPLAY_BUDGET_PERMILLE	100
+/*
+ * Nor while the consumer lags: a sample read this long after it was
+ * taken is passed on as walked (skipped), so a backlog drains first
+ * (the symbolizer must read new processes' maps before they are gone).
+ */
+#define STACK_REPLAY_MAX_LAG_NS		500000000ull
 
 /* The number of copies held at once: RECENT x (16 KiB + header). */
 #define STACK_REPLAY_HELD	32

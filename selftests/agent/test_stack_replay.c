@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "unwind/stack_replay.h"
@@ -25,6 +26,9 @@
 static uint8_t rec_buf[sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX]
 	__attribute__((aligned(8)));
 static uint64_t ra_leaf, ra_mid, ra_outer;
+/* sample times: now (CLOCK_MONOTONIC, the records' clock), or the
+ * replay takes them for a backlog */
+static uint64_t tb;
 static volatile int sink;
 
 /* The end of this thread's [stack] mapping. */
@@ -63,7 +67,7 @@ static NOINLINE void t_leaf(void)
 	memset(u, 0, sizeof(*u));
 	u->hdr.type = EMBER_REC_USER_STACK;
 	u->hdr.size = (uint32_t)(sizeof(*u) + len);
-	u->time_ns = 1000;
+	u->time_ns = tb + 1000;
 	u->pid = (uint32_t)getpid();
 	u->tid = (uint32_t)gettid();
 	memcpy(u->regs, r, sizeof(r));
@@ -143,8 +147,11 @@ int main(void)
 	const struct ember_sample *o;
 	struct stack_replay_stats st;
 	struct stack_replay *r;
+	struct timespec ts;
 	uint64_t pc;
 
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	tb = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	t_outer();
 	pc = u->regs[EMBER_UREG_PC];
 	T_CHECK("stack_replay_setup", u->stack_len > 512, "copy of %u bytes",
@@ -156,7 +163,7 @@ int main(void)
 		T_EXIT();
 	out = stack_replay_record(r, &u->hdr);
 	T_CHECK("stack_replay_holds_copy", out == NULL, "the copy was passed on");
-	out = stack_replay_record(r, &sample(1000, pc)->hdr);
+	out = stack_replay_record(r, &sample(tb + 1000, pc)->hdr);
 	o = (const void *)out;
 	T_CHECK("stack_replay_exact_chain", out && chain_ok(o),
 		"%u frames: %#lx %#lx %#lx, want %#lx %#lx %#lx",
@@ -173,18 +180,18 @@ int main(void)
 		"size %u for %u frames", out ? out->size : 0, out ? o->nr_user : 0);
 
 	/* the copy was used: the same sample again has none */
-	out = stack_replay_record(r, &sample(1000, pc)->hdr);
+	out = stack_replay_record(r, &sample(tb + 1000, pc)->hdr);
 	T_CHECK("stack_replay_unpaired", out && ((const struct ember_sample *)out)->nr_user == 1,
 		"a sample without its copy changed");
 	/* a copy of another PC than the sample's first frame: kept */
 	stack_replay_record(r, &u->hdr);
-	out = stack_replay_record(r, &sample(1000, pc + 1)->hdr);
+	out = stack_replay_record(r, &sample(tb + 1000, pc + 1)->hdr);
 	T_CHECK("stack_replay_other_pc_kept",
 		out && ((const struct ember_sample *)out)->nr_user == 1,
 		"a sample was replaced by another PC's unwinding");
 	/* more copies than held: the oldest go, counted */
 	for (int i = 0; i < STACK_REPLAY_HELD + 3; i++) {
-		u->time_ns = 5000 + (uint64_t)i;
+		u->time_ns = tb + 5000 + (uint64_t)i;
 		stack_replay_record(r, &u->hdr);
 	}
 	stack_replay_get(r, &st);
@@ -197,7 +204,7 @@ int main(void)
 		(unsigned long)st.proven, (unsigned long)st.unpaired,
 		(unsigned long)st.kept, (unsigned long)st.dropped);
 	/* the newest copies are still there */
-	out = stack_replay_record(r, &sample(5000 + STACK_REPLAY_HELD + 2, pc)->hdr);
+	out = stack_replay_record(r, &sample(tb + 5000 + STACK_REPLAY_HELD + 2, pc)->hdr);
 	T_CHECK("stack_replay_newest_held", out && chain_ok((const void *)out),
 		"the newest copy was not held");
 	stack_replay_free(r);
@@ -206,10 +213,10 @@ int main(void)
 	r = stack_replay_new(0, gone_self, NULL);
 	if (r) {
 		u->pid = 0x7ffffff0;	/* above any pid_max */
-		u->time_ns = 2000;
+		u->time_ns = tb + 2000;
 		stack_replay_record(r, &u->hdr);
 		{
-			struct ember_sample *s = sample(2000, pc);
+			struct ember_sample *s = sample(tb + 2000, pc);
 
 			s->pid = u->pid;
 			out = stack_replay_record(r, &s->hdr);
@@ -224,7 +231,7 @@ int main(void)
 	if (r) {
 		stack_replay_record(r, &u->hdr);
 		{
-			struct ember_sample *s = sample(2000, pc);
+			struct ember_sample *s = sample(tb + 2000, pc);
 
 			s->pid = u->pid;
 			out = stack_replay_record(r, &s->hdr);
@@ -233,6 +240,21 @@ int main(void)
 		T_CHECK("stack_replay_gone_process_kept",
 			out && ((const struct ember_sample *)out)->nr_user == 1 &&
 			st.kept == 1, "a gone process without snapshot changed");
+		stack_replay_free(r);
+	}
+	/* a sample read long after it was taken: passed on, skipped */
+	r = stack_replay_new(0, NULL, NULL);
+	if (r) {
+		u->pid = (uint32_t)getpid();
+		u->time_ns = tb - 1000000000ull;
+		stack_replay_record(r, &u->hdr);
+		out = stack_replay_record(r, &sample(tb - 1000000000ull, pc)->hdr);
+		stack_replay_get(r, &st);
+		T_CHECK("stack_replay_backlog_skipped",
+			out && ((const struct ember_sample *)out)->nr_user == 1 &&
+			st.skipped == 1 && st.replayed == 0,
+			"a sample 1 s old was replayed (skipped %lu)",
+			(unsigned long)st.skipped);
 		stack_replay_free(r);
 	}
 	T_EXIT();

@@ -142,10 +142,12 @@ selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 	--out "$art/python314" --python 3.14
 # short-lived processes under -a come out named like long-lived ones, and
 # whole: the samples taken before their tables were bound are unwound from
-# their stack copies (default --stack-copy); without copies, for the
-# record, the [cut] count only (23% of the program's samples on this host)
+# their stack copies (default --stack-copy: 99-100% whole on a quiet host,
+# 95-100% beside a CI run; the bar leaves room for a saturated machine,
+# where the replay gives way to the reading of the rings); without copies,
+# for the record, the [cut] count only (12-27% of its samples here)
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
-	--out "$art/shortlived" --complete 95
+	--out "$art/shortlived" --complete 90
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
 	--out "$art/shortlived-nocopy" --stack-copy 0 --label shortlived_nocopy
 
