@@ -569,6 +569,11 @@ __noinline int stack_copy_out(__u64 time_ns, __u64 pid_tid)
 	if (use_perfbuf || !stack_copy_bytes || !entry ||
 	    stack_copy_bytes > EMBER_STACK_COPY_MAX)
 		return -1;
+	/* none once a quarter of the ring waits to be read: copies must
+	 * never make a sample lost (a lagging reader, a burst of them) */
+	if (bpf_ringbuf_query(&ringbuf, BPF_RB_AVAIL_DATA) >
+	    bpf_ringbuf_query(&ringbuf, BPF_RB_RING_SIZE) / 4)
+		return -1;
 	busy = emit_enter();	/* the ring's lock: see emit_enter() */
 	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + stack_copy_bytes, 0);
 	emit_leave(busy);

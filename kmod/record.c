@@ -171,6 +171,15 @@ static bool ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *
 
 	if (!set || !ember_regs_native(u))
 		return false;
+	/*
+	 * The replay's copies give way to the records: none once a quarter
+	 * of the ring waits to be read (a lagging reader, a burst of
+	 * unbound samples), so copies never make a sample lost.
+	 */
+	if (!ember_stack_copy &&
+	    ember_ring_unread(set->rings[smp_processor_id()]) >
+	    set->rings[smp_processor_id()]->size / 4)
+		return false;
 	r = ember_ring_reserve(set->rings[smp_processor_id()], size);
 	if (!r) {
 		local64_inc(&st->lost);

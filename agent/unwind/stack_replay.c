@@ -190,14 +190,14 @@ replay(struct stack_replay *r, const struct ember_sample *s)
 	}
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	/* refill: the budget's share of the time since, at most 1 s worth */
+	/* refill: the budget's share of the time since, at most a burst */
 	if (r->budget_at) {
 		r->budget_ns += (int64_t)((t0 - r->budget_at) *
 					  STACK_REPLAY_BUDGET_PERMILLE / 1000);
-		if (r->budget_ns > 1000000ll * STACK_REPLAY_BUDGET_PERMILLE)
-			r->budget_ns = 1000000ll * STACK_REPLAY_BUDGET_PERMILLE;
+		if (r->budget_ns > STACK_REPLAY_BURST_NS)
+			r->budget_ns = STACK_REPLAY_BURST_NS;
 	} else {
-		r->budget_ns = 1000000ll * STACK_REPLAY_BUDGET_PERMILLE;
+		r->budget_ns = STACK_REPLAY_BURST_NS;
 	}
 	r->budget_at = t0;
 	f = futile_of(r, s->pid);

@@ -37,13 +37,15 @@ struct stack_replay_stats {
 
 /*
  * The replay runs on the thread that feeds the profile: at most this
- * much CPU time per mille of wall time (a bucket of one second's worth)
- * goes to it, so a
+ * much CPU time per mille of wall time, in bursts of at most
+ * STACK_REPLAY_BURST_NS (a longer stall of that thread lets new
+ * processes' exec snapshots be recycled before it symbolizes them), so a
  * system starting thousands of processes (-a beside a build) cannot slow
  * the reading of the rings (late exec snapshots, lost records). Samples
  * past the budget are left as walked and counted (skipped).
  */
 #define STACK_REPLAY_BUDGET_PERMILLE	100
+#define STACK_REPLAY_BURST_NS		20000000ll
 /*
  * Nor while the consumer lags: a sample read this long after it was
  * taken is passed on as walked (skipped), so a backlog drains first
