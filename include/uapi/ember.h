@@ -712,7 +712,8 @@ enum ember_clock_event {
 						 * (lock:contention_*, 5.19+) */
 #define EMBER_CAP_LOCK_WAITV	(1ULL << 14)	/* ... futex_waitv (5.16+) */
 #define EMBER_CAP_PYTHON	(1ULL << 15)	/* EMBER_CMD_PY_BIND, EMBER_IP_PY */
-#define EMBER_CAP_STACK_COPY	(1ULL << 16)	/* EMBER_A_STACK_COPY */
+#define EMBER_CAP_STACK_COPY	(1ULL << 17)	/* EMBER_A_STACK_COPY (bit 16:
+						 * EMBER_CAP_MMAP, branch kmaps) */
 
 /*
  * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.
