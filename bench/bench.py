@@ -64,20 +64,21 @@ MODES = {
                  run_interval=10, sym_D=5, sym_reps=3, cost_D=4,
                  vm_D=4, vm_reps=3, agent_freqs=[19, 99],
                  alloc_D=4, alloc_reps=5, trace_D=1, edge_D=60, edge_interval=5,
-                 py_D=6, py_reps=3, py_freqs=[99, 999]),
+                 py_D=6, py_reps=3, py_freqs=[99, 999], sc_D=4, sc_reps=3),
     "quick": dict(D=2, W=1.5, reps=3, freqs=[19, 99, 999],
                   loss_freqs=[999, 4999], loss_D=3,
                   off_D=3, off_reps=4, agent_D=8, agent_reps=1,
                   run_interval=5, sym_D=3, sym_reps=1, cost_D=2,
                   vm_D=2, vm_reps=1, agent_freqs=[19, 99],
                   alloc_D=2, alloc_reps=3, trace_D=0.5, edge_D=15, edge_interval=5,
-                  py_D=3, py_reps=2, py_freqs=[99, 999]),
+                  py_D=3, py_reps=2, py_freqs=[99, 999], sc_D=2, sc_reps=2),
     "dry": dict(D=0.3, W=1.0, reps=1, freqs=[99],
                 loss_freqs=[999], loss_D=0.5, agent_freqs=[19],
                 off_D=0.3, off_reps=1, agent_D=2, agent_reps=1,
                 run_interval=1, sym_D=0.5, sym_reps=1, cost_D=0.5,
                 vm_D=0.3, vm_reps=1, alloc_D=0.3, alloc_reps=1, trace_D=0.2,
-                edge_D=3, edge_interval=1, py_D=0.5, py_reps=1, py_freqs=[999]),
+                edge_D=3, edge_interval=1, py_D=0.5, py_reps=1, py_freqs=[999],
+                sc_D=0.5, sc_reps=1),
 }
 
 
@@ -487,6 +488,44 @@ class Bench:
                 self.res.add("python", cfg, rep, "ns_per_run", int(ns), "ns")
                 self.res.add("python", cfg, rep, "py_frames_per_sample",
                              int(slots) / max(int(kept), 1))
+
+    # ---- stack copy: per-sample cost (issue 25 item 4) -------------------
+    def stackcopy(self):
+        """bench/stack-copy-cost.sh at 999 Hz: ember_oncpu's own time per
+        sample with deep's processes unbound (every sample copied) at
+        --stack-copy 0/4/8/12/16 KiB, and perf --call-graph dwarf,N's
+        slowdown of deep per sample against perf -g."""
+        p = self.p
+        d = os.path.join(self.tmp, "stackcopy")
+        log(f"stack copy: {p['sc_reps']} x 5 runs of {p['sc_D']} s (+ perf)")
+        r = run([os.path.join(TOP, "bench", "stack-copy-cost.sh"), "--hz", "999",
+                 "--reps", str(p["sc_reps"]), "--seconds", str(p["sc_D"]),
+                 "--out", d], cwd=TOP)
+        rows = os.path.join(d, "stack-copy-cost.rows")
+        if r.returncode != 0 or not os.path.exists(rows):
+            self.note(f"stack-copy-cost.sh failed: "
+                      f"{(r.stderr or r.stdout).strip()[-300:]}")
+            return
+        seen = {}
+        for line in open(rows):
+            f = line.split()
+            key = (f[0], f[1])
+            rep = seen.get(key, 0)
+            seen[key] = rep + 1
+            if f[0] == "ember":
+                h, kept, copies, nbytes = (int(x) for x in f[2:6])
+                self.res.add("stackcopy", f[1], rep, "ns_per_sample",
+                             h / max(kept, 1), "ns")
+                self.res.add("stackcopy", f[1], rep, "copied_fraction",
+                             copies / max(kept, 1))
+                self.res.add("stackcopy", f[1], rep, "bytes_per_copy",
+                             nbytes / max(copies, 1), "B")
+            else:
+                ops, samples, threads, secs = int(f[2]), int(f[3]), int(f[4]), float(f[5])
+                cfg = f"perf-{f[1]}"
+                self.res.add("stackcopy", cfg, rep, "ops_per_cpu_s",
+                             ops / (threads * secs), "ops/s")
+                self.res.add("stackcopy", cfg, rep, "samples", samples)
 
     # ---- lock contention profiling cost (-e lock) ------------------------
     def lock(self):
@@ -1216,7 +1255,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--vm-kernels", default=os.environ.get("BENCH_VM_KERNELS"))
     ap.add_argument("--sections", default=os.environ.get("BENCH_SECTIONS",
-                    "oncpu bpfcost offcpu loss agent symbolize alloc faults lock python vm"))
+                    "oncpu bpfcost offcpu loss agent symbolize alloc faults lock python stackcopy vm"))
     args = ap.parse_args()
     if args.vm_kernels is None:
         # the dry run proves the scripts, it does not boot kernels

@@ -593,6 +593,57 @@ class Report:
                 f"Python +{py:.0f} ns a sample; native walk +{nat:.0f} ns"))
         self.w()
 
+    def stackcopy_section(self):
+        self.w("## 12. Stack copy, per-sample cost (eBPF backend, this host)")
+        self.w()
+        self.w("bench/stack-copy-cost.sh at 999 Hz, both CPUs busy with bench/workloads/deep "
+               "(one thread each, ~33 no-frame-pointer frames). ember: `ember_oncpu`'s own "
+               "time per sample with the processes unbound (no tables: every sample is "
+               "copied) at --stack-copy 0 to 16 KiB; the copy is what a size adds to 0. "
+               "Only samples that were cut or ran before their process was bound pay it: "
+               "a bound process copies nothing. perf: `perf record --call-graph dwarf,N` "
+               "against `perf record -g` on deep alone, the workload's lost CPU per "
+               "sample (perf's kernel copy and its own process writing N bytes a sample, "
+               "on the same CPUs): a slowdown, not a handler time. Medians [ranges]; "
+               "benchmarks report, they do not assert.")
+        self.w()
+        cfgs = self.configs("stackcopy")
+        if not cfgs:
+            self.w("Not measured (see the notes under Machine and run).")
+            self.w()
+            return
+        self.w("| config | ns a sample | copy's cost a sample | bytes a copy | samples copied |")
+        self.w("|---|---|---|---|---|")
+        base = self.m("stackcopy", "copy0", "ns_per_sample")
+        for cfg in sorted((c for c in cfgs if c.startswith("copy")), key=lambda c: int(c[4:])):
+            r = self.spread("stackcopy", cfg, "ns_per_sample")
+            ns = self.m("stackcopy", cfg, "ns_per_sample")
+            cost = "" if base is None or ns is None or cfg == "copy0" else f"{ns - base:+.0f} ns"
+            cell = "" if r is None else f"{r[0]:.0f} [{r[1]:.0f}..{r[2]:.0f}]"
+            fr = self.m("stackcopy", cfg, "copied_fraction")
+            self.w(f"| ember --stack-copy {cfg[4:]} | {cell} | {cost} "
+                   f"| {num(self.m('stackcopy', cfg, 'bytes_per_copy'), '{:.0f}')} "
+                   f"| {'' if fr is None else f'{100 * fr:.0f}%'} |")
+        fp = self.m("stackcopy", "perf-fp", "ops_per_cpu_s")
+        for cfg in ("perf-8192", "perf-12288"):
+            o = self.m("stackcopy", cfg, "ops_per_cpu_s")
+            n = self.m("stackcopy", cfg, "samples")
+            if fp is None or o is None or not n:
+                continue
+            # workload CPU lost over the run, per sample (threads x secs
+            # cancel out: ops_per_cpu_s is per thread-second)
+            secs_cpu = self.p_threads_secs(cfg)
+            lost = secs_cpu * (1 - o / fp) if secs_cpu else None
+            cost = "" if lost is None else f"{1e9 * lost / n:.0f} ns (slowdown)"
+            self.w(f"| perf --call-graph dwarf,{cfg[5:]} | | {cost} | {cfg[5:]} | 100% |")
+        self.w()
+
+    def p_threads_secs(self, cfg):
+        """thread-seconds of one perf run: the mode's sc_D x the CPUs"""
+        d = self.meta.get("params", {}).get("sc_D")
+        ncpu = self.meta.get("ncpu")
+        return d * ncpu if d and ncpu else None
+
     def lock_section(self):
         if not any(k[0] == "lock" for k in self.rows):
             return
@@ -745,6 +796,7 @@ class Report:
         self.faults_section()
         self.lock_section()
         self.python_section()
+        self.stackcopy_section()
         body = self.out[body_start:]
         self.out = []
         self.w(f"# ember benchmark report: {m['host']}, {m['when']}")

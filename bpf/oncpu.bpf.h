@@ -82,6 +82,10 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 		arch_uw_regs((const void *)ctx, ur);
 	flags |= fill_stacks(ctx, s, in_kernel, !kthread, EMBER_SLOT_ONCPU,
 			     in_kernel ? NULL : ur);
+	/* before the sample: the agent holds the copy when it reads it */
+	if (stack_copy_wanted(flags, s->nr_user) && !stack_copy &&
+	    stack_copy_out(s->time_ns, ((__u64)tgid << 32) | tid) >= 0)
+		flags |= EMBER_SF_USER_COPIED;
 	s->flags = flags;
 
 	size = s->hdr.size;

@@ -541,4 +541,100 @@ static __always_inline void copy_user_stack(const struct ember_sample *s,
 		stack_copy_from(s, entry, false);
 }
 
+/*
+ * EMBER_A_STACK_COPY (include/uapi/ember.h): bytes of user stack copied
+ * before a sample whose user walk was cut or ran without tables, 0 = none
+ * (a multiple of EMBER_STACK_COPY_UNIT; frozen, so the verifier sees a
+ * constant ring reservation and loop bound).
+ */
+const volatile __u32 stack_copy_bytes;
+#define STACK_COPY_BIG	4096
+
+/*
+ * The registers the task entered the kernel with (the sample's, whether
+ * it interrupted user mode or a syscall: the entry of an interrupt or
+ * NMI from user mode saves them there too) and stack_copy_bytes of its
+ * stack, into the ring ahead of the sample of tid at time_ns. Global, so
+ * the sampling programs' own frames do not grow (<= 288 bytes, see
+ * README). Returns the bytes copied, or -1 when nothing was written.
+ */
+__noinline int stack_copy_out(__u64 time_ns, __u64 pid_tid)
+{
+	const void *entry = entry_regs_at();
+	struct ember_user_stack *r;
+	__u32 got = 0, *busy;
+	__u64 sp;
+	int i;
+
+	if (use_perfbuf || !stack_copy_bytes || !entry ||
+	    stack_copy_bytes > EMBER_STACK_COPY_MAX)
+		return -1;
+	/* none once a quarter of the ring waits to be read: copies must
+	 * never make a sample lost (a lagging reader, a burst of them) */
+	if (bpf_ringbuf_query(&ringbuf, BPF_RB_AVAIL_DATA) >
+	    bpf_ringbuf_query(&ringbuf, BPF_RB_RING_SIZE) / 4)
+		return -1;
+	busy = emit_enter();	/* the ring's lock: see emit_enter() */
+	r = bpf_ringbuf_reserve(&ringbuf, sizeof(*r) + stack_copy_bytes, 0);
+	emit_leave(busy);
+	if (!r)
+		return -1;
+	r->hdr.type = EMBER_REC_USER_STACK;
+	r->hdr.__reserved = 0;
+	r->hdr.size = sizeof(*r) + stack_copy_bytes;
+	r->time_ns = time_ns;
+	r->pid = pid_tid >> 32;
+	r->tid = (__u32)pid_tid;
+	r->__reserved = 0;
+	/* through the stack area, which the copy below overwrites */
+	if (bpf_probe_read_kernel(r->stack, sizeof(struct uapi_regs), entry)) {
+		bpf_ringbuf_discard(r, 0);
+		return -1;
+	}
+	arch_copy_regs((const void *)r->stack, r->regs, pac_mask);
+	sp = r->regs[EMBER_UREG_SP];
+	/*
+	 * 4 KiB pieces, then 256-byte ones for the rest or from the piece
+	 * that crossed the end of the stack mapping (losing at most 255 bytes
+	 * of its top). Each read costs ~190 ns whatever its size: 256-byte
+	 * pieces alone made a 12 KiB copy ~9 us. Constant sizes and, since
+	 * stack_copy_bytes is one, a constant got on every path: what every
+	 * verifier can bound. Bytes past stack_len are left as the ring had
+	 * them (records the reader already had), never read by the agent.
+	 */
+	for (i = 0; i < EMBER_STACK_COPY_MAX / STACK_COPY_BIG; i++) {
+		if (got + STACK_COPY_BIG > stack_copy_bytes)
+			break;
+		if (bpf_probe_read_user(&r->stack[got], STACK_COPY_BIG,
+					(void *)(sp + got)))
+			break;
+		got += STACK_COPY_BIG;
+	}
+	for (i = 0; i < STACK_COPY_BIG / EMBER_STACK_COPY_UNIT; i++) {
+		if (got + EMBER_STACK_COPY_UNIT > stack_copy_bytes)
+			break;
+		if (bpf_probe_read_user(&r->stack[got], EMBER_STACK_COPY_UNIT,
+					(void *)(sp + got)))
+			break;
+		got += EMBER_STACK_COPY_UNIT;
+	}
+	r->stack_len = got;
+	bpf_ringbuf_submit(r, 0);	/* lockless */
+	return got;
+}
+
+/*
+ * Whether a sample's user walk wants a copy (the kernel module's
+ * ember_wants_copy(): cut or without tables; never Python runs or
+ * 32-bit tasks).
+ */
+static __always_inline bool stack_copy_wanted(__u16 flags, __u16 nr_user)
+{
+	if (!stack_copy_bytes || !nr_user ||
+	    (flags & (EMBER_SF_PYTHON | EMBER_SF_COMPAT | EMBER_SF_KTHREAD)))
+		return false;
+	return !(flags & EMBER_SF_USER_CFI) ||
+	       (flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_FP));
+}
+
 #endif /* EMBER_STACK_BPF_H */

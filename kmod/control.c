@@ -88,6 +88,9 @@ static const struct nla_policy ember_policy[EMBER_A_MAX + 1] = {
 	[EMBER_A_LOCK_MIN_NS]		= { .type = NLA_U64 },
 	[EMBER_A_PY_PID]		= NLA_POLICY_MIN(NLA_U32, 1),
 	[EMBER_A_PY_PROC]		= NLA_POLICY_EXACT_LEN(sizeof(struct ember_py_proc)),
+	/* the unit checked in ember_parse_config() */
+	[EMBER_A_STACK_COPY]		= NLA_POLICY_MAX(NLA_U32,
+							 EMBER_STACK_COPY_MAX),
 };
 
 static struct genl_family ember_family;
@@ -154,6 +157,7 @@ static int ember_put_info(struct sk_buff *msg)
 	    nla_put_u64_64bit(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns,
 			      EMBER_A_PAD) ||
 	    nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_ppm) ||
+	    nla_put_u32(msg, EMBER_A_STACK_COPY, c->stack_copy) ||
 	    nla_put_u64_64bit(msg, EMBER_A_LOCK_MIN_NS, c->lock_min_ns,
 			      EMBER_A_PAD) ||
 	    nla_put_u64_64bit(msg, EMBER_A_RING_MEM_USED,
@@ -257,6 +261,7 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 	c->lock_min_ns = EMBER_DEFAULT_LOCK_MIN_NS;
 	if (tb[EMBER_A_LOCK_MIN_NS])
 		c->lock_min_ns = nla_get_u64(tb[EMBER_A_LOCK_MIN_NS]);
+	c->stack_copy = ember_get_u32(tb, EMBER_A_STACK_COPY, 0);
 
 	if (ember_caps & EMBER_CAP_ONCPU)
 		ev_caps |= EMBER_EV_ONCPU;
@@ -302,6 +307,11 @@ static int ember_parse_config(struct genl_info *info, struct ember_config *c)
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_LOCK_MIN_NS],
 				    "LOCK_MIN_NS must be at most 60 s (EMBER_MAX_LOCK_MIN_NS)");
 		return -ERANGE;
+	}
+	if (c->stack_copy % EMBER_STACK_COPY_UNIT) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_STACK_COPY],
+				    "STACK_COPY must be a multiple of 256 bytes (EMBER_STACK_COPY_UNIT)");
+		return -EINVAL;
 	}
 	if (c->offcpu_ppm > 1000000) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[EMBER_A_OFFCPU_SAMPLE_PPM],

@@ -38,6 +38,7 @@ struct ember_config {
 	u32 offcpu_ppm;
 	u32 fault_period;	/* page faults per EMBER_REC_FAULT */
 	u64 lock_min_ns;	/* shorter lock waits are not recorded */
+	u32 stack_copy;		/* EMBER_A_STACK_COPY bytes, 0 = none */
 };
 
 /* Per-CPU counters; local64_t so nested writers on one CPU never lose one. */

@@ -39,7 +39,7 @@ static int __init ember_init(void)
 
 	ember_caps = EMBER_CAP_ONCPU | EMBER_CAP_USER_STACKS |
 		     EMBER_CAP_KERNEL_STACKS | EMBER_CAP_UNWIND_CFI |
-		     EMBER_CAP_PYTHON;
+		     EMBER_CAP_PYTHON | EMBER_CAP_STACK_COPY;
 	if (IS_ENABLED(CONFIG_CGROUPS))
 		ember_caps |= EMBER_CAP_CGROUP_FILTER;
 	if (ember_find_tracepoint("sched_switch"))

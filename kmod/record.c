@@ -25,12 +25,15 @@ static size_t ember_slot_size;
 static DEFINE_PER_CPU(u8 [EMBER_NR_LEVELS], ember_scratch_busy);
 static unsigned int ember_kmax, ember_umax;
 static bool ember_stack_copy;
+static u32 ember_copy_bytes;	/* EMBER_A_STACK_COPY: cut/unbound samples */
 
 int ember_record_init(const struct ember_config *cfg)
 {
 	ember_kmax = cfg->kstack_max;
 	ember_umax = cfg->ustack_max;
 	ember_stack_copy = cfg->flags & EMBER_F_STACK_COPY;
+	/* test mode copies every sample already, after it */
+	ember_copy_bytes = ember_stack_copy ? 0 : cfg->stack_copy;
 	ember_slot_size = sizeof(struct ember_sample) +
 			  (size_t)(EMBER_MAX_FRAMES * 2) * sizeof(u64);
 	ember_scratch = kvcalloc((size_t)nr_cpu_ids * EMBER_NR_LEVELS,
@@ -150,26 +153,37 @@ unsigned int ember_record_user_stack(struct pt_regs *uregs, bool at_entry,
 }
 
 /*
- * Test mode (EMBER_F_STACK_COPY): the user registers and a copy of the
- * user stack, written straight into the ring after the sample, for the
- * agent's libdwfl oracle. A stack ending sooner gives what it has (the
- * copy stops at the first page that cannot be read).
+ * The user registers and a copy of max bytes of the user stack, written
+ * straight into the ring: test mode (EMBER_F_STACK_COPY) after each sample,
+ * for the agent's libdwfl oracle; EMBER_A_STACK_COPY before a cut or
+ * unbound sample, which the agent unwinds again with it. A stack ending
+ * sooner gives what it has (the copy stops at the first page that cannot
+ * be read). Never sleeps: nofault reads. false: nothing written.
  */
-static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *s,
-				  struct ember_cpu_stats *st)
+static bool ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *s,
+				  u32 max, struct ember_cpu_stats *st)
 {
 	struct ember_ringset *set = READ_ONCE(ember_active_set);
-	const u32 size = sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX;
+	const u32 size = sizeof(struct ember_user_stack) + max;
 	struct ember_user_stack *r;
 	unsigned long sp = ember_regs_sp(u);
 	u32 got = 0;
 
 	if (!set || !ember_regs_native(u))
-		return;
+		return false;
+	/*
+	 * The replay's copies give way to the records: none once a quarter
+	 * of the ring waits to be read (a lagging reader, a burst of
+	 * unbound samples), so copies never make a sample lost.
+	 */
+	if (!ember_stack_copy &&
+	    ember_ring_unread(set->rings[smp_processor_id()]) >
+	    set->rings[smp_processor_id()]->size / 4)
+		return false;
 	r = ember_ring_reserve(set->rings[smp_processor_id()], size);
 	if (!r) {
 		local64_inc(&st->lost);
-		return;
+		return false;
 	}
 	memset(r, 0, sizeof(*r));
 	r->hdr.type = EMBER_REC_USER_STACK;
@@ -182,20 +196,37 @@ static void ember_emit_stack_copy(struct pt_regs *u, const struct ember_sample *
 	 * Page by page (the first up to its end): the copy stops where the
 	 * stack mapping does, keeping what lies before.
 	 */
-	while (got < EMBER_STACK_COPY_MAX && sp + got < TASK_SIZE_MAX - PAGE_SIZE) {
+	while (got < max && sp + got < TASK_SIZE_MAX - PAGE_SIZE) {
 		u32 n = PAGE_SIZE - ((sp + got) & ~PAGE_MASK);
 
-		if (n > EMBER_STACK_COPY_MAX - got)
-			n = EMBER_STACK_COPY_MAX - got;
+		if (n > max - got)
+			n = max - got;
 		if (copy_from_user_nofault(r->stack + got,
 					   (const void __user *)(sp + got), n))
 			break;
 		got += n;
 	}
-	memset(r->stack + got, 0, EMBER_STACK_COPY_MAX - got);
+	memset(r->stack + got, 0, max - got);
 	r->stack_len = got;
 	ember_ring_commit(set->rings[smp_processor_id()]);
 	local64_inc(&st->records);
+	return true;
+}
+
+/*
+ * EMBER_A_STACK_COPY: a user walk that was cut or ran without tables
+ * (not bound yet, code mapped later) gets its stack copied for the agent.
+ * Not for Python runs (the copy would lose their frames), 32-bit tasks,
+ * nor a uretprobe's stack (its lead frame is not in the registers).
+ */
+static bool ember_wants_copy(u16 flags, unsigned int nu, u64 lead)
+{
+	if (!ember_copy_bytes || !nu || lead)
+		return false;
+	if (flags & (EMBER_SF_PYTHON | EMBER_SF_COMPAT | EMBER_SF_KTHREAD))
+		return false;
+	return !(flags & EMBER_SF_USER_CFI) ||
+	       (flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_FP));
 }
 
 /*
@@ -269,6 +300,10 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 			local64_inc(&st->ustack_fp);
 		if (flags & EMBER_SF_USER_CUT)
 			local64_inc(&st->ustack_cut);
+		/* before the sample, so the agent has it when the sample comes */
+		if (ember_wants_copy(flags, nu, lead) &&
+		    ember_emit_stack_copy(uregs, s, ember_copy_bytes, st))
+			flags |= EMBER_SF_USER_COPIED;
 	}
 	s->flags = flags | (how ? how->flags : 0);
 	s->nr_kernel = nk;
@@ -281,7 +316,8 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 	ember_emit_buf(s, size, st);
 	if (ember_stack_copy && nu && type == EMBER_REC_SAMPLE)
 		ember_emit_stack_copy(regs && user_mode(regs) ? regs :
-				      task_pt_regs(t), s, st);
+				      task_pt_regs(t), s, EMBER_STACK_COPY_MAX,
+				      st);
 	ember_scratch_put(level);
 }
 

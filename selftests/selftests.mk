@@ -123,3 +123,9 @@ agent/gen/tests/py-bpf-dump: selftests/bpf/py-bpf-dump.c $(AGENT_LIB_OBJS)
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(AGENT_LIB_OBJS) $(AGENT_LDLIBS) $(LDFLAGS)
+
+# which --stack-copy size covers real programs (docs/NOTES.md, issue 25.4)
+agent/gen/tests/copy-sizes: selftests/unwind/copy_sizes.c $(AGENT_LIB_OBJS)
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(AGENT_CFLAGS) -o $@ $< $(AGENT_LIB_OBJS) $(AGENT_LDLIBS) $(LDFLAGS)

@@ -144,6 +144,19 @@ struct prof_meta {
 	 */
 	uint64_t unproven_user_stacks;
 	/*
+	 * --stack-copy (unwind/stack_replay.h): user-stack copies the
+	 * backend wrote and their bytes, samples whose user stack the
+	 * agent's replay of the copy replaced, samples left as walked
+	 * (process gone, copy lost, nothing better found), copies pushed
+	 * out before their sample came, samples past the replay's time
+	 * budget (left as walked), and the time the replay took.
+	 */
+	bool stack_copy_on;
+	uint64_t stack_copies, stack_copy_bytes, stack_replayed;
+	uint64_t stack_replay_kept, stack_copy_dropped;
+	uint64_t stack_replay_skipped;	/* over the replay's time budget */
+	uint64_t stack_replay_ns;	/* the agent's time replaying */
+	/*
 	 * -e lock: waits joined with their waker's record, waits whose waker
 	 * record never came (aggregated without it), waker records whose
 	 * wait never came or kept none (a timeout), and waker records

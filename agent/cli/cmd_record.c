@@ -335,6 +335,19 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 					     m->samples[PROF_EV_ALLOC] +
 					     m->samples[PROF_EV_LOCK]),
 			(unsigned long long)m->unproven_user_stacks);
+	if (m->stack_copies)
+		fprintf(stderr, "ember: stack copy: %llu cut or unbound samples "
+			"copied (%.1f KiB, %.0f B each), %llu replayed whole or "
+			"longer, %llu left as walked, %llu copies dropped, %llu "
+			"skipped (time budget, or a process whose copies gave nothing); %.1f ms CPU replaying\n",
+			(unsigned long long)m->stack_copies,
+			m->stack_copy_bytes / 1024.0,
+			(double)m->stack_copy_bytes / (double)m->stack_copies,
+			(unsigned long long)m->stack_replayed,
+			(unsigned long long)m->stack_replay_kept,
+			(unsigned long long)m->stack_copy_dropped,
+			(unsigned long long)m->stack_replay_skipped,
+			m->stack_replay_ns / 1e6);
 	if (m->inuse_untracked)
 		fprintf(stderr, "ember: %llu sampled blocks were not followed to their free (table full): in use is understated\n",
 			(unsigned long long)m->inuse_untracked);

@@ -57,6 +57,10 @@ struct run_counters {
 	uint64_t samples[PROF_EV__COUNT];
 	uint64_t lost, bad_records, dropped_stacks, cut_user_stacks;
 	uint64_t unproven_user_stacks;
+	/* --stack-copy: copies, bytes, replayed, kept as walked, dropped */
+	uint64_t stack_copies, stack_copy_bytes, stack_replayed;
+	uint64_t stack_replay_kept, stack_copy_dropped;
+	uint64_t stack_replay_skipped, stack_replay_ns;
 	/* -e lock: the backend's counters (read at each interval edge) and
 	 * the joins of waits with their wakers */
 	uint64_t lock_waits, lock_overflow, lock_wakers;
@@ -294,6 +298,25 @@ static void fill_metrics(FILE *f, void *ctx)
 		st.queue_depth + st.in_flight, st.queue_bytes, st.last_status,
 		metrics_self_rss_bytes(), metrics_self_cpu_seconds(),
 		snap.backend ? snap.backend : "");
+	fprintf(f,
+		"# HELP ember_stack_copies_total User-stack copies of cut or unbound samples (--stack-copy).\n"
+		"# TYPE ember_stack_copies_total counter\n"
+		"ember_stack_copies_total %" PRIu64 "\n"
+		"# HELP ember_stack_copy_bytes_total Bytes of user stack those copies carried.\n"
+		"# TYPE ember_stack_copy_bytes_total counter\n"
+		"ember_stack_copy_bytes_total %" PRIu64 "\n"
+		"# HELP ember_stack_replays_total Samples with a copy, by result: replayed (the copy's unwinding replaced the stack), kept (left as walked: process gone, copy lost, nothing better), dropped (copies pushed out before their sample), skipped (over the replay's time budget).\n"
+		"# TYPE ember_stack_replays_total counter\n"
+		"ember_stack_replays_total{result=\"replayed\"} %" PRIu64 "\n"
+		"ember_stack_replays_total{result=\"kept\"} %" PRIu64 "\n"
+		"ember_stack_replays_total{result=\"dropped\"} %" PRIu64 "\n"
+		"ember_stack_replays_total{result=\"skipped\"} %" PRIu64 "\n"
+		"# HELP ember_stack_replay_seconds_total Agent time spent unwinding stack copies.\n"
+		"# TYPE ember_stack_replay_seconds_total counter\n"
+		"ember_stack_replay_seconds_total %.6f\n",
+		snap.stack_copies, snap.stack_copy_bytes, snap.stack_replayed,
+		snap.stack_replay_kept, snap.stack_copy_dropped,
+		snap.stack_replay_skipped, snap.stack_replay_ns / 1e9);
 	if (snap.ls)
 		fprintf(f,
 			"# HELP ember_local_profiles_total Profiles written to --local-dir, by result: kept, removed (oldest, for --local-max or a full disk), failed (not kept: see the log).\n"
@@ -394,6 +417,13 @@ static void export_interval(struct session *s, const struct ember_opts *rc,
 		c->dropped_stacks += p->meta.dropped_stacks;
 		c->cut_user_stacks += p->meta.cut_user_stacks;
 		c->unproven_user_stacks += p->meta.unproven_user_stacks;
+		c->stack_copies += p->meta.stack_copies;
+		c->stack_copy_bytes += p->meta.stack_copy_bytes;
+		c->stack_replayed += p->meta.stack_replayed;
+		c->stack_replay_kept += p->meta.stack_replay_kept;
+		c->stack_copy_dropped += p->meta.stack_copy_dropped;
+		c->stack_replay_skipped += p->meta.stack_replay_skipped;
+		c->stack_replay_ns += p->meta.stack_replay_ns;
 		c->lock_joined += p->meta.lock_wakers_joined;
 		c->lock_missing += p->meta.lock_waker_missing;
 		c->lock_orphans += p->meta.lock_waker_orphans;
@@ -461,6 +491,7 @@ static void reload(struct ember_opts *rc, int argc, char **argv,
 	    nc.max_stacks != rc->max_stacks ||
 	    strcmp(nc.backend, rc->backend) || nc.nr_pids != rc->nr_pids ||
 	    nc.table_cache_max_mb != rc->table_cache_max_mb ||
+	    nc.stack_copy_bytes != rc->stack_copy_bytes ||
 	    nc.kernel_mem_mb != rc->kernel_mem_mb ||
 	    nc.local_max_bytes != rc->local_max_bytes ||
 	    strcmp(nc.local_dir ? nc.local_dir : "", rc->local_dir ? rc->local_dir : "") ||

@@ -61,6 +61,7 @@ static void print_caps(uint64_t caps)
 		{ EMBER_CAP_USER_STACKS, "user-stacks" },
 		{ EMBER_CAP_KERNEL_STACKS, "kernel-stacks" },
 		{ EMBER_CAP_UNWIND_CFI, "cfi-unwind" },
+		{ EMBER_CAP_STACK_COPY, "stack-copy" },
 		{ EMBER_CAP_FAULTS, "faults" },
 		{ EMBER_CAP_ALLOC, "alloc" },
 		{ EMBER_CAP_ALLOC_ENTRY, "alloc-entry" },

@@ -744,6 +744,14 @@ const struct ember_option ember_options[] = {
 	  .expected = "megabytes from 1 to 1048576",
 	  .help = "--table-cache: at most MB megabytes of tables, the least "
 		  "recently used go first (default 256)" },
+	{ "stack-copy", 0, "BYTES", BOTH, 0,
+	  UINT(stack_copy_bytes, 0, EMBER_STACK_COPY_MAX),
+	  .expected = "bytes from 0 to 16384",
+	  .help = "copy BYTES of a sample's user stack (rounded up to 256) "
+		  "when its walk was cut or ran before the process had unwind "
+		  "tables (late dlopen, -a/-p start), and unwind the copy in "
+		  "ember; 0: never (default 12288: 4096 covers python3, xz, "
+		  "perl, openssl; gcc's cc1 needs 8192; deep recursion more)" },
 	{ "kernel-mem", 0, "MB", BOTH, 0, UINT(kernel_mem_mb, 4, 1u << 20),
 	  .expected = "megabytes from 4 to 1048576",
 	  .help = "kernel memory the backend may hold: eBPF maps, rings "
@@ -1108,6 +1116,7 @@ int opts_init(struct ember_opts *o, unsigned int cmd)
 	o->backend = "auto";
 	o->fault_period = EMBER_DEFAULT_FAULT_PERIOD;
 	o->lock_min_ns = EMBER_DEFAULT_LOCK_MIN_NS;
+	o->stack_copy_bytes = EMBER_DEFAULT_STACK_COPY;
 	if (cmd == CMD_RECORD) {
 		o->freq_hz = EMBER_DEFAULT_FREQ;
 		return 0;

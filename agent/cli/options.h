@@ -70,6 +70,8 @@ struct ember_opts {
 	 * "" or "none" = none */
 	char *table_cache;
 	uint32_t table_cache_max_mb;	/* 0: the default */
+	/* bytes of user stack copied for cut/unbound samples, 0 = none */
+	uint32_t stack_copy_bytes;
 	uint32_t kernel_mem_mb;		/* 0: from RAM (source/kmem_budget.h) */
 	/* ember record */
 	char *cgroup_path;

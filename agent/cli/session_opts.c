@@ -27,6 +27,10 @@ int session_opts_from(struct session_options *so, struct ember_opts *o)
 	so->no_unwind_tables = o->no_cfi;
 	so->src.no_unwind_tables = o->no_cfi;
 	so->src.kernel_mem_mb = o->kernel_mem_mb;
+	/* frame pointers only (--no-cfi): nothing would replay the copies */
+	so->src.stack_copy_bytes = o->no_cfi ? 0 :
+		(o->stack_copy_bytes + EMBER_STACK_COPY_UNIT - 1) /
+		EMBER_STACK_COPY_UNIT * EMBER_STACK_COPY_UNIT;
 	so->sym.use_debuginfod = o->debuginfod;
 	if (!o->table_cache)
 		so->table_cache_dir = TABLE_STORE_DEFAULT_DIR;

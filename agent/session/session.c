@@ -5,6 +5,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <sys/sysmacros.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,61 @@ static void session_pac_mask(struct ember_source_config *src, bool quiet)
 			"(ptrace NT_ARM_PAC_MASK: %s): user stacks stop at the first signed "
 			"return address (allow ptrace of our own child: Yama ptrace_scope <= 2, "
 			"no seccomp policy against ptrace)\n", strerror(-r));
+}
+
+struct gone_maps {
+	FILE *f;
+	unsigned int lines;
+};
+
+/*
+ * One executable mapping of a snapshot as a maps line for libdwfl, which
+ * takes a module's load address from its first line: the snapshot holds
+ * the executable segment only, so the line starts where the file's
+ * offset 0 would be mapped (start - pgoff: the layout of ld.so's loads).
+ */
+static bool gone_line(void *ctx, struct sym_map_line *m)
+{
+	struct gone_maps *g = ctx;
+
+	if (m->path_len == 6 && !memcmp(m->path, "[vdso]", 6)) {
+		fprintf(g->f, "%" PRIx64 "-%" PRIx64 " r-xp 00000000 00:00 0 "
+			"[vdso]\n", m->start, m->end);
+		return true;
+	}
+	if (!m->path_len || m->path[0] != '/' || m->deleted ||
+	    m->pgoff > m->start || (m->pgoff & 0xfff))
+		return true;
+	fprintf(g->f, "%" PRIx64 "-%" PRIx64 " r-xp 00000000 %02x:%02x %" PRIu64
+		" %.*s\n", m->start - m->pgoff, m->end, major(m->dev),
+		minor(m->dev), m->ino, (int)m->path_len, m->path);
+	g->lines++;
+	return true;
+}
+
+/* oracle_gone_fn for the stack replay: the exec snapshot of pid. */
+static int session_gone_maps(void *ctx, uint32_t pid, char **maps,
+			     size_t *len, int *root_fd)
+{
+	struct session *s = ctx;
+	struct gone_maps g = { 0 };
+	char *text = NULL;
+	size_t n = 0;
+	int r;
+
+	*root_fd = -1;
+	g.f = open_memstream(&text, &n);
+	if (!g.f)
+		return -ENOMEM;
+	r = exec_snaps_read(s->snaps, pid, gone_line, &g);
+	if (fclose(g.f) || r || !g.lines) {
+		free(text);
+		return r ? r : -ENOENT;
+	}
+	*maps = text;
+	*len = n;
+	*root_fd = exec_snaps_root(s->snaps, pid);
+	return 0;
 }
 
 int session_open(struct session *s, const struct session_options *opt,
@@ -104,6 +161,17 @@ int session_open(struct session *s, const struct session_options *opt,
 	}
 	src = opt->src;
 	session_pac_mask(&src, opt->quiet);
+	/* test mode copies every sample for its own comparison */
+	if (opt->check_unwind)
+		src.stack_copy_bytes = 0;
+	if (src.stack_copy_bytes &&
+	    !(s->replay = stack_replay_new(src.pac_mask,
+					   s->snaps ? session_gone_maps : NULL,
+					   s))) {
+		snprintf(err, err_len, "cannot create the stack replay: out of memory");
+		session_close(s);
+		return -ENOMEM;
+	}
 	/* the oracle strips with it where a record carries no mask */
 	if (s->check)
 		unwind_check_set_pac_mask(s->check, src.pac_mask);
@@ -358,6 +426,10 @@ static void session_consume_cb(const struct ember_rec_header *rec, void *ctx)
 {
 	struct session *s = ctx;
 
+	/* a copy is held, its sample comes back with the replayed stack */
+	if (s->replay && ember_record_valid(rec, rec->size) &&
+	    !(rec = stack_replay_record(s->replay, rec)))
+		return;
 	if (!session_lifecycle(s, rec))
 		pb_add_record(s->pb, rec);
 	if (s->check && ember_record_valid(rec, rec->size))
@@ -512,6 +584,20 @@ struct profile *session_snapshot(struct session *s)
 	meta.end_ns = clock_ns(CLOCK_REALTIME);
 	meta.lost = lost >= s->lost_base ? lost - s->lost_base : lost;
 	meta.bad_records = corrupt >= s->corrupt_base ? corrupt - s->corrupt_base : 0;
+	if (s->replay) {
+		struct stack_replay_stats st;
+
+		stack_replay_get(s->replay, &st);
+		meta.stack_copy_on = true;
+		meta.stack_copies = st.copies - s->replay_base.copies;
+		meta.stack_copy_bytes = st.copy_bytes - s->replay_base.copy_bytes;
+		meta.stack_replayed = st.replayed - s->replay_base.replayed;
+		meta.stack_replay_kept = (st.kept - s->replay_base.kept) +
+					 (st.unpaired - s->replay_base.unpaired);
+		meta.stack_copy_dropped = st.dropped - s->replay_base.dropped;
+		meta.stack_replay_skipped = st.skipped - s->replay_base.skipped;
+		meta.stack_replay_ns = st.replay_ns - s->replay_base.replay_ns;
+	}
 	p = pb_finish(s->pb, &meta);
 	/* DWARF and file pages are only needed while a profile is built */
 	sym_trim(s->sym);
@@ -521,6 +607,8 @@ struct profile *session_snapshot(struct session *s)
 void session_reset(struct session *s)
 {
 	pb_reset(s->pb);
+	if (s->replay)
+		stack_replay_get(s->replay, &s->replay_base);
 	s->start_real_ns = clock_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
 }
@@ -535,6 +623,8 @@ void session_close(struct session *s)
 	s->unwind = NULL;
 	unwind_check_free(s->check);
 	s->check = NULL;
+	stack_replay_free(s->replay);
+	s->replay = NULL;
 	if (s->src)
 		s->ops->close(s->src);
 	s->src = NULL;

@@ -17,6 +17,7 @@
 #include "symbolize/symbolize.h"
 #include "unwind/unwind_check.h"
 #include "unwind/unwind_service.h"
+#include "unwind/stack_replay.h"
 
 struct session_options {
 	const char *backend;		/* "auto" (NULL), "kmod" or "bpf" */
@@ -40,6 +41,8 @@ struct session {
 	struct proc_table *procs;	/* the process model (proc/proc.h) */
 	struct unwind_service *unwind;	/* CFI tables for the backend, or NULL */
 	struct unwind_check *check;	/* --check-unwind, or NULL */
+	struct stack_replay *replay;	/* --stack-copy > 0, or NULL */
+	struct stack_replay_stats replay_base;	/* at start/last reset */
 	struct ring_reader *reader;	/* the rings' own thread, or NULL */
 	struct exec_snaps *snaps;	/* new processes' maps (proc/exec_snap.h) */
 	bool want_unwind, verbose_unwind;

@@ -38,6 +38,12 @@ struct ember_source_config {
 	 * registers and EMBER_STACK_COPY_MAX bytes of stack) for the oracle.
 	 */
 	bool stack_copy;
+	/*
+	 * EMBER_A_STACK_COPY: bytes of user stack copied ahead of each
+	 * sample whose user walk was cut or ran without tables, for the
+	 * session's replay (unwind/stack_replay.h); 0 = none.
+	 */
+	uint32_t stack_copy_bytes;
 	/* frame pointers only: allocate nothing for unwind tables */
 	bool no_unwind_tables;
 	/*

@@ -52,6 +52,7 @@ void bpf_oncpu_configure(struct ember_source *s, struct ember_bpf *skel)
 
 	skel->rodata->include_idle = cfg->include_idle;
 	skel->rodata->stack_copy = cfg->stack_copy;
+	skel->rodata->stack_copy_bytes = cfg->stack_copy ? 0 : cfg->stack_copy_bytes;
 	/* cpu-clock periods are ns; a cycles period is not */
 	skel->rodata->fixed_weight_ns =
 		s->clock_event == EMBER_CLOCK_CYCLES ? 1000000000ull / cfg->freq_hz : 0;

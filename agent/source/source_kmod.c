@@ -667,6 +667,10 @@ static int kmod_start(struct ember_source *src)
 			 EMBER_F_LOCK_WAKER : 0)) ||
 	    (ring && nla_put_u32(msg, EMBER_A_RING_SIZE, ring)) ||
 	    (c->offcpu_min_ns && nla_put_u64(msg, EMBER_A_OFFCPU_MIN_NS, c->offcpu_min_ns)) ||
+	    /* an older module has no replay copies: samples stay as walked */
+	    (c->stack_copy_bytes && !c->stack_copy &&
+	     (src->info.caps & EMBER_CAP_STACK_COPY) &&
+	     nla_put_u32(msg, EMBER_A_STACK_COPY, c->stack_copy_bytes)) ||
 	    (c->offcpu_sample_ppm &&
 	     nla_put_u32(msg, EMBER_A_OFFCPU_SAMPLE_PPM, c->offcpu_sample_ppm)) ||
 	    /* always: 0 asks for every wait (the default is the caller's) */

@@ -35,11 +35,20 @@
 #include <unistd.h>
 #include <elfutils/libdwfl.h>
 
+#include "lib/clock.h"
 #include "lib/safe_file.h"
 #include "unwind/oracle.h"
 #include "unwind/table_cache.h"
+#include "uapi/ember.h"
 
 #define ORACLE_MAX_PROCS	64
+/*
+ * A PC in no reported module makes the oracle read the maps again, at
+ * most this often per process: JIT code (qemu's, a JVM's) is in no
+ * module however often they are read, and a process of hundreds of
+ * mappings costs milliseconds a read.
+ */
+#define ORACLE_REREPORT_NS	200000000ull
 
 #define ORACLE_MAPS_MAX_BYTES	(16u << 20)
 #define ORACLE_MAPS_MAX_LINE	(4096 + 256)
@@ -52,10 +61,16 @@ struct oracle_proc {
 	char *maps;			/* what was reported, bounded lines */
 	const struct oracle_stack *cur;	/* the sample being unwound */
 	bool thread_given;
+	bool read_past;			/* the walk wanted bytes the copy lacks */
+	uint64_t reported_ns;		/* CLOCK_MONOTONIC of the maps' report */
+	bool from_snap;			/* reported from oracle_gone_fn's maps */
 	char *vdso;			/* the [vdso] bytes libdwfl's Elf uses */
+	int root_fd;			/* gone: its root (oracle_gone_fn), +1 */
 };
 
 struct oracle {
+	oracle_gone_fn gone;
+	void *gone_ctx;
 	struct oracle_proc procs[ORACLE_MAX_PROCS];
 	unsigned int next_victim;
 };
@@ -78,12 +93,16 @@ static bool map_range(const char *maps, uint64_t base, const char *name,
 		for (const char *l = maps, *nl; l && *l; l = nl ? nl + 1 : NULL) {
 			size_t n;
 			const char *path;
+			char *e;
 
 			nl = strchr(l, '\n');
 			n = nl ? (size_t)(nl - l) : strlen(l);
 			path = len ? memchr(l, name[0], n) : NULL;
-			if (sscanf(l, "%" SCNx64 "-%" SCNx64, start, end) != 2)
+			/* not sscanf: it measures the whole rest of maps first */
+			*start = strtoull(l, &e, 16);
+			if (e == l || *e != '-')
 				continue;
+			*end = strtoull(e + 1, &e, 16);
 			if (pass == 0 ? *start == base :
 			    path && (size_t)(l + n - path) == len &&
 			    !memcmp(path, name, len))
@@ -147,7 +166,11 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	}
 	if (fd < 0 && !safe_refused(why) &&
 	    !(len > 10 && !strcmp(modname + len - 10, " (deleted)"))) {
-		snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
+		if (p->root_fd)
+			snprintf(root, sizeof(root), "/proc/self/fd/%d",
+				 p->root_fd - 1);
+		else
+			snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
 		rules.flags = SAFE_ANYONE;
 		fd = safe_open_at(root, modname, &rules, NULL, &why);
 	}
@@ -216,8 +239,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 
 	(void)dwfl;
 	/* only the copy: what was on the stack when the sample was taken */
-	if (addr < sp || addr - sp + 8 > s->stack_len)
+	if (addr < sp || addr - sp + 8 > s->stack_len) {
+		p->read_past = true;
 		return false;
+	}
 	memcpy(result, s->stack + (addr - sp), 8);
 	/*
 	 * elfutils 0.188 does not strip a signed return address (aarch64
@@ -263,10 +288,18 @@ struct oracle *oracle_new(void)
 	return calloc(1, sizeof(struct oracle));
 }
 
+void oracle_set_gone_fn(struct oracle *o, oracle_gone_fn fn, void *ctx)
+{
+	o->gone = fn;
+	o->gone_ctx = ctx;
+}
+
 static void proc_drop(struct oracle_proc *p)
 {
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
+	if (p->root_fd)
+		close(p->root_fd - 1);
 	free(p->vdso);
 	free(p->maps);
 	memset(p, 0, sizeof(*p));
@@ -282,7 +315,14 @@ static bool report_vdso(struct oracle_proc *p)
 	return dwfl_report_module(p->dwfl, "[vdso]", start, end) != NULL;
 }
 
-static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
+/*
+ * snap_first: the maps from oracle_gone_fn when it has them (a snapshot
+ * taken at the exec: no /proc/PID/maps to generate and parse, about a
+ * third of the cost), else /proc/PID/maps; a PC the snapshot does not
+ * cover reports /proc's maps at once (proc_again()).
+ */
+static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid,
+				    bool snap_first)
 {
 	struct oracle_proc *p = NULL;
 	char *maps;
@@ -302,8 +342,19 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 	p->dwfl = dwfl_begin(&proc_callbacks);
 	if (!p->dwfl)
 		return NULL;
-	maps = read_maps(pid, &len);
-	f = maps ? fmemopen(maps, len, "r") : NULL;
+	maps = snap_first ? NULL : read_maps(pid, &len);
+	if (!maps && o->gone) {
+		int root = -1;
+
+		if (!o->gone(o->gone_ctx, pid, &maps, &len, &root) && root >= 0)
+			p->root_fd = root + 1;
+		else if (root >= 0)
+			close(root);
+		p->from_snap = maps != NULL;
+	}
+	if (!maps && snap_first)
+		maps = read_maps(pid, &len);
+	f = maps && len ? fmemopen(maps, len, "r") : NULL;
 	p->maps = maps;
 	p->pid = pid;
 	/* attaching opens the first module's file (for its machine) */
@@ -319,7 +370,21 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid)
 	}
 	oracle_cur = NULL;
 	fclose(f);
+	p->reported_ns = clock_ns(CLOCK_MONOTONIC);
 	return p;
+}
+
+/* Report pid's maps again, unless that was done a moment ago. */
+static struct oracle_proc *proc_again(struct oracle *o, struct oracle_proc *p)
+{
+	uint32_t pid = p->pid;
+	bool snap = p->from_snap;
+
+	if (!snap &&
+	    clock_ns(CLOCK_MONOTONIC) - p->reported_ns < ORACLE_REREPORT_NS)
+		return NULL;
+	proc_drop(p);
+	return proc_get(o, pid, false);
 }
 
 struct walk {
@@ -382,7 +447,7 @@ static bool pc_has_cfi(Dwfl *dwfl, uint64_t pc)
 int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		  uint64_t *ips, int max, int *complete)
 {
-	struct oracle_proc *p = proc_get(o, s->pid);
+	struct oracle_proc *p = proc_get(o, s->pid, true);
 	struct walk w = { ips, 0, max };
 	int r;
 
@@ -391,23 +456,71 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		return -1;
 	/* a library mapped after the modules were reported: report again */
 	if (!dwfl_addrmodule(p->dwfl, s->regs[ORACLE_REG_PC])) {
-		proc_drop(p);
-		p = proc_get(o, s->pid);
-		if (!p)
+		p = proc_again(o, p);
+		if (!p || !dwfl_addrmodule(p->dwfl, s->regs[ORACLE_REG_PC]))
 			return -1;
 	}
 	if (!pc_has_cfi(p->dwfl, s->regs[ORACLE_REG_PC]))
 		return -1;
-	p->cur = s;
-	p->thread_given = false;
-	oracle_cur = p;
-	r = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_cb, &w);
-	oracle_cur = NULL;
-	/* 0: walked to the end; -1 with frames: stopped (copy ended, or an
-	 * outermost frame libdwfl reports as an error) */
-	*complete = r == 0;
-	p->cur = NULL;
+	for (int again = 0; ; again++) {
+		w.n = 0;
+		p->cur = s;
+		p->thread_given = false;
+		p->read_past = false;
+		oracle_cur = p;
+		r = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_cb, &w);
+		oracle_cur = NULL;
+		p->cur = NULL;
+		/*
+		 * 0: walked to the end; -1 with frames: stopped (an outermost
+		 * frame libdwfl reports as an error). elfutils 0.188 also ends
+		 * a walk with 0 when a read past the copy fails: not whole.
+		 */
+		*complete = r == 0 && !p->read_past;
+		/*
+		 * A return address into no module: the modules were reported
+		 * before that library was mapped (the process's first samples
+		 * come while ld.so runs). Once more with the maps of now.
+		 */
+		if (*complete || again || w.n < 2 ||
+		    dwfl_addrmodule(p->dwfl, ips[w.n - 1] - 1))
+			break;
+		p = proc_again(o, p);
+		if (!p)
+			break;
+	}
 	return w.n;
+}
+
+/*
+ * The stack-copy record's EMBER_NR_UREGS slots -> the oracle's registers
+ * (oracle.h: DWARF order of this machine) and the PAC mask the producer
+ * stripped with. The one place in the agent that knows the record's
+ * layout. x86_64: the same DWARF order. aarch64: include/uapi/ember.h's
+ * EMBER_UREG_A64_* (x19..x25 in slots 0..6, sp 7, x26..x28 8..10, x29 11,
+ * x30 12, the PAC mask 13, pc 16); x0..x18 are not copied (no CFI rule
+ * of the code ember samples needs them).
+ */
+void oracle_regs_from_record(const __u64 *slot, uint64_t *regs, uint64_t *pac)
+{
+#if defined(__aarch64__)
+	static const signed char dwarf_of_slot[EMBER_NR_UREGS] = {
+		19, 20, 21, 22, 23, 24, 25, 31, 26, 27, 28, 29, 30,
+		-1, -1, -1, ORACLE_REG_PC,
+	};
+
+	memset(regs, 0, ORACLE_NR_REGS * sizeof(*regs));
+	for (int i = 0; i < EMBER_NR_UREGS; i++)
+		if (dwarf_of_slot[i] >= 0)
+			regs[dwarf_of_slot[i]] = slot[i];
+	if (slot[13])
+		*pac = slot[13];
+#else
+	_Static_assert(ORACLE_NR_REGS == EMBER_NR_UREGS,
+		       "x86_64: the record holds the DWARF registers");
+	memcpy(regs, slot, ORACLE_NR_REGS * sizeof(*regs));
+	(void)pac;
+#endif
 }
 
 void oracle_forget(struct oracle *o, uint32_t pid)

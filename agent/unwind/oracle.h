@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/types.h>
 
 /*
  * The sample's registers in the DWARF order of the agent's own machine
@@ -45,7 +46,18 @@ struct oracle_stack {
 
 struct oracle;
 
+/*
+ * Where a process had its files, without /proc/PID/maps: maps text in its
+ * format (malloc'd, the oracle frees it) and an O_PATH handle on its root
+ * directory (the oracle closes it), or -1 when there is none
+ * (stack_replay.h: the exec snapshots). Asked first, since it is cheaper
+ * than /proc; a PC it does not cover makes the oracle read /proc.
+ */
+typedef int (*oracle_gone_fn)(void *ctx, uint32_t pid, char **maps,
+			      size_t *len, int *root_fd);
+
 struct oracle *oracle_new(void);
+void oracle_set_gone_fn(struct oracle *o, oracle_gone_fn fn, void *ctx);
 /*
  * Unwind s: up to max PCs, leaf first, into ips (the first is the exact
  * PC, the others return addresses, as in ember samples). Returns how many,
@@ -55,6 +67,13 @@ struct oracle *oracle_new(void);
  */
 int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		  uint64_t *ips, int max, int *complete);
+/*
+ * An EMBER_REC_USER_STACK's EMBER_NR_UREGS register slots (the uapi's
+ * order) -> regs[ORACLE_NR_REGS]; *pac gets the PAC mask the record
+ * carries (aarch64), left as it is when it carries none.
+ */
+void oracle_regs_from_record(const __u64 *slot, uint64_t *regs,
+			     uint64_t *pac);
 /* The process is gone or exec'd: forget its modules. */
 void oracle_forget(struct oracle *o, uint32_t pid);
 void oracle_free(struct oracle *o);

@@ -109,37 +109,6 @@ static void note(struct unwind_check *c, const struct recent_sample *r,
 		chain(buf + at, len - at, "oracle:", o, no);
 }
 
-/*
- * The stack-copy record's EMBER_NR_UREGS slots -> the oracle's registers
- * (oracle.h: DWARF order of this machine) and the PAC mask the producer
- * stripped with. The one place in the agent that knows the record's
- * layout. x86_64: the same DWARF order. aarch64: include/uapi/ember.h's
- * EMBER_UREG_A64_* (x19..x25 in slots 0..6, sp 7, x26..x28 8..10, x29 11,
- * x30 12, the PAC mask 13, pc 16); x0..x18 are not copied (no CFI rule
- * of the code ember samples needs them).
- */
-static void record_regs(const __u64 *slot, uint64_t *regs, uint64_t *pac)
-{
-#if defined(__aarch64__)
-	static const signed char dwarf_of_slot[EMBER_NR_UREGS] = {
-		19, 20, 21, 22, 23, 24, 25, 31, 26, 27, 28, 29, 30,
-		-1, -1, -1, ORACLE_REG_PC,
-	};
-
-	memset(regs, 0, ORACLE_NR_REGS * sizeof(*regs));
-	for (int i = 0; i < EMBER_NR_UREGS; i++)
-		if (dwarf_of_slot[i] >= 0)
-			regs[dwarf_of_slot[i]] = slot[i];
-	if (slot[13])
-		*pac = slot[13];
-#else
-	_Static_assert(ORACLE_NR_REGS == EMBER_NR_UREGS,
-		       "x86_64: the record holds the DWARF registers");
-	memcpy(regs, slot, ORACLE_NR_REGS * sizeof(*regs));
-	(void)pac;
-#endif
-}
-
 static void compare(struct unwind_check *c, const struct recent_sample *r,
 		    const struct ember_user_stack *u)
 {
@@ -151,7 +120,7 @@ static void compare(struct unwind_check *c, const struct recent_sample *r,
 	int ne = r->nr_user, no, complete, i, n;
 	bool ok;
 
-	record_regs(u->regs, os.regs, &os.pac_mask);
+	oracle_regs_from_record(u->regs, os.regs, &os.pac_mask);
 	no = oracle_unwind(c->oracle, &os, o, EMBER_MAX_FRAMES, &complete);
 	if (no < 1) {
 		c->st.oracle_failed++;

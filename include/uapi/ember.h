@@ -84,6 +84,9 @@ struct ember_rec_header {
 						 * free (the table was full) */
 #define EMBER_SF_PYTHON		(1U << 12)	/* the user run holds Python
 						 * frames (EMBER_IP_PY) */
+#define EMBER_SF_USER_COPIED	(1U << 13)	/* an EMBER_REC_USER_STACK of
+						 * this sample came before it
+						 * (EMBER_A_STACK_COPY) */
 
 /* ember_sample.state for EMBER_REC_OFFCPU: how the thread left the CPU */
 enum ember_offcpu_state {
@@ -274,8 +277,19 @@ struct ember_unwind_miss {
  * sample independently (agent/unwind/oracle.c) and compare. Nothing is
  * copied for kernel threads, 32-bit tasks or when the user stack is
  * unreadable.
+ *
+ * Outside test mode, with EMBER_A_STACK_COPY > 0 (EMBER_CAP_STACK_COPY):
+ * written only for a sample whose user walk was cut or ran without
+ * tables (EMBER_SF_USER_CUT, EMBER_SF_USER_FP, or no EMBER_SF_USER_CFI;
+ * never for EMBER_SF_PYTHON, 32-bit tasks or stacks that start with a
+ * uretprobe's lead), that many bytes (stack_len may be less), and BEFORE
+ * its sample, which then carries EMBER_SF_USER_COPIED: the agent unwinds
+ * the copy once it has tables for the process. Same ring, same tid and
+ * time_ns; other CPUs' records may come between in a shared ring.
  */
 #define EMBER_STACK_COPY_MAX	16384
+#define EMBER_STACK_COPY_UNIT	256	/* EMBER_A_STACK_COPY is a multiple */
+#define EMBER_DEFAULT_STACK_COPY 12288
 /*
  * regs[]: the stack pointer is regs[EMBER_UREG_SP] and the PC
  * regs[EMBER_UREG_PC] on both architectures.
@@ -698,6 +712,8 @@ enum ember_clock_event {
 						 * (lock:contention_*, 5.19+) */
 #define EMBER_CAP_LOCK_WAITV	(1ULL << 14)	/* ... futex_waitv (5.16+) */
 #define EMBER_CAP_PYTHON	(1ULL << 15)	/* EMBER_CMD_PY_BIND, EMBER_IP_PY */
+#define EMBER_CAP_STACK_COPY	(1ULL << 17)	/* EMBER_A_STACK_COPY (bit 16:
+						 * EMBER_CAP_MMAP, branch kmaps) */
 
 /*
  * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.
@@ -805,6 +821,10 @@ enum ember_attr {
 					 * when absent, <= EMBER_MAX_LOCK_MIN_NS) */
 	EMBER_A_PY_PID,			/* u32: tgid (EMBER_CMD_PY_BIND) */
 	EMBER_A_PY_PROC,		/* binary: struct ember_py_proc */
+	EMBER_A_STACK_COPY,		/* u32: bytes of user stack copied for
+					 * a cut/unbound sample, 0 (none) ..
+					 * EMBER_STACK_COPY_MAX, a multiple of
+					 * EMBER_STACK_COPY_UNIT; absent = 0 */
 	__EMBER_A_MAX,
 };
 #define EMBER_A_MAX (__EMBER_A_MAX - 1)

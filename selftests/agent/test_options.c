@@ -82,6 +82,7 @@ static bool same(const struct ember_opts *a, const struct ember_opts *b)
 	       str_eq(a->debug_dirs, b->debug_dirs) && a->debuginfod == b->debuginfod &&
 	       str_eq(a->table_cache, b->table_cache) &&
 	       a->table_cache_max_mb == b->table_cache_max_mb &&
+	       a->stack_copy_bytes == b->stack_copy_bytes &&
 	       a->kernel_mem_mb == b->kernel_mem_mb &&
 	       str_eq(a->local_dir, b->local_dir) &&
 	       a->local_max_bytes == b->local_max_bytes &&
@@ -114,6 +115,7 @@ static const struct { const char *name, *value; } examples[] = {
 	{ "max-stacks", "1000" }, { "idle", NULL }, { "no-cfi", NULL },
 	{ "debug-dir", "/srv/debug" }, { "debuginfod", NULL },
 	{ "table-cache", "/srv/tables" }, { "table-cache-max", "64" },
+	{ "stack-copy", "4096" },
 	{ "kernel-mem", "8" }, { "local-dir", "/data/ember" }, { "local-max", "2M" },
 	{ "endpoint", "http://collector:4318" },
 	{ "profiles-endpoint", "https://c:4318/x/profiles" },

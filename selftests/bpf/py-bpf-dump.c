@@ -8,11 +8,14 @@
  * not involved: the test fills the struct itself.
  *
  *   py-bpf-dump -p pid[,pid..] [-Y hex] [-N] [-T] [-d secs] [-F hz]
- *               [-e on,off] [-u frames] [-q]
+ *               [-e on,off] [-u frames] [-C bytes] [-q]
  *
  * -Y: the 96 bytes of struct ember_py_proc, hex, bound for every pid.
  * -N: no py_bind (native frames only, for cost comparisons).
  * -T: no unwind tables (the frame-pointer path).
+ * -C: --stack-copy: bytes of user stack copied ahead of each cut or
+ *     unbound sample (0, the default: none); counted as copies= and
+ *     copy_bytes= (bench/stack-copy-cost.sh)
  * -V: instead, py_bind's checks: struct ember_py_proc values each refused
  *     with -EINVAL (kinds, offsets, ranges, key address...), a good one
  *     taken, unbinding; one PASS/FAIL line each (needs root: a real source)
@@ -38,6 +41,7 @@
 
 static bool quiet;
 static uint64_t kept, with_py, with_cut, py_slots, offcpu;
+static uint64_t copies, copy_bytes, copied;
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
@@ -51,9 +55,15 @@ static void on_record(const struct ember_rec_header *h, void *ctx)
 	const struct ember_sample *s = (const void *)h;
 
 	(void)ctx;
+	if (h->type == EMBER_REC_USER_STACK) {
+		copies++;
+		copy_bytes += ((const struct ember_user_stack *)h)->stack_len;
+		return;
+	}
 	if (h->type != EMBER_REC_SAMPLE && h->type != EMBER_REC_OFFCPU)
 		return;
 	kept++;
+	copied += !!(s->flags & EMBER_SF_USER_COPIED);
 	offcpu += h->type == EMBER_REC_OFFCPU;
 	with_py += !!(s->flags & EMBER_SF_PYTHON);
 	with_cut += !!(s->flags & EMBER_SF_USER_CUT);
@@ -210,7 +220,7 @@ int main(int argc, char **argv)
 	char err[512], *tok, *save = NULL;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "p:Y:NTd:F:e:u:qV")) != -1) {
+	while ((opt = getopt(argc, argv, "p:Y:NTd:F:e:u:qVC:")) != -1) {
 		switch (opt) {
 		case 'p':
 			for (tok = strtok_r(optarg, ",", &save); tok && nr < MAX_PIDS;
@@ -235,6 +245,7 @@ int main(int argc, char **argv)
 			break;
 		case 'u': cfg.ustack_max = strtoul(optarg, NULL, 10); break;
 		case 'q': quiet = true; break;
+		case 'C': cfg.stack_copy_bytes = strtoul(optarg, NULL, 10); break;
 		case 'V': checks = true; break;
 		default:
 			fprintf(stderr, "usage: see selftests/bpf/py-bpf-dump.c\n");
@@ -304,10 +315,12 @@ int main(int argc, char **argv)
 	printf("STATS samples=%" PRIu64 " kept=%" PRIu64 " offcpu=%" PRIu64
 	       " handler_ns=%" PRIu64 " ns_per_run=%" PRIu64 " python=%" PRIu64
 	       " py_slots=%" PRIu64 " cut=%" PRIu64 " ustack_cfi=%" PRIu64
-	       " ustack_cut=%" PRIu64 " lost=%" PRIu64 "\n",
+	       " ustack_cut=%" PRIu64 " lost=%" PRIu64 " copies=%" PRIu64
+	       " copy_bytes=%" PRIu64 " copied=%" PRIu64 "\n",
 	       st.samples, kept, offcpu, st.handler_ns,
 	       st.samples ? st.handler_ns / st.samples : 0, with_py, py_slots,
-	       with_cut, st.ustack_cfi, st.ustack_cut, st.lost);
+	       with_cut, st.ustack_cfi, st.ustack_cut, st.lost, copies,
+	       copy_bytes, copied);
 	if (us)
 		unwind_service_stop(us);
 	ops->close(src);

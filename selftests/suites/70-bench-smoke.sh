@@ -43,6 +43,7 @@ for s in "## Headline" "## Targets" "## Machine and run" \
 	"## 7. Module backend in test-kernel VMs" "## 8. Allocation profiling cost" \
 	"## 9. Page-fault profiling cost" "## 10. Lock contention profiling cost" \
 	"## 11. CPython frames, per-sample cost" \
+	"## 12. Stack copy, per-sample cost" \
 	"## How to read this report"; do
 	grep -qF "$s" "$work/r/report.md" || missing="$missing '$s'"
 done
@@ -55,7 +56,7 @@ fi
 # every section measured something (rows in the CSV), tools that are
 # installed by scripts/install-deps.sh included
 missing=
-for sec in oncpu bpfcost offcpu loss agent symbolize alloc faults lock python; do
+for sec in oncpu bpfcost offcpu loss agent symbolize alloc faults lock python stackcopy; do
 	grep -q "^$sec," "$work/r/results.csv" || missing="$missing $sec"
 done
 grep -q "^oncpu,perf" "$work/r/results.csv" || missing="$missing oncpu/perf"

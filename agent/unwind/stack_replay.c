@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Stack replay (stack_replay.h). A copy comes before its sample: in a
+ * per-CPU ring right before it, in a shared BPF ring with other CPUs'
+ * records possibly between. Copies are held by (pid, tid, time_ns) in
+ * STACK_REPLAY_HELD slots; the sample that names one takes it.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/clock.h"
+#include "source/source.h"
+#include "unwind/oracle.h"
+#include "unwind/stack_replay.h"
+
+#define COPY_BYTES	(sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX)
+
+/*
+ * Processes whose copies keep giving nothing better (JIT code: qemu, a
+ * JVM; no CFI) are left alone for a while: their replays would eat the
+ * budget the others need.
+ */
+#define FUTILE_SLOTS	64
+#define FUTILE_AFTER	4		/* failures in a row */
+#define FUTILE_NS	1000000000ull	/* then skipped this long */
+
+struct futile {
+	uint32_t pid;
+	uint32_t fails;
+	uint64_t until_ns;
+};
+
+struct held_copy {
+	uint64_t seq;		/* 0: free */
+	struct ember_user_stack *u;
+};
+
+struct stack_replay {
+	struct oracle *oracle;
+	uint64_t pac_mask;
+	uint64_t seq;
+	struct held_copy held[STACK_REPLAY_HELD];
+	struct stack_replay_stats st;
+	struct futile futile[FUTILE_SLOTS];
+	int64_t budget_ns;		/* token bucket, STACK_REPLAY_BUDGET_PERMILLE */
+	uint64_t budget_at;		/* CLOCK_MONOTONIC of its last refill */
+	/* the rewritten sample: header, frames, a trailer of up to 3 u64 */
+	union {
+		struct ember_sample s;
+		uint8_t bytes[sizeof(struct ember_sample) +
+			      (2 * EMBER_MAX_FRAMES + 8) * sizeof(uint64_t)];
+	} out;
+};
+
+struct stack_replay *stack_replay_new(uint64_t pac_mask, oracle_gone_fn gone,
+				      void *gone_ctx)
+{
+	struct stack_replay *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->pac_mask = pac_mask;
+	r->oracle = oracle_new();
+	if (r->oracle && gone)
+		oracle_set_gone_fn(r->oracle, gone, gone_ctx);
+	for (int i = 0; i < STACK_REPLAY_HELD && r->oracle; i++)
+		if (!(r->held[i].u = malloc(COPY_BYTES))) {
+			stack_replay_free(r);
+			return NULL;
+		}
+	if (!r->oracle) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void stack_replay_free(struct stack_replay *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < STACK_REPLAY_HELD; i++)
+		free(r->held[i].u);
+	oracle_free(r->oracle);
+	free(r);
+}
+
+void stack_replay_get(const struct stack_replay *r,
+		      struct stack_replay_stats *st)
+{
+	*st = r->st;
+}
+
+static void hold(struct stack_replay *r, const struct ember_user_stack *u)
+{
+	struct held_copy *slot = &r->held[0];
+	size_t len = sizeof(*u) + u->stack_len;
+
+	r->st.copies++;
+	r->st.copy_bytes += u->stack_len;
+	for (int i = 0; i < STACK_REPLAY_HELD; i++) {
+		if (!r->held[i].seq) {
+			slot = &r->held[i];
+			break;
+		}
+		if (r->held[i].seq < slot->seq)
+			slot = &r->held[i];
+	}
+	if (slot->seq)
+		r->st.dropped++;
+	memcpy(slot->u, u, len);
+	slot->u->hdr.size = (uint32_t)len;
+	slot->seq = ++r->seq;
+}
+
+static struct held_copy *take(struct stack_replay *r,
+			      const struct ember_sample *s)
+{
+	for (int i = 0; i < STACK_REPLAY_HELD; i++) {
+		struct held_copy *h = &r->held[i];
+
+		if (h->seq && h->u->tid == s->tid && h->u->pid == s->pid &&
+		    h->u->time_ns == s->time_ns)
+			return h;
+	}
+	return NULL;
+}
+
+/*
+ * The sample with the replayed user frames o[0..no) in place of its own,
+ * its trailer kept; NULL when the replay is no better than the walk.
+ */
+static const struct ember_rec_header *
+rewrite(struct stack_replay *r, const struct ember_sample *s,
+	const uint64_t *o, int no, int complete)
+{
+	unsigned int nk = s->nr_kernel, nu = s->nr_user;
+	size_t tail = s->hdr.size - sizeof(*s) - 8ull * (nk + nu);
+	const __u64 *user = s->ips + nk;
+	struct ember_sample *d = &r->out.s;
+	uint16_t flags = s->flags;
+
+	/* the same sample: the walk's first frame is the copy's PC */
+	if (no < 1 || !nu || o[0] != user[0])
+		return NULL;
+	if (!complete && (unsigned int)no <= nu)
+		return NULL;
+	if (tail > 3 * sizeof(uint64_t) || tail % 8)
+		return NULL;
+	memcpy(d, s, sizeof(*s) + 8ull * nk);
+	memcpy(d->ips + nk, o, 8ull * (unsigned int)no);
+	memcpy(d->ips + nk + no, user + nu, tail);
+	flags &= (uint16_t)~(EMBER_SF_USER_CUT | EMBER_SF_USER_FP |
+			     EMBER_SF_USER_FAULT | EMBER_SF_USER_TRUNC |
+			     EMBER_SF_USER_COMPLETE);
+	flags |= EMBER_SF_USER_CFI;
+	/* not complete: the root rule decides, as for a live walk */
+	if (complete)
+		flags |= EMBER_SF_USER_COMPLETE;
+	else if (no == EMBER_MAX_FRAMES)
+		flags |= EMBER_SF_USER_TRUNC;
+	d->flags = flags;
+	d->nr_user = (uint16_t)no;
+	d->hdr.size = (uint32_t)(sizeof(*s) + 8ull * (nk + (unsigned int)no) + tail);
+	return &d->hdr;
+}
+
+static struct futile *futile_of(struct stack_replay *r, uint32_t pid)
+{
+	struct futile *f = &r->futile[pid % FUTILE_SLOTS];
+
+	if (f->pid != pid)
+		*f = (struct futile){ .pid = pid };
+	return f;
+}
+
+static const struct ember_rec_header *
+replay(struct stack_replay *r, const struct ember_sample *s)
+{
+	struct futile *f;
+	struct held_copy *h = take(r, s);
+	const struct ember_rec_header *out = NULL;
+	uint64_t o[EMBER_MAX_FRAMES], t0, t1, c0;
+	int no, complete = 0;
+
+	if (!h) {
+		r->st.unpaired++;
+		return &s->hdr;
+	}
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	/* refill: the budget's share of the time since, at most a burst */
+	if (r->budget_at) {
+		r->budget_ns += (int64_t)((t0 - r->budget_at) *
+					  STACK_REPLAY_BUDGET_PERMILLE / 1000);
+		if (r->budget_ns > STACK_REPLAY_BURST_NS)
+			r->budget_ns = STACK_REPLAY_BURST_NS;
+	} else {
+		r->budget_ns = STACK_REPLAY_BURST_NS;
+	}
+	r->budget_at = t0;
+	f = futile_of(r, s->pid);
+	if (r->budget_ns < 0 || f->until_ns > t0 ||
+	    (int64_t)(t0 - s->time_ns) > (int64_t)STACK_REPLAY_MAX_LAG_NS) {
+		h->seq = 0;
+		r->st.skipped++;
+		return &s->hdr;
+	}
+	{
+		struct oracle_stack os = {
+			.pid = h->u->pid, .tid = h->u->tid,
+			.stack = h->u->stack, .stack_len = h->u->stack_len,
+			.pac_mask = r->pac_mask,
+		};
+
+		oracle_regs_from_record(h->u->regs, os.regs, &os.pac_mask);
+		no = oracle_unwind(r->oracle, &os, o, EMBER_MAX_FRAMES,
+				   &complete);
+	}
+	/* CPU time: on a busy machine the thread is also preempted */
+	t1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	r->budget_ns -= (int64_t)(t1 - c0);
+	r->st.replay_ns += t1 - c0;
+	h->seq = 0;
+	if (no > 0)
+		out = rewrite(r, s, o, no, complete);
+	if (!out) {
+		r->st.kept++;
+		if (++f->fails >= FUTILE_AFTER) {
+			f->fails = 0;
+			f->until_ns = t0 + FUTILE_NS;
+		}
+		return &s->hdr;
+	}
+	f->fails = 0;
+	r->st.replayed++;
+	if (complete)
+		r->st.proven++;
+	return out;
+}
+
+const struct ember_rec_header *
+stack_replay_record(struct stack_replay *r, const struct ember_rec_header *rec)
+{
+	switch (rec->type) {
+	case EMBER_REC_USER_STACK:
+		hold(r, (const struct ember_user_stack *)rec);
+		return NULL;
+	case EMBER_REC_SAMPLE:
+	case EMBER_REC_OFFCPU:
+	case EMBER_REC_FAULT:
+	case EMBER_REC_ALLOC:
+	case EMBER_REC_LOCK:
+	case EMBER_REC_LOCK_WAKER:
+		if (((const struct ember_sample *)rec)->flags & EMBER_SF_USER_COPIED)
+			return replay(r, (const struct ember_sample *)rec);
+		return rec;
+	case EMBER_REC_EXEC:
+		oracle_forget(r->oracle, ((const struct ember_exec *)rec)->pid);
+		return rec;
+	default:
+		return rec;
+	}
+}

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The stack replay (agent/unwind/stack_replay.h) on a real stack: this
+ * program copies its own stack at t_leaf (main -> t_outer -> t_mid ->
+ * t_leaf) the way a backend does, writes the sample a frame-pointer walk
+ * would have cut after the first frame, and the replay must give back the
+ * exact chain (the return addresses the functions saw), proven whole;
+ * over /proc/self/maps, and over a "gone" process's snapshot. Then the
+ * bounds: a sample whose copy never came, a copy of another PC, a full
+ * set of held copies. x86_64 only (the test reads registers in asm).
+ */
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unwind/stack_replay.h"
+#include "test_util.h"
+
+#define NOINLINE __attribute__((noinline))
+
+static uint8_t rec_buf[sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX]
+	__attribute__((aligned(8)));
+static uint64_t ra_leaf, ra_mid, ra_outer;
+/* sample times: now (CLOCK_MONOTONIC, the records' clock), or the
+ * replay takes them for a backlog */
+static uint64_t tb;
+static volatile int sink;
+
+/* The end of this thread's [stack] mapping. */
+static uint64_t stack_end(void)
+{
+	unsigned long long s, e, end = 0;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[stack]") && sscanf(line, "%llx-%llx", &s, &e) == 2)
+			end = e;
+	if (f)
+		fclose(f);
+	return end;
+}
+
+#if defined(__x86_64__)
+static NOINLINE void t_leaf(void)
+{
+	struct ember_user_stack *u = (void *)rec_buf;
+	uint64_t r[EMBER_NR_UREGS] = { 0 }, end, len;
+
+	ra_leaf = (uint64_t)__builtin_return_address(0);
+	/* DWARF order: rbx 3, rbp 6, rsp 7, r12..r15 12..15, rip 16 */
+	__asm__ volatile("mov %%rbx, %0\n\tmov %%rbp, %1\n\tmov %%rsp, %2\n\t"
+			 "mov %%r12, %3\n\tmov %%r13, %4\n\tmov %%r14, %5\n\t"
+			 "mov %%r15, %6\n\tlea 0(%%rip), %7"
+			 : "=m"(r[3]), "=m"(r[6]), "=m"(r[7]), "=m"(r[12]),
+			   "=m"(r[13]), "=m"(r[14]), "=m"(r[15]), "=r"(r[16]));
+	end = stack_end();
+	len = end > r[7] ? end - r[7] : 0;
+	if (len > EMBER_STACK_COPY_MAX - 1024)
+		len = EMBER_STACK_COPY_MAX - 1024;
+	len &= ~7ull;
+	memset(u, 0, sizeof(*u));
+	u->hdr.type = EMBER_REC_USER_STACK;
+	u->hdr.size = (uint32_t)(sizeof(*u) + len);
+	u->time_ns = tb + 1000;
+	u->pid = (uint32_t)getpid();
+	u->tid = (uint32_t)gettid();
+	memcpy(u->regs, r, sizeof(r));
+	u->stack_len = (uint32_t)len;
+	/* what the stack held at the asm: everything above rsp */
+	memcpy(u->stack, (const void *)r[7], len);
+	sink++;
+}
+
+static NOINLINE void t_mid(void)
+{
+	ra_mid = (uint64_t)__builtin_return_address(0);
+	t_leaf();
+	sink++;
+}
+
+static NOINLINE void t_outer(void)
+{
+	ra_outer = (uint64_t)__builtin_return_address(0);
+	t_mid();
+	sink++;
+}
+
+/* A sample of the copy's thread, first frame pc, marked copied. */
+static struct ember_sample *sample(uint64_t time_ns, uint64_t pc)
+{
+	static uint64_t buf[(sizeof(struct ember_sample) + 64) / 8];
+	struct ember_sample *s = (void *)buf;
+
+	memset(buf, 0, sizeof(buf));
+	s->hdr.type = EMBER_REC_SAMPLE;
+	s->hdr.size = sizeof(*s) + 8;
+	s->time_ns = time_ns;
+	s->weight_ns = 1000000;
+	s->pid = (uint32_t)getpid();
+	s->tid = (uint32_t)gettid();
+	s->flags = EMBER_SF_USER_FP | EMBER_SF_USER_CUT | EMBER_SF_USER_COPIED;
+	s->nr_user = 1;
+	strcpy(s->comm, "test");
+	s->ips[0] = pc;
+	return s;
+}
+
+static bool chain_ok(const struct ember_sample *o)
+{
+	return o->nr_user >= 4 && o->ips[1] == ra_leaf && o->ips[2] == ra_mid &&
+	       o->ips[3] == ra_outer;
+}
+
+/* oracle_gone_fn: this process's maps stand for a snapshot */
+static int gone_self(void *ctx, uint32_t pid, char **maps, size_t *len,
+		     int *root_fd)
+{
+	char buf[65536];
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY);
+
+	(void)ctx;
+	(void)pid;
+	*root_fd = -1;
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || !(*maps = malloc((size_t)n)))
+		return -1;
+	memcpy(*maps, buf, (size_t)n);
+	*len = (size_t)n;
+	*root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return 0;
+}
+
+int main(void)
+{
+	struct ember_user_stack *u = (void *)rec_buf;
+	const struct ember_rec_header *out;
+	const struct ember_sample *o;
+	struct stack_replay_stats st;
+	struct stack_replay *r;
+	struct timespec ts;
+	uint64_t pc;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	tb = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	t_outer();
+	pc = u->regs[EMBER_UREG_PC];
+	T_CHECK("stack_replay_setup", u->stack_len > 512, "copy of %u bytes",
+		u->stack_len);
+
+	r = stack_replay_new(0, NULL, NULL);
+	T_CHECK("stack_replay_new", r != NULL, "out of memory");
+	if (!r)
+		T_EXIT();
+	out = stack_replay_record(r, &u->hdr);
+	T_CHECK("stack_replay_holds_copy", out == NULL, "the copy was passed on");
+	out = stack_replay_record(r, &sample(tb + 1000, pc)->hdr);
+	o = (const void *)out;
+	T_CHECK("stack_replay_exact_chain", out && chain_ok(o),
+		"%u frames: %#lx %#lx %#lx, want %#lx %#lx %#lx",
+		out ? o->nr_user : 0, out && o->nr_user > 1 ? (long)o->ips[1] : 0L,
+		out && o->nr_user > 2 ? (long)o->ips[2] : 0L,
+		out && o->nr_user > 3 ? (long)o->ips[3] : 0L, (long)ra_leaf,
+		(long)ra_mid, (long)ra_outer);
+	T_CHECK("stack_replay_flags", out && (o->flags & EMBER_SF_USER_CFI) &&
+		(o->flags & EMBER_SF_USER_COMPLETE) &&
+		!(o->flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_FP)),
+		"flags %#x", out ? o->flags : 0);
+	T_CHECK("stack_replay_size", out && out->size ==
+		sizeof(struct ember_sample) + 8u * o->nr_user,
+		"size %u for %u frames", out ? out->size : 0, out ? o->nr_user : 0);
+
+	/* the copy was used: the same sample again has none */
+	out = stack_replay_record(r, &sample(tb + 1000, pc)->hdr);
+	T_CHECK("stack_replay_unpaired", out && ((const struct ember_sample *)out)->nr_user == 1,
+		"a sample without its copy changed");
+	/* a copy of another PC than the sample's first frame: kept */
+	stack_replay_record(r, &u->hdr);
+	out = stack_replay_record(r, &sample(tb + 1000, pc + 1)->hdr);
+	T_CHECK("stack_replay_other_pc_kept",
+		out && ((const struct ember_sample *)out)->nr_user == 1,
+		"a sample was replaced by another PC's unwinding");
+	/* more copies than held: the oldest go, counted */
+	for (int i = 0; i < STACK_REPLAY_HELD + 3; i++) {
+		u->time_ns = tb + 5000 + (uint64_t)i;
+		stack_replay_record(r, &u->hdr);
+	}
+	stack_replay_get(r, &st);
+	T_CHECK("stack_replay_counts", st.copies == STACK_REPLAY_HELD + 5 &&
+		st.replayed == 1 && st.proven == 1 && st.unpaired == 1 &&
+		st.kept == 1 && st.dropped == 3 &&
+		st.copy_bytes == (uint64_t)u->stack_len * st.copies,
+		"copies %lu replayed %lu proven %lu unpaired %lu kept %lu dropped %lu",
+		(unsigned long)st.copies, (unsigned long)st.replayed,
+		(unsigned long)st.proven, (unsigned long)st.unpaired,
+		(unsigned long)st.kept, (unsigned long)st.dropped);
+	/* the newest copies are still there */
+	out = stack_replay_record(r, &sample(tb + 5000 + STACK_REPLAY_HELD + 2, pc)->hdr);
+	T_CHECK("stack_replay_newest_held", out && chain_ok((const void *)out),
+		"the newest copy was not held");
+	stack_replay_free(r);
+
+	/* a process that is gone: its snapshot's maps, no /proc/PID */
+	r = stack_replay_new(0, gone_self, NULL);
+	if (r) {
+		u->pid = 0x7ffffff0;	/* above any pid_max */
+		u->time_ns = tb + 2000;
+		stack_replay_record(r, &u->hdr);
+		{
+			struct ember_sample *s = sample(tb + 2000, pc);
+
+			s->pid = u->pid;
+			out = stack_replay_record(r, &s->hdr);
+		}
+		T_CHECK("stack_replay_gone_process_snapshot",
+			out && chain_ok((const void *)out),
+			"not replayed over the snapshot's maps");
+		stack_replay_free(r);
+	}
+	/* and without one: left as walked */
+	r = stack_replay_new(0, NULL, NULL);
+	if (r) {
+		stack_replay_record(r, &u->hdr);
+		{
+			struct ember_sample *s = sample(tb + 2000, pc);
+
+			s->pid = u->pid;
+			out = stack_replay_record(r, &s->hdr);
+		}
+		stack_replay_get(r, &st);
+		T_CHECK("stack_replay_gone_process_kept",
+			out && ((const struct ember_sample *)out)->nr_user == 1 &&
+			st.kept == 1, "a gone process without snapshot changed");
+		stack_replay_free(r);
+	}
+	/* a sample read long after it was taken: passed on, skipped */
+	r = stack_replay_new(0, NULL, NULL);
+	if (r) {
+		u->pid = (uint32_t)getpid();
+		u->time_ns = tb - 1000000000ull;
+		stack_replay_record(r, &u->hdr);
+		out = stack_replay_record(r, &sample(tb - 1000000000ull, pc)->hdr);
+		stack_replay_get(r, &st);
+		T_CHECK("stack_replay_backlog_skipped",
+			out && ((const struct ember_sample *)out)->nr_user == 1 &&
+			st.skipped == 1 && st.replayed == 0,
+			"a sample 1 s old was replayed (skipped %lu)",
+			(unsigned long)st.skipped);
+		stack_replay_free(r);
+	}
+	T_EXIT();
+}
+#else
+int main(void)
+{
+	printf("SKIP: stack_replay: x86_64 only\n");
+	return 0;
+}
+#endif
