@@ -143,11 +143,12 @@ selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 # short-lived processes under -a come out named like long-lived ones, and
 # whole: the samples taken before their tables were bound are unwound from
 # their stack copies (default --stack-copy: 99-100% whole on a quiet host,
-# 95-100% beside a CI run; the bar leaves room for a saturated machine,
-# where the replay gives way to the reading of the rings); without copies,
-# for the record, the [cut] count only (12-27% of its samples here)
+# 95-100% beside a CI run, 92-94% on a saturated one, where the replay
+# gives way to the reading of the rings). The bar is issue 25's, 95%: CI
+# runs its suites one at a time. Without copies, for the record, the
+# [cut] count only (12-27% of its samples here)
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
-	--out "$art/shortlived" --complete 90
+	--out "$art/shortlived" --complete 95
 selftests/agent/e2e/check-shortlived.sh --ember agent/ember --backend "$backend" \
 	--out "$art/shortlived-nocopy" --stack-copy 0 --label shortlived_nocopy
 
