@@ -15,6 +15,7 @@
 #include "alloc/alloc_lib.h"
 #include "lib/clock.h"
 #include "proc/exec_snap.h"
+#include "proc/kmaps.h"
 #include "proc/pac_mask.h"
 #include "source/backend.h"
 #include "source/ring_reader.h"
@@ -37,6 +38,23 @@ static void session_pac_mask(struct ember_source_config *src, bool quiet)
 			"(ptrace NT_ARM_PAC_MASK: %s): user stacks stop at the first signed "
 			"return address (allow ptrace of our own child: Yama ptrace_scope <= 2, "
 			"no seccomp policy against ptrace)\n", strerror(-r));
+}
+
+static bool vdso_line(void *ctx, struct sym_map_line *m)
+{
+	if (m->type != SYM_MAP_VDSO)
+		return true;
+	*(uint64_t *)ctx = m->end - m->start;
+	return false;
+}
+
+/* The vDSO's size: the kernel maps the same one in every 64-bit process. */
+static uint64_t own_vdso_len(void)
+{
+	uint64_t len = 0;
+
+	proc_maps_read(NULL, (uint32_t)getpid(), vdso_line, &len, NULL);
+	return len;
 }
 
 int session_open(struct session *s, const struct session_options *opt,
@@ -74,10 +92,17 @@ int session_open(struct session *s, const struct session_options *opt,
 	if (!getenv("EMBER_EXEC_SNAPS") || strcmp(getenv("EMBER_EXEC_SNAPS"), "0"))
 		s->snaps = exec_snaps_start(NULL);
 	symo.exec_snaps = s->snaps;
+	/* EMBER_KMAPS=0: every process's maps from /proc, as before */
+	if (!getenv("EMBER_KMAPS") || strcmp(getenv("EMBER_KMAPS"), "0"))
+		s->kmaps = kmaps_new(0, 0);
+	kmaps_set_vdso_len(s->kmaps, own_vdso_len());
+	symo.kmaps = s->kmaps;
 	s->sym = s->procs ? sym_new(&symo) : NULL;
 	if (!s->sym) {
 		exec_snaps_stop(s->snaps);
 		s->snaps = NULL;
+		kmaps_free(s->kmaps);
+		s->kmaps = NULL;
 		proc_table_free(s->procs);
 		s->procs = NULL;
 		snprintf(err, err_len, "cannot create the symbolizer: out of memory");
@@ -195,6 +220,7 @@ int session_start(struct session *s, char *err, size_t err_len)
 			.verbose = s->verbose_unwind,
 			.table_dir = s->table_cache_dir,
 			.table_max = s->table_cache_max,
+			.kmaps = s->kmaps,
 		};
 
 		s->unwind = unwind_service_start(s->ops, s->src, s->procs, &uo);
@@ -204,6 +230,7 @@ int session_start(struct session *s, char *err, size_t err_len)
 	}
 	s->start_real_ns = clock_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
+	s->kmaps_lost_seen = s->lost_base;
 	/*
 	 * The rings get their own thread: while this one builds a profile
 	 * (an interval edge of ember run) or reads /proc, they keep being
@@ -305,6 +332,8 @@ static bool session_lifecycle(struct session *s,
 		if (!ember_record_valid(rec, rec->size))
 			return false;
 		break;
+	case EMBER_REC_MMAP:
+		return true;	/* the reader thread gave it to kmaps */
 	default:
 		return false;
 	}
@@ -317,7 +346,8 @@ static bool session_lifecycle(struct session *s,
 		ev = (struct proc_event){ .type = PROC_EV_EXEC, .pid = x->pid,
 					  .time_ns = x->time_ns,
 					  .comm = x->comm,
-					  .filename = x->filename };
+					  .filename = x->filename,
+					  .cgroup_id = kmaps_cgroup(s->kmaps, x->pid) };
 		break;
 	}
 	case EMBER_REC_EXIT: {
@@ -375,8 +405,17 @@ static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
 
 	if (!ember_record_valid(rec, rec->size))
 		return;
-	/* its maps, before a program of a few ms is gone (no I/O here) */
-	if (rec->type == EMBER_REC_EXEC)
+	/* the kernel's word on mappings: no I/O, a table insertion */
+	if (rec->type == EMBER_REC_MMAP || rec->type == EMBER_REC_EXEC ||
+	    rec->type == EMBER_REC_EXIT)
+		kmaps_record(s->kmaps, rec);
+	if (rec->type == EMBER_REC_LOST)
+		kmaps_lost(s->kmaps);
+	/*
+	 * its maps, before a program of a few ms is gone (no I/O here);
+	 * not when the backend tells mappings (kmaps knows them)
+	 */
+	if (rec->type == EMBER_REC_EXEC && !kmaps_active(s->kmaps))
 		exec_snaps_note(s->snaps, ((const struct ember_exec *)rec)->pid);
 	if (!s->unwind)
 		return;
@@ -415,6 +454,27 @@ static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
 	session_hint_cb(rec, ctx);
 }
 
+/*
+ * A record lost may have been a mapping: kmaps then trusts none of the
+ * processes it knows (their maps are read from /proc again). The
+ * backends count their losses; compared a few times a second.
+ */
+static void session_kmaps_check(struct session *s)
+{
+	uint64_t now, lost, corrupt;
+
+	if (!s->kmaps || !s->started)
+		return;
+	now = clock_ns(CLOCK_MONOTONIC);
+	if (now - s->kmaps_check_ns < 200000000ull)
+		return;
+	s->kmaps_check_ns = now;
+	source_counters(s, &lost, &corrupt);
+	if (lost != s->kmaps_lost_seen)
+		kmaps_lost(s->kmaps);
+	s->kmaps_lost_seen = lost;
+}
+
 int session_poll(struct session *s, int timeout_ms)
 {
 	uint64_t due = sym_run_due(s->sym);
@@ -429,6 +489,7 @@ int session_poll(struct session *s, int timeout_ms)
 	else
 		r = s->ops->poll(s->src, timeout_ms, session_record_cb, s);
 	sym_run_due(s->sym);
+	session_kmaps_check(s);
 	return r;
 }
 
@@ -546,6 +607,8 @@ void session_close(struct session *s)
 	s->sym = NULL;
 	exec_snaps_stop(s->snaps);
 	s->snaps = NULL;
+	kmaps_free(s->kmaps);
+	s->kmaps = NULL;
 	proc_table_free(s->procs);
 	s->procs = NULL;
 }

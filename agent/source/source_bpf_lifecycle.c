@@ -61,6 +61,7 @@ void bpf_lifecycle_configure(struct ember_source *s, struct ember_bpf *skel)
 				  s->mmap_mode == MMAP_TP && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_mmap_exec_raw,
 				  s->mmap_mode == MMAP_TP && s->raw_tp);
+	skel->rodata->mmap_records = s->mmap_mode != MMAP_OFF;
 	if (s->mmap_mode != MMAP_OFF) {
 		uint64_t key = 0;
 

@@ -296,6 +296,7 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	us->b.src = src;
 	us->b.procs = procs;
 	us->b.no_python = opt->no_python;
+	us->b.kmaps = opt->kmaps;
 	if (opt->table_dir && *opt->table_dir)
 		us->store = table_store_open(opt->table_dir, opt->table_max);
 	us->st.store_on = us->store != NULL;
