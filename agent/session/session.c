@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -607,6 +608,14 @@ void session_close(struct session *s)
 	s->sym = NULL;
 	exec_snaps_stop(s->snaps);
 	s->snaps = NULL;
+	if (s->kmaps && getenv("EMBER_BPF_VERBOSE")) {
+		struct kmaps_stats ks;
+
+		kmaps_get_stats(s->kmaps, &ks);
+		fprintf(stderr, "ember: kmaps: %" PRIu64 " mapping records (%" PRIu64 " refused), %" PRIu64 " processes known whole, maps read %" PRIu64 " times from them and %" PRIu64 " times not known; %" PRIu64 " over the mapping bound, %" PRIu64 " evicted, %" PRIu64 " losses; %u processes, %zu bytes now\n",
+			ks.records, ks.bad, ks.complete, ks.reads, ks.misses,
+			ks.over_maps, ks.evicted, ks.lost, ks.procs, ks.bytes);
+	}
 	kmaps_free(s->kmaps);
 	s->kmaps = NULL;
 	proc_table_free(s->procs);
