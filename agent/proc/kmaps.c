@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "../../include/uapi/ember.h"
+#include "uapi/ember.h"
 
 #define KMAPS_BUCKETS	4096	/* power of two */
 

@@ -18,7 +18,7 @@
 #include <sys/sysmacros.h>
 
 #include "proc/kmaps.h"
-#include "../../include/uapi/ember.h"
+#include "uapi/ember.h"
 #include "test_util.h"
 
 static uint64_t now_ns = 1000000000ull;
