@@ -474,6 +474,16 @@ static void session_kmaps_check(struct session *s)
 	if (lost != s->kmaps_lost_seen)
 		kmaps_lost(s->kmaps);
 	s->kmaps_lost_seen = lost;
+	if (!s->kmaps_warned) {
+		struct kmaps_stats ks;
+
+		kmaps_get_stats(s->kmaps, &ks);
+		if (ks.evicted) {
+			s->kmaps_warned = true;
+			fprintf(stderr, "ember: more new processes than the %u whose mappings are kept (an exec storm): the oldest are read from /proc when needed, which costs more CPU; nothing is lost\n",
+				KMAPS_MAX_PROCS);
+		}
+	}
 }
 
 int session_poll(struct session *s, int timeout_ms)
