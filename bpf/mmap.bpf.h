@@ -208,8 +208,9 @@ int BPF_PROG(ember_mmap_fexit, struct file *file, unsigned long addr,
 
 /* perf_event_mmap(vma), where kprobes exist: also mprotect and the vDSO */
 SEC("kprobe/perf_event_mmap")
-int BPF_KPROBE(ember_mmap_kprobe, struct vm_area_struct *vma)
+int ember_mmap_kprobe(struct uapi_regs *ctx)
 {
+	struct vm_area_struct *vma = (void *)ARCH_ARG1(ctx);
 	__u64 start = BPF_CORE_READ(vma, vm_start);
 
 	return emit_mmap(ctx, start, BPF_CORE_READ(vma, vm_end) - start,
@@ -274,12 +275,14 @@ int ember_mmap_tp(struct mmap_exit_ctx *ctx)
 
 static __always_inline int mmap_at_exec(void *ctx, struct task_struct *p)
 {
-	struct pt_regs *regs = (void *)bpf_task_pt_regs(p);
+	struct uapi_regs *regs = (void *)bpf_task_pt_regs(p);
 	__u64 text = BPF_CORE_READ(p, mm, start_code);
-	__u64 entry = PT_REGS_IP_CORE(regs);
+	__u64 entry = 0;
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mmap_vma v = {};
 
+	/* the new image's first instruction: the loader's, or its own */
+	bpf_probe_read_kernel(&entry, sizeof(entry), (const void *)&ARCH_PC(regs));
 	if (!bpf_find_vma(task, text, mmap_vma_cb, &v, 0))
 		emit_mmap(ctx, v.start, v.end - v.start, v.pgoff, v.flags,
 			  v.file, v.mm);
