@@ -72,7 +72,42 @@ void bpf_lifecycle_configure(struct ember_source *s, struct ember_bpf *skel)
 	}
 }
 
-/* Into tp_links[0] and [1]. */
+/* The mapping hook, into tp_links[5] (and [6]); none: said, not fatal. */
+static void mmap_attach(struct ember_source *s)
+{
+	struct ember_bpf *k = s->skel;
+	const char *hook = "perf_event_mmap";
+
+	if (s->mmap_mode == MMAP_KPROBE) {
+		s->tp_links[5] = bpf_program__attach_kprobe(
+			k->progs.ember_mmap_kprobe, false, hook);
+	} else if (s->mmap_mode == MMAP_FEXIT) {
+		hook = "mmap_region";
+		s->tp_links[5] = bpf_program__attach(k->progs.ember_mmap_fexit);
+	} else {
+		hook = "sys_exit_mmap";
+		s->tp_links[5] = bpf_program__attach_tracepoint(
+			k->progs.ember_mmap_tp, "syscalls", "sys_exit_mmap");
+		if (s->tp_links[5])
+			s->tp_links[6] = bpf_program__attach(s->raw_tp ?
+				k->progs.ember_mmap_exec_raw : k->progs.ember_mmap_exec_btf);
+		if (s->tp_links[5] && !s->tp_links[6]) {
+			hook = "sched_process_exec";
+			bpf_link__destroy(s->tp_links[5]);
+			s->tp_links[5] = NULL;
+		}
+	}
+	if (!s->tp_links[5])
+		fprintf(stderr, "ember: bpf: no mapping records (%s: %s): new processes' maps are read from /proc\n",
+			hook, strerror(errno));
+}
+
+/*
+ * Into tp_links[0] and [1]. The mapping hook first: at sched_process_exec
+ * the tracepoint flavour's program then runs before the EXEC record's, so
+ * a new image's mappings reach the agent ahead of its EXEC, as from the
+ * mmap hooks.
+ */
 int bpf_lifecycle_attach(struct ember_source *s)
 {
 	struct ember_bpf *k = s->skel;
@@ -80,26 +115,10 @@ int bpf_lifecycle_attach(struct ember_source *s)
 
 	if (!(s->cfg.events & EMBER_EV_LIFECYCLE))
 		return 0;
+	if (s->mmap_mode != MMAP_OFF)
+		mmap_attach(s);
 	ret = attach_tp(s, 0, k->progs.ember_exec_btf, k->progs.ember_exec_raw);
 	if (!ret)
 		ret = attach_tp(s, 1, k->progs.ember_exit_btf, k->progs.ember_exit_raw);
-	if (!ret && s->mmap_mode != MMAP_OFF) {
-		if (s->mmap_mode == MMAP_KPROBE)
-			s->tp_links[5] = bpf_program__attach_kprobe(
-				k->progs.ember_mmap_kprobe, false, "perf_event_mmap");
-		else if (s->mmap_mode == MMAP_FEXIT)
-			s->tp_links[5] = bpf_program__attach(k->progs.ember_mmap_fexit);
-		else if ((s->tp_links[5] = bpf_program__attach_tracepoint(
-				k->progs.ember_mmap_tp, "syscalls", "sys_exit_mmap")))
-			s->tp_links[6] = bpf_program__attach(s->raw_tp ?
-				k->progs.ember_mmap_exec_raw : k->progs.ember_mmap_exec_btf);
-		if (s->tp_links[5] && s->mmap_mode == MMAP_TP && !s->tp_links[6]) {
-			bpf_link__destroy(s->tp_links[5]);
-			s->tp_links[5] = NULL;
-		}
-		if (!s->tp_links[5])
-			fprintf(stderr, "ember: bpf: no mapping records (perf_event_mmap: %s): new processes' maps are read from /proc\n",
-				strerror(errno));
-	}
 	return ret;
 }
