@@ -89,6 +89,7 @@ EMBER_BPF_LOCK_INFLIGHT=16 $D -d 30 -e lock,life -L 10000 -- $T/lock-wait many 6
 # the default order (fexit/mmap_region first), and each hook forced; the
 # program's executable and the loader must be told, as /proc says them
 took mmap
+echo "FLAVOUR mmap kallsyms: $(grep -E ' (perf_event_mmap|mmap_region)' /proc/kallsyms | awk '{ printf "%s %s; ", $2, $3 }')"
 for m in default fexit kprobe tp; do
 	if [ $m = default ]; then mm=; else mm=$m; fi
 	EMBER_BPF_VERBOSE=1 EMBER_BPF_MMAP=$mm $D -d 4 -e life -- $T/syscall-burn 1 \
