@@ -97,7 +97,7 @@ for m in default fexit kprobe tp; do
 	fl=$(grep -o "mappings [^,]*" /tmp/mmap.$m.err | head -n 1)
 	n=$(grep -c "^MMAP .*path=/payload/tests/syscall-burn" /tmp/mmap.$m)
 	ld=$(grep -c "^MMAP .*path=/.*ld-.*so" /tmp/mmap.$m)
-	echo "FLAVOUR mmap $m: $fl, $n of the executable, $ld of the loader"
+	echo "FLAVOUR mmap $m: $fl, $n of the executable, $ld of the loader $(grep -h 'no mapping records' /tmp/mmap.$m.err | head -n 1)"
 	echo "MMAPCHECK $m ${fl#mappings } $n $ld"
 	gzip -c /tmp/mmap.$m >/out/mmap.$m.gz
 done
