@@ -122,13 +122,15 @@ for k in $KERNELS; do
 		want=
 		case $m in
 		default|fexit) want=fexit/mmap_region ;;
-		kprobe) want=kprobe/perf_event_mmap ;;
+		# the eBPF kprobe flavour runs nothing on 5.10 (agent/source/
+		# source_bpf_lifecycle.c): not used there, none when forced
+		kprobe) [ "$k" = 5.10 ] && want="from" || want=kprobe/perf_event_mmap ;;
 		tp) [ "$k" = 5.10 ] && want="from" || want=sys_exit_mmap+exec ;;
 		esac
 		if [ "$hook" != "$want" ]; then
 			t_fail "$T: mmap-$m" "hook '${hook}', expected '$want' (${line:-no MMAPCHECK line})"
 		elif [ "$want" = from ]; then
-			t_pass "$T: mmap-$m (no bpf_find_vma before 5.17: none, /proc)"
+			t_pass "$T: mmap-$m (not on $k: none, /proc)"
 		elif [ "${nexe:-0}" -ge 1 ] && [ "${nld:-0}" -ge 1 ]; then
 			t_pass "$T: mmap-$m ($hook: $nexe of the executable, $nld of the loader)"
 		else
