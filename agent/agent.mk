@@ -177,12 +177,20 @@ endif
 AGENT_PHASES := agent/gen/tests/ember-phases
 AGENT_FAULTWORK := agent/gen/tests/faultwork
 AGENT_NOSYS := agent/gen/tests/nosys
+AGENT_MMAPWORK := agent/gen/tests/mmapwork
 AGENT_PHASES_CC := $(if $(shell command -v $(CLANG) 2>/dev/null),$(CLANG),$(CC))
 
 .PHONY: agent agent-tests agent-e2e
 agent: $(AGENT_BIN)
 agent-tests: $(AGENT_TEST_BINS) $(AGENT_BIN)
-agent-e2e: $(AGENT_BIN) $(AGENT_PHASES) $(AGENT_FAULTWORK) $(AGENT_NOSYS)
+agent-e2e: $(AGENT_BIN) $(AGENT_PHASES) $(AGENT_FAULTWORK) $(AGENT_NOSYS) \
+	$(AGENT_MMAPWORK)
+
+# code mapped late, unmapped and mapped again (selftests/agent/mmap/)
+$(AGENT_MMAPWORK): selftests/agent/mmap/mmapwork.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p agent/gen/tests
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -Wall -o $@ $< -ldl
 
 # a kernel without some system calls, for the agent's messages (suite 41)
 $(AGENT_NOSYS): selftests/agent/e2e/nosys.c

@@ -778,6 +778,10 @@ class Bench:
         # a host that also starts programs all the time (builds, shell
         # pipelines): every exec is a new process to learn
         configs.append(("run+churn", p["agent_freqs"][0]))
+        # the same beside another tree's agent (BENCH_BASE_EMBER=path, e.g.
+        # main's agent/ember): per new process, interleaved in one run
+        if os.environ.get("BENCH_BASE_EMBER"):
+            configs.append(("run+churn-base", p["agent_freqs"][0]))
         port = None
         recv = None
         rdir = os.path.join(self.tmp, "otlp")
@@ -863,12 +867,13 @@ class Bench:
         p = self.p
         out = os.path.join(self.tmp, "agent.folded")
         churn = None
+        binary = os.environ["BENCH_BASE_EMBER"] if cmd.endswith("-base") else EMBER
         if cmd == "record":
-            argv = [EMBER, "record", "-a", "-F", str(freq), "-o", out]
+            argv = [binary, "record", "-a", "-F", str(freq), "-o", out]
         else:
-            argv = [EMBER, "run", "-c", "/dev/null", "--endpoint", f"http://127.0.0.1:{port}",
+            argv = [binary, "run", "-c", "/dev/null", "--endpoint", f"http://127.0.0.1:{port}",
                     "-i", str(p["run_interval"]), "-F", str(freq)]
-        if cmd == "run+churn":
+        if cmd.startswith("run+churn"):
             churn = subprocess.Popen(["sh", "-c", "while :; do /bin/true; sh -c 'ls / | wc -l' >/dev/null; done"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         err = open(os.path.join(self.tmp, "agent.err"), "w")

@@ -441,6 +441,18 @@ class Report:
                            f"agent CPU per new process.")
             self.verdicts.append((f"ember {c[:-2]} CPU < 1% of a core at 19 Hz",
                                   "MET" if ok else "MISSED", detail))
+        # issue 25: agent CPU per new process <= 30 us (mappings from the
+        # kernel), beside another tree's agent when BENCH_BASE_EMBER ran
+        us = self.m("agent", "run+churn19", "cpu_us_per_new_pid")
+        if us is not None:
+            detail = f"{us:.0f} us per new process"
+            base = self.m("agent", "run+churn-base19", "cpu_us_per_new_pid")
+            if base is not None:
+                detail += f", beside {base:.0f} us for BENCH_BASE_EMBER in the same run"
+            if us > 30:
+                detail += f": {us - 30:.0f} us over."
+            self.verdicts.append(("agent CPU per new process <= 30 us",
+                                  "MET" if us <= 30 else "MISSED", detail))
 
     def edges_result(self, p):
         lost = self.m("agent", "edges999", "lost")

@@ -33,6 +33,8 @@
  *             lifecycle.bpf.h  ember_exec_btf/_raw (sched_process_exec),
  *                              ember_exit_btf/_raw (sched_process_exit,
  *                              last thread of a process)
+ *             mmap.bpf.h       ember_mmap_fentry/_kprobe (perf_event_mmap:
+ *                              a new executable mapping, EMBER_REC_MMAP)
  *             lock.bpf.h       ember_futex_enter/_exit, ember_waitv_enter
  *                              (futex and futex_waitv syscall tracepoints),
  *                              ember_lock_begin_/end_btf|raw
@@ -70,4 +72,5 @@ char LICENSE[] SEC("license") = "GPL";
 #include "alloc.bpf.h"
 #include "offcpu.bpf.h"
 #include "lifecycle.bpf.h"
+#include "mmap.bpf.h"
 #include "lock.bpf.h"

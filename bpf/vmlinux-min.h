@@ -60,8 +60,55 @@ struct sched_entity {
 struct rw_semaphore {
 	long count;
 };
+typedef struct {
+	void *vdso;
+} mm_context_t;
 struct mm_struct {
 	struct rw_semaphore mmap_lock;
+	unsigned long start_code;
+	mm_context_t context;
+};
+
+/* bpf/mmap.bpf.h: a new executable mapping, its file and its path */
+struct qstr {
+	u32 len;
+	const unsigned char *name;
+};
+struct super_block {
+	u32 s_dev;
+};
+struct inode {
+	unsigned long i_ino;
+	unsigned int i_nlink;
+	struct super_block *i_sb;
+};
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+};
+struct vfsmount {
+	struct dentry *mnt_root;
+};
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+};
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+};
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+};
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct mm_struct *vm_mm;
+	unsigned long vm_flags;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
 };
 /* the user thread pointer (bpf/arch.bpf.h: arch_thread_pointer()) */
 #if defined(__TARGET_ARCH_arm64)

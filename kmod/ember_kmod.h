@@ -223,6 +223,7 @@ int ember_offcpu_start(const struct ember_config *cfg,
 void ember_offcpu_stop(void);
 int ember_lifecycle_start(struct netlink_ext_ack *extack);
 void ember_lifecycle_stop(void);
+bool ember_mmap_available(void);
 void *ember_find_tracepoint(const char *name);
 /* tracepoints.c: a tracepoint iterator's return address (record.c) */
 bool ember_tp_in_iterator(unsigned long addr);

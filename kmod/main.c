@@ -47,6 +47,8 @@ static int __init ember_init(void)
 	if (ember_find_tracepoint("sched_process_exec") &&
 	    ember_find_tracepoint("sched_process_exit"))
 		ember_caps |= EMBER_CAP_LIFECYCLE;
+	if ((ember_caps & EMBER_CAP_LIFECYCLE) && ember_mmap_available())
+		ember_caps |= EMBER_CAP_MMAP;
 	if (ember_cycles_available())
 		ember_caps |= EMBER_CAP_CYCLES;
 	if (ember_faults_available())

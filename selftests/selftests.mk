@@ -52,7 +52,7 @@ FUZZ_INSTR_SRCS := agent/source/record.c agent/aggregate/aggregate.c \
 	agent/aggregate/lock_join.c agent/aggregate/profile_freeze.c \
 	agent/output/output_folded.c agent/unwind/unwind_check.c \
 	agent/unwind/cfi_compile.c agent/unwind/cfa_program.c agent/cli/cmd_decode.c \
-	agent/python/py_detect.c agent/python/py_code.c
+	agent/python/py_detect.c agent/python/py_code.c agent/proc/kmaps.c
 FUZZ_INSTR_OBJS := $(patsubst agent/%.c,$(FUZZ_DIR)/%.o,$(FUZZ_INSTR_SRCS))
 FUZZ_REST_OBJS := $(filter-out $(FUZZ_INSTR_SRCS:.c=.o),$(AGENT_LIB_OBJS))
 FUZZERS := $(FUZZ_DIR)/fuzz_cfi $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/fuzz_decode \

@@ -11,7 +11,7 @@
 SYM_T := agent/gen/sym-tests
 SYM_S := selftests/agent/sym
 SYM_OBJS := agent/symbolize/symbolize.o agent/lib/hash_index.o agent/lib/safe_file.o \
-	agent/proc/proc_maps.o agent/proc/exec_snap.o agent/proc/proc.o agent/proc/proc_read.o \
+	agent/proc/proc_maps.o agent/proc/exec_snap.o agent/proc/kmaps.o agent/proc/proc.o agent/proc/proc_read.o \
 	agent/proc/container.o $(patsubst %.c,%.o,$(wildcard agent/symbolize/sym_*.c)) \
 	$(patsubst %.c,%.o,$(wildcard agent/python/*.c))
 SYM_LIBS := $(AGENT_PKG_LIBS) -liberty \

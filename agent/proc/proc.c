@@ -67,8 +67,23 @@ struct list {
 	struct proc *head, *tail;
 };
 
+/*
+ * cgroup v2 id -> what /proc/PID/cgroup said for it: an exec record whose
+ * process the kernel told the cgroup id of (proc/kmaps.h) costs no read
+ * when another process of that cgroup was read before. Direct-mapped.
+ * (The container id may also come from cgroup v1 hierarchies: the
+ * processes of one v2 cgroup are taken to share them.)
+ */
+#define CG_SLOTS	256
+struct cg_slot {
+	uint64_t id;
+	char *path, *container_id;
+};
+
 struct proc_table {
 	pthread_mutex_t lock;
+	struct cg_slot cg[CG_SLOTS];
+	uint64_t cg_hint;		/* the cgroup id of the exec being read */
 	char *root;
 	uint32_t max, gen;
 	uint32_t written_gen;		/* last generation released */
@@ -207,6 +222,34 @@ static void set_comm(struct proc *p, const char *comm)
 	p->comm[n] = '\0';
 }
 
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* p's cgroup path and container id: from the cache by t->cg_hint, or read. */
+static void read_cgroup(struct proc_table *t, struct proc *p)
+{
+	uint64_t id = t->cg_hint;
+	struct cg_slot *c = id ? &t->cg[id % CG_SLOTS] : NULL;
+
+	if (c && c->id == id) {
+		p->cgroup_path = dup_or_null(c->path);
+		p->container_id = dup_or_null(c->container_id);
+		p->cgroup_id = id;
+		return;
+	}
+	proc_read_cgroup(t->root, p->pid, &p->cgroup_path, &p->container_id);
+	if (!c || !p->cgroup_path)
+		return;	/* gone: nothing to learn of the cgroup */
+	free(c->path);
+	free(c->container_id);
+	c->id = id;
+	c->path = dup_or_null(p->cgroup_path);
+	c->container_id = dup_or_null(p->container_id);
+	p->cgroup_id = id;
+}
+
 /*
  * What /proc says of p, once. names: comm, the start time and the exe
  * link too (an exec record brings the first and the last).
@@ -221,7 +264,7 @@ static void read_info(struct proc_table *t, struct proc *p, bool names)
 	}
 	free(p->cgroup_path);
 	free(p->container_id);
-	proc_read_cgroup(t->root, p->pid, &p->cgroup_path, &p->container_id);
+	read_cgroup(t, p);
 	p->info = true;
 	t->st.bytes += entry_bytes(p);
 }
@@ -369,6 +412,10 @@ void proc_table_free(struct proc_table *t)
 		entry_free(t, t->lru.head);
 	while (t->exited.head)
 		entry_free(t, t->exited.head);
+	for (int i = 0; i < CG_SLOTS; i++) {
+		free(t->cg[i].path);
+		free(t->cg[i].container_id);
+	}
 	pthread_mutex_destroy(&t->lock);
 	free(t->root);
 	free(t);
@@ -397,14 +444,25 @@ out:
 	return first;
 }
 
+static void exec_cg(struct proc_table *t, uint32_t pid, uint64_t time_ns,
+		    const char *comm, const char *filename, uint64_t cgroup_id);
+
 void proc_table_exec(struct proc_table *t, uint32_t pid, uint64_t time_ns,
 		     const char *comm, const char *filename)
+{
+	exec_cg(t, pid, time_ns, comm, filename, 0);
+}
+
+static void exec_cg(struct proc_table *t, uint32_t pid, uint64_t time_ns,
+		    const char *comm, const char *filename, uint64_t cgroup_id)
 {
 	struct proc *p;
 	char *exe;
 
 	pthread_mutex_lock(&t->lock);
+	t->cg_hint = cgroup_id;
 	p = lookup_or_new(t, pid, time_ns, 0, comm, false);
+	t->cg_hint = 0;
 	if (p && p->exited) {
 		/* an exec record older than the exit: nothing new to learn */
 		p = NULL;
@@ -655,7 +713,8 @@ int proc_table_event(struct proc_table *t, const struct proc_event *ev)
 	int r = 0;
 
 	if (ev->type == PROC_EV_EXEC)
-		proc_table_exec(t, ev->pid, ev->time_ns, ev->comm, ev->filename);
+		exec_cg(t, ev->pid, ev->time_ns, ev->comm, ev->filename,
+			ev->cgroup_id);
 	else if (ev->type == PROC_EV_SAMPLE)
 		r = proc_table_sample(t, ev->pid, ev->time_ns, ev->comm,
 				      ev->leader, ev->cgroup_id);

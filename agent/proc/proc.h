@@ -185,7 +185,9 @@ struct proc_event {
 	const char *comm;	/* exec, exit: NULL unknown */
 	const char *filename;	/* exec: NULL unknown */
 	bool create;		/* exit: proc_table_exit()'s create */
-	/* sample: comm is the thread's, and proc_table_sample()'s leader
+	/* exec: cgroup_id, when known (proc/kmaps.h), lets a process of a
+	 * cgroup seen before cost no /proc/PID/cgroup read.
+	 * sample: comm is the thread's, and proc_table_sample()'s leader
 	 * and cgroup_id; ips: the user addresses of a stack the aggregation
 	 * had not seen yet (code maybe mapped late), NULL: a known stack */
 	bool leader;

@@ -17,6 +17,7 @@
 #include "alloc/alloc_lib.h"
 #include "lib/clock.h"
 #include "proc/exec_snap.h"
+#include "proc/kmaps.h"
 #include "proc/pac_mask.h"
 #include "source/backend.h"
 #include "source/ring_reader.h"
@@ -96,6 +97,23 @@ static int session_gone_maps(void *ctx, uint32_t pid, char **maps,
 	return 0;
 }
 
+static bool vdso_line(void *ctx, struct sym_map_line *m)
+{
+	if (m->type != SYM_MAP_VDSO)
+		return true;
+	*(uint64_t *)ctx = m->end - m->start;
+	return false;
+}
+
+/* The vDSO's size: the kernel maps the same one in every 64-bit process. */
+static uint64_t own_vdso_len(void)
+{
+	uint64_t len = 0;
+
+	proc_maps_read(NULL, (uint32_t)getpid(), vdso_line, &len, NULL);
+	return len;
+}
+
 int session_open(struct session *s, const struct session_options *opt,
 		 char *err, size_t err_len)
 {
@@ -131,10 +149,17 @@ int session_open(struct session *s, const struct session_options *opt,
 	if (!getenv("EMBER_EXEC_SNAPS") || strcmp(getenv("EMBER_EXEC_SNAPS"), "0"))
 		s->snaps = exec_snaps_start(NULL);
 	symo.exec_snaps = s->snaps;
+	/* EMBER_KMAPS=0: every process's maps from /proc, as before */
+	if (!getenv("EMBER_KMAPS") || strcmp(getenv("EMBER_KMAPS"), "0"))
+		s->kmaps = kmaps_new(0, 0);
+	kmaps_set_vdso_len(s->kmaps, own_vdso_len());
+	symo.kmaps = s->kmaps;
 	s->sym = s->procs ? sym_new(&symo) : NULL;
 	if (!s->sym) {
 		exec_snaps_stop(s->snaps);
 		s->snaps = NULL;
+		kmaps_free(s->kmaps);
+		s->kmaps = NULL;
 		proc_table_free(s->procs);
 		s->procs = NULL;
 		snprintf(err, err_len, "cannot create the symbolizer: out of memory");
@@ -263,6 +288,7 @@ int session_start(struct session *s, char *err, size_t err_len)
 			.verbose = s->verbose_unwind,
 			.table_dir = s->table_cache_dir,
 			.table_max = s->table_cache_max,
+			.kmaps = s->kmaps,
 		};
 
 		s->unwind = unwind_service_start(s->ops, s->src, s->procs, &uo);
@@ -272,6 +298,7 @@ int session_start(struct session *s, char *err, size_t err_len)
 	}
 	s->start_real_ns = clock_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
+	s->kmaps_lost_seen = s->lost_base;
 	/*
 	 * The rings get their own thread: while this one builds a profile
 	 * (an interval edge of ember run) or reads /proc, they keep being
@@ -373,6 +400,8 @@ static bool session_lifecycle(struct session *s,
 		if (!ember_record_valid(rec, rec->size))
 			return false;
 		break;
+	case EMBER_REC_MMAP:
+		return true;	/* the reader thread gave it to kmaps */
 	default:
 		return false;
 	}
@@ -385,7 +414,8 @@ static bool session_lifecycle(struct session *s,
 		ev = (struct proc_event){ .type = PROC_EV_EXEC, .pid = x->pid,
 					  .time_ns = x->time_ns,
 					  .comm = x->comm,
-					  .filename = x->filename };
+					  .filename = x->filename,
+					  .cgroup_id = kmaps_cgroup(s->kmaps, x->pid) };
 		break;
 	}
 	case EMBER_REC_EXIT: {
@@ -447,8 +477,17 @@ static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
 
 	if (!ember_record_valid(rec, rec->size))
 		return;
-	/* its maps, before a program of a few ms is gone (no I/O here) */
-	if (rec->type == EMBER_REC_EXEC)
+	/* the kernel's word on mappings: no I/O, a table insertion */
+	if (rec->type == EMBER_REC_MMAP || rec->type == EMBER_REC_EXEC ||
+	    rec->type == EMBER_REC_EXIT)
+		kmaps_record(s->kmaps, rec);
+	if (rec->type == EMBER_REC_LOST)
+		kmaps_lost(s->kmaps);
+	/*
+	 * its maps, before a program of a few ms is gone (no I/O here);
+	 * not when the backend tells mappings (kmaps knows them)
+	 */
+	if (rec->type == EMBER_REC_EXEC && !kmaps_active(s->kmaps))
 		exec_snaps_note(s->snaps, ((const struct ember_exec *)rec)->pid);
 	if (!s->unwind)
 		return;
@@ -487,6 +526,37 @@ static void session_record_cb(const struct ember_rec_header *rec, void *ctx)
 	session_hint_cb(rec, ctx);
 }
 
+/*
+ * A record lost may have been a mapping: kmaps then trusts none of the
+ * processes it knows (their maps are read from /proc again). The
+ * backends count their losses; compared a few times a second.
+ */
+static void session_kmaps_check(struct session *s)
+{
+	uint64_t now, lost, corrupt;
+
+	if (!s->kmaps || !s->started)
+		return;
+	now = clock_ns(CLOCK_MONOTONIC);
+	if (now - s->kmaps_check_ns < 200000000ull)
+		return;
+	s->kmaps_check_ns = now;
+	source_counters(s, &lost, &corrupt);
+	if (lost != s->kmaps_lost_seen)
+		kmaps_lost(s->kmaps);
+	s->kmaps_lost_seen = lost;
+	if (!s->kmaps_warned) {
+		struct kmaps_stats ks;
+
+		kmaps_get_stats(s->kmaps, &ks);
+		if (ks.evicted) {
+			s->kmaps_warned = true;
+			fprintf(stderr, "ember: more new processes than the %u whose mappings are kept (an exec storm): the oldest are read from /proc when needed, which costs more CPU; nothing is lost\n",
+				KMAPS_MAX_PROCS);
+		}
+	}
+}
+
 int session_poll(struct session *s, int timeout_ms)
 {
 	uint64_t due = sym_run_due(s->sym);
@@ -501,6 +571,7 @@ int session_poll(struct session *s, int timeout_ms)
 	else
 		r = s->ops->poll(s->src, timeout_ms, session_record_cb, s);
 	sym_run_due(s->sym);
+	session_kmaps_check(s);
 	return r;
 }
 
@@ -636,6 +707,16 @@ void session_close(struct session *s)
 	s->sym = NULL;
 	exec_snaps_stop(s->snaps);
 	s->snaps = NULL;
+	if (s->kmaps && getenv("EMBER_BPF_VERBOSE")) {
+		struct kmaps_stats ks;
+
+		kmaps_get_stats(s->kmaps, &ks);
+		fprintf(stderr, "ember: kmaps: %" PRIu64 " mapping records (%" PRIu64 " refused), %" PRIu64 " processes known whole, maps read %" PRIu64 " times from them and %" PRIu64 " times not known; %" PRIu64 " over the mapping bound, %" PRIu64 " evicted, %" PRIu64 " losses; %u processes, %zu bytes now\n",
+			ks.records, ks.bad, ks.complete, ks.reads, ks.misses,
+			ks.over_maps, ks.evicted, ks.lost, ks.procs, ks.bytes);
+	}
+	kmaps_free(s->kmaps);
+	s->kmaps = NULL;
 	proc_table_free(s->procs);
 	s->procs = NULL;
 }

@@ -45,6 +45,10 @@ struct session {
 	struct stack_replay_stats replay_base;	/* at start/last reset */
 	struct ring_reader *reader;	/* the rings' own thread, or NULL */
 	struct exec_snaps *snaps;	/* new processes' maps (proc/exec_snap.h) */
+	struct kmaps *kmaps;		/* ... as the kernel told them (proc/kmaps.h) */
+	uint64_t kmaps_lost_seen;	/* source lost count kmaps last heard of */
+	uint64_t kmaps_check_ns;	/* when it was last compared */
+	bool kmaps_warned;		/* its bound was said once */
 	bool want_unwind, verbose_unwind;
 	const char *table_cache_dir;	/* session_options' (not owned) */
 	uint64_t table_cache_max;

@@ -43,6 +43,19 @@ static bool exec_valid(const struct ember_rec_header *hdr)
 	       str_terminated(e->comm, sizeof(e->comm));
 }
 
+static bool mmap_valid(const struct ember_rec_header *hdr)
+{
+	const struct ember_mmap *m = (const void *)hdr;
+
+	if (hdr->size < sizeof(*m) || m->path_len == 0 ||
+	    m->path_len > EMBER_MMAP_PATH_MAX)
+		return false;
+	if ((uint64_t)sizeof(*m) + m->path_len > hdr->size)
+		return false;
+	return m->path[m->path_len - 1] == '\0' && m->len &&
+	       m->start + m->len > m->start;
+}
+
 static bool exit_valid(const struct ember_rec_header *hdr)
 {
 	const struct ember_exit *e = (const void *)hdr;
@@ -76,6 +89,8 @@ bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail)
 		return exec_valid(hdr);
 	case EMBER_REC_EXIT:
 		return exit_valid(hdr);
+	case EMBER_REC_MMAP:
+		return mmap_valid(hdr);
 	case EMBER_REC_LOST:
 		return hdr->size >= sizeof(struct ember_lost);
 	case EMBER_REC_UNWIND_MISS:

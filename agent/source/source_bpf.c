@@ -428,18 +428,28 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 			continue;
 		s->raw_tp = a->raw_tp;
 		s->offcpu_mode = a->mode;
-		s->skel = ember_bpf__open();
-		if (!s->skel) {
-			ret = -errno;
-			continue;
+		/* the mapping hook's flavours first: never worth a flavour of
+		 * everything else (mmap_mode only moves towards MMAP_OFF) */
+		for (s->mmap_mode = bpf_mmap_first(s); ;
+		     s->mmap_mode = bpf_mmap_next(s->mmap_mode)) {
+			s->skel = ember_bpf__open();
+			if (!s->skel) {
+				ret = -errno;
+				break;
+			}
+			configure(s, s->skel);
+			ret = ember_bpf__load(s->skel);
+			if (!ret && off)
+				ret = bpf_offcpu_attach_back(s);
+			if (!ret || s->mmap_mode == MMAP_OFF)
+				break;
+			ember_bpf__destroy(s->skel);
+			s->skel = NULL;
 		}
-		configure(s, s->skel);
-		ret = ember_bpf__load(s->skel);
-		if (!ret && off)
-			ret = bpf_offcpu_attach_back(s);
 		if (!ret)
 			break;
-		ember_bpf__destroy(s->skel);
+		if (s->skel)
+			ember_bpf__destroy(s->skel);
 		s->skel = NULL;
 	}
 	libbpf_set_print(old_print);
@@ -454,9 +464,12 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 	}
 	if (!ret) {
 		if (getenv("EMBER_BPF_VERBOSE"))
-			fprintf(stderr, "ember: bpf: %s tracepoints, off-CPU stacks %s, %s transport\n",
+			fprintf(stderr, "ember: bpf: %s tracepoints, off-CPU stacks %s, mappings %s, %s transport\n",
 				s->raw_tp ? "raw_tp" : "tp_btf",
 				off ? bpf_offcpu_mode_name[s->offcpu_mode] : "unused",
+				s->mmap_mode == MMAP_FEXIT ? "fexit/mmap_region" :
+				s->mmap_mode == MMAP_KPROBE ? "kprobe/perf_event_mmap" :
+				s->mmap_mode == MMAP_TP ? "sys_exit_mmap+exec" : "from /proc",
 				s->use_perfbuf ? "perf buffer" : "ring buffer");
 		return 0;
 	}

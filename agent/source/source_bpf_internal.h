@@ -8,7 +8,7 @@
  *   source_bpf_offcpu.c     off-CPU: the designs, the switch-in hook
  *   source_bpf_faults.c     page faults: perf event or tracepoints
  *   source_bpf_alloc.c      allocation uprobes
- *   source_bpf_lifecycle.c  exec and exit tracepoints
+ *   source_bpf_lifecycle.c  exec and exit tracepoints, mmap records
  *   source_bpf_lock.c       lock contention: futex, lock:contention_*,
  *                           sched_waking
  *   source_bpf_filter.c     pid and cgroup filters
@@ -53,13 +53,21 @@ enum offcpu_mode {
 	OFFCPU_PARKED,
 };
 
+/* EMBER_REC_MMAP's hook (source_bpf_lifecycle.c), tried in this order */
+enum mmap_mode {
+	MMAP_FEXIT,		/* fexit/mmap_region */
+	MMAP_KPROBE,		/* kprobe/perf_event_mmap */
+	MMAP_TP,		/* sys_exit_mmap + exec, bpf_find_vma (5.17+) */
+	MMAP_OFF,		/* none: /proc for every process */
+};
+
 struct ember_source {
 	struct ember_bpf *skel;
 	struct ring_buffer *rb;
 	struct perf_buffer *pb;
 	struct bpf_link **links;	/* perf_event links: per online CPU, per event */
 	int nr_links;
-	struct bpf_link *tp_links[5];	/* exec, exit, switch, 2 fault tps */
+	struct bpf_link *tp_links[7];	/* exec, exit, switch, 2 fault tps, 2 mmap */
 	/* allocation probes (EMBER_EV_ALLOC), attach..stop */
 	struct bpf_link **alloc_links;
 	int nr_alloc_links, cap_alloc_links;
@@ -73,6 +81,7 @@ struct ember_source {
 	bool use_perfbuf;
 	bool raw_tp;			/* tp_btf refused: raw_tp flavour */
 	enum offcpu_mode offcpu_mode;
+	enum mmap_mode mmap_mode;
 	char back_sym[256];		/* finish_task_switch in kallsyms */
 	int stats_fd;			/* BPF_ENABLE_STATS, -1 if refused */
 	struct ember_source_config cfg;
@@ -184,6 +193,8 @@ void bpf_alloc_detach(struct ember_source *s);
 
 void bpf_lifecycle_configure(struct ember_source *s, struct ember_bpf *skel);
 int bpf_lifecycle_attach(struct ember_source *s);
+enum mmap_mode bpf_mmap_first(struct ember_source *s);
+enum mmap_mode bpf_mmap_next(enum mmap_mode m);
 
 void bpf_lock_configure(struct ember_source *s, struct ember_bpf *skel);
 int bpf_lock_attach(struct ember_source *s);

@@ -2,9 +2,66 @@
 /*
  * The eBPF backend, process lifecycle (EMBER_EV_LIFECYCLE,
  * bpf/lifecycle.bpf.h): EXEC and EXIT records from sched_process_exec and
- * sched_process_exit, tp_btf or raw_tp as loaded.
+ * sched_process_exit, tp_btf or raw_tp as loaded; EMBER_REC_MMAP
+ * (bpf/mmap.bpf.h) at mmap_region's return, or a kprobe on
+ * perf_event_mmap when the kernel refuses the fexit (load_skel() tries
+ * the next hook, then none, before giving up a tracepoint flavour). A
+ * kernel that refuses the hook at attach loses the records only: the
+ * agent reads /proc for every process then (agent/proc/kmaps.h).
  */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/random.h>
+#include <sys/utsname.h>
 #include "source/source_bpf_internal.h"
+
+static bool kprobe_mmap_ok(void);
+
+/*
+ * The first EMBER_REC_MMAP hook to try: EMBER_BPF_MMAP=off|kprobe|fexit
+ * forces one. load_skel() tries the next one when a load fails.
+ */
+enum mmap_mode bpf_mmap_first(struct ember_source *s)
+{
+	const char *e = getenv("EMBER_BPF_MMAP");
+
+	if (!(s->cfg.events & EMBER_EV_LIFECYCLE) || (e && !strcmp(e, "off")))
+		return MMAP_OFF;
+	if (e && !strcmp(e, "kprobe"))
+		return kprobe_mmap_ok() ? MMAP_KPROBE : MMAP_OFF;
+	if (e && !strcmp(e, "tp"))
+		return MMAP_TP;
+	return MMAP_FEXIT;
+}
+
+/*
+ * The kprobe flavour only where it was seen to work: on Debian's 5.10
+ * (x86_64) it attaches and never runs its program for perf_event_mmap
+ * (suite 21, 2026-11-28; the module's kprobe on the same function does
+ * run there; cause not found), on 6.1 and 6.12 it works.
+ */
+static bool kprobe_mmap_ok(void)
+{
+	struct utsname u;
+	unsigned int major = 0, minor = 0;
+
+	if (access("/sys/bus/event_source/devices/kprobe", F_OK))
+		return false;
+	if (uname(&u) || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major > 6 || (major == 6 && minor >= 1);
+}
+
+/* The next hook after one that failed to load; kprobes only where they are. */
+enum mmap_mode bpf_mmap_next(enum mmap_mode m)
+{
+	if (m == MMAP_FEXIT && kprobe_mmap_ok())
+		return MMAP_KPROBE;
+	if (m == MMAP_FEXIT || m == MMAP_KPROBE)
+		return MMAP_TP;
+	return MMAP_OFF;
+}
 
 void bpf_lifecycle_configure(struct ember_source *s, struct ember_bpf *skel)
 {
@@ -14,9 +71,63 @@ void bpf_lifecycle_configure(struct ember_source *s, struct ember_bpf *skel)
 	bpf_program__set_autoload(skel->progs.ember_exec_raw, life && s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_exit_btf, life && !s->raw_tp);
 	bpf_program__set_autoload(skel->progs.ember_exit_raw, life && s->raw_tp);
+	bpf_program__set_autoload(skel->progs.ember_mmap_fexit,
+				  s->mmap_mode == MMAP_FEXIT);
+	bpf_program__set_autoload(skel->progs.ember_mmap_kprobe,
+				  s->mmap_mode == MMAP_KPROBE);
+	bpf_program__set_autoload(skel->progs.ember_mmap_tp,
+				  s->mmap_mode == MMAP_TP);
+	bpf_program__set_autoload(skel->progs.ember_mmap_exec_btf,
+				  s->mmap_mode == MMAP_TP && !s->raw_tp);
+	bpf_program__set_autoload(skel->progs.ember_mmap_exec_raw,
+				  s->mmap_mode == MMAP_TP && s->raw_tp);
+	skel->rodata->mmap_records = s->mmap_mode != MMAP_OFF;
+	if (s->mmap_mode != MMAP_OFF) {
+		uint64_t key = 0;
+
+		/* mm_gen hashes the mm's address: keyed, never the address */
+		if (getrandom(&key, sizeof(key), 0) != sizeof(key))
+			key = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ULL;
+		skel->rodata->mmap_gen_key = key | 1;
+	}
 }
 
-/* Into tp_links[0] and [1]. */
+/* The mapping hook, into tp_links[5] (and [6]); none: said, not fatal. */
+static void mmap_attach(struct ember_source *s)
+{
+	struct ember_bpf *k = s->skel;
+	const char *hook = "perf_event_mmap";
+
+	if (s->mmap_mode == MMAP_KPROBE) {
+		s->tp_links[5] = bpf_program__attach_kprobe(
+			k->progs.ember_mmap_kprobe, false, hook);
+	} else if (s->mmap_mode == MMAP_FEXIT) {
+		hook = "mmap_region";
+		s->tp_links[5] = bpf_program__attach(k->progs.ember_mmap_fexit);
+	} else {
+		hook = "sys_exit_mmap";
+		s->tp_links[5] = bpf_program__attach_tracepoint(
+			k->progs.ember_mmap_tp, "syscalls", "sys_exit_mmap");
+		if (s->tp_links[5])
+			s->tp_links[6] = bpf_program__attach(s->raw_tp ?
+				k->progs.ember_mmap_exec_raw : k->progs.ember_mmap_exec_btf);
+		if (s->tp_links[5] && !s->tp_links[6]) {
+			hook = "sched_process_exec";
+			bpf_link__destroy(s->tp_links[5]);
+			s->tp_links[5] = NULL;
+		}
+	}
+	if (!s->tp_links[5])
+		fprintf(stderr, "ember: bpf: no mapping records (%s: %s): new processes' maps are read from /proc\n",
+			hook, strerror(errno));
+}
+
+/*
+ * Into tp_links[0] and [1]. The mapping hook first: at sched_process_exec
+ * the tracepoint flavour's program then runs before the EXEC record's, so
+ * a new image's mappings reach the agent ahead of its EXEC, as from the
+ * mmap hooks.
+ */
 int bpf_lifecycle_attach(struct ember_source *s)
 {
 	struct ember_bpf *k = s->skel;
@@ -24,6 +135,8 @@ int bpf_lifecycle_attach(struct ember_source *s)
 
 	if (!(s->cfg.events & EMBER_EV_LIFECYCLE))
 		return 0;
+	if (s->mmap_mode != MMAP_OFF)
+		mmap_attach(s);
 	ret = attach_tp(s, 0, k->progs.ember_exec_btf, k->progs.ember_exec_raw);
 	if (!ret)
 		ret = attach_tp(s, 1, k->progs.ember_exit_btf, k->progs.ember_exit_raw);

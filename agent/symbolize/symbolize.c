@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "proc/exec_snap.h"
+#include "proc/kmaps.h"
 #include "proc/proc.h"
 #include "lib/clock.h"
 #include "lib/safe_file.h"
@@ -110,6 +111,9 @@ struct symbolizer {
 	uint64_t lookups, hits, misses;
 	struct exec_snaps *snaps;	/* the session's, or NULL */
 	uint64_t snapshot_reads;	/* maps of gone processes from it */
+	struct kmaps *kmaps;		/* the session's, or NULL */
+	bool reading_kmaps;		/* add_map() of kmaps_read()'s */
+	uint64_t kmaps_reads;		/* maps from it, /proc not read */
 	/* processes whose maps are read again AFTER_EXEC_NS after exec */
 	uint32_t due_pid[DUE_SLOTS];
 	uint64_t due_ns[DUE_SLOTS];
@@ -167,6 +171,7 @@ struct symbolizer *sym_new(const struct sym_options *opt)
 	if (!s->cache)
 		goto fail;
 	s->snaps = s->opt.exec_snaps;
+	s->kmaps = s->opt.kmaps;
 	s->procs = s->opt.procs;
 	if (!s->procs) {
 		s->procs = proc_table_new(NULL);
@@ -306,6 +311,8 @@ struct open_ctx {
 	struct sym_proc *p;
 	const struct sym_map_line *m;
 	const char *root;	/* the gone process's root; NULL: it lives */
+	bool kernel_maps;	/* the mapping came from kmaps: the process may
+				 * be gone, and no snapshot holds its root */
 	char path[4096];	/* m->path, NUL-terminated, without " (deleted)" */
 };
 
@@ -366,6 +373,25 @@ static void open_mapped_file(void *arg, struct sym_file *f)
 			fd = -1;
 			why = NULL;
 		}
+	}
+	/*
+	 * Told by the kernel of a process gone since: its path in our own
+	 * tree, kept only if it is the very inode (device and inode number)
+	 * the kernel named; the path of a process in another mount
+	 * namespace names another file, or none.
+	 */
+	if (fd < 0 && o->kernel_maps && !safe_refused(why) && !o->m->deleted &&
+	    is_file) {
+		rules.flags = SAFE_ANYONE;
+		fd = safe_open_at("/", o->path, &rules, &st, &why);
+		if (fd >= 0 && ((uint64_t)st.st_ino != o->m->ino ||
+				(uint64_t)st.st_dev != o->m->dev)) {
+			close(fd);
+			fd = -1;
+			why = NULL;
+		}
+		if (fd >= 0)
+			snprintf(root, sizeof(root), "/");
 	}
 	f->copy_in = o->m->type == SYM_MAP_MEMFD;
 	/* A refused file stays refused; a missing one may come back. */
@@ -478,6 +504,7 @@ static bool add_map(struct symbolizer *s, struct sym_proc *p,
 		o.p = p;
 		o.m = ml;
 		o.root = root;
+		o.kernel_maps = s->reading_kmaps;
 		snprintf(o.path, sizeof(o.path), "%.*s", (int)ml->path_len, ml->path);
 		m->file = sym_cache_get(s->cache, ml->dev, ml->ino, o.path,
 					open_mapped_file, &o);
@@ -541,9 +568,15 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 	struct maps_read r = { .s = s, .p = p };
 	struct sym_map *maps;
 	size_t n, keep = 0;
+	int err;
 
 	p->read_ns = mono_ns();
-	if (proc_maps_read(NULL, p->pid, maps_read_one, &r, NULL)) {
+	s->reading_kmaps = true;
+	err = kmaps_read(s->kmaps, p->pid, maps_read_one, &r, NULL);
+	s->reading_kmaps = false;
+	if (!err) {
+		s->kmaps_reads++;	/* the kernel told them: no /proc */
+	} else if (proc_maps_read(NULL, p->pid, maps_read_one, &r, NULL)) {
 		proc_gone(s, p);	/* gone, or not ours to see */
 		if (!maps_from_snapshot(s, &r))
 			return false;
@@ -849,6 +882,10 @@ static struct sym_perfmap *open_perfmap(struct sym_proc *p)
 	char root[48], path[64];
 
 	proc_learn_owners(p);
+	if (!p->nspid_known && !p->exited) {	/* maps from kmaps: not yet */
+		read_nspid(p);
+		p->nspid_known = true;
+	}
 	snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
 	m = sym_perfmap_load(root, path, p->owners);
@@ -1269,6 +1306,7 @@ void sym_get_stats(struct symbolizer *s, struct sym_stats *st)
 	st->hits = s->hits;
 	st->misses = s->misses;
 	st->snapshot_reads = s->snapshot_reads;
+	st->kmaps_reads = s->kmaps_reads;
 	st->elf_files_open = sym_cache_files_open(s->cache);
 	st->cache_bytes = sym_cache_bytes(s->cache) + sym_kernel_bytes(s->kernel) +
 		sym_strings_bytes(s->strings) + sizeof(*s);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 struct exec_snaps;
+struct kmaps;
 
 enum sym_frame_kind {
 	SYM_FRAME_KERNEL,
@@ -73,6 +74,11 @@ struct sym_options {
 	 * process gone before they were read. NULL: none.
 	 */
 	struct exec_snaps *exec_snaps;
+	/*
+	 * The session's mappings from the kernel (proc/kmaps.h): a process
+	 * that exec'd while it runs costs no /proc/PID/maps read. NULL: none.
+	 */
+	struct kmaps *kmaps;
 };
 
 #define SYM_DEFAULT_DEBUG_DIR "/usr/lib/debug"
@@ -170,6 +176,7 @@ const char *sym_frame_name(struct symbolizer *s, const struct sym_frame *f);
 struct sym_stats {
 	uint64_t lookups, hits, misses;
 	uint64_t snapshot_reads;	/* gone processes' maps from exec_snaps */
+	uint64_t kmaps_reads;		/* processes' maps from kmaps, not /proc */
 	uint64_t elf_files_open;
 	size_t cache_bytes;
 	uint32_t processes;

@@ -14,6 +14,7 @@
 
 #include "lib/clock.h"
 #include "lib/safe_file.h"
+#include "proc/kmaps.h"
 #include "proc/proc_maps.h"
 #include "python/python.h"
 #include "unwind/unwind_bind.h"
@@ -331,7 +332,8 @@ static void py_bind_maps(struct unwind_bindings *ub, struct unwind_proc *up,
 }
 
 /*
- * Bind pid's mappings as /proc/PID/maps shows them now, in up, or when up
+ * Bind pid's mappings as /proc/PID/maps shows them now (or kmaps, which
+ * the kernel told of them), in up, or when up
  * is NULL in the binding of the process a record at time_ns names. 1: a
  * new binding, 0: nothing changed, < 0: an error (-ESRCH: gone).
  */
@@ -345,7 +347,9 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 	uint64_t h, now = mono_ns();
 	int r;
 
-	if (proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
+	/* the kernel told them (a process that exec'd since we started) */
+	if (kmaps_read(ub->kmaps, pid, exec_maps_add, &em, &h) &&
+	    proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
 		exec_maps_free(&em);
 		return -ESRCH;	/* gone already */
 	}

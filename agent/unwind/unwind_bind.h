@@ -66,6 +66,7 @@ struct unwind_bindings {
 	struct unwind_proc *spare;	/* allocated, not yet attached */
 	uint32_t nr_live;
 	bool no_python;			/* unwind_service_opts.no_python */
+	struct kmaps *kmaps;		/* unwind_service_opts.kmaps */
 };
 
 /* ---- unwind_bind.c: bindings (worker thread only) ---- */

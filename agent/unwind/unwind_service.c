@@ -164,6 +164,7 @@ static void handle(struct unwind_service *us, uint32_t v, uint64_t since)
  * 1 when more may be due now.
  */
 #define RECHECKS_PER_PASS	32
+#define RECHECK_GRID_NS		10000000ull
 
 static uint64_t recheck_due(struct unwind_service *us)
 {
@@ -249,6 +250,13 @@ static void *worker(void *arg)
 			if (next) {
 				uint64_t now = mono_ns();
 
+				/*
+				 * on a grid: an exec storm's delayed bindings
+				 * and rechecks come due together, one wake-up
+				 * for each RECHECK_GRID_NS, not one each
+				 */
+				next = (next + RECHECK_GRID_NS - 1) /
+				       RECHECK_GRID_NS * RECHECK_GRID_NS;
 				wait_ns = next > now ? next - now : 0;
 				if (wait_ns > 1000000000ull)
 					wait_ns = 1000000000ull;
@@ -296,6 +304,7 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	us->b.src = src;
 	us->b.procs = procs;
 	us->b.no_python = opt->no_python;
+	us->b.kmaps = opt->kmaps;
 	if (opt->table_dir && *opt->table_dir)
 		us->store = table_store_open(opt->table_dir, opt->table_max);
 	us->st.store_on = us->store != NULL;

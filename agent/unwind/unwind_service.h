@@ -58,6 +58,11 @@ struct unwind_service_opts {
 	 * tests that bind a struct ember_py_proc of their own.
 	 */
 	bool no_python;
+	/*
+	 * New processes' mappings as the kernel told them (proc/kmaps.h):
+	 * asked before /proc/PID/maps. NULL: /proc only.
+	 */
+	struct kmaps *kmaps;
 };
 
 /*

@@ -52,6 +52,7 @@ enum ember_rec_type {
 	EMBER_REC_FREE		= 10,	/* ember_free: a sampled block was freed */
 	EMBER_REC_LOCK		= 11,	/* ember_sample + ember_lock_wait */
 	EMBER_REC_LOCK_WAKER	= 12,	/* ember_sample + ember_lock_waker */
+	EMBER_REC_MMAP		= 13,	/* ember_mmap (EMBER_CAP_MMAP) */
 	__EMBER_REC_MAX,
 };
 
@@ -233,6 +234,53 @@ struct ember_exec {
 	__u32 filename_len;	/* bytes in filename[], NUL included */
 	__u32 __reserved;
 	char filename[];	/* NUL-terminated, zero-padded to 8 bytes */
+};
+
+/*
+ * EMBER_REC_MMAP (EMBER_CAP_MMAP, with EMBER_EV_LIFECYCLE): an executable
+ * mapping was made (mmap, an mprotect that adds exec, and the executable's
+ * and the loader's mappings made by exec itself, which come before the
+ * EXEC record), the way perf's MMAP2 records tell it, so the agent needs
+ * no /proc/PID/maps for a process that exec'd while it ran. Only
+ * executable mappings: file-backed, anonymous code (EMBER_MMAP_F_ANON,
+ * JITs) and, where the hook sees it, the vDSO (EMBER_MMAP_F_VDSO); every
+ * record also says where the address space's vDSO is once it has one
+ * (exec maps it after the executable and the loader). A record over an older range
+ * replaces it; munmap is not told (a stale range stays until a newer
+ * mapping covers it). mm_gen tells address spaces apart (a keyed hash of
+ * the mm, random per session): a pid's first record with a new mm_gen
+ * starts its mappings again (its exec). path: as the kernel names the
+ * file for the process (d_path), or with EMBER_MMAP_F_MNT_PATH only
+ * within its mount (the eBPF backend when the mount walk was cut).
+ */
+#define EMBER_MMAP_PATH_MAX	4096	/* longer paths are cut (NUL-ended) */
+#define EMBER_MMAP_F_ANON	(1U << 0)	/* no file: JIT code; path "" */
+#define EMBER_MMAP_F_VDSO	(1U << 1)	/* the vDSO; path "[vdso]" */
+#define EMBER_MMAP_F_MNT_PATH	(1U << 2)	/* path is within its mount */
+#define EMBER_MMAP_F_CUT	(1U << 3)	/* path cut (too long or deep) */
+#define EMBER_MMAP_F_DELETED	(1U << 4)	/* the file was unlinked */
+#define EMBER_MMAP_PROT_READ	(1U << 0)
+#define EMBER_MMAP_PROT_WRITE	(1U << 1)
+#define EMBER_MMAP_PROT_EXEC	(1U << 2)
+#define EMBER_MMAP_SHARED	(1U << 3)
+struct ember_mmap {
+	struct ember_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 tid;
+	__u64 start;
+	__u64 len;
+	__u64 pgoff;		/* in bytes */
+	__u64 ino;
+	__u64 cgroup_id;	/* cgroup v2 id of the mapping task */
+	__u32 dev_major;	/* the inode's superblock s_dev */
+	__u32 dev_minor;
+	__u32 prot;		/* EMBER_MMAP_PROT_*, EMBER_MMAP_SHARED */
+	__u32 flags;		/* EMBER_MMAP_F_* */
+	__u32 mm_gen;
+	__u32 path_len;		/* bytes in path[], NUL included */
+	__u64 vdso;		/* the address space's vDSO start, 0: none yet */
+	char path[];		/* NUL-terminated, zero-padded to 8 bytes */
 };
 
 /* EMBER_REC_EXIT: the last thread of a process exited */
@@ -712,8 +760,8 @@ enum ember_clock_event {
 						 * (lock:contention_*, 5.19+) */
 #define EMBER_CAP_LOCK_WAITV	(1ULL << 14)	/* ... futex_waitv (5.16+) */
 #define EMBER_CAP_PYTHON	(1ULL << 15)	/* EMBER_CMD_PY_BIND, EMBER_IP_PY */
-#define EMBER_CAP_STACK_COPY	(1ULL << 17)	/* EMBER_A_STACK_COPY (bit 16:
-						 * EMBER_CAP_MMAP, branch kmaps) */
+#define EMBER_CAP_MMAP		(1ULL << 16)	/* EMBER_REC_MMAP records */
+#define EMBER_CAP_STACK_COPY	(1ULL << 17)	/* EMBER_A_STACK_COPY */
 
 /*
  * EMBER_A_ALLOC_PROBES: where to put uprobes in the file ALLOC_PATH names.

@@ -128,6 +128,17 @@ static void on_record(const struct ember_rec_header *h, void *ctx)
 		}
 		break;
 	}
+	case EMBER_REC_MMAP: {
+		const struct ember_mmap *m = (const void *)h;
+
+		printf("MMAP time=%llu pid=%u tid=%u start=%llx len=%llx pgoff=%llx dev=%u:%u ino=%llu prot=%x flags=%x gen=%08x path=%s\n",
+		       (unsigned long long)m->time_ns, m->pid, m->tid,
+		       (unsigned long long)m->start, (unsigned long long)m->len,
+		       (unsigned long long)m->pgoff, m->dev_major, m->dev_minor,
+		       (unsigned long long)m->ino, m->prot, m->flags, m->mm_gen,
+		       m->path);
+		break;
+	}
 	case EMBER_REC_EXIT: {
 		const struct ember_exit *e = (const void *)h;
 

@@ -85,6 +85,23 @@ took lock-overflow
 EMBER_BPF_LOCK_INFLIGHT=16 $D -d 30 -e lock,life -L 10000 -- $T/lock-wait many 64 300 \
 	>/tmp/lockovf 2>/tmp/lockovf.err || fail lock-overflow "$(tail -n 2 /tmp/lockovf.err)"
 
+# mapping records (EMBER_REC_MMAP) through each hook this kernel takes:
+# the default order (fexit/mmap_region first), and each hook forced; the
+# program's executable and the loader must be told, as /proc says them
+took mmap
+echo "FLAVOUR mmap kallsyms: $(grep -E ' (perf_event_mmap|mmap_region)' /proc/kallsyms | awk '{ printf "%s %s; ", $2, $3 }')"
+for m in default fexit kprobe tp; do
+	if [ $m = default ]; then mm=; else mm=$m; fi
+	EMBER_BPF_VERBOSE=1 EMBER_BPF_MMAP=$mm $D -d 4 -e life -- $T/syscall-burn 1 \
+		>/tmp/mmap.$m 2>/tmp/mmap.$m.err || fail mmap-$m "$(tail -n 2 /tmp/mmap.$m.err)"
+	fl=$(grep -o "mappings [^,]*" /tmp/mmap.$m.err | head -n 1)
+	n=$(grep -c "^MMAP .*path=/payload/tests/syscall-burn" /tmp/mmap.$m)
+	ld=$(grep -c "^MMAP .*path=/.*ld-.*so" /tmp/mmap.$m)
+	echo "FLAVOUR mmap $m: $fl, $n of the executable, $ld of the loader $(grep -h 'no mapping records' /tmp/mmap.$m.err | head -n 1)"
+	echo "MMAPCHECK $m ${fl#mappings } $n $ld"
+	gzip -c /tmp/mmap.$m >/out/mmap.$m.gz
+done
+
 # stalled consumer
 # (burners outlast the slow program load under TCG; idle samples count too)
 took lost

@@ -6,6 +6,8 @@
  * a ring reader does (header size, 8-byte steps) and feed each to the
  * profile builder and the unwind check, then freeze a profile and write
  * it as folded stacks (lock waits' [lock ...]/[waker COMM] frames too).
+ * Mapping, exec and exit records also go to a small kmaps (bounds hit
+ * quickly), whose view of each record's pid is read back.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,12 +17,14 @@
 #include "aggregate/aggregate.h"
 #include "aggregate/profile.h"
 #include "output/output.h"
+#include "proc/kmaps.h"
 #include "source/source.h"
 #include "unwind/unwind_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct unwind_check *chk;
+	static struct kmaps *km;
 	static FILE *null_out;
 	struct profile *p;
 	struct pb_options opt = { .max_stacks = 256, .max_timestamps = 4 };
@@ -32,6 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!chk)
 		chk = unwind_check_new();
+	if (!km)
+		km = kmaps_new(64, 256u << 10);
 	if (!null_out)
 		null_out = fopen("/dev/null", "w");
 	if (!pb || size > sizeof(buf))
@@ -46,6 +52,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			pb_add_record(pb, h);
 			if (h->type != EMBER_REC_USER_STACK)	/* no libdwfl here */
 				unwind_check_record(chk, h);
+			if (h->type == EMBER_REC_MMAP || h->type == EMBER_REC_EXEC ||
+			    h->type == EMBER_REC_EXIT) {
+				uint64_t hash;
+
+				kmaps_record(km, h);
+				/* pid sits at the same offset in all three */
+				kmaps_read(km, ((const struct ember_exit *)h)->pid,
+					   NULL, NULL, &hash);
+			}
 		}
 		off += step;
 	}

@@ -34,6 +34,16 @@ else
 	t_fail proc_model_tsan "cannot build test_proc with -fsanitize=thread"
 fi
 
+# kmaps is fed by the reader thread and read by two others: the same
+tsan=agent/gen/tsan/test_kmaps
+if gcc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Iagent -Iinclude \
+	-Iselftests/agent -o "$tsan" selftests/agent/test_kmaps.c \
+	agent/proc/kmaps.c -lpthread >/dev/null 2>&1; then
+	t_check kmaps_tsan bash -c "TSAN_OPTIONS=halt_on_error=1:exitcode=66 $tsan 2>&1 | { ! grep -E 'FAIL|ThreadSanitizer'; }; [ \${PIPESTATUS[0]} -eq 0 ]"
+else
+	t_fail kmaps_tsan "cannot build test_kmaps with -fsanitize=thread"
+fi
+
 # -Werror: the standard for user-space C (the default build does not stop
 # everyone on a warning, this test reports it).
 flags=$(make -s --no-print-directory -p -n agent/ember 2>/dev/null |

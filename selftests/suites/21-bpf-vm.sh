@@ -113,6 +113,30 @@ for k in $KERNELS; do
 	pid=$(exec_pid "$out/off.gz")
 	c lifecycle $CHECK lifecycle "$out/off.gz" "${pid:-0}" /payload/tests/offcpu-wait
 	c lost-exact $CHECK lost "$out/lost.gz"
+	# mapping records: the default hook and each forced one; a hook this
+	# kernel lacks must fall back to the next, then to none (never fail)
+	for m in default fexit kprobe tp; do
+		line=$(grep "^MMAPCHECK $m " "$out/console" | head -n 1)
+		set -- $line
+		hook=${3:-}; nexe=${4:-0}; nld=${5:-0}
+		want=
+		case $m in
+		default|fexit) want=fexit/mmap_region ;;
+		# the eBPF kprobe flavour runs nothing on 5.10 (agent/source/
+		# source_bpf_lifecycle.c): not used there, none when forced
+		kprobe) [ "$k" = 5.10 ] && want="from" || want=kprobe/perf_event_mmap ;;
+		tp) [ "$k" = 5.10 ] && want="from" || want=sys_exit_mmap+exec ;;
+		esac
+		if [ "$hook" != "$want" ]; then
+			t_fail "$T: mmap-$m" "hook '${hook}', expected '$want' (${line:-no MMAPCHECK line})"
+		elif [ "$want" = from ]; then
+			t_pass "$T: mmap-$m (not on $k: none, /proc)"
+		elif [ "${nexe:-0}" -ge 1 ] && [ "${nld:-0}" -ge 1 ]; then
+			t_pass "$T: mmap-$m ($hook: $nexe of the executable, $nld of the loader)"
+		else
+			t_fail "$T: mmap-$m" "$hook: $nexe records of the executable, $nld of the loader"
+		fi
+	done
 	c lock-futex $CHECK lock "$out/lock.gz" "$out/lock.err"
 	case $k in
 	5.10)	# no lock:contention_* and no futex_waitv: said in one line

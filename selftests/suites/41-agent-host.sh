@@ -6,7 +6,8 @@
 # off-CPU, -e faults against selftests/faults/faultwork's ground truth,
 # -e lock against selftests/lock/lockwork's (and futexstorm's bad input),
 # 100 runs of a 20 ms program under -a (check-shortlived.sh: named, and
-# whole from the first sample through --stack-copy), Python
+# whole from the first sample through --stack-copy), code mapped late and
+# remapped without /proc/PID/maps (check-mmap.sh), Python
 # frames against pyphases.py's own measurement (check-python.sh),
 # and SVG (which must open in headless Chromium; screenshot in
 # selftests/artifacts/record-host.png). See selftests/agent/e2e/e2e.sh.
@@ -132,6 +133,10 @@ selftests/lock/check-lock.sh --ember agent/ember --backend "$backend" \
 	--work agent/gen/tests/lockwork-fp --label "host_${backend}_fp" \
 	--out "$art/lock-fp"
 # Python frames: pyphases.py's phases against its own measurement
+# mappings from the kernel: code mapped late, unmapped and mapped again,
+# symbolized without /proc/PID/maps (agent/proc/kmaps.c)
+selftests/agent/mmap/check-mmap.sh --ember agent/ember --work agent/gen/tests/mmapwork \
+	--backend "$backend" --label host
 selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 	--out "$art/python"
 # ... and on Debian 13's python3.13 (blocked threads keep their callers)

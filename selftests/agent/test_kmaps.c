@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * agent/proc/kmaps.c, new processes' mappings from EMBER_REC_MMAP: when a
+ * process counts as known (exec with its new address space, in either
+ * order; a forked child's copy never), a new mapping over old ones
+ * (inside, across an edge, around: trimmed and split with the file
+ * offset moved), the vDSO made up from the record's address, the bounds
+ * (mappings per process, processes, bytes; exited ones kept, then
+ * dropped), hostile records (sizes, unterminated paths, pid 0, cut
+ * paths), losses, a reused pid, and several threads at once.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "proc/kmaps.h"
+#include "uapi/ember.h"
+#include "test_util.h"
+
+static uint64_t now_ns = 1000000000ull;
+
+/* A record in buf (room for the longest path). */
+static struct ember_mmap *mk(void *buf, uint32_t pid, uint32_t gen,
+			     uint64_t start, uint64_t len, uint64_t pgoff,
+			     const char *path, uint32_t flags)
+{
+	struct ember_mmap *m = buf;
+	size_t n = strlen(path) + 1;
+
+	memset(m, 0, sizeof(*m) + ((n + 7) & ~7ul));
+	m->hdr.type = EMBER_REC_MMAP;
+	m->hdr.size = sizeof(*m) + ((n + 7) & ~7ul);
+	m->time_ns = now_ns++;
+	m->pid = m->tid = pid;
+	m->start = start;
+	m->len = len;
+	m->pgoff = pgoff;
+	m->ino = 1000 + (start >> 12);
+	m->dev_major = 254;
+	m->dev_minor = 1;
+	m->cgroup_id = 77;
+	m->prot = EMBER_MMAP_PROT_READ | EMBER_MMAP_PROT_EXEC;
+	m->flags = flags;
+	m->mm_gen = gen;
+	m->path_len = (uint32_t)n;
+	memcpy(m->path, path, n);
+	return m;
+}
+
+static void mmap_rec(struct kmaps *k, uint32_t pid, uint32_t gen,
+		     uint64_t start, uint64_t len, uint64_t pgoff,
+		     const char *path)
+{
+	uint64_t buf[(sizeof(struct ember_mmap) + 4096) / 8 + 1];
+
+	kmaps_record(k, &mk(buf, pid, gen, start, len, pgoff, path, 0)->hdr);
+}
+
+static void exec_rec(struct kmaps *k, uint32_t pid)
+{
+	uint64_t buf[(sizeof(struct ember_exec) + 16) / 8];
+	struct ember_exec *e = (void *)buf;
+
+	memset(buf, 0, sizeof(buf));
+	e->hdr.type = EMBER_REC_EXEC;
+	e->hdr.size = sizeof(buf);
+	e->time_ns = now_ns++;
+	e->pid = e->tid = pid;
+	e->filename_len = 2;
+	e->filename[0] = 'x';
+	kmaps_record(k, &e->hdr);
+}
+
+static void exit_rec(struct kmaps *k, uint32_t pid, uint64_t t)
+{
+	struct ember_exit x;
+
+	memset(&x, 0, sizeof(x));
+	x.hdr.type = EMBER_REC_EXIT;
+	x.hdr.size = sizeof(x);
+	x.time_ns = t;
+	x.pid = x.tid = pid;
+	kmaps_record(k, &x.hdr);
+}
+
+/* What kmaps_read() gave, as "start-end:pgoff:path:type" lines. */
+struct got {
+	char text[4096];
+	int n;
+};
+
+static bool collect(void *ctx, struct sym_map_line *m)
+{
+	struct got *g = ctx;
+	size_t len = strlen(g->text);
+
+	snprintf(g->text + len, sizeof(g->text) - len, "%llx-%llx:%llx:%.*s:%d%s ",
+		 (unsigned long long)m->start, (unsigned long long)m->end,
+		 (unsigned long long)m->pgoff, (int)m->path_len, m->path,
+		 (int)m->type, m->dev == makedev(254, 1) || !m->ino ? "" : ":baddev");
+	g->n++;
+	return true;
+}
+
+static int rd(struct kmaps *k, uint32_t pid, struct got *g)
+{
+	memset(g, 0, sizeof(*g));
+	return kmaps_read(k, pid, collect, g, NULL);
+}
+
+static void test_complete(void)
+{
+	struct kmaps *k = kmaps_new(0, 0);
+	struct got g;
+
+	/* the mmap hooks: the exec's own mappings, then EXEC */
+	mmap_rec(k, 10, 1, 0x1000, 0x1000, 0, "/bin/a");
+	T_CHECK("kmaps_not_before_exec", rd(k, 10, &g) == -ENOENT, "read before the exec");
+	mmap_rec(k, 10, 2, 0x400000, 0x2000, 0x1000, "/usr/bin/prog");
+	mmap_rec(k, 10, 2, 0x7f0000, 0x3000, 0x2000, "/lib/ld.so");
+	exec_rec(k, 10);
+	T_CHECK("kmaps_exec_after_mmaps", rd(k, 10, &g) == 0 && g.n == 2 &&
+		!strcmp(g.text, "400000-402000:1000:/usr/bin/prog:0 7f0000-7f3000:2000:/lib/ld.so:0 "),
+		"%d: %s", g.n, g.text);
+	/* the tracepoint hook: EXEC, then its mappings */
+	mmap_rec(k, 11, 5, 0x1000, 0x1000, 0, "/bin/sh");	/* forked copy */
+	exec_rec(k, 11);
+	mmap_rec(k, 11, 6, 0x500000, 0x1000, 0, "/usr/bin/other");
+	T_CHECK("kmaps_exec_before_mmaps", rd(k, 11, &g) == 0 && g.n == 1 &&
+		strstr(g.text, "/usr/bin/other"), "%d: %s", g.n, g.text);
+	/* a forked child that never exec'd: its copy was never told */
+	mmap_rec(k, 12, 9, 0x1000, 0x1000, 0, "/lib/late.so");
+	T_CHECK("kmaps_fork_copy_unknown", rd(k, 12, &g) == -ENOENT, "known");
+	/* an unknown pid */
+	T_CHECK("kmaps_unknown_pid", rd(k, 13, &g) == -ENOENT, "known");
+	/* a later dlopen joins the known process */
+	mmap_rec(k, 10, 2, 0x900000, 0x1000, 0, "/lib/dl.so");
+	T_CHECK("kmaps_dlopen", rd(k, 10, &g) == 0 && g.n == 3, "%d", g.n);
+	/* a second exec: its address space replaces everything */
+	mmap_rec(k, 10, 3, 0x600000, 0x1000, 0, "/usr/bin/next");
+	T_CHECK("kmaps_exec_again", rd(k, 10, &g) == 0 && g.n == 1 &&
+		strstr(g.text, "/usr/bin/next"), "%d: %s", g.n, g.text);
+	T_CHECK("kmaps_cgroup", kmaps_cgroup(k, 10) == 77 && kmaps_cgroup(k, 99) == 0,
+		"%llu", (unsigned long long)kmaps_cgroup(k, 10));
+	kmaps_free(k);
+}
+
+static void test_overlap(void)
+{
+	struct kmaps *k = kmaps_new(0, 0);
+	struct got g;
+
+	exec_rec(k, 20);
+	mmap_rec(k, 20, 1, 0x10000, 0x10000, 0x0, "/a");	/* 10000-20000 */
+	mmap_rec(k, 20, 1, 0x30000, 0x2000, 0x0, "/b");
+	/* around: /a split in two, the right part's offset moved */
+	mmap_rec(k, 20, 1, 0x14000, 0x1000, 0x0, "/c");
+	T_CHECK("kmaps_split", rd(k, 20, &g) == 0 && g.n == 4 &&
+		!strcmp(g.text, "10000-14000:0:/a:0 14000-15000:0:/c:0 "
+			"15000-20000:5000:/a:0 30000-32000:0:/b:0 "),
+		"%d: %s", g.n, g.text);
+	/* across edges: the left /a trimmed at its end, /b at its start,
+	 * /c and the right /a inside: gone */
+	mmap_rec(k, 20, 1, 0x12000, 0x1f000, 0x0, "/d");	/* 12000-31000 */
+	T_CHECK("kmaps_trim", rd(k, 20, &g) == 0 && g.n == 3 &&
+		!strcmp(g.text, "10000-12000:0:/a:0 12000-31000:0:/d:0 "
+			"31000-32000:1000:/b:0 "),
+		"%d: %s", g.n, g.text);
+	/* exactly over: replaced */
+	mmap_rec(k, 20, 1, 0x12000, 0x1f000, 0x0, "/e");
+	T_CHECK("kmaps_replace", rd(k, 20, &g) == 0 && g.n == 3 &&
+		strstr(g.text, "/e") && !strstr(g.text, "/d"), "%s", g.text);
+	kmaps_free(k);
+}
+
+static void test_vdso_types(void)
+{
+	uint64_t buf[(sizeof(struct ember_mmap) + 64) / 8];
+	struct kmaps *k = kmaps_new(0, 0);
+	struct ember_mmap *m;
+	struct got g;
+
+	kmaps_set_vdso_len(k, 0x2000);
+	exec_rec(k, 30);
+	m = mk(buf, 30, 1, 0x400000, 0x1000, 0, "/usr/bin/x", 0);
+	m->vdso = 0x7ffd0000;
+	kmaps_record(k, &m->hdr);
+	kmaps_record(k, &mk(buf, 30, 1, 0x500000, 0x1000, 0, "", EMBER_MMAP_F_ANON)->hdr);
+	kmaps_record(k, &mk(buf, 30, 1, 0x600000, 0x1000, 0, "/memfd:jit", EMBER_MMAP_F_DELETED)->hdr);
+	T_CHECK("kmaps_vdso_made_up", rd(k, 30, &g) == 0 && g.n == 4 &&
+		strstr(g.text, "7ffd0000-7ffd2000:0:[vdso]:3 ") &&
+		strstr(g.text, "500000-501000:0::2 ") &&
+		strstr(g.text, "/memfd:jit:1 "), "%d: %s", g.n, g.text);
+	/* a told vDSO is not made up again */
+	m = mk(buf, 30, 1, 0x7ffd0000, 0x2000, 0, "[vdso]", EMBER_MMAP_F_VDSO);
+	m->vdso = 0x7ffd0000;
+	kmaps_record(k, &m->hdr);
+	T_CHECK("kmaps_vdso_once", rd(k, 30, &g) == 0 && g.n == 4, "%d: %s", g.n, g.text);
+	kmaps_free(k);
+}
+
+static void test_hostile(void)
+{
+	uint64_t buf[(sizeof(struct ember_mmap) + 4096 + 64) / 8];
+	struct kmaps *k = kmaps_new(0, 0);
+	struct kmaps_stats st;
+	struct ember_mmap *m;
+	char longp[5000];
+	struct got g;
+
+	exec_rec(k, 40);
+	mmap_rec(k, 40, 1, 0x1000, 0x1000, 0, "/ok");
+	/* unterminated path */
+	m = mk(buf, 40, 1, 0x2000, 0x1000, 0, "/abcdefg", 0);
+	memset(m->path, 'x', m->path_len);
+	kmaps_record(k, &m->hdr);
+	/* path_len past the record */
+	m = mk(buf, 40, 1, 0x3000, 0x1000, 0, "/a", 0);
+	m->path_len = 4000;
+	kmaps_record(k, &m->hdr);
+	/* path_len 0, len 0, a range that wraps, pid 0, a short record */
+	m = mk(buf, 40, 1, 0x4000, 0x1000, 0, "/a", 0);
+	m->path_len = 0;
+	kmaps_record(k, &m->hdr);
+	kmaps_record(k, &mk(buf, 40, 1, 0x5000, 0, 0, "/a", 0)->hdr);
+	kmaps_record(k, &mk(buf, 40, 1, ~0ull - 10, 0x1000, 0, "/a", 0)->hdr);
+	kmaps_record(k, &mk(buf, 0, 1, 0x6000, 0x1000, 0, "/a", 0)->hdr);
+	m = mk(buf, 40, 1, 0x7000, 0x1000, 0, "/a", 0);
+	m->hdr.size = sizeof(*m) - 8;
+	kmaps_record(k, &m->hdr);
+	kmaps_get_stats(k, &st);
+	T_CHECK("kmaps_hostile_refused", st.bad == 7 && rd(k, 40, &g) == 0 && g.n == 1,
+		"bad %llu, %d maps: %s", (unsigned long long)st.bad, g.n, g.text);
+	/* a path the backend cut: the process is not known any more */
+	memset(longp, 'a', sizeof(longp));
+	longp[0] = '/';
+	longp[4094] = '\0';
+	kmaps_record(k, &mk(buf, 40, 1, 0x8000, 0x1000, 0, longp, EMBER_MMAP_F_CUT)->hdr);
+	T_CHECK("kmaps_cut_path_unknown", rd(k, 40, &g) == -ENOENT, "known");
+	/* its next address space is a fresh start */
+	mmap_rec(k, 40, 2, 0x9000, 0x1000, 0, "/next");
+	T_CHECK("kmaps_cut_then_exec", rd(k, 40, &g) == 0 && g.n == 1, "%d", g.n);
+	kmaps_free(k);
+}
+
+static void test_bounds(void)
+{
+	struct kmaps *k = kmaps_new(16, 1u << 20);
+	struct kmaps_stats st;
+	struct got g;
+	uint32_t i;
+
+	/* mappings per process */
+	exec_rec(k, 50);
+	for (i = 0; i <= KMAPS_MAX_MAPS; i++)
+		mmap_rec(k, 50, 1, 0x100000 + (uint64_t)i * 0x2000, 0x1000, 0, "/lib/many.so");
+	kmaps_get_stats(k, &st);
+	T_CHECK("kmaps_max_maps", st.over_maps == 1 && rd(k, 50, &g) == -ENOENT,
+		"over %llu", (unsigned long long)st.over_maps);
+	/* processes: 16 at most, exited ones go first */
+	for (i = 0; i < 40; i++) {
+		exec_rec(k, 100 + i);
+		mmap_rec(k, 100 + i, 1, 0x1000, 0x1000, 0, "/bin/p");
+		if (i == 5)
+			exit_rec(k, 105, now_ns++);
+	}
+	kmaps_get_stats(k, &st);
+	T_CHECK("kmaps_max_procs", st.procs <= 16 && st.evicted >= 24 &&
+		rd(k, 139, &g) == 0 && rd(k, 100, &g) == -ENOENT,
+		"%u procs, %llu evicted", st.procs, (unsigned long long)st.evicted);
+	/* an exited process is kept a while, then dropped at a later exit */
+	exit_rec(k, 139, now_ns);
+	T_CHECK("kmaps_exited_kept", rd(k, 139, &g) == 0, "gone at once");
+	now_ns += KMAPS_KEEP_NS + 1;
+	exit_rec(k, 138, now_ns);
+	T_CHECK("kmaps_exited_dropped", rd(k, 139, &g) == -ENOENT, "still there");
+	/* a late record of the exited process is not a new one; a later is */
+	mmap_rec(k, 138, 1, 0x2000, 0x1000, 0, "/late");
+	T_CHECK("kmaps_late_record", rd(k, 138, &g) == 0 && !strstr(g.text, "/late"),
+		"%s", g.text);
+	now_ns += 10;
+	mmap_rec(k, 138, 1, 0x2000, 0x1000, 0, "/new");
+	T_CHECK("kmaps_reused_pid", rd(k, 138, &g) == -ENOENT, "the new one is known already");
+	/* bytes: long paths in a small budget */
+	{
+		struct kmaps *b = kmaps_new(0, 64u << 10);
+		char p[3000];
+
+		memset(p, 'b', sizeof(p));
+		p[0] = '/';
+		p[sizeof(p) - 1] = '\0';
+		for (i = 0; i < 200; i++) {
+			exec_rec(b, 1000 + i);
+			mmap_rec(b, 1000 + i, 1, 0x1000, 0x1000, 0, p);
+		}
+		kmaps_get_stats(b, &st);
+		T_CHECK("kmaps_max_bytes", st.bytes <= (64u << 10) && st.evicted > 0 &&
+			rd(b, 1199, &g) == 0,
+			"%zu bytes, %llu evicted", st.bytes, (unsigned long long)st.evicted);
+		kmaps_free(b);
+	}
+	kmaps_free(k);
+}
+
+static void test_lost(void)
+{
+	struct kmaps *k = kmaps_new(0, 0);
+	struct got g;
+
+	exec_rec(k, 60);
+	mmap_rec(k, 60, 1, 0x1000, 0x1000, 0, "/a");
+	kmaps_lost(k);
+	T_CHECK("kmaps_lost_unknown", rd(k, 60, &g) == -ENOENT, "still known");
+	mmap_rec(k, 60, 2, 0x1000, 0x1000, 0, "/b");
+	T_CHECK("kmaps_lost_next_exec", rd(k, 60, &g) == 0, "not known after its next exec");
+	T_CHECK("kmaps_null_safe", kmaps_read(NULL, 1, collect, &g, NULL) == -ENOENT &&
+		!kmaps_active(NULL) && kmaps_cgroup(NULL, 1) == 0, "NULL");
+	kmaps_free(k);
+}
+
+static struct kmaps *shared;
+
+static void *feeder(void *arg)
+{
+	uint32_t base = (uint32_t)(uintptr_t)arg;
+
+	for (uint32_t i = 0; i < 20000; i++) {
+		uint32_t pid = base + i % 500;
+
+		if (i % 7 == 0)
+			exec_rec(shared, pid);
+		mmap_rec(shared, pid, i / 1000, 0x1000 * (i % 64), 0x1000, 0, "/lib/t.so");
+		if (i % 13 == 0)
+			exit_rec(shared, pid, now_ns++);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	struct got g;
+
+	(void)arg;
+	for (uint32_t i = 0; i < 20000; i++)
+		rd(shared, 1 + i % 500, &g);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	pthread_t a, b;
+	struct kmaps_stats st;
+
+	shared = kmaps_new(300, 0);
+	pthread_create(&a, NULL, feeder, (void *)(uintptr_t)1);
+	pthread_create(&b, NULL, reader, NULL);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	kmaps_get_stats(shared, &st);
+	T_CHECK("kmaps_threads", st.procs <= 300 && st.records == 20000,
+		"%u procs, %llu records", st.procs, (unsigned long long)st.records);
+	kmaps_free(shared);
+}
+
+int main(void)
+{
+	test_complete();
+	test_overlap();
+	test_vdso_types();
+	test_hostile();
+	test_bounds();
+	test_lost();
+	test_threads();
+	T_EXIT();
+}
