@@ -5,7 +5,10 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,27 +75,83 @@ static bool gone_line(void *ctx, struct sym_map_line *m)
 	return true;
 }
 
-/* oracle_gone_fn for the stack replay: the exec snapshot of pid. */
+/*
+ * A mapping the kernel told (kmaps) of a process that is gone: its file
+ * is opened in our own tree, so only when the path there is the very
+ * file the kernel mapped (same device and inode, not a symlink). A
+ * process of another mount namespace, or a file replaced since, leaves
+ * the line out: the replay keeps the sample as walked rather than
+ * unwinding with another file's tables.
+ */
+static bool kmaps_gone_line(void *ctx, struct sym_map_line *m)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (m->path_len && m->path[0] == '/') {
+		if (m->path_len >= sizeof(path))
+			return true;
+		memcpy(path, m->path, m->path_len);
+		path[m->path_len] = '\0';
+		if (lstat(path, &st) || !S_ISREG(st.st_mode) ||
+		    st.st_dev != m->dev || st.st_ino != m->ino)
+			return true;
+	}
+	return gone_line(ctx, m);
+}
+
+/*
+ * pid's maps text into *text and *n, from kmaps (via_kmaps) or the exec
+ * snapshot: 0, or -ENOENT when that source does not know pid.
+ */
+static int gone_maps_text(struct session *s, uint32_t pid, bool via_kmaps,
+			  bool gone, char **text, size_t *n)
+{
+	struct gone_maps g = { 0 };
+	int r;
+
+	*text = NULL;
+	*n = 0;
+	g.f = open_memstream(text, n);
+	if (!g.f)
+		return -ENOMEM;
+	if (via_kmaps)
+		r = kmaps_read(s->kmaps, pid,
+			       gone ? kmaps_gone_line : gone_line, &g, NULL);
+	else
+		r = exec_snaps_read(s->snaps, pid, gone_line, &g);
+	if (fclose(g.f) || r || !g.lines) {
+		free(*text);
+		*text = NULL;
+		return r ? r : -ENOENT;
+	}
+	return 0;
+}
+
+/*
+ * oracle_gone_fn for the stack replay: pid's executable mappings as the
+ * kernel told them (kmaps: no /proc/PID/maps read, and kept a while
+ * after the exit), else its exec snapshot. A live process's files are
+ * then opened through /proc/PID (root_fd -1); a gone one's through the
+ * snapshot's root, or for kmaps our own root where the file is the same.
+ */
 static int session_gone_maps(void *ctx, uint32_t pid, char **maps,
 			     size_t *len, int *root_fd)
 {
 	struct session *s = ctx;
-	struct gone_maps g = { 0 };
-	char *text = NULL;
-	size_t n = 0;
-	int r;
+	char proc[32];
+	bool gone;
 
 	*root_fd = -1;
-	g.f = open_memstream(&text, &n);
-	if (!g.f)
-		return -ENOMEM;
-	r = exec_snaps_read(s->snaps, pid, gone_line, &g);
-	if (fclose(g.f) || r || !g.lines) {
-		free(text);
-		return r ? r : -ENOENT;
+	snprintf(proc, sizeof(proc), "/proc/%u", pid);
+	gone = access(proc, F_OK) != 0;
+	if (s->kmaps && !gone_maps_text(s, pid, true, gone, maps, len)) {
+		if (gone)
+			*root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		return 0;
 	}
-	*maps = text;
-	*len = n;
+	if (gone_maps_text(s, pid, false, gone, maps, len))
+		return -ENOENT;
 	*root_fd = exec_snaps_root(s->snaps, pid);
 	return 0;
 }
@@ -191,7 +250,8 @@ int session_open(struct session *s, const struct session_options *opt,
 		src.stack_copy_bytes = 0;
 	if (src.stack_copy_bytes &&
 	    !(s->replay = stack_replay_new(src.pac_mask,
-					   s->snaps ? session_gone_maps : NULL,
+					   s->snaps || s->kmaps ?
+					   session_gone_maps : NULL,
 					   s))) {
 		snprintf(err, err_len, "cannot create the stack replay: out of memory");
 		session_close(s);

@@ -375,7 +375,13 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid,
 }
 
 /* Report pid's maps again, unless that was done a moment ago. */
-static struct oracle_proc *proc_again(struct oracle *o, struct oracle_proc *p)
+/*
+ * snap_first: ask oracle_gone_fn again first (kmaps learns each new
+ * mapping from the kernel, so a dlopen after the first report is there
+ * without a /proc read).
+ */
+static struct oracle_proc *proc_again(struct oracle *o, struct oracle_proc *p,
+				      bool snap_first)
 {
 	uint32_t pid = p->pid;
 	bool snap = p->from_snap;
@@ -384,7 +390,23 @@ static struct oracle_proc *proc_again(struct oracle *o, struct oracle_proc *p)
 	    clock_ns(CLOCK_MONOTONIC) - p->reported_ns < ORACLE_REREPORT_NS)
 		return NULL;
 	proc_drop(p);
-	return proc_get(o, pid, false);
+	return proc_get(o, pid, snap_first);
+}
+
+/*
+ * Maps reported again so that addr is covered: oracle_gone_fn's first
+ * when they came from it, /proc's when those still miss addr. NULL: no
+ * report (the process is gone, or /proc was read a moment ago).
+ */
+static struct oracle_proc *proc_covering(struct oracle *o,
+					 struct oracle_proc *p, uint64_t addr)
+{
+	bool snap = p->from_snap;
+
+	p = proc_again(o, p, snap);
+	if (p && snap && !dwfl_addrmodule(p->dwfl, addr))
+		p = proc_again(o, p, false);
+	return p;
 }
 
 struct walk {
@@ -456,7 +478,7 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		return -1;
 	/* a library mapped after the modules were reported: report again */
 	if (!dwfl_addrmodule(p->dwfl, s->regs[ORACLE_REG_PC])) {
-		p = proc_again(o, p);
+		p = proc_covering(o, p, s->regs[ORACLE_REG_PC]);
 		if (!p || !dwfl_addrmodule(p->dwfl, s->regs[ORACLE_REG_PC]))
 			return -1;
 	}
@@ -485,7 +507,7 @@ int oracle_unwind(struct oracle *o, const struct oracle_stack *s,
 		if (*complete || again || w.n < 2 ||
 		    dwfl_addrmodule(p->dwfl, ips[w.n - 1] - 1))
 			break;
-		p = proc_again(o, p);
+		p = proc_covering(o, p, ips[w.n - 1] - 1);
 		if (!p)
 			break;
 	}
