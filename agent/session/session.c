@@ -76,28 +76,70 @@ static bool gone_line(void *ctx, struct sym_map_line *m)
 }
 
 /*
- * A mapping the kernel told (kmaps) of a process that is gone: its file
- * is opened in our own tree, so only when the path there is the very
- * file the kernel mapped (same device and inode, not a symlink). A
- * process of another mount namespace, or a file replaced since, leaves
- * the line out: the replay keeps the sample as walked rather than
- * unwinding with another file's tables.
+ * Whether a maps line (as gone_line() wrote it) of a process that is
+ * gone names, in our own tree, the very file the kernel mapped (same
+ * device and inode, not a symlink). A process of another mount
+ * namespace, or a file replaced since, fails: its line is left out and
+ * the replay keeps the sample as walked rather than unwinding with
+ * another file's tables.
  */
-static bool kmaps_gone_line(void *ctx, struct sym_map_line *m)
+static bool same_file_here(char *line)
 {
+	struct sym_map_line m;
 	char path[PATH_MAX];
 	struct stat st;
 
-	if (m->path_len && m->path[0] == '/') {
-		if (m->path_len >= sizeof(path))
-			return true;
-		memcpy(path, m->path, m->path_len);
-		path[m->path_len] = '\0';
-		if (lstat(path, &st) || !S_ISREG(st.st_mode) ||
-		    st.st_dev != m->dev || st.st_ino != m->ino)
-			return true;
+	if (!sym_maps_parse_line(line, &m))
+		return false;
+	if (!m.path_len || m.path[0] != '/')
+		return true;		/* [vdso] */
+	if (m.path_len >= sizeof(path))
+		return false;
+	memcpy(path, m.path, m.path_len);
+	path[m.path_len] = '\0';
+	return !lstat(path, &st) && S_ISREG(st.st_mode) &&
+	       st.st_dev == m.dev && st.st_ino == m.ino;
+}
+
+/*
+ * Keep the lines of *text whose files are the same here; done after
+ * kmaps_read(), not in its callback: an lstat() (a hung FUSE mount, say)
+ * must not hold kmaps' lock, which the ring reader needs.
+ */
+static int keep_same_files(char **text, size_t *n)
+{
+	char *kept = NULL, *line, *next, copy[PATH_MAX + 128];
+	unsigned int lines = 0;
+	size_t kn = 0, len;
+	bool file;
+	FILE *f = open_memstream(&kept, &kn);
+
+	if (!f)
+		return -ENOMEM;
+	for (line = *text; line < *text + *n; line = next) {
+		next = memchr(line, '\n', *text + *n - line);
+		next = next ? next + 1 : *text + *n;
+		len = next - line;
+		if (len >= sizeof(copy))
+			continue;
+		/* the parser takes the line without its newline */
+		memcpy(copy, line, len);
+		copy[len && line[len - 1] == '\n' ? len - 1 : len] = '\0';
+		file = strstr(copy, " /") != NULL;
+		if (!same_file_here(copy))
+			continue;
+		fwrite(line, 1, len, f);
+		lines += file;
 	}
-	return gone_line(ctx, m);
+	free(*text);
+	*text = NULL;
+	if (fclose(f) || !lines) {
+		free(kept);
+		return -ENOENT;
+	}
+	*text = kept;
+	*n = kn;
+	return 0;
 }
 
 /*
@@ -116,8 +158,7 @@ static int gone_maps_text(struct session *s, uint32_t pid, bool via_kmaps,
 	if (!g.f)
 		return -ENOMEM;
 	if (via_kmaps)
-		r = kmaps_read(s->kmaps, pid,
-			       gone ? kmaps_gone_line : gone_line, &g, NULL);
+		r = kmaps_read(s->kmaps, pid, gone_line, &g, NULL);
 	else
 		r = exec_snaps_read(s->snaps, pid, gone_line, &g);
 	if (fclose(g.f) || r || !g.lines) {
@@ -125,7 +166,7 @@ static int gone_maps_text(struct session *s, uint32_t pid, bool via_kmaps,
 		*text = NULL;
 		return r ? r : -ENOENT;
 	}
-	return 0;
+	return via_kmaps && gone ? keep_same_files(text, n) : 0;
 }
 
 /*
