@@ -14,9 +14,11 @@
 #include <time.h>
 #include <sys/random.h>
 #include <sys/utsname.h>
+#include <bpf/bpf.h>
 #include "source/source_bpf_internal.h"
 
 static bool kprobe_mmap_ok(void);
+static bool fexit_loadable(const char *func);
 
 /*
  * The first EMBER_REC_MMAP hook to try: EMBER_BPF_MMAP=off|kprobe|fexit
@@ -32,7 +34,42 @@ enum mmap_mode bpf_mmap_first(struct ember_source *s)
 		return kprobe_mmap_ok() ? MMAP_KPROBE : MMAP_OFF;
 	if (e && !strcmp(e, "tp"))
 		return MMAP_TP;
-	return MMAP_FEXIT;
+	return fexit_loadable("mmap_region") ? MMAP_FEXIT
+					      : bpf_mmap_next(MMAP_FEXIT);
+}
+
+/*
+ * Whether the kernel takes an fexit program on FUNC: asked with a
+ * two-instruction program before the skeleton loads, because a refusal
+ * there costs a second load of every program (0.7 s on a host kernel that
+ * refuses all tracing programs with EPERM, seconds under TCG). A program
+ * that loads here can still be refused with the real body; load_skel()
+ * then tries the next hook as before.
+ */
+static bool fexit_loadable(const char *func)
+{
+	const struct bpf_insn ret0[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o,
+		    .expected_attach_type = BPF_TRACE_FEXIT);
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	int id, fd;
+
+	if (!vmlinux)
+		return false;
+	id = btf__find_by_name_kind(vmlinux, func, BTF_KIND_FUNC);
+	btf__free(vmlinux);
+	if (id <= 0)
+		return false;
+	o.attach_btf_id = (__u32)id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "ember_probe", "GPL", ret0,
+			   2, &o);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 /*
