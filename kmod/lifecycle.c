@@ -138,6 +138,25 @@ static u32 ember_mmap_flags(struct vm_area_struct *vma)
 }
 
 /*
+ * Whether vma is the vDSO's text. x86's map_vdso() sets mm->context.vdso
+ * only after installing the pages, so the record of the vDSO itself asks
+ * the special mapping's name, as /proc/PID/maps does (for a special
+ * mapping, vm_ops->name only reads its vm_special_mapping).
+ */
+static bool ember_vma_is_vdso(struct vm_area_struct *vma)
+{
+	const char *name;
+
+	if (vma->vm_mm &&
+	    (unsigned long)vma->vm_mm->context.vdso == vma->vm_start)
+		return true;
+	if (!vma->vm_ops || !vma->vm_ops->name)
+		return false;
+	name = vma->vm_ops->name(vma);
+	return name && !strcmp(name, "[vdso]");
+}
+
+/*
  * The path of the mapped file as the process sees it (d_path against its
  * root: nothing here sleeps), into r->path: d_path writes at the end of
  * its buffer, then the path is moved to the start. Returns the bytes
@@ -150,8 +169,7 @@ static u32 ember_mmap_path(struct ember_mmap *r, struct vm_area_struct *vma)
 	size_t len;
 
 	if (!f) {
-		if (vma->vm_mm && (unsigned long)vma->vm_mm->context.vdso ==
-		    vma->vm_start) {
+		if (ember_vma_is_vdso(vma)) {
 			r->flags |= EMBER_MMAP_F_VDSO;
 			memcpy(r->path, "[vdso]", 7);
 			return 7;
@@ -208,6 +226,8 @@ static void ember_mmap_emit(struct vm_area_struct *vma)
 	r->mm_gen = hash_64((u64)(unsigned long)vma->vm_mm ^ ember_mm_key, 32);
 	if (vma->vm_mm)
 		r->vdso = (u64)(unsigned long)vma->vm_mm->context.vdso;
+	if (!f && !r->vdso && ember_vma_is_vdso(vma))
+		r->vdso = vma->vm_start;
 	if (f) {
 		struct inode *inode = file_inode(f);
 

@@ -552,6 +552,16 @@ int kmaps_read(struct kmaps *k, uint32_t pid, proc_maps_fn fn, void *ctx,
 	for (i = 0; i <= p->n; i++) {
 		const struct kmap *m = i < p->n ? &p->maps[i] : NULL;
 
+		/*
+		 * A mapping across the vDSO that is not it: the vDSO's own
+		 * record, made before the kernel set mm->context.vdso
+		 * (x86's map_vdso sets it after installing the pages), so
+		 * told as anonymous. The vDSO line stands for it: readers
+		 * (the module's binding) take only disjoint ranges.
+		 */
+		if (m && vdso.start && !(m->flags & EMBER_MMAP_F_VDSO) &&
+		    m->start < vdso.end && m->end > vdso.start)
+			continue;
 		if (vdso.start && !vdso_told && (!m || m->start >= vdso.end)) {
 			vdso_told = true;
 			line_of(&vdso, &l);

@@ -174,6 +174,18 @@ struct bind_buf {
 	uint32_t nr, nr_owners;
 };
 
+static uint64_t page_size(void)
+{
+	static uint64_t size;
+
+	if (!size) {
+		long v = sysconf(_SC_PAGESIZE);
+
+		size = v > 0 ? (uint64_t)v : 4096;
+	}
+	return size;
+}
+
 static void add_mapping(struct unwind_bindings *ub, struct bind_buf *b,
 			const struct sym_map_line *m, struct table_file *f,
 			uint32_t flags)
@@ -184,6 +196,23 @@ static void add_mapping(struct unwind_bindings *ub, struct bind_buf *b,
 
 	if (b->nr == EMBER_UNWIND_MAX_MAPPINGS)
 		return;
+	/*
+	 * The backends take sorted, disjoint, page-aligned ranges only (the
+	 * module refuses the whole binding otherwise): a line that is not,
+	 * whatever source made it, is left out, not the process's tables.
+	 */
+	if (m->end <= m->start || ((m->start | m->end) & (page_size() - 1)) ||
+	    (b->nr && m->start < b->maps[b->nr - 1].end)) {
+		static bool said;
+
+		if (!said)
+			fprintf(stderr, "ember: mapping %llx-%llx (%.*s) overlaps the one before or is not page-aligned: left out of its process's unwind binding (said once)\n",
+				(unsigned long long)m->start,
+				(unsigned long long)m->end, (int)m->path_len,
+				m->path ? m->path : "");
+		said = true;
+		return;
+	}
 	um = &b->maps[b->nr++];
 	memset(um, 0, sizeof(*um));
 	um->start = m->start;

@@ -201,6 +201,25 @@ static void test_vdso_types(void)
 	kmaps_record(k, &m->hdr);
 	T_CHECK("kmaps_vdso_once", rd(k, 30, &g) == 0 && g.n == 4, "%d: %s", g.n, g.text);
 	kmaps_free(k);
+
+	/*
+	 * x86's map_vdso() sets mm->context.vdso after installing the
+	 * pages: the vDSO's own record comes anonymous and without a vdso
+	 * address, the next ones carry it. One vDSO line, no overlapping
+	 * anonymous one (the module refuses a binding that overlaps).
+	 */
+	k = kmaps_new(0, 0);
+	kmaps_set_vdso_len(k, 0x2000);
+	exec_rec(k, 31);
+	kmaps_record(k, &mk(buf, 31, 1, 0x7ffd0000, 0x2000, 0, "", EMBER_MMAP_F_ANON)->hdr);
+	m = mk(buf, 31, 1, 0x400000, 0x1000, 0, "/usr/bin/x", 0);
+	m->vdso = 0x7ffd0000;
+	kmaps_record(k, &m->hdr);
+	kmaps_record(k, &mk(buf, 31, 1, 0x7ffe0000, 0x1000, 0, "", EMBER_MMAP_F_ANON)->hdr);
+	T_CHECK("kmaps_vdso_told_anonymous", rd(k, 31, &g) == 0 && g.n == 3 &&
+		strstr(g.text, "400000-401000:0:/usr/bin/x:0 7ffd0000-7ffd2000:0:[vdso]:3 7ffe0000-7ffe1000:0::2 "),
+		"%d: %s", g.n, g.text);
+	kmaps_free(k);
 }
 
 static void test_hostile(void)
