@@ -38,3 +38,18 @@ t_kernel_log_excerpt() {
 }
 # vm_result FILE KEY: a value from a run-vm.sh --result file
 vm_result() { sed -n "s/^$2=//p" "$1"; }
+# vm_kernels CI_SET FULL_SET: the kernels a VM suite boots. CI (the
+# README's test command) must end within an hour on 2 cores, so each VM
+# suite boots the kernels of its CI set there, chosen so that every
+# kernel of the matrix runs each backend in some suite;
+# EMBER_FULL=1 boots every suite on its full set (README, "The full
+# matrix"); EMBER_VM_KERNELS names them outright.
+vm_kernels() {
+	if [ -n "${EMBER_VM_KERNELS:-}" ]; then
+		echo "$EMBER_VM_KERNELS"
+	elif [ "${EMBER_FULL:-}" = 1 ]; then
+		echo "$2"
+	else
+		echo "$1"
+	fi
+}

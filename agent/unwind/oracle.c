@@ -41,7 +41,7 @@
 #include "unwind/table_cache.h"
 #include "uapi/ember.h"
 
-#define ORACLE_MAX_PROCS	64
+#define ORACLE_MAX_PROCS	64	/* the most oracle_new() may keep */
 /*
  * A PC in no reported module makes the oracle read the maps again, at
  * most this often per process: JIT code (qemu's, a JVM's) is in no
@@ -72,6 +72,8 @@ struct oracle {
 	oracle_gone_fn gone;
 	void *gone_ctx;
 	struct oracle_proc procs[ORACLE_MAX_PROCS];
+	unsigned int nr_procs;		/* kept at once, <= ORACLE_MAX_PROCS */
+	bool own_files_only;		/* oracle_no_debuginfo() */
 	unsigned int next_victim;
 };
 
@@ -192,6 +194,24 @@ static const Dwfl_Callbacks proc_callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
+static int no_debuginfo(Dwfl_Module *mod, void **userdata,
+			const char *modname, Dwarf_Addr base,
+			const char *file_name, const char *debuglink_file,
+			GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base;
+	(void)file_name, (void)debuglink_file, (void)debuglink_crc;
+	(void)debuginfo_file_name;
+	return -1;
+}
+
+/* The modules' own files only (oracle_no_debuginfo()). */
+static const Dwfl_Callbacks proc_callbacks_own = {
+	.find_elf = find_elf,
+	.find_debuginfo = no_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
 /* /proc/PID/maps in bounded lines (a longer one is left out), or NULL. */
 static char *read_maps(uint32_t pid, size_t *len)
 {
@@ -283,9 +303,19 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-struct oracle *oracle_new(void)
+struct oracle *oracle_new(unsigned int max_procs)
 {
-	return calloc(1, sizeof(struct oracle));
+	struct oracle *o = calloc(1, sizeof(struct oracle));
+
+	if (o)
+		o->nr_procs = max_procs && max_procs < ORACLE_MAX_PROCS ?
+			      max_procs : ORACLE_MAX_PROCS;
+	return o;
+}
+
+void oracle_no_debuginfo(struct oracle *o)
+{
+	o->own_files_only = true;
 }
 
 void oracle_set_gone_fn(struct oracle *o, oracle_gone_fn fn, void *ctx)
@@ -329,17 +359,18 @@ static struct oracle_proc *proc_get(struct oracle *o, uint32_t pid,
 	size_t len;
 	FILE *f;
 
-	for (int i = 0; i < ORACLE_MAX_PROCS; i++)
+	for (unsigned int i = 0; i < o->nr_procs; i++)
 		if (o->procs[i].pid == pid && o->procs[i].dwfl)
 			return &o->procs[i];
-	for (int i = 0; i < ORACLE_MAX_PROCS && !p; i++)
+	for (unsigned int i = 0; i < o->nr_procs && !p; i++)
 		if (!o->procs[i].dwfl)
 			p = &o->procs[i];
 	if (!p) {
-		p = &o->procs[o->next_victim++ % ORACLE_MAX_PROCS];
+		p = &o->procs[o->next_victim++ % o->nr_procs];
 		proc_drop(p);
 	}
-	p->dwfl = dwfl_begin(&proc_callbacks);
+	p->dwfl = dwfl_begin(o->own_files_only ? &proc_callbacks_own
+					       : &proc_callbacks);
 	if (!p->dwfl)
 		return NULL;
 	maps = snap_first ? NULL : read_maps(pid, &len);
@@ -547,7 +578,7 @@ void oracle_regs_from_record(const __u64 *slot, uint64_t *regs, uint64_t *pac)
 
 void oracle_forget(struct oracle *o, uint32_t pid)
 {
-	for (int i = 0; i < ORACLE_MAX_PROCS; i++)
+	for (unsigned int i = 0; i < o->nr_procs; i++)
 		if (o->procs[i].pid == pid)
 			proc_drop(&o->procs[i]);
 }
@@ -556,7 +587,7 @@ void oracle_free(struct oracle *o)
 {
 	if (!o)
 		return;
-	for (int i = 0; i < ORACLE_MAX_PROCS; i++)
+	for (unsigned int i = 0; i < o->nr_procs; i++)
 		proc_drop(&o->procs[i]);
 	free(o);
 }

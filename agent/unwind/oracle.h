@@ -56,7 +56,19 @@ struct oracle;
 typedef int (*oracle_gone_fn)(void *ctx, uint32_t pid, char **maps,
 			      size_t *len, int *root_fd);
 
-struct oracle *oracle_new(void);
+/*
+ * max_procs: libdwfl sessions kept at once (0: the most, 64), each with
+ * its modules' files and CFI: several MB a process once debug files are
+ * read, so a long-running user keeps few.
+ */
+struct oracle *oracle_new(unsigned int max_procs);
+/*
+ * Unwind with the mapped files' own CFI (.eh_frame, and .debug_frame
+ * where the file has it), never a separate debug file: those are the
+ * memory (libc6-dbg's DWARF, mapped and parsed per session) and the
+ * backends' tables come from the same files.
+ */
+void oracle_no_debuginfo(struct oracle *o);
 void oracle_set_gone_fn(struct oracle *o, oracle_gone_fn fn, void *ctx);
 /*
  * Unwind s: up to max PCs, leaf first, into ips (the first is the exact

@@ -5,6 +5,7 @@
  * records possibly between. Copies are held by (pid, tid, time_ns) in
  * STACK_REPLAY_HELD slots; the sample that names one takes it.
  */
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
  * budget the others need.
  */
 #define FUTILE_SLOTS	64
+#define STACK_REPLAY_TRIM_NS	1000000000ull
 #define FUTILE_AFTER	4		/* failures in a row */
 #define FUTILE_NS	1000000000ull	/* then skipped this long */
 
@@ -45,6 +47,7 @@ struct stack_replay {
 	struct futile futile[FUTILE_SLOTS];
 	int64_t budget_ns;		/* token bucket, STACK_REPLAY_BUDGET_PERMILLE */
 	uint64_t budget_at;		/* CLOCK_MONOTONIC of its last refill */
+	uint64_t trimmed_ns;		/* CLOCK_MONOTONIC of its last malloc_trim */
 	/* the rewritten sample: header, frames, a trailer of up to 3 u64 */
 	union {
 		struct ember_sample s;
@@ -61,7 +64,9 @@ struct stack_replay *stack_replay_new(uint64_t pac_mask, oracle_gone_fn gone,
 	if (!r)
 		return NULL;
 	r->pac_mask = pac_mask;
-	r->oracle = oracle_new();
+	r->oracle = oracle_new(STACK_REPLAY_PROCS);
+	if (r->oracle)
+		oracle_no_debuginfo(r->oracle);
 	if (r->oracle && gone)
 		oracle_set_gone_fn(r->oracle, gone, gone_ctx);
 	for (int i = 0; i < STACK_REPLAY_HELD && r->oracle; i++)
@@ -217,6 +222,15 @@ replay(struct stack_replay *r, const struct ember_sample *s)
 		oracle_regs_from_record(h->u->regs, os.regs, &os.pac_mask);
 		no = oracle_unwind(r->oracle, &os, o, EMBER_MAX_FRAMES,
 				   &complete);
+	}
+	/*
+	 * libdwfl's sessions come and go with the processes copied: give
+	 * their memory back now and then, or RSS keeps the high-water mark
+	 * (ember run's steady RSS, suite 42). Inside the budget.
+	 */
+	if (t0 - r->trimmed_ns > STACK_REPLAY_TRIM_NS) {
+		r->trimmed_ns = t0;
+		malloc_trim(0);
 	}
 	/* CPU time: on a busy machine the thread is also preempted */
 	t1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);

@@ -40,7 +40,7 @@ struct unwind_check *unwind_check_new(void)
 {
 	struct unwind_check *c = calloc(1, sizeof(*c));
 
-	if (c && !(c->oracle = oracle_new())) {
+	if (c && !(c->oracle = oracle_new(0))) {
 		free(c);
 		c = NULL;
 	}

@@ -113,7 +113,7 @@ int main(void)
 			.pid = (uint32_t)child, .tid = (uint32_t)child,
 			.stack = stack, .stack_len = sizeof(stack),
 		};
-		struct oracle *o = oracle_new();
+		struct oracle *o = oracle_new(0);
 		uint64_t ips[8];
 		int complete;
 

@@ -257,7 +257,7 @@ static void test_live_stack(void)
 
 	/* the libdwfl oracle on the copy agrees with both */
 	{
-		struct oracle *o = oracle_new();
+		struct oracle *o = oracle_new(0);
 		uint64_t ips[MAX_FR];
 		int complete = 0, n = o ? oracle_unwind(o, &copy, ips, MAX_FR,
 							 &complete) : -1;
@@ -316,7 +316,7 @@ static void test_oracle_vdso(void)
 	static uint8_t buf[sizeof(copy_buf) + 8];
 	uint64_t entry = vdso_entry("__vdso_clock_gettime");
 	struct oracle_stack at = copy;
-	struct oracle *o = oracle_new();
+	struct oracle *o = oracle_new(0);
 	uint64_t ips[MAX_FR];
 	int complete = 0, n = -1, match = 0;
 

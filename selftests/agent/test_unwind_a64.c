@@ -995,7 +995,7 @@ static void test_live(void)
 		"walk ended with %d", ours_end);
 	/* libdwfl on the copy: capture()'s own PC, then the same frames */
 	{
-		struct oracle *o = oracle_new();
+		struct oracle *o = oracle_new(0);
 		uint64_t ips[LIVE_MAX];
 		int complete = 0, n = o ? oracle_unwind(o, &copy, ips, LIVE_MAX,
 							 &complete) : -1;
@@ -1138,7 +1138,7 @@ static void test_sampled(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_prof, .sa_flags = SA_SIGINFO };
 	struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
-	struct oracle *o = oracle_new();
+	struct oracle *o = oracle_new(0);
 	int compared = 0, agree = 0, shown = 0, complete_ours = 0, x30 = 0;
 	uint64_t here = (uint64_t)(uintptr_t)__builtin_frame_address(0);
 

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 	}
 	cfg.pids = pids;
 	cfg.nr_pids = nr;
-	oracle = oracle_new();
+	oracle = oracle_new(0);
 	ret = ops->probe(err, sizeof(err));
 	if (!ret)
 		ret = ops->open(&src, &cfg, err, sizeof(err));
