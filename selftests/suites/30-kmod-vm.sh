@@ -8,11 +8,11 @@
 # kmod_no_call_circles_SERIES: scripts/check-layout.py calls on the built
 # objects (no two files of the module call each other, even in a loop).
 #
-# Every kernel of the matrix builds and passes module-check in CI; the
-# VM runs (guest tests, NMI) boot the CI set, 6.12 (the newest API and
-# the debug kernel's series; 6.1 runs the module in suite 40, 5.10 in
-# suite 40 with EMBER_FULL=1), every kernel with EMBER_FULL=1 (~7 min
-# each under TCG). EMBER_VM_KERNELS="6.1" limits both; EMBER_KMOD_TESTS="py-chain
+# Every kernel of the matrix builds and passes module-check and the call
+# circle check in CI; the VM runs (guest tests, NMI) boot 6.12 there (the
+# newest kernel API; suite 40 runs the module on 6.1 in CI), every kernel
+# with EMBER_FULL=1 (~6 min each under TCG). EMBER_VM_KERNELS="6.1"
+# limits both; EMBER_KMOD_TESTS="py-chain
 # py-scribble" runs only those guest tests (guest.sh's names); EMBER_KMOD_VM_TIMEOUT
 # (seconds, default 600) bounds each VM run; EMBER_KMOD_CHECK=0 skips the
 # module-check step (developer shortcut; CI always runs it).
