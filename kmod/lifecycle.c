@@ -180,6 +180,17 @@ static u32 ember_mmap_path(struct ember_mmap *r, struct vm_area_struct *vma)
 	}
 	if (!file_inode(f)->i_nlink)
 		r->flags |= EMBER_MMAP_F_DELETED;
+	/*
+	 * d_path's second pass (after a rename raced the first) takes
+	 * rename_lock's spinlock: a sleeping lock on PREEMPT_RT, and this
+	 * runs in a kprobe. There the path is left out (EMBER_MMAP_F_CUT:
+	 * the agent reads the process's maps from /proc instead).
+	 */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT)) {
+		r->flags |= EMBER_MMAP_F_CUT;
+		r->path[0] = '\0';
+		return 1;
+	}
 	p = d_path(&f->f_path, buf, EMBER_MMAP_PATH_MAX);
 	if (IS_ERR(p)) {
 		r->flags |= EMBER_MMAP_F_CUT;
