@@ -442,6 +442,28 @@ void kmaps_set_vdso_len(struct kmaps *k, uint64_t len)
 	pthread_mutex_unlock(&k->lock);
 }
 
+/*
+ * A PC the backend found in none of the bound mappings: code the hooks
+ * did not tell (an mprotect that made an anonymous region executable,
+ * as JITs do, is seen by no hook but the kprobe). When kmaps has no
+ * mapping there either, its list is not the whole truth: the process
+ * is read from /proc from now on, as before kmaps.
+ */
+static void kmaps_on_miss(struct kmaps *k, const struct ember_unwind_miss *m)
+{
+	struct kproc *p = find(k, m->pid);
+
+	if (!p || !p->complete || !m->pc)
+		return;
+	if (p->vdso && m->pc >= p->vdso && m->pc - p->vdso < k->vdso_len)
+		return;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (m->pc >= p->maps[i].start && m->pc < p->maps[i].end)
+			return;
+	k->st.untold++;
+	broken(p);
+}
+
 void kmaps_record(struct kmaps *k, const struct ember_rec_header *rec)
 {
 	if (!k || !rec)
@@ -458,6 +480,10 @@ void kmaps_record(struct kmaps *k, const struct ember_rec_header *rec)
 	case EMBER_REC_EXIT:
 		if (rec->size >= sizeof(struct ember_exit))
 			kmaps_on_exit(k, (const void *)rec);
+		break;
+	case EMBER_REC_UNWIND_MISS:
+		if (rec->size >= sizeof(struct ember_unwind_miss))
+			kmaps_on_miss(k, (const void *)rec);
 		break;
 	default:
 		break;

@@ -57,6 +57,8 @@ struct kmaps_stats {
 	uint64_t over_maps;	/* processes past KMAPS_MAX_MAPS */
 	uint64_t evicted;	/* processes dropped for room */
 	uint64_t lost;		/* kmaps_lost() calls */
+	uint64_t untold;	/* processes read from /proc after a miss
+				 * in code no record told (mprotect) */
 	uint32_t procs;		/* processes held now */
 	size_t bytes;
 };

@@ -580,7 +580,7 @@ static void session_hint_cb(const struct ember_rec_header *rec, void *ctx)
 		return;
 	/* the kernel's word on mappings: no I/O, a table insertion */
 	if (rec->type == EMBER_REC_MMAP || rec->type == EMBER_REC_EXEC ||
-	    rec->type == EMBER_REC_EXIT)
+	    rec->type == EMBER_REC_EXIT || rec->type == EMBER_REC_UNWIND_MISS)
 		kmaps_record(s->kmaps, rec);
 	if (rec->type == EMBER_REC_LOST)
 		kmaps_lost(s->kmaps);
@@ -812,9 +812,10 @@ void session_close(struct session *s)
 		struct kmaps_stats ks;
 
 		kmaps_get_stats(s->kmaps, &ks);
-		fprintf(stderr, "ember: kmaps: %" PRIu64 " mapping records (%" PRIu64 " refused), %" PRIu64 " processes known whole, maps read %" PRIu64 " times from them and %" PRIu64 " times not known; %" PRIu64 " over the mapping bound, %" PRIu64 " evicted, %" PRIu64 " losses; %u processes, %zu bytes now\n",
+		fprintf(stderr, "ember: kmaps: %" PRIu64 " mapping records (%" PRIu64 " refused), %" PRIu64 " processes known whole, maps read %" PRIu64 " times from them and %" PRIu64 " times not known; %" PRIu64 " over the mapping bound, %" PRIu64 " evicted, %" PRIu64 " losses, %" PRIu64 " with untold code; %u processes, %zu bytes now\n",
 			ks.records, ks.bad, ks.complete, ks.reads, ks.misses,
-			ks.over_maps, ks.evicted, ks.lost, ks.procs, ks.bytes);
+			ks.over_maps, ks.evicted, ks.lost, ks.untold, ks.procs,
+			ks.bytes);
 	}
 	kmaps_free(s->kmaps);
 	s->kmaps = NULL;

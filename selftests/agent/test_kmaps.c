@@ -222,6 +222,34 @@ static void test_vdso_types(void)
 	kmaps_free(k);
 }
 
+/*
+ * A JIT's code made executable by mprotect is told by no hook but the
+ * kprobe: the backend's miss on a PC kmaps does not hold either sends
+ * the process to /proc; a miss inside a known mapping does not.
+ */
+static void test_untold_code(void)
+{
+	struct kmaps *k = kmaps_new(0, 0);
+	struct ember_unwind_miss m;
+	struct got g;
+
+	exec_rec(k, 40);
+	mmap_rec(k, 40, 1, 0x400000, 0x1000, 0, "/usr/bin/x");
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = EMBER_REC_UNWIND_MISS;
+	m.hdr.size = sizeof(m);
+	m.pid = 40;
+	m.pc = 0x400800;
+	kmaps_record(k, &m.hdr);
+	T_CHECK("kmaps_miss_inside_known", rd(k, 40, &g) == 0 && g.n == 1,
+		"%d: %s", g.n, g.text);
+	m.pc = 0x7f0000001000;
+	kmaps_record(k, &m.hdr);
+	T_CHECK("kmaps_miss_untold_reads_proc", rd(k, 40, &g) == -ENOENT, "%s",
+		g.text);
+	kmaps_free(k);
+}
+
 static void test_hostile(void)
 {
 	uint64_t buf[(sizeof(struct ember_mmap) + 4096 + 64) / 8];
@@ -390,6 +418,7 @@ int main(void)
 	test_complete();
 	test_overlap();
 	test_vdso_types();
+	test_untold_code();
 	test_hostile();
 	test_bounds();
 	test_lost();
