@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,8 +133,17 @@ void unwind_take_orphans(struct unwind_bindings *ub, struct unwind_proc *up)
  * examined before it is opened (safe_open_at()): a mapped device is never
  * opened, and a sparse file or one over the cap costs one warning.
  */
+static void map_files_path(char *path, size_t len, uint32_t pid,
+			   const struct sym_map_line *m)
+{
+	snprintf(path, len, "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+}
+
+/* st_ok: st holds stat() of the line's map_files entry (one per line) */
 static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
-				     const struct sym_map_line *m)
+				     const struct sym_map_line *m,
+				     const struct stat *pre, bool pre_ok)
 {
 	const struct safe_rules rules = {
 		.max_bytes = TABLE_FILE_MAX_BYTES,
@@ -146,16 +156,15 @@ static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
 	char path[96];
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
+	map_files_path(path, sizeof(path), pid, m);
 	/*
 	 * A file already in the cache (the same inode, size and mtime: the
 	 * libraries every new process maps) costs one stat, not the ~8
 	 * calls of a safe open: on an exec-heavy host that was most of a
 	 * binding. stat() does not open, so a FIFO is still never opened.
 	 */
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (f = table_cache_find(&ub->cache, &st)))
+	if (pre_ok && S_ISREG(pre->st_mode) &&
+	    (f = table_cache_find(&ub->cache, pre)))
 		return f;
 	fd = safe_open_at(NULL, path, &rules, &st, &why);
 	if (fd < 0) {
@@ -275,12 +284,13 @@ static void exec_maps_free(struct exec_maps *em)
 }
 
 static void bind_add(struct unwind_bindings *ub, struct bind_buf *b,
-		     uint32_t pid, const struct sym_map_line *m)
+		     uint32_t pid, const struct sym_map_line *m,
+		     const struct stat *pre, bool pre_ok)
 {
 	switch (m->type) {
 	case SYM_MAP_FILE:
 	case SYM_MAP_MEMFD:
-		add_mapping(ub, b, m, file_entry(ub, pid, m), 0);
+		add_mapping(ub, b, m, file_entry(ub, pid, m, pre, pre_ok), 0);
 		break;
 	case SYM_MAP_VDSO:
 		add_mapping(ub, b, m, table_cache_vdso(&ub->cache),
@@ -361,6 +371,83 @@ static void py_bind_maps(struct unwind_bindings *ub, struct unwind_proc *up,
 }
 
 /*
+ * The end of pid's mapping that starts at start, from the names in
+ * /proc/PID/map_files (no maps text to generate), or 0 when none starts
+ * there. -1: pid is gone.
+ */
+static int64_t map_files_end(uint32_t pid, uint64_t start, uint64_t *end)
+{
+	char dir[48];
+	struct dirent *d;
+	DIR *dp;
+	int n = 0;
+
+	*end = 0;
+	snprintf(dir, sizeof(dir), "/proc/%u/map_files", pid);
+	dp = opendir(dir);
+	if (!dp)
+		return -1;
+	/* bounded like a binding: no more names than it can hold */
+	while ((d = readdir(dp)) && n++ < 4 * EMBER_UNWIND_MAX_MAPPINGS) {
+		unsigned long long lo, hi;
+
+		if (sscanf(d->d_name, "%llx-%llx", &lo, &hi) == 2 &&
+		    lo == start && hi > lo) {
+			*end = hi;
+			break;
+		}
+	}
+	closedir(dp);
+	return 0;
+}
+
+/*
+ * Make the file lines kmaps gave the process's mappings, stat()ing each
+ * one's map_files entry into sts[i] for file_entry(). The hooks report
+ * executable mappings only, so kmaps misses two things: an munmap (the
+ * line is stale: left out) and a mapping that replaced the tail of one
+ * it holds (on arm64 the ELF loader maps a whole image executable, text
+ * first, then its data over the tail: the line's end is corrected from
+ * map_files). A gone process keeps its lines (the binding fails).
+ */
+static void kmaps_lines_fix(uint32_t pid, struct exec_maps *em,
+			    struct stat *sts, bool *sts_ok)
+{
+	uint32_t kept = 0;
+	char path[96];
+
+	for (uint32_t i = 0; i < em->n; i++) {
+		struct sym_map_line *m = &em->v[i];
+		bool keep = true;
+
+		sts_ok[kept] = false;
+		if (m->type == SYM_MAP_FILE || m->type == SYM_MAP_MEMFD) {
+			map_files_path(path, sizeof(path), pid, m);
+			if (stat(path, &sts[kept]) == 0) {
+				sts_ok[kept] = true;
+			} else if (errno == ENOENT) {
+				uint64_t end;
+
+				if (map_files_end(pid, m->start, &end) == 0) {
+					keep = end != 0;
+					if (keep) {
+						m->end = end;
+						map_files_path(path, sizeof(path), pid, m);
+						sts_ok[kept] = stat(path, &sts[kept]) == 0;
+					}
+				}
+			}
+		}
+		if (!keep) {
+			free((char *)m->path);
+			continue;
+		}
+		em->v[kept++] = *m;
+	}
+	em->n = kept;
+}
+
+/*
  * Bind pid's mappings as /proc/PID/maps shows them now (or kmaps, which
  * the kernel told of them), in up, or when up
  * is NULL in the binding of the process a record at time_ns names. 1: a
@@ -372,26 +459,39 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 	struct unwind_proc *pb;
 	struct bind_buf b = { 0 };
 	struct exec_maps em = { 0 };
+	struct stat *sts = NULL;
+	bool *sts_ok = NULL;
 	char err[256] = "";
 	uint64_t h, now = mono_ns();
 	int r;
 
 	/* the kernel told them (a process that exec'd since we started) */
-	if (kmaps_read(ub->kmaps, pid, exec_maps_add, &em, &h) &&
-	    proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
+	if (!kmaps_read(ub->kmaps, pid, exec_maps_add, &em, &h)) {
+		/* stat each file line's map_files entry (file_entry()
+		 * takes it): one that is not there means kmaps' ranges
+		 * are not the process's */
+		sts = calloc(em.n ? em.n : 1, sizeof(*sts));
+		sts_ok = calloc(em.n ? em.n : 1, sizeof(*sts_ok));
+		if (sts && sts_ok) {
+			kmaps_lines_fix(pid, &em, sts, sts_ok);
+		} else {
+			free(sts), free(sts_ok);
+			sts = NULL, sts_ok = NULL;
+		}
+	} else if (proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
 		exec_maps_free(&em);
 		return -ESRCH;	/* gone already */
 	}
 	pb = up ? up : unwind_proc_attach(ub, pid, time_ns);
 	if (!pb) {
-		exec_maps_free(&em);
-		return -ENOSPC;
+		r = -ENOSPC;
+		goto out;
 	}
 	/* unchanged since the last bind: the miss is not ours to fix (JIT
 	 * code, a file without CFI), and a storm of them must stay cheap */
 	if (pb->bound_ns && pb->maps_hash == h) {
-		exec_maps_free(&em);
-		return 0;	/* nothing new */
+		r = 0;		/* nothing new */
+		goto out;
 	}
 	pb->recheck_ns = 0;
 	b.maps = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.maps));
@@ -400,8 +500,19 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 		r = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t i = 0; i < em.n; i++)
-		bind_add(ub, &b, pid, &em.v[i]);
+	for (uint32_t i = 0; i < em.n; i++) {
+		struct stat st;
+		bool ok = sts ? sts_ok[i] : false;
+
+		if (!sts && (em.v[i].type == SYM_MAP_FILE ||
+			     em.v[i].type == SYM_MAP_MEMFD)) {
+			char path[96];
+
+			map_files_path(path, sizeof(path), pid, &em.v[i]);
+			ok = stat(path, &st) == 0;
+		}
+		bind_add(ub, &b, pid, &em.v[i], sts ? &sts[i] : &st, ok);
+	}
 	r = ub->ops->unwind_bind(ub->src, pid, b.maps, b.nr, err, sizeof(err));
 	/* the new references replace the old ones either way */
 	release_owners(ub, pb);
@@ -422,6 +533,8 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 out:
 	free(b.maps);
 	free(b.owners);
+	free(sts);
+	free(sts_ok);
 	exec_maps_free(&em);
 	return r;
 }
