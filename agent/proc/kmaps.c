@@ -464,6 +464,20 @@ static void kmaps_on_miss(struct kmaps *k, const struct ember_unwind_miss *m)
 	broken(p);
 }
 
+bool kmaps_knows(struct kmaps *k, uint32_t pid)
+{
+	struct kproc *p;
+	bool known;
+
+	if (!k)
+		return false;
+	pthread_mutex_lock(&k->lock);
+	p = find(k, pid);
+	known = p && p->complete;
+	pthread_mutex_unlock(&k->lock);
+	return known;
+}
+
 void kmaps_untold(struct kmaps *k, uint32_t pid)
 {
 	struct kproc *p;

@@ -103,5 +103,7 @@ void kmaps_get_stats(struct kmaps *k, struct kmaps_stats *st);
  * does not have): it is read from /proc from now on, until its next exec.
  */
 void kmaps_untold(struct kmaps *k, uint32_t pid);
+/* Whether kmaps_read() would answer for pid now (its exec was told). */
+bool kmaps_knows(struct kmaps *k, uint32_t pid);
 
 #endif

@@ -685,6 +685,16 @@ bool session_unwind_bind_now(struct session *s, uint32_t pid, int timeout_ms)
 {
 	if (!s->unwind)
 		return false;
+	/*
+	 * Held at its exec: the kernel has written the exec's mapping
+	 * records, the reader thread may not have taken them yet (it
+	 * sleeps up to 50 ms). Binding before would read /proc instead;
+	 * a short wait for kmaps is cheaper and keeps /proc unread.
+	 */
+	if (s->reader && kmaps_active(s->kmaps)) {
+		for (int i = 0; i < 100 && !kmaps_knows(s->kmaps, pid); i++)
+			usleep(1000);
+	}
 	unwind_service_request(s->unwind, pid, 0);
 	unwind_service_flush(s->unwind, timeout_ms);
 	return true;
