@@ -478,21 +478,6 @@ bool kmaps_knows(struct kmaps *k, uint32_t pid)
 	return known;
 }
 
-void kmaps_untold(struct kmaps *k, uint32_t pid)
-{
-	struct kproc *p;
-
-	if (!k)
-		return;
-	pthread_mutex_lock(&k->lock);
-	p = find(k, pid);
-	if (p && p->complete) {
-		k->st.untold++;
-		broken(p);
-	}
-	pthread_mutex_unlock(&k->lock);
-}
-
 void kmaps_record(struct kmaps *k, const struct ember_rec_header *rec)
 {
 	if (!k || !rec)

@@ -98,11 +98,6 @@ int kmaps_read(struct kmaps *k, uint32_t pid, proc_maps_fn fn, void *ctx,
 uint64_t kmaps_cgroup(struct kmaps *k, uint32_t pid);
 
 void kmaps_get_stats(struct kmaps *k, struct kmaps_stats *st);
-/*
- * pid's mappings are not all told (a reader found a range the process
- * does not have): it is read from /proc from now on, until its next exec.
- */
-void kmaps_untold(struct kmaps *k, uint32_t pid);
 /* Whether kmaps_read() would answer for pid now (its exec was told). */
 bool kmaps_knows(struct kmaps *k, uint32_t pid);
 

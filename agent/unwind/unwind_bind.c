@@ -140,7 +140,7 @@ static void map_files_path(char *path, size_t len, uint32_t pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
 }
 
-/* st_ok: st holds stat() of the line's map_files entry (one per line) */
+/* pre_ok: pre holds stat() of the line's map_files entry (line_stat()) */
 static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
 				     const struct sym_map_line *m,
 				     const struct stat *pre, bool pre_ok)
@@ -183,25 +183,13 @@ struct bind_buf {
 	uint32_t nr, nr_owners;
 };
 
-static uint64_t page_size(void)
-{
-	static uint64_t size;
-
-	if (!size) {
-		long v = sysconf(_SC_PAGESIZE);
-
-		size = v > 0 ? (uint64_t)v : 4096;
-	}
-	return size;
-}
-
 static void add_mapping(struct unwind_bindings *ub, struct bind_buf *b,
 			const struct sym_map_line *m, struct table_file *f,
 			uint32_t flags)
 {
 	struct ember_unwind_mapping *um;
 	struct table_file *owner = f ? table_cache_owner(&ub->cache, f) : NULL;
-	uint64_t bias = 0;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), bias = 0;
 
 	if (b->nr == EMBER_UNWIND_MAX_MAPPINGS)
 		return;
@@ -210,7 +198,7 @@ static void add_mapping(struct unwind_bindings *ub, struct bind_buf *b,
 	 * module refuses the whole binding otherwise): a line that is not,
 	 * whatever source made it, is left out, not the process's tables.
 	 */
-	if (m->end <= m->start || ((m->start | m->end) & (page_size() - 1)) ||
+	if (m->end <= m->start || ((m->start | m->end) & (page - 1)) ||
 	    (b->nr && m->start < b->maps[b->nr - 1].end)) {
 		static bool said;
 
@@ -375,7 +363,7 @@ static void py_bind_maps(struct unwind_bindings *ub, struct unwind_proc *up,
  * /proc/PID/map_files (no maps text to generate), or 0 when none starts
  * there. -1: pid is gone.
  */
-static int64_t map_files_end(uint32_t pid, uint64_t start, uint64_t *end)
+static int map_files_end(uint32_t pid, uint64_t start, uint64_t *end)
 {
 	char dir[48];
 	struct dirent *d;
@@ -402,49 +390,31 @@ static int64_t map_files_end(uint32_t pid, uint64_t start, uint64_t *end)
 }
 
 /*
- * Make the file lines kmaps gave the process's mappings, stat()ing each
- * one's map_files entry into sts[i] for file_entry(). The hooks report
- * executable mappings only, so kmaps misses two things: an munmap (the
- * line is stale: left out) and a mapping that replaced the tail of one
- * it holds (on arm64 the ELF loader maps a whole image executable, text
- * first, then its data over the tail: the line's end is corrected from
- * map_files). A gone process keeps its lines (the binding fails).
+ * stat() a file line's map_files entry into st, for file_entry(): 1 when
+ * it is there, 0 when not, -1 when the line is to be left out. Lines
+ * from kmaps (fix) are checked: the hooks report executable mappings
+ * only, so kmaps misses an munmap (nothing starts there any more: left
+ * out) and a mapping that replaced the tail of one it holds (arm64's ELF
+ * loader maps a whole image executable, text first, then its data over
+ * the tail: the end is taken from map_files). A gone process keeps its
+ * lines (the binding fails).
  */
-static void kmaps_lines_fix(uint32_t pid, struct exec_maps *em,
-			    struct stat *sts, bool *sts_ok)
+static int line_stat(uint32_t pid, struct sym_map_line *m, bool fix,
+		     struct stat *st)
 {
-	uint32_t kept = 0;
 	char path[96];
+	uint64_t end;
 
-	for (uint32_t i = 0; i < em->n; i++) {
-		struct sym_map_line *m = &em->v[i];
-		bool keep = true;
-
-		sts_ok[kept] = false;
-		if (m->type == SYM_MAP_FILE || m->type == SYM_MAP_MEMFD) {
-			map_files_path(path, sizeof(path), pid, m);
-			if (stat(path, &sts[kept]) == 0) {
-				sts_ok[kept] = true;
-			} else if (errno == ENOENT) {
-				uint64_t end;
-
-				if (map_files_end(pid, m->start, &end) == 0) {
-					keep = end != 0;
-					if (keep) {
-						m->end = end;
-						map_files_path(path, sizeof(path), pid, m);
-						sts_ok[kept] = stat(path, &sts[kept]) == 0;
-					}
-				}
-			}
-		}
-		if (!keep) {
-			free((char *)m->path);
-			continue;
-		}
-		em->v[kept++] = *m;
-	}
-	em->n = kept;
+	map_files_path(path, sizeof(path), pid, m);
+	if (stat(path, st) == 0)
+		return 1;
+	if (!fix || errno != ENOENT || map_files_end(pid, m->start, &end))
+		return 0;
+	if (!end)
+		return -1;
+	m->end = end;
+	map_files_path(path, sizeof(path), pid, m);
+	return stat(path, st) == 0;
 }
 
 /*
@@ -459,26 +429,14 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 	struct unwind_proc *pb;
 	struct bind_buf b = { 0 };
 	struct exec_maps em = { 0 };
-	struct stat *sts = NULL;
-	bool *sts_ok = NULL;
+	bool from_kmaps;
 	char err[256] = "";
 	uint64_t h, now = mono_ns();
 	int r;
 
 	/* the kernel told them (a process that exec'd since we started) */
-	if (!kmaps_read(ub->kmaps, pid, exec_maps_add, &em, &h)) {
-		/* stat each file line's map_files entry (file_entry()
-		 * takes it): one that is not there means kmaps' ranges
-		 * are not the process's */
-		sts = calloc(em.n ? em.n : 1, sizeof(*sts));
-		sts_ok = calloc(em.n ? em.n : 1, sizeof(*sts_ok));
-		if (sts && sts_ok) {
-			kmaps_lines_fix(pid, &em, sts, sts_ok);
-		} else {
-			free(sts), free(sts_ok);
-			sts = NULL, sts_ok = NULL;
-		}
-	} else if (proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
+	from_kmaps = !kmaps_read(ub->kmaps, pid, exec_maps_add, &em, &h);
+	if (!from_kmaps && proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
 		exec_maps_free(&em);
 		return -ESRCH;	/* gone already */
 	}
@@ -501,17 +459,14 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 		goto out;
 	}
 	for (uint32_t i = 0; i < em.n; i++) {
+		struct sym_map_line *m = &em.v[i];
 		struct stat st;
-		bool ok = sts ? sts_ok[i] : false;
+		int ok = 0;
 
-		if (!sts && (em.v[i].type == SYM_MAP_FILE ||
-			     em.v[i].type == SYM_MAP_MEMFD)) {
-			char path[96];
-
-			map_files_path(path, sizeof(path), pid, &em.v[i]);
-			ok = stat(path, &st) == 0;
-		}
-		bind_add(ub, &b, pid, &em.v[i], sts ? &sts[i] : &st, ok);
+		if (m->type == SYM_MAP_FILE || m->type == SYM_MAP_MEMFD)
+			ok = line_stat(pid, m, from_kmaps, &st);
+		if (ok >= 0)
+			bind_add(ub, &b, pid, m, &st, ok);
 	}
 	r = ub->ops->unwind_bind(ub->src, pid, b.maps, b.nr, err, sizeof(err));
 	/* the new references replace the old ones either way */
@@ -533,8 +488,6 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 out:
 	free(b.maps);
 	free(b.owners);
-	free(sts);
-	free(sts_ok);
 	exec_maps_free(&em);
 	return r;
 }
