@@ -170,6 +170,9 @@ static u32 ember_mmap_path(struct ember_mmap *r, struct vm_area_struct *vma)
 
 	if (!f) {
 		if (ember_vma_is_vdso(vma)) {
+			/* its own record, before context.vdso is set */
+			if (!r->vdso)
+				r->vdso = vma->vm_start;
 			r->flags |= EMBER_MMAP_F_VDSO;
 			memcpy(r->path, "[vdso]", 7);
 			return 7;
@@ -237,8 +240,6 @@ static void ember_mmap_emit(struct vm_area_struct *vma)
 	r->mm_gen = hash_64((u64)(unsigned long)vma->vm_mm ^ ember_mm_key, 32);
 	if (vma->vm_mm)
 		r->vdso = (u64)(unsigned long)vma->vm_mm->context.vdso;
-	if (!f && !r->vdso && ember_vma_is_vdso(vma))
-		r->vdso = vma->vm_start;
 	if (f) {
 		struct inode *inode = file_inode(f);
 
