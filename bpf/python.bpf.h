@@ -16,7 +16,10 @@
  * EMBER_MAX_PY_FRAMES or the ustack limit is cut. Whatever cannot be read
  * ends the chain with EMBER_IP_PY_CUT | reason and EMBER_SF_USER_CUT;
  * later activations of the loop in the same stack are then written as
- * the native frames they are (the position in the chain is lost).
+ * the native frames they are (the position in the chain is lost). A
+ * native walk cut short with activations left writes them after it
+ * (py_rest(): EMBER_PY_CUT_NATIVE), so a sample in code not yet bound
+ * keeps its Python callers.
  *
  * Shape, as the unwinder's: py_frames() is global (verified once) and
  * walks up to PY_FRAMES_PER_CALL frames of the state kept in the per-CPU
@@ -70,6 +73,8 @@
 #define PY_MAX_ACTIVATIONS	(EMBER_MAX_PY_FRAMES + 2)
 /* py_frames() calls of a whole walk: every activation, every frame */
 #define PY_WALK_CALLS		(PY_MAX_ACTIVATIONS + PY_MAX_CALLS)
+/* ... and the walk's own call back for each activation left (py_rest()) */
+#define PY_REST_CALLS		(PY_WALK_CALLS + PY_MAX_ACTIVATIONS)
 
 /* what the walks and py_frames() return besides 0 (go on) and 1 (done) */
 #define PY_RET_ACTIVATION	2
@@ -420,6 +425,54 @@ static __always_inline void py_pending(struct py_state *ps, __u32 n,
 	ps->n = n;
 	ps->max = max;
 	ps->act_done = 0;
+}
+
+/*
+ * The native walk is over short of the outermost frame (uapi: "When the
+ * native walk stops short"): the next activation left in the chain gets
+ * an EMBER_PY_CUT_NATIVE marker and PY_RET_ACTIVATION (the walk's loop
+ * runs py_frames() for it, then calls here again); 1 when none is left.
+ * cfi: the walk is uw_frames()' (its uw_state holds n and the verdict),
+ * else the frame-pointer merge's (ps->n; any activation left means the
+ * frame pointers missed its eval-loop frame). Global: checked once.
+ */
+__noinline int py_rest(__u32 slot, __u32 cfi)
+{
+	struct py_state *ps = bpf_map_lookup_elem(&py_state, &slot);
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+	struct uw_state *w = NULL;
+
+	if (!ps || !sc || !ps->on || ps->cut)
+		return 1;
+	if (cfi) {
+		w = bpf_map_lookup_elem(&uw_state, &slot);
+		/* PY_OFF: ps is another process's, left from an earlier walk */
+		if (!w || w->py == PY_OFF ||
+		    (w->flags & (EMBER_SF_USER_COMPLETE | EMBER_SF_USER_TRUNC)))
+			return 1;
+		ps->n = w->n;
+		ps->max = w->max;
+	} else if (ps->flags & EMBER_SF_USER_TRUNC) {
+		return 1;
+	}
+	if (!ps->started) {
+		/* no activation met: the whole chain is left, if any */
+		ps->started = 1;
+		ps->frame = py_newest_frame(&ps->p);
+	} else if (!ps->act_done) {
+		return 1;
+	}
+	/* the marker and one frame's two slots, or nothing */
+	if (!ps->frame || ps->n + 3 > ps->max)
+		return 1;
+	py_put(ps, sc, EMBER_IP_PY_CUT | EMBER_PY_CUT_NATIVE);
+	ps->act_done = 0;
+	ps->flags |= EMBER_SF_USER_CUT;
+	if (w) {
+		w->n = ps->n;
+		w->flags |= EMBER_SF_USER_CUT;
+	}
+	return PY_RET_ACTIVATION;
 }
 
 /*

@@ -302,8 +302,15 @@ __noinline int uw_walk(__u32 slot)
 {
 	int i, r;
 
-	for (i = 0, r = 0; i < UW_MAX_CALLS + PY_WALK_CALLS; i++) {
-		r = r == PY_RET_ACTIVATION ? py_frames(slot) : uw_frames(slot);
+	for (i = 0, r = 0; i < UW_MAX_CALLS + PY_REST_CALLS; i++) {
+		if (r == PY_RET_ACTIVATION) {
+			r = py_frames(slot);
+		} else {
+			r = uw_frames(slot);
+			/* cut short: the activations left, after it */
+			if (r == 1)
+				r = py_rest(slot, 1);
+		}
 		if (r == 1)
 			break;
 	}
@@ -371,8 +378,14 @@ __noinline int py_fp_walk(__u32 slot)
 	int i, r;
 
 	/* as uw_walk(): the activations from here, not under the merge */
-	for (i = 0, r = 0; i < PY_FP_CALLS + PY_WALK_CALLS; i++) {
-		r = r == PY_RET_ACTIVATION ? py_frames(slot) : py_merge_fp(slot);
+	for (i = 0, r = 0; i < PY_FP_CALLS + PY_REST_CALLS; i++) {
+		if (r == PY_RET_ACTIVATION) {
+			r = py_frames(slot);
+		} else {
+			r = py_merge_fp(slot);
+			if (r == 1)
+				r = py_rest(slot, 0);
+		}
 		if (r == 1)
 			break;
 	}
@@ -630,8 +643,14 @@ __noinline int stack_copy_out(__u64 time_ns, __u64 pid_tid)
  */
 static __always_inline bool stack_copy_wanted(__u16 flags, __u16 nr_user)
 {
+	/*
+	 * Python samples too: the agent puts their activations back. Not a
+	 * walk proven whole (cut only in its Python chain: a replay finds
+	 * no more).
+	 */
 	if (!stack_copy_bytes || !nr_user ||
-	    (flags & (EMBER_SF_PYTHON | EMBER_SF_COMPAT | EMBER_SF_KTHREAD)))
+	    (flags & (EMBER_SF_COMPAT | EMBER_SF_KTHREAD |
+		      EMBER_SF_USER_COMPLETE)))
 		return false;
 	return !(flags & EMBER_SF_USER_CFI) ||
 	       (flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_FP));

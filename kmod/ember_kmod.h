@@ -194,6 +194,8 @@ struct ember_py_walk {
 
 unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
 				 unsigned int n, unsigned int max, u16 *flags);
+unsigned int ember_py_rest(struct ember_py_walk *w, u64 *ips, unsigned int n,
+			   unsigned int max, u16 *flags);
 
 /* filter.c */
 int ember_filter_set(const u32 *pids, unsigned int nr_pids, u64 cgroup_id);

@@ -15,7 +15,9 @@
  * that cannot be read or does not end where it must ends with an
  * EMBER_IP_PY_CUT marker and EMBER_SF_USER_CUT: never a made-up frame.
  * A cut ends the Python part of the sample; the native walk goes on, and
- * activations further out keep their native eval-loop frame.
+ * activations further out keep their native eval-loop frame. A native
+ * walk cut short with activations left gets them after it
+ * (ember_py_rest()).
  */
 #include <linux/sched.h>
 #include <linux/string.h>
@@ -151,31 +153,16 @@ static int ember_py_frame(const struct ember_py_info *in, u64 frame,
 }
 
 /*
- * The native walk met a frame at pc (a lookup PC: a return address less
- * one) with ips[0..n) written and room up to max. When pc is in the eval
- * loop of a bound process, writes that activation's Python frames (or
- * where the chain was cut) and returns the new n; otherwise, or when
- * there is nothing to write, returns n and the caller writes the native
- * frame.
+ * One activation from w->frame, to its entry frame, into ips[n..max):
+ * the new n (a shim alone writes nothing).
  */
-unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
+static unsigned int ember_py_run(struct ember_py_walk *w, u64 *ips,
 				 unsigned int n, unsigned int max, u16 *flags)
 {
 	const struct ember_py_info *in = w->py;
 	bool entry, shim;
 	u64 frame, prev;
 
-	if (!in || w->state == EMBER_PY_DONE ||
-	    !((pc >= in->p.eval_start[0] && pc < in->p.eval_end[0]) ||
-	      (pc >= in->p.eval_start[1] && pc < in->p.eval_end[1])))
-		return n;
-	if (w->state == EMBER_PY_START) {
-		w->state = EMBER_PY_GOING;
-		w->frame = ember_py_newest(&in->p);
-		if (!w->frame)
-			return ember_py_cut(w, EMBER_PY_CUT_TSTATE, ips, n, max,
-					    flags);
-	}
 	frame = w->frame;
 	for (;;) {
 		if (!frame)
@@ -206,6 +193,64 @@ unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
 					    flags);
 		frame = prev;
 	}
-	/* a shim alone wrote nothing: the native frame stays */
+	return n;
+}
+
+/*
+ * The native walk met a frame at pc (a lookup PC: a return address less
+ * one) with ips[0..n) written and room up to max. When pc is in the eval
+ * loop of a bound process, writes that activation's Python frames (or
+ * where the chain was cut) and returns the new n; otherwise, or when
+ * there is nothing to write, returns n and the caller writes the native
+ * frame.
+ */
+unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
+				 unsigned int n, unsigned int max, u16 *flags)
+{
+	const struct ember_py_info *in = w->py;
+
+	if (!in || w->state == EMBER_PY_DONE ||
+	    !((pc >= in->p.eval_start[0] && pc < in->p.eval_end[0]) ||
+	      (pc >= in->p.eval_start[1] && pc < in->p.eval_end[1])))
+		return n;
+	if (w->state == EMBER_PY_START) {
+		w->state = EMBER_PY_GOING;
+		w->frame = ember_py_newest(&in->p);
+		if (!w->frame)
+			return ember_py_cut(w, EMBER_PY_CUT_TSTATE, ips, n, max,
+					    flags);
+	}
+	return ember_py_run(w, ips, n, max, flags);
+}
+
+/*
+ * The native walk stopped short of the outermost frame (cut, or frame
+ * pointers that end) with ips[0..n) written: the activations left in the
+ * chain go after it, each after an EMBER_PY_CUT_NATIVE marker (uapi:
+ * "When the native walk stops short"), so a sample in code not bound yet
+ * keeps its Python callers. Returns the new n.
+ */
+unsigned int ember_py_rest(struct ember_py_walk *w, u64 *ips, unsigned int n,
+			   unsigned int max, u16 *flags)
+{
+	unsigned int i;
+
+	if (!w->py || w->state == EMBER_PY_DONE ||
+	    (*flags & (EMBER_SF_USER_COMPLETE | EMBER_SF_USER_TRUNC)))
+		return n;
+	if (w->state == EMBER_PY_START) {
+		/* no activation met: the whole chain is left, if any */
+		w->state = EMBER_PY_GOING;
+		w->frame = ember_py_newest(&w->py->p);
+	}
+	/* each activation writes a frame or ends the walk, but a shim alone */
+	for (i = 0; i <= EMBER_MAX_PY_FRAMES; i++) {
+		/* the marker and one frame's two slots, or nothing */
+		if (w->state != EMBER_PY_GOING || !w->frame || n + 3 > max)
+			break;
+		ips[n++] = EMBER_IP_PY_CUT | EMBER_PY_CUT_NATIVE;
+		*flags |= EMBER_SF_USER_CUT;
+		n = ember_py_run(w, ips, n, max, flags);
+	}
 	return n;
 }

@@ -469,11 +469,13 @@ unsigned int ember_unwind_user(struct pt_regs *regs, bool at_entry,
 	w.b = ember_unwind_binding(current);
 	if (!w.b) {
 		n = ember_walk_fp(&w.py, regs, at_entry, ips, max, flags);
+		n = ember_py_rest(&w.py, ips, n, max, flags);
 		rcu_read_unlock();
 		ember_unwind_want_miss(NULL, 0, miss);
 		return n;
 	}
 	n = ember_walk_cfi(&w, regs, at_entry, ips, max, flags);
+	n = ember_py_rest(&w.py, ips, n, max, flags);
 	if (w.miss_pc)
 		ember_unwind_want_miss(w.b, w.miss_pc, miss);
 	rcu_read_unlock();

@@ -414,6 +414,17 @@ struct ember_user_stack {
  * *(frame + ts_frame[1]) (3.11/3.12: tstate->cframe->current_frame; 3.13:
  * tstate->current_frame). code = *(frame + fr_code) & ~code_tag_mask
  * (3.14's _PyStackRef is tagged).
+ *
+ * When the native walk stops short of the outermost frame (cut: an
+ * unbound library, no rule, a frame-pointer chain that ends; never when
+ * it ended complete or truncated) while activations of the chain are
+ * left, they are written after it, each after one
+ * EMBER_IP_PY_CUT | EMBER_PY_CUT_NATIVE marker (an activation that writes
+ * nothing, a 3.12+ shim alone, leaves its marker alone), and the sample
+ * gets EMBER_SF_USER_CUT: the Python callers of a sample taken in code
+ * not yet bound are kept, and the native frames around each activation
+ * are honestly missing. An agent holding the sample's stack copy puts
+ * each activation back at its eval-loop frame of the replayed stack.
  */
 #define EMBER_IP_TAG_SHIFT	56
 #define EMBER_IP_TAG(ip)	((__u64)(ip) >> EMBER_IP_TAG_SHIFT)
@@ -432,6 +443,8 @@ enum ember_py_cut {
 	EMBER_PY_CUT_FRAME	= 2,	/* a frame or its code unreadable */
 	EMBER_PY_CUT_DEPTH	= 3,	/* EMBER_MAX_PY_FRAMES or ustack max */
 	EMBER_PY_CUT_ENTRY	= 4,	/* chain ended before the entry frame */
+	EMBER_PY_CUT_NATIVE	= 5,	/* not a Python cut: the native walk's;
+					 * an activation further out follows */
 };
 
 enum ember_py_tstate {
