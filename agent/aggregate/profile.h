@@ -156,6 +156,7 @@ struct prof_meta {
 	uint64_t stack_replay_kept, stack_copy_dropped;
 	uint64_t stack_replay_skipped;	/* over the replay's time budget */
 	uint64_t stack_replay_ns;	/* the agent's time replaying */
+	uint64_t stack_replay_python;	/* replayed with Python frames put back */
 	/*
 	 * -e lock: waits joined with their waker's record, waits whose waker
 	 * record never came (aggregated without it), waker records whose

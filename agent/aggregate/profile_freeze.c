@@ -147,6 +147,12 @@ static struct addr_entry *resolve_word(struct profile_builder *pb,
 		if (!tmp[0].function)
 			tmp[0].function = SYM_PY_UNKNOWN;
 		n = 1;
+	} else if (addr == (EMBER_IP_PY_CUT | EMBER_PY_CUT_NATIVE)) {
+		/* native frames missing between two parts: a cut, not Python's */
+		memset(tmp, 0, sizeof(tmp[0]));
+		tmp[0].kind = SYM_FRAME_UNKNOWN;
+		tmp[0].function = PROF_CUT_FRAME;
+		n = 1;
 	} else if (tag == EMBER_IP_TAG(EMBER_IP_PY_CUT)) {
 		memset(tmp, 0, sizeof(tmp[0]));
 		tmp[0].kind = SYM_FRAME_PYTHON;

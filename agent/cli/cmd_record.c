@@ -338,12 +338,13 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 	if (m->stack_copies)
 		fprintf(stderr, "ember: stack copy: %llu cut or unbound samples "
 			"copied (%.1f KiB, %.0f B each), %llu replayed whole or "
-			"longer, %llu left as walked, %llu copies dropped, %llu "
+			"longer (%llu with their Python frames put back), %llu left as walked, %llu copies dropped, %llu "
 			"skipped (time budget, or a process whose copies gave nothing); %.1f ms CPU replaying\n",
 			(unsigned long long)m->stack_copies,
 			m->stack_copy_bytes / 1024.0,
 			(double)m->stack_copy_bytes / (double)m->stack_copies,
 			(unsigned long long)m->stack_replayed,
+			(unsigned long long)m->stack_replay_python,
 			(unsigned long long)m->stack_replay_kept,
 			(unsigned long long)m->stack_copy_dropped,
 			(unsigned long long)m->stack_replay_skipped,

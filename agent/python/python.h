@@ -105,6 +105,24 @@ void py_names_free(struct py_names *pn);
  */
 bool py_names_resolve(struct py_names *pn, uint64_t code, uint64_t word,
 		      struct py_frame *out);
+/* The interpreter loop's code in a process (ember_py_proc's eval_*). */
+struct py_eval_ranges {
+	uint64_t start[2], end[2];
+};
+
+/*
+ * py_splice.c: the walked user frames w[0..nw) of a sample that has
+ * Python frames, with the native frames o[0..no) a replay of its stack
+ * copy found (complete: the caller checks), into out[0..max): o's frames
+ * with each eval-loop frame replaced by the walk's activation of the same
+ * rank (an empty one keeps the native frame). The count, or -1 when the
+ * activations cannot be placed with certainty (a Python cut in the walk,
+ * an eval-loop frame it left native, not one activation per eval-loop
+ * frame, no room, another first frame).
+ */
+int py_splice(const struct py_eval_ranges *ev, const uint64_t *w, int nw,
+	      const uint64_t *o, int no, uint64_t *out, int max);
+
 /* Read the process's memory at addr: 0 or -errno (short reads fail). */
 int py_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len);
 

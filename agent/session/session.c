@@ -197,6 +197,14 @@ static int session_gone_maps(void *ctx, uint32_t pid, char **maps,
 	return 0;
 }
 
+/* stack_replay_eval_fn: the symbolizer's finding of pid's interpreter */
+static bool session_py_eval(void *ctx, uint32_t pid, struct py_eval_ranges *ev)
+{
+	struct session *s = ctx;
+
+	return sym_python_eval(s->sym, pid, ev);
+}
+
 static bool vdso_line(void *ctx, struct sym_map_line *m)
 {
 	if (m->type != SYM_MAP_VDSO)
@@ -298,6 +306,8 @@ int session_open(struct session *s, const struct session_options *opt,
 		session_close(s);
 		return -ENOMEM;
 	}
+	if (s->replay)
+		stack_replay_set_python(s->replay, session_py_eval, s);
 	/* the oracle strips with it where a record carries no mask */
 	if (s->check)
 		unwind_check_set_pac_mask(s->check, src.pac_mask);
@@ -779,6 +789,8 @@ struct profile *session_snapshot(struct session *s)
 		meta.stack_copy_dropped = st.dropped - s->replay_base.dropped;
 		meta.stack_replay_skipped = st.skipped - s->replay_base.skipped;
 		meta.stack_replay_ns = st.replay_ns - s->replay_base.replay_ns;
+		meta.stack_replay_python = st.py_spliced -
+					   s->replay_base.py_spliced;
 	}
 	p = pb_finish(s->pb, &meta);
 	/* DWARF and file pages are only needed while a profile is built */

@@ -90,6 +90,7 @@ struct sym_proc {
 	/* CPython's code objects (python/), looked for at the first
 	 * Python frame of the image */
 	struct py_names *py;
+	struct py_eval_ranges py_eval;	/* its eval loop, with py */
 	bool py_tried;		/* refused: not again for this image */
 	uint64_t py_tried_ns;	/* not found (yet): again after PY_RETRY_NS */
 };
@@ -1125,9 +1126,11 @@ static struct py_names *py_get(struct symbolizer *s, struct sym_proc *p)
 		return NULL;
 	r = proc_maps_read(NULL, p->pid, py_maps_add, pm, NULL) ? 0 :
 	    py_detect(p->pid, pm->v, pm->n, &t, err, sizeof(err));
-	if (r == 1)
-		p->py = py_names_new(p->pid, &t.lay);
-	else if (r < 0)
+	if (r == 1 && (p->py = py_names_new(p->pid, &t.lay))) {
+		memcpy(p->py_eval.start, t.proc.eval_start,
+		       sizeof(p->py_eval.start));
+		memcpy(p->py_eval.end, t.proc.eval_end, sizeof(p->py_eval.end));
+	} else if (r < 0)
 		p->py_tried = true;
 	free(pm);
 	return p->py;
@@ -1171,6 +1174,17 @@ static struct py_names *py_older(struct symbolizer *s, struct sym_proc *p)
 		if (o->py)
 			return o->py;
 	return NULL;
+}
+
+bool sym_python_eval(struct symbolizer *s, uint32_t pid,
+		     struct py_eval_ranges *ev)
+{
+	struct sym_proc *p = s ? proc_get(s, pid) : NULL;
+
+	if (!p || !py_get(s, p))
+		return false;
+	*ev = p->py_eval;
+	return true;
 }
 
 void sym_resolve_python(struct symbolizer *s, uint32_t pid, uint64_t code,

@@ -153,6 +153,13 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 int sym_resolve_kernel(struct symbolizer *s, uint64_t addr,
 		       struct sym_frame *out, int max);
 /*
+ * Where pid's CPython interpreter loop is (python.h), found as for naming
+ * its frames: false when pid has no interpreter ember knows.
+ */
+struct py_eval_ranges;
+bool sym_python_eval(struct symbolizer *s, uint32_t pid,
+		     struct py_eval_ranges *ev);
+/*
  * A Python frame: the EMBER_IP_PY slot's code address and the slot after
  * it (check << 32 | byte offset), include/uapi/ember.h. Always one frame:
  * SYM_FRAME_PYTHON, named "[unknown python code]" (SYM_PY_UNKNOWN) when

@@ -48,6 +48,9 @@ struct stack_replay {
 	int64_t budget_ns;		/* token bucket, STACK_REPLAY_BUDGET_PERMILLE */
 	uint64_t budget_at;		/* CLOCK_MONOTONIC of its last refill */
 	uint64_t trimmed_ns;		/* CLOCK_MONOTONIC of its last malloc_trim */
+	stack_replay_eval_fn *eval_fn;	/* Python samples' eval loops */
+	void *eval_ctx;
+	uint64_t spliced[EMBER_MAX_FRAMES];	/* rewrite_python()'s frames */
 	/* the rewritten sample: header, frames, a trailer of up to 3 u64 */
 	union {
 		struct ember_sample s;
@@ -79,6 +82,13 @@ struct stack_replay *stack_replay_new(uint64_t pac_mask, oracle_gone_fn gone,
 		return NULL;
 	}
 	return r;
+}
+
+void stack_replay_set_python(struct stack_replay *r, stack_replay_eval_fn *fn,
+			     void *ctx)
+{
+	r->eval_fn = fn;
+	r->eval_ctx = ctx;
 }
 
 void stack_replay_free(struct stack_replay *r)
@@ -171,6 +181,44 @@ rewrite(struct stack_replay *r, const struct ember_sample *s,
 	return &d->hdr;
 }
 
+static bool has_python(const struct ember_sample *s)
+{
+	const __u64 *user = s->ips + s->nr_kernel;
+
+	for (unsigned int i = 0; i < s->nr_user; i++) {
+		uint64_t tag = EMBER_IP_TAG(user[i]);
+
+		if (tag == EMBER_IP_TAG(EMBER_IP_PY) ||
+		    tag == EMBER_IP_TAG(EMBER_IP_PY_CUT))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A sample with Python frames: the replay's frames o[0..no) with its
+ * activations put back, when the replay is whole and each activation's
+ * place is certain; NULL keeps the walk (and its Python frames).
+ */
+static const struct ember_rec_header *
+rewrite_python(struct stack_replay *r, const struct ember_sample *s,
+	       const uint64_t *o, int no, int complete)
+{
+	const struct ember_rec_header *out;
+	struct py_eval_ranges ev;
+	int n;
+
+	if (!complete || !r->eval_fn || !r->eval_fn(r->eval_ctx, s->pid, &ev))
+		return NULL;
+	n = py_splice(&ev, (const uint64_t *)s->ips + s->nr_kernel,
+		      s->nr_user, o, no, r->spliced, EMBER_MAX_FRAMES);
+	if (n < 1)
+		return NULL;
+	out = rewrite(r, s, r->spliced, n, complete);
+	r->st.py_spliced += out != NULL;
+	return out;
+}
+
 static struct futile *futile_of(struct stack_replay *r, uint32_t pid)
 {
 	struct futile *f = &r->futile[pid % FUTILE_SLOTS];
@@ -188,6 +236,7 @@ replay(struct stack_replay *r, const struct ember_sample *s)
 	const struct ember_rec_header *out = NULL;
 	uint64_t o[EMBER_MAX_FRAMES], t0, t1, c0;
 	int no, complete = 0;
+	bool python;
 
 	if (!h) {
 		r->st.unpaired++;
@@ -237,10 +286,13 @@ replay(struct stack_replay *r, const struct ember_sample *s)
 	r->budget_ns -= (int64_t)(t1 - c0);
 	r->st.replay_ns += t1 - c0;
 	h->seq = 0;
+	python = has_python(s);
 	if (no > 0)
-		out = rewrite(r, s, o, no, complete);
+		out = python ? rewrite_python(r, s, o, no, complete) :
+			       rewrite(r, s, o, no, complete);
 	if (!out) {
 		r->st.kept++;
+		r->st.py_kept += python;
 		if (++f->fails >= FUTILE_AFTER) {
 			f->fails = 0;
 			f->until_ns = t0 + FUTILE_NS;

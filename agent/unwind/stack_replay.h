@@ -8,8 +8,10 @@
  * (a bounded set; the oldest goes, counted, when full) and, when their
  * sample comes, unwinds the copy with libdwfl over the process's current
  * mappings (oracle.h) and puts the result in place of the sample's user
- * frames when it is longer or proven whole. Python samples are never
- * copied (their frames would be lost). A process already gone is
+ * frames when it is longer or proven whole. A sample with Python frames
+ * is replaced only by a replay proven whole whose eval-loop frames take
+ * its activations back one for one (python.h, py_splice()); else it stays
+ * as walked, its Python frames kept. A process already gone is
  * replayed over the mappings its exec snapshot saw (proc/exec_snap.h,
  * through gone_fn); without one its samples stay as walked (kept).
  */
@@ -18,6 +20,7 @@
 
 #include <stdint.h>
 #include "uapi/ember.h"
+#include "python/python.h"
 #include "unwind/oracle.h"
 
 struct stack_replay_stats {
@@ -33,6 +36,8 @@ struct stack_replay_stats {
 				 * or of a process whose last FUTILE_AFTER (4)
 				 * replays found nothing (for a second) */
 	uint64_t replay_ns;	/* CPU time spent unwinding copies */
+	uint64_t py_spliced;	/* of replayed: Python activations put back */
+	uint64_t py_kept;	/* of kept: with Python frames, not placeable */
 };
 
 /*
@@ -74,6 +79,15 @@ struct stack_replay;
  */
 struct stack_replay *stack_replay_new(uint64_t pac_mask, oracle_gone_fn gone,
 				      void *gone_ctx);
+/*
+ * Where pid's interpreter loop is (false: not known), for samples with
+ * Python frames; called on the replay's thread. Without one such samples
+ * stay as walked.
+ */
+typedef bool stack_replay_eval_fn(void *ctx, uint32_t pid,
+				  struct py_eval_ranges *ev);
+void stack_replay_set_python(struct stack_replay *r, stack_replay_eval_fn *fn,
+			     void *ctx);
 /*
  * Every valid record in ring order (ember_record_valid()). Returns rec
  * itself, or a rewritten copy of a sample (valid until the next call), or

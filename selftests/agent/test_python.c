@@ -1051,8 +1051,61 @@ static void test_live_pyenv(void)
 	globfree(&g);
 }
 
+/*
+ * py_splice(): activations of a walk put back at the replay's eval-loop
+ * frames, in order; refused whenever the order is not certain.
+ */
+static void test_splice(void)
+{
+	const uint64_t gap = EMBER_IP_PY_CUT | EMBER_PY_CUT_NATIVE;
+	const uint64_t A = EMBER_IP_PY | 0xa000, B = EMBER_IP_PY | 0xb000;
+	const uint64_t C = EMBER_IP_PY | 0xc000;
+	struct py_eval_ranges ev = { .start = { 0x5000 }, .end = { 0x6000 } };
+	/* leaf 0x1000, two eval frames (0x5010, 0x5020), main 0x2000 */
+	const uint64_t o[] = { 0x1000, 0x1100, 0x5010, 0x1200, 0x5020, 0x2000 };
+	/* placed: A before 0x1100's caller; cut; B and C in the rest */
+	const uint64_t w1[] = { 0x1000, 0x1100, A, 1, 0x1200, gap, B, 2, C, 3 };
+	const uint64_t want1[] = { 0x1000, 0x1100, A, 1, 0x1200, B, 2, C, 3,
+				   0x2000 };
+	/* cut at the leaf; the first activation was a shim alone */
+	const uint64_t w2[] = { 0x1000, gap, gap, B, 2 };
+	const uint64_t want2[] = { 0x1000, 0x1100, 0x5010, 0x1200, B, 2, 0x2000 };
+	/* an eval-loop frame left native by the walk: refused */
+	const uint64_t w3[] = { 0x1000, 0x1100, 0x5010, gap, B, 2 };
+	/* one activation for two eval frames: refused */
+	const uint64_t w4[] = { 0x1000, gap, B, 2 };
+	/* a Python cut: refused */
+	const uint64_t w5[] = { 0x1000, gap, B, 2,
+				EMBER_IP_PY_CUT | EMBER_PY_CUT_FRAME };
+	/* a slot pair cut in half: refused */
+	const uint64_t w6[] = { 0x1000, gap, gap, B };
+	uint64_t out[16];
+	int n;
+
+	n = py_splice(&ev, w1, 10, o, 6, out, 16);
+	T_CHECK("py_splice_placed_and_rest", n == 10 &&
+		!memcmp(out, want1, sizeof(want1)), "%d frames", n);
+	n = py_splice(&ev, w2, 5, o, 6, out, 16);
+	T_CHECK("py_splice_empty_activation", n == 7 &&
+		!memcmp(out, want2, sizeof(want2)), "%d frames", n);
+	T_CHECK("py_splice_native_eval_refused",
+		py_splice(&ev, w3, 6, o, 6, out, 16) < 0, "placed");
+	T_CHECK("py_splice_count_refused",
+		py_splice(&ev, w4, 4, o, 6, out, 16) < 0, "placed");
+	T_CHECK("py_splice_python_cut_refused",
+		py_splice(&ev, w5, 5, o, 6, out, 16) < 0, "placed");
+	T_CHECK("py_splice_half_pair_refused",
+		py_splice(&ev, w6, 4, o, 6, out, 16) < 0, "placed");
+	T_CHECK("py_splice_room_refused",
+		py_splice(&ev, w1, 10, o, 6, out, 9) < 0, "placed");
+	/* another leaf: not the same sample */
+	T_CHECK("py_splice_other_leaf_refused",
+		py_splice(&ev, w1, 10, o + 1, 5, out, 16) < 0, "placed");
+}
+
 int main(void)
 {
+	test_splice();
 	test_user_frames_valid();
 	test_linetable_truth();
 	test_linetable_hostile();

@@ -117,6 +117,110 @@ static bool chain_ok(const struct ember_sample *o)
 	       o->ips[3] == ra_outer;
 }
 
+/*
+ * Python: t_outer stands for the eval loop (ra_mid returns into it), and
+ * the walk cut after the leaf kept one activation (uapi: "When the native
+ * walk stops short").
+ */
+#define PY_CODE		(EMBER_IP_PY | 0x7f0000001000ull)
+#define PY_WORD		(7ull << 32 | 24)
+static bool eval_known = true;
+static int eval_frames = 1;	/* 2: t_mid counts as one too */
+
+static bool eval_of(void *ctx, uint32_t pid, struct py_eval_ranges *ev)
+{
+	(void)ctx;
+	(void)pid;
+	memset(ev, 0, sizeof(*ev));
+	ev->start[0] = ra_mid - 1;
+	ev->end[0] = ra_mid;
+	if (eval_frames == 2) {
+		ev->start[1] = ra_leaf - 1;
+		ev->end[1] = ra_leaf;
+	}
+	return eval_known;
+}
+
+static struct ember_sample *py_sample(uint64_t time_ns, uint64_t pc,
+				      uint64_t marker)
+{
+	static uint64_t buf[(sizeof(struct ember_sample) + 64) / 8];
+	struct ember_sample *s = (void *)buf;
+
+	memcpy(buf, sample(time_ns, pc), sizeof(*s) + 8);
+	s->flags = EMBER_SF_USER_CFI | EMBER_SF_USER_CUT |
+		   EMBER_SF_USER_COPIED | EMBER_SF_PYTHON;
+	s->ips[1] = marker;
+	s->ips[2] = PY_CODE;
+	s->ips[3] = PY_WORD;
+	s->nr_user = 4;
+	s->hdr.size = sizeof(*s) + 4 * 8;
+	return s;
+}
+
+/* One run of the replay of a Python sample: the output's user frames. */
+static const struct ember_sample *py_replay(struct stack_replay *r,
+					    uint64_t t, uint64_t pc,
+					    uint64_t marker)
+{
+	struct ember_user_stack *u = (void *)rec_buf;
+
+	u->time_ns = t;
+	stack_replay_record(r, &u->hdr);
+	return (const void *)stack_replay_record(r,
+						 &py_sample(t, pc, marker)->hdr);
+}
+
+static void test_python(uint64_t pc)
+{
+	const uint64_t gap = EMBER_IP_PY_CUT | EMBER_PY_CUT_NATIVE;
+	struct stack_replay *r = stack_replay_new(0, NULL, NULL);
+	struct ember_user_stack *u = (void *)rec_buf;
+	struct stack_replay_stats st;
+	const struct ember_sample *o;
+
+	if (!r)
+		return;
+	u->pid = (uint32_t)getpid();
+	/* without the interpreter's place: kept, Python frames and all */
+	o = py_replay(r, tb + 3000, pc, gap);
+	T_CHECK("stack_replay_python_no_eval_kept",
+		o && o->nr_user == 4 && o->ips[2] == PY_CODE,
+		"a Python sample was replaced without its eval loop known");
+	stack_replay_set_python(r, eval_of, NULL);
+	o = py_replay(r, tb + 3001, pc, gap);
+	T_CHECK("stack_replay_python_spliced",
+		o && o->nr_user >= 6 && o->ips[0] == pc && o->ips[1] == ra_leaf &&
+		o->ips[2] == PY_CODE && o->ips[3] == PY_WORD &&
+		o->ips[4] == ra_outer &&
+		(o->flags & EMBER_SF_USER_COMPLETE) &&
+		(o->flags & EMBER_SF_PYTHON) && !(o->flags & EMBER_SF_USER_CUT),
+		"%u frames, flags %#x: %#lx %#lx %#lx %#lx", o ? o->nr_user : 0,
+		o ? o->flags : 0, o ? (long)o->ips[1] : 0L,
+		o ? (long)o->ips[2] : 0L, o ? (long)o->ips[3] : 0L,
+		o ? (long)o->ips[4] : 0L);
+	/* two eval-loop frames for one activation: which one is not known */
+	eval_frames = 2;
+	o = py_replay(r, tb + 3002, pc, gap);
+	T_CHECK("stack_replay_python_ambiguous_kept",
+		o && o->nr_user == 4 && o->ips[1] == gap,
+		"an activation was placed with two eval frames to choose from");
+	eval_frames = 1;
+	/* a Python cut in the walk: the chain is not whole, nothing placed */
+	o = py_replay(r, tb + 3003, pc,
+		      EMBER_IP_PY_CUT | EMBER_PY_CUT_DEPTH);
+	T_CHECK("stack_replay_python_cut_kept",
+		o && o->nr_user == 4 && o->ips[2] == PY_CODE,
+		"a sample with a Python cut was replayed");
+	stack_replay_get(r, &st);
+	T_CHECK("stack_replay_python_counts",
+		st.py_spliced == 1 && st.py_kept == 3 && st.replayed == 1,
+		"spliced %lu kept %lu replayed %lu",
+		(unsigned long)st.py_spliced, (unsigned long)st.py_kept,
+		(unsigned long)st.replayed);
+	stack_replay_free(r);
+}
+
 /* oracle_gone_fn: this process's maps stand for a snapshot */
 static int gone_self(void *ctx, uint32_t pid, char **maps, size_t *len,
 		     int *root_fd)
@@ -242,6 +346,7 @@ int main(void)
 			st.kept == 1, "a gone process without snapshot changed");
 		stack_replay_free(r);
 	}
+	test_python(pc);
 	/* a sample read long after it was taken: passed on, skipped */
 	r = stack_replay_new(0, NULL, NULL);
 	if (r) {

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Python activations put back into a replayed stack (python.h,
+ * py_splice()). A sample whose native walk was cut keeps its Python
+ * frames (include/uapi/ember.h, "When the native walk stops short"); the
+ * stack replay later unwinds the sample's stack copy natively, and each
+ * eval-loop frame of that unwinding gets its activation back, in order.
+ * Nothing is placed by guess: any doubt about which activation belongs
+ * to which eval-loop frame refuses the splice, and the caller keeps the
+ * walk as it was (with its [cut]).
+ */
+#include <string.h>
+
+#include "python/python.h"
+
+struct py_group {
+	int at, len;	/* slots of the walk; len 0: the activation was empty */
+};
+
+#define PY_MAX_GROUPS	(EMBER_MAX_PY_FRAMES + 2)
+
+static bool in_eval(const struct py_eval_ranges *ev, uint64_t pc)
+{
+	for (int i = 0; i < 2; i++)
+		if (pc >= ev->start[i] && pc < ev->end[i])
+			return true;
+	return false;
+}
+
+/* The lookup PC of frame i: the first is exact, the others return. */
+static uint64_t lookup_pc(const uint64_t *v, int i)
+{
+	return i ? v[i] - 1 : v[i];
+}
+
+/*
+ * The walk's activations, leaf first: runs of Python slots (a native
+ * frame between two), and each EMBER_PY_CUT_NATIVE marker's. -1 when the
+ * walk cannot be matched: a Python cut, a slot pair cut in half, or an
+ * eval-loop frame the walk left native (an activation that wrote nothing
+ * or was lost: which one is not known).
+ */
+static int walk_groups(const struct py_eval_ranges *ev, const uint64_t *w,
+		       int nw, struct py_group *g)
+{
+	bool open = false;
+	int ng = 0;
+
+	for (int i = 0; i < nw; i++) {
+		uint64_t tag = EMBER_IP_TAG(w[i]);
+
+		if (tag == EMBER_IP_TAG(EMBER_IP_PY)) {
+			if (i + 1 >= nw)
+				return -1;
+			if (!open) {
+				if (ng == PY_MAX_GROUPS)
+					return -1;
+				g[ng++] = (struct py_group){ .at = i };
+				open = true;
+			}
+			g[ng - 1].len += 2;
+			i++;
+		} else if (tag == EMBER_IP_TAG(EMBER_IP_PY_CUT)) {
+			if (w[i] != (EMBER_IP_PY_CUT | EMBER_PY_CUT_NATIVE) ||
+			    ng == PY_MAX_GROUPS)
+				return -1;
+			g[ng++] = (struct py_group){ .at = i + 1 };
+			open = true;
+		} else if (in_eval(ev, lookup_pc(w, i))) {
+			return -1;
+		} else {
+			open = false;
+		}
+	}
+	return ng;
+}
+
+int py_splice(const struct py_eval_ranges *ev, const uint64_t *w, int nw,
+	      const uint64_t *o, int no, uint64_t *out, int max)
+{
+	struct py_group g[PY_MAX_GROUPS];
+	int ng = walk_groups(ev, w, nw, g), nev = 0, n = 0, k = 0;
+
+	if (ng < 0 || no < 1 || nw < 1)
+		return -1;
+	for (int j = 0; j < no; j++)
+		nev += in_eval(ev, lookup_pc(o, j));
+	/* one activation per eval-loop frame, or the order is not known */
+	if (nev != ng)
+		return -1;
+	for (int j = 0; j < no; j++) {
+		if (!in_eval(ev, lookup_pc(o, j)) || !g[k].len) {
+			k += in_eval(ev, lookup_pc(o, j));
+			if (n == max)
+				return -1;
+			out[n++] = o[j];
+			continue;
+		}
+		if (g[k].len > max - n)
+			return -1;
+		memcpy(out + n, w + g[k].at, (size_t)g[k].len * sizeof(*out));
+		n += g[k].len;
+		k++;
+	}
+	/* the same sample: its first frame (native or Python) is the walk's */
+	return out[0] == w[0] ? n : -1;
+}
