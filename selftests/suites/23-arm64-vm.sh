@@ -65,7 +65,9 @@ cp "$(val agent)" "$(val preload)" selftests/agent/e2e/guest-arm64.sh \
 	selftests/agent/e2e/e2e.sh selftests/unwind/check-nofp.sh \
 	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
 	selftests/alloc/check-alloc.sh selftests/alloc/alloc-common.sh \
-	selftests/lock/check-lock.sh selftests/faults/check-faults.sh "$work/agent/"
+	selftests/lock/check-lock.sh selftests/faults/check-faults.sh \
+	selftests/agent/e2e/check-python-rest.sh selftests/agent/e2e/pyanon.py \
+	"$work/agent/"
 cp -r "$tests"/. "$work/agent/"
 # bad input: an x86-64 ember.ko (the amd64 package's module copied onto an
 # arm64 machine); the guest expects it refused and eBPF used instead
@@ -82,7 +84,8 @@ guest_files=(--host-file /bin/bash)
 while IFS= read -r f; do
 	case $f in *.pyc) continue ;; esac
 	guest_files+=(--host-file "${f//x86_64-linux-gnu/aarch64-linux-gnu}")
-done < <(selftests/unwind/check-real.sh --python-files)
+done < <(selftests/unwind/check-real.sh --python-files
+	selftests/agent/e2e/check-python-rest.sh --python-files)
 
 for k in $kernels; do
 	ko=$(val "module_$k")

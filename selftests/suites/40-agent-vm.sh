@@ -30,6 +30,7 @@ cp agent/ember agent/gen/tests/ember-phases agent/gen/tests/faultwork \
 	selftests/unwind/check-oracle.sh selftests/unwind/check-real.sh \
 	selftests/unwind/check-cost.sh selftests/unwind/check-jit.sh \
 	selftests/unwind/check-backends.sh \
+	selftests/agent/e2e/check-python-rest.sh selftests/agent/e2e/pyanon.py \
 	agent/gen/tests/jit-work agent/gen/tests/allocwork \
 	preload/libember-alloc.so selftests/alloc/check-alloc.sh \
 	selftests/alloc/check-alloc-pid.sh selftests/alloc/alloc-common.sh \
@@ -46,7 +47,8 @@ art=${EMBER_TEST_ARTIFACTS:-selftests/artifacts}/agent-vm
 py_files=()
 while IFS= read -r f; do
 	py_files+=(--host-file "$f")
-done < <(selftests/unwind/check-real.sh --python-files)
+done < <(selftests/unwind/check-real.sh --python-files
+	selftests/agent/e2e/check-python-rest.sh --python-files)
 
 for k in $kernels; do
 	if ! kdir=$(scripts/fetch-kernels.sh --kdir "$k" 2>"$work/fetch.log"); then

@@ -139,6 +139,9 @@ selftests/agent/mmap/check-mmap.sh --ember agent/ember --work agent/gen/tests/mm
 	--backend "$backend" --label host
 selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 	--out "$art/python"
+# ... Python callers of code no unwinder can step out of
+selftests/agent/e2e/check-python-rest.sh --ember agent/ember --backend "$backend" \
+	--out "$art/python-rest"
 # ... and on Debian 13's python3.13 (blocked threads keep their callers)
 selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 	--out "$art/python313" --python 3.13

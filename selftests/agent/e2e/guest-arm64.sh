@@ -120,6 +120,9 @@ run_groups() {
 		bash ./check-real.sh --ember ./ember --backend $b --no-perf \
 			--only "xz openssl" --xz-mb 2 --out $out/real-cmd-$b \
 			--outer complete --min 97 | named ${b}_
+		# Python callers of code no unwinder can step out of
+		bash ./check-python-rest.sh --ember ./ember --backend $b \
+			--where vm --secs 3 --out $out/pyrest-$b | named
 	fi
 	if has alloc; then
 		sh ./check-alloc.sh --ember ./ember --work ./allocwork --backend $b \

@@ -137,6 +137,13 @@ if [ -x ./unwind-gcc/nofp-work ]; then
 	took check-real_python
 	bash ./check-real.sh --ember ./ember --backend kmod --no-perf \
 		--only python3.11 --py-warmup 3 --py-attach --out /tmp/real
+	# Python callers of code no unwinder can step out of, from the
+	# first sample (-- CMD): both backends
+	for b in kmod bpf; do
+		took check-python-rest_$b
+		bash ./check-python-rest.sh --ember ./ember --backend $b \
+			--where vm --secs 3 --out $out/pyrest-$b
+	done
 	# xz and openssl as users run them, -- CMD with no warm-up: their
 	# libraries are DT_NEEDED, bound while ember holds the start (before
 	# it, 84.8% and 92% of their samples reached the outer function)
