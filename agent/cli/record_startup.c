@@ -95,6 +95,22 @@ static int get_regs(pid_t pid, struct sc_regs *r)
 	return 0;
 }
 
+/*
+ * The dynamic loader run as the command (`ld-linux-x86-64.so.2 PROG`, how
+ * a program is run against another set of libraries): it maps PROG and
+ * its libraries itself, so it is followed as any loader. By its name: a
+ * static program is run from its own first instruction as well, and
+ * following one would hold it for its whole run.
+ */
+static bool is_dynamic_loader(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl-", 8) ||
+	       !strncmp(base, "ld64.so", 7) || !strcmp(base, "ld.so");
+}
+
 /* Whether the command runs its own code yet: an exec with no loader. */
 static int loader_of(pid_t pid, struct loader_range *r)
 {
@@ -115,8 +131,9 @@ static int loader_of(pid_t pid, struct loader_range *r)
 	n = readlink(exe, self, sizeof(self) - 1);
 	if (n > 0) {
 		self[n] = '\0';
-		if (!strcmp(self, r->path))
-			return 1;	/* static: its entry is its own code */
+		/* static: its entry is its own code */
+		if (!strcmp(self, r->path) && !is_dynamic_loader(self))
+			return 1;
 	}
 	proc_maps_read(NULL, (uint32_t)pid, span_of_path, r, NULL);
 	return 0;
