@@ -89,6 +89,8 @@ enum {
 	PY_NATIVE,		/* ... it cut: the frame is written */
 };
 #define PY_USER_MAX		(1ULL << EMBER_IP_TAG_SHIFT)
+/* py_state.cut after EMBER_PY_CUT_SHIFT: no cut, but no more Python */
+#define PY_SHIFTED		2
 
 /* Set by the loader once a process is bound: until then, no lookup. */
 __u32 py_bound;
@@ -106,7 +108,11 @@ struct py_state {
 	__u64 frame;		/* the next frame of the chain to write */
 	__u32 on;		/* the sample's process is bound */
 	__u32 started;		/* the thread state has been read */
-	__u32 cut;		/* the chain is cut: the rest stays native */
+	__u32 cut;		/* the chain is cut: the rest stays native
+				 * (PY_SHIFTED: over, the eval frame not
+				 * written) */
+	__u32 leaf;		/* the first activation is the leaf's */
+	__u32 fresh;		/* the activation has read no frame yet */
 	__u32 act_done;		/* the current activation is over */
 	__u32 nframes;		/* Python frames written, all activations */
 	__u32 n, base, max;	/* user slots written, where, how many */
@@ -118,6 +124,7 @@ struct py_state {
 	__u32 cfi;		/* the walk is uw_frames(): its uw_state
 				 * takes the activation's outcome */
 	__u32 __pad;
+	__u64 leaf_pc;		/* the leaf's PC, when leaf */
 	__u64 fwin_base, cwin_base;	/* user addresses, or PY_WIN_NONE */
 	__u64 fwin[PY_WIN / 8];		/* frames */
 	__u32 cwin[PY_WIN / 4];		/* code objects */
@@ -168,6 +175,8 @@ __noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 max,
 	ps->on = 1;
 	ps->started = 0;
 	ps->cut = 0;
+	ps->leaf = 0;
+	ps->fresh = 0;
 	ps->act_done = 0;
 	ps->nframes = 0;
 	ps->n = 0;
@@ -229,6 +238,23 @@ static __always_inline int py_cut(struct py_state *ps, struct scratch *sc,
 	ps->cut = 1;
 	ps->act_done = 1;
 	ps->flags |= EMBER_SF_USER_CUT;
+	return 1;
+}
+
+/*
+ * The chain ran out at an eval-loop frame after the leaf's activation
+ * wrote frames: the leaf's loop was in its prologue or epilogue (uapi:
+ * "The leaf's eval loop"). The marker and the leaf's PC in place of this
+ * frame; no more Python. Returns 1 (the activation is over).
+ */
+static __always_inline int py_shift(struct py_state *ps, struct scratch *sc)
+{
+	if (ps->n + 2 > ps->max)
+		return py_cut(ps, sc, EMBER_PY_CUT_ENTRY);
+	py_put(ps, sc, EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT);
+	py_put(ps, sc, ps->leaf_pc);
+	ps->cut = PY_SHIFTED;
+	ps->act_done = 1;
 	return 1;
 }
 
@@ -340,6 +366,9 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 	}
 	for (i = 0; i < PY_FRAMES_PER_CALL; i++) {
 		frame = ps->frame;
+		if (!frame && ps->fresh && ps->leaf && ps->nframes)
+			return py_shift(ps, sc);
+		ps->fresh = 0;
 		if (!frame || frame >= PY_USER_MAX || (frame & 7))
 			return py_cut(ps, sc, frame ? EMBER_PY_CUT_FRAME :
 						      EMBER_PY_CUT_ENTRY);
@@ -403,7 +432,7 @@ __noinline int py_frames(__u32 slot)
 		return 0;
 	if (!py_walk(ps, sc))
 		return PY_RET_ACTIVATION;
-	ps->pending = ps->cut ? PY_NATIVE : PY_REPLACED;
+	ps->pending = ps->cut == 1 ? PY_NATIVE : PY_REPLACED;
 	if (ps->cfi) {
 		w = bpf_map_lookup_elem(&uw_state, &slot);
 		if (w) {
@@ -425,6 +454,7 @@ static __always_inline void py_pending(struct py_state *ps, __u32 n,
 	ps->n = n;
 	ps->max = max;
 	ps->act_done = 0;
+	ps->fresh = 1;
 }
 
 /*
@@ -514,6 +544,10 @@ __noinline int py_merge_fp(__u32 slot)
 		    py_in_eval(ps, ni ? pc - 1 : pc)) {
 			ps->pending = PY_PENDING;
 			py_pending(ps, ps->n, ps->max);
+			if (!ni) {
+				ps->leaf = 1;
+				ps->leaf_pc = pc;
+			}
 			return PY_RET_ACTIVATION;
 		}
 		ps->pending = 0;

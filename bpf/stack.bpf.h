@@ -229,6 +229,10 @@ __noinline int uw_frames(__u32 slot)
 			if (ps && !ps->cut && py_in_eval(ps, lpc)) {
 				w->py = PY_PENDING;
 				py_pending(ps, w->n, w->max);
+				if (!w->n) {
+					ps->leaf = 1;
+					ps->leaf_pc = w->pc;
+				}
 				return PY_RET_ACTIVATION;
 			}
 		}

@@ -188,6 +188,7 @@ const struct ember_py_info *ember_py_lookup(struct task_struct *task);
 struct ember_py_walk {
 	const struct ember_py_info *py;	/* NULL: not a bound process */
 	u64 frame;	/* the next activation's newest frame */
+	u64 leaf_pc;	/* the leaf's PC, when its activation came first */
 	u16 nr;		/* Python frames written so far */
 	u8 state;	/* enum in unwind_python.c */
 };

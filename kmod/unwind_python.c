@@ -164,6 +164,16 @@ static unsigned int ember_py_run(struct ember_py_walk *w, u64 *ips,
 	u64 frame, prev;
 
 	frame = w->frame;
+	/*
+	 * None left for this eval-loop frame although the leaf's activation
+	 * wrote frames: those were this one's (uapi: "The leaf's eval loop").
+	 */
+	if (!frame && w->leaf_pc && w->nr && n + 2 <= max) {
+		w->state = EMBER_PY_DONE;
+		ips[n++] = EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT;
+		ips[n++] = w->leaf_pc;
+		return n;
+	}
 	for (;;) {
 		if (!frame)
 			/* the previous activation's entry was the outermost */
@@ -219,6 +229,9 @@ unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
 		if (!w->frame)
 			return ember_py_cut(w, EMBER_PY_CUT_TSTATE, ips, n, max,
 					    flags);
+		/* the leaf's own activation: it may be empty (see run) */
+		if (!n)
+			w->leaf_pc = pc;
 	}
 	return ember_py_run(w, ips, n, max, flags);
 }

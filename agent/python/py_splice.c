@@ -105,3 +105,67 @@ int py_splice(const struct py_eval_ranges *ev, const uint64_t *w, int nw,
 	/* the same sample: its first frame (native or Python) is the walk's */
 	return out[0] == w[0] ? n : -1;
 }
+
+/*
+ * The walk's activations moved one eval-loop frame out (uapi: "The
+ * leaf's eval loop"): w[at] is the EMBER_PY_CUT_SHIFT marker, w[at + 1]
+ * the leaf's PC. Before it the walk alternates an activation (a run of
+ * Python slot pairs, the first at the leaf) and the native frames after
+ * it; each activation goes past its natives, the leaf's PC first. -1
+ * when the walk is not that shape.
+ */
+static int unshift(const uint64_t *w, int nw, int at, uint64_t *out)
+{
+	int n = 0, i = 0;
+
+	if (at + 1 >= nw || EMBER_IP_TAG(w[0]) != EMBER_IP_TAG(EMBER_IP_PY))
+		return -1;
+	out[n++] = w[at + 1];
+	while (i < at) {
+		int py = i, nat;
+
+		while (i + 1 < at && EMBER_IP_TAG(w[i]) == EMBER_IP_TAG(EMBER_IP_PY))
+			i += 2;
+		nat = i;
+		while (i < at && !EMBER_IP_TAG(w[i]))
+			i++;
+		/* a run of each, or a slot that is neither */
+		if (nat == py || (i < at && EMBER_IP_TAG(w[i]) !=
+				  EMBER_IP_TAG(EMBER_IP_PY)))
+			return -1;
+		memcpy(out + n, w + nat, (size_t)(i - nat) * sizeof(*out));
+		n += i - nat;
+		memcpy(out + n, w + py, (size_t)(nat - py) * sizeof(*out));
+		n += nat - py;
+	}
+	memcpy(out + n, w + at + 2, (size_t)(nw - at - 2) * sizeof(*out));
+	return n + nw - at - 2;
+}
+
+int py_unshift(const uint64_t *w, int nw, uint64_t *out)
+{
+	int at = -1, n;
+
+	for (int i = 0; i < nw; i++) {
+		if (EMBER_IP_TAG(w[i]) == EMBER_IP_TAG(EMBER_IP_PY)) {
+			i++;
+			continue;
+		}
+		if (w[i] == (EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT)) {
+			at = i;
+			break;
+		}
+	}
+	if (at < 0)
+		return -1;
+	n = unshift(w, nw, at, out);
+	if (n >= 0)
+		return n;
+	/* not that shape: an honest end of the chain, the PC dropped */
+	memcpy(out, w, (size_t)at * sizeof(*out));
+	out[at] = EMBER_IP_PY_CUT | EMBER_PY_CUT_ENTRY;
+	n = nw - at - 2;
+	if (n > 0)
+		memcpy(out + at + 1, w + at + 2, (size_t)n * sizeof(*out));
+	return at + 1 + (n > 0 ? n : 0);
+}

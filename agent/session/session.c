@@ -559,6 +559,48 @@ static bool session_lifecycle(struct session *s,
 }
 
 /*
+ * A sample whose Python activations the backend wrote one eval-loop frame
+ * early (python.h, py_unshift()): in the true order, in s->unshifted
+ * (valid until the next record); else rec itself.
+ */
+static const struct ember_rec_header *
+session_py_unshift(struct session *s, const struct ember_rec_header *rec)
+{
+	const struct ember_sample *in = (const void *)rec;
+	struct ember_sample *out = &s->unshifted.s;
+	size_t nk, nu, tail;
+	int n;
+
+	switch (rec->type) {
+	case EMBER_REC_SAMPLE:
+	case EMBER_REC_OFFCPU:
+	case EMBER_REC_FAULT:
+	case EMBER_REC_ALLOC:
+	case EMBER_REC_LOCK:
+	case EMBER_REC_LOCK_WAKER:
+		break;
+	default:
+		return rec;
+	}
+	if (!(in->flags & EMBER_SF_PYTHON))
+		return rec;
+	nk = in->nr_kernel;
+	nu = in->nr_user;
+	tail = rec->size - sizeof(*in) - 8 * (nk + nu);
+	if (tail > 3 * sizeof(uint64_t))
+		return rec;
+	n = py_unshift((const uint64_t *)in->ips + nk, (int)nu,
+		       (uint64_t *)out->ips + nk);
+	if (n < 0)
+		return rec;
+	memcpy(out, in, sizeof(*in) + 8 * nk);
+	memcpy(out->ips + nk + n, in->ips + nk + nu, tail);
+	out->nr_user = (uint16_t)n;
+	out->hdr.size = (uint32_t)(sizeof(*in) + 8 * (nk + (size_t)n) + tail);
+	return &out->hdr;
+}
+
+/*
  * Every record, on the consuming thread: a process's exec, exit or miss
  * to the process model, the others (samples, allocations, frees, lost)
  * to the profile builder.
@@ -566,6 +608,9 @@ static bool session_lifecycle(struct session *s,
 static void session_consume_cb(const struct ember_rec_header *rec, void *ctx)
 {
 	struct session *s = ctx;
+
+	if (ember_record_valid(rec, rec->size))
+		rec = session_py_unshift(s, rec);
 
 	/* a copy is held, its sample comes back with the replayed stack */
 	if (s->replay && ember_record_valid(rec, rec->size) &&

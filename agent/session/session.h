@@ -43,6 +43,12 @@ struct session {
 	struct unwind_check *check;	/* --check-unwind, or NULL */
 	struct stack_replay *replay;	/* --stack-copy > 0, or NULL */
 	struct stack_replay_stats replay_base;	/* at start/last reset */
+	/* session_py_unshift()'s rewritten sample */
+	union {
+		struct ember_sample s;
+		uint8_t bytes[sizeof(struct ember_sample) +
+			      (EMBER_MAX_FRAMES * 2 + 3) * sizeof(uint64_t)];
+	} unshifted;
 	struct ring_reader *reader;	/* the rings' own thread, or NULL */
 	struct exec_snaps *snaps;	/* new processes' maps (proc/exec_snap.h) */
 	struct kmaps *kmaps;		/* ... as the kernel told them (proc/kmaps.h) */

@@ -425,6 +425,18 @@ struct ember_user_stack {
  * not yet bound are kept, and the native frames around each activation
  * are honestly missing. An agent holding the sample's stack copy puts
  * each activation back at its eval-loop frame of the replayed stack.
+ *
+ * The leaf's eval loop: a sample whose first frame is in the eval loop
+ * may catch it in its prologue or epilogue, before it made its frame the
+ * thread's current one or after it gave it back. Its activation is then
+ * empty, and the frames written there belong to the next eval-loop frame
+ * out, and so on: the chain runs out one eval-loop frame early. A backend
+ * that meets that (the first activation was at the leaf and wrote
+ * frames, and a later eval-loop frame finds no frame left) writes
+ * EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT and then the leaf's PC instead of
+ * that eval-loop frame, and walks on natively (no more Python). The agent
+ * moves each activation past the native frames that follow it and puts
+ * the leaf's PC first: the true order. The stack is not cut by that.
  */
 #define EMBER_IP_TAG_SHIFT	56
 #define EMBER_IP_TAG(ip)	((__u64)(ip) >> EMBER_IP_TAG_SHIFT)
@@ -445,6 +457,7 @@ enum ember_py_cut {
 	EMBER_PY_CUT_ENTRY	= 4,	/* chain ended before the entry frame */
 	EMBER_PY_CUT_NATIVE	= 5,	/* not a Python cut: the native walk's;
 					 * an activation further out follows */
+	EMBER_PY_CUT_SHIFT	= 6,	/* not a cut: see "The leaf's eval loop" */
 };
 
 enum ember_py_tstate {

@@ -1103,9 +1103,45 @@ static void test_splice(void)
 		py_splice(&ev, w1, 10, o + 1, 5, out, 16) < 0, "placed");
 }
 
+/*
+ * py_unshift(): the backend caught the leaf's eval loop in its prologue
+ * or epilogue; each activation goes one eval-loop frame out.
+ */
+static void test_unshift(void)
+{
+	const uint64_t shift = EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT;
+	const uint64_t entry = EMBER_IP_PY_CUT | EMBER_PY_CUT_ENTRY;
+	const uint64_t A = EMBER_IP_PY | 0xa000, B = EMBER_IP_PY | 0xb000;
+	/* leaf eval 0x5000 (empty): A1 = A,B at the leaf, natives 0x1100
+	 * 0x1200, A2 = B, natives 0x1300, then the eval frame with none */
+	const uint64_t w[] = { A, 1, B, 2, 0x1100, 0x1200, B, 3, 0x1300,
+			       shift, 0x5000, 0x2000, 0x2100 };
+	const uint64_t want[] = { 0x5000, 0x1100, 0x1200, A, 1, B, 2, 0x1300,
+				  B, 3, 0x2000, 0x2100 };
+	/* the leaf is native: not the shape the marker says */
+	const uint64_t bad[] = { 0x1000, A, 1, 0x1100, shift, 0x5000, 0x2000 };
+	const uint64_t bad_want[] = { 0x1000, A, 1, 0x1100, entry, 0x2000 };
+	const uint64_t none[] = { A, 1, 0x1100, 0x2000 };
+	uint64_t out[16];
+	int n;
+
+	n = py_unshift(w, 13, out);
+	T_CHECK("py_unshift_order", n == 12 && !memcmp(out, want, sizeof(want)),
+		"%d frames", n);
+	n = py_unshift(bad, 7, out);
+	T_CHECK("py_unshift_bad_shape_cut", n == 6 &&
+		!memcmp(out, bad_want, sizeof(bad_want)), "%d frames", n);
+	T_CHECK("py_unshift_none", py_unshift(none, 4, out) < 0, "rewritten");
+	/* the marker's PC missing (the walk's last slot) */
+	n = py_unshift(w, 10, out);
+	T_CHECK("py_unshift_no_pc_cut", n == 10 && out[9] == entry,
+		"%d frames", n);
+}
+
 int main(void)
 {
 	test_splice();
+	test_unshift();
 	test_user_frames_valid();
 	test_linetable_truth();
 	test_linetable_hostile();
