@@ -92,6 +92,19 @@ enum {
 /* py_state.cut after EMBER_PY_CUT_SHIFT: no cut, but no more Python */
 #define PY_SHIFTED		2
 
+/*
+ * The user slots of a bound process's stack: its Python frames take two
+ * each, on top of the native frames' ustack_max (deep imports and
+ * frameworks run 40+ Python frames: at 127 slots their chains were cut
+ * short of <module>), within a record's EMBER_MAX_FRAMES.
+ */
+static __always_inline __u32 py_ustack_max(void)
+{
+	__u32 m = ustack_max + 2 * EMBER_MAX_PY_FRAMES;
+
+	return m < EMBER_MAX_FRAMES ? m : EMBER_MAX_FRAMES;
+}
+
 /* Set by the loader once a process is bound: until then, no lookup. */
 __u32 py_bound;
 

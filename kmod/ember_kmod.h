@@ -126,7 +126,8 @@ int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st);
 void ember_fill_sample_header(struct ember_sample *s, u16 type,
 			      struct task_struct *t, u64 time_ns, u64 weight_ns);
 unsigned int ember_record_user_stack(struct pt_regs *uregs, bool at_entry,
-				     u64 *ips, unsigned int max, u16 *flags,
+				     u64 *ips, unsigned int max,
+				     unsigned int py_max, u16 *flags,
 				     struct ember_cpu_stats *st);
 
 /* unwind_kernel.c / unwind_user.c: they write no record (record.c does) */
@@ -136,8 +137,8 @@ unsigned int ember_unwind_kernel(struct task_struct *task,
 unsigned int ember_unwind_kernel_here(const void *first, u64 *ips,
 				      unsigned int max, u16 *flags);
 unsigned int ember_unwind_user(struct pt_regs *uregs, bool at_entry,
-			       u64 *ips, unsigned int max, u16 *flags,
-			       struct ember_unwind_miss *miss);
+			       u64 *ips, unsigned int max, unsigned int py_max,
+			       u16 *flags, struct ember_unwind_miss *miss);
 
 /* unwind_table.c: CFI tables and process bindings (ember_lock for writers) */
 struct ember_uw_binding;

@@ -115,9 +115,10 @@ static void ember_switch_out(struct task_struct *prev, bool preempt,
 	s->out_ns = now;
 	s->nr_user = 0;
 	if (ember_umax && prev->mm && !(prev->flags & PF_KTHREAD))
+		/* its slot holds ember_umax: no more room for Python */
 		s->nr_user = ember_record_user_stack(task_pt_regs(prev), false,
-						     s->ips, ember_umax, &flags,
-						     st);
+						     s->ips, ember_umax,
+						     ember_umax, &flags, st);
 	s->flags = flags;
 }
 

@@ -41,6 +41,21 @@ int ember_record_init(const struct ember_config *cfg)
 	return ember_scratch ? 0 : -ENOMEM;
 }
 
+/*
+ * The user slots a stack of nk kernel frames may take in a scratch slot
+ * when its process's Python frames are walked: two slots each on top of
+ * the native frames' ember_umax, within a record's EMBER_MAX_FRAMES and
+ * leaving the slot room for a tail of 3.
+ */
+static unsigned int ember_py_umax(unsigned int nk)
+{
+	unsigned int m = min_t(unsigned int,
+			       ember_umax + 2 * EMBER_MAX_PY_FRAMES,
+			       EMBER_MAX_FRAMES);
+
+	return min_t(unsigned int, m, EMBER_MAX_FRAMES * 2 - 3 - nk);
+}
+
 void ember_record_exit(void)
 {
 	kvfree(ember_scratch);
@@ -132,19 +147,21 @@ int ember_emit_buf(const void *rec, u32 size, struct ember_cpu_stats *st)
 }
 
 /*
- * current's user stack from uregs into ips (ember_unwind_user()). The one
- * way an EMBER_REC_UNWIND_MISS reaches the ring: the unwinder only says
- * which miss to report, and it is written here, before the record whose
- * stack missed. Preemption must be off.
+ * current's user stack from uregs into ips (ember_unwind_user(): max
+ * slots, py_max >= max for a process whose Python frames are walked).
+ * The one way an EMBER_REC_UNWIND_MISS reaches the ring: the unwinder
+ * only says which miss to report, and it is written here, before the
+ * record whose stack missed. Preemption must be off.
  */
 unsigned int ember_record_user_stack(struct pt_regs *uregs, bool at_entry,
-				     u64 *ips, unsigned int max, u16 *flags,
+				     u64 *ips, unsigned int max,
+				     unsigned int py_max, u16 *flags,
 				     struct ember_cpu_stats *st)
 {
 	struct ember_unwind_miss miss;
 	unsigned int n;
 
-	n = ember_unwind_user(uregs, at_entry, ips, max, flags, &miss);
+	n = ember_unwind_user(uregs, at_entry, ips, max, py_max, flags, &miss);
 	if (miss.hdr.size) {
 		local64_inc(&st->unwind_miss);
 		ember_emit_buf(&miss, sizeof(miss), st);
@@ -298,8 +315,9 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 		if (ember_umax > nu)
 			nu += ember_record_user_stack(uregs, at_entry,
 						      s->ips + nk + nu,
-						      ember_umax - nu, &flags,
-						      st);
+						      ember_umax - nu,
+						      ember_py_umax(nk) - nu,
+						      &flags, st);
 		if (flags & EMBER_SF_USER_CFI)
 			local64_inc(&st->ustack_cfi);
 		if (flags & EMBER_SF_USER_FP)

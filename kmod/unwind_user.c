@@ -453,8 +453,8 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
  * write when miss->hdr.size is set (ember_unwind_want_miss()).
  */
 unsigned int ember_unwind_user(struct pt_regs *regs, bool at_entry,
-			       u64 *ips, unsigned int max, u16 *flags,
-			       struct ember_unwind_miss *miss)
+			       u64 *ips, unsigned int max, unsigned int py_max,
+			       u16 *flags, struct ember_unwind_miss *miss)
 {
 	struct ember_uw_walk w = { NULL, 0 };
 	unsigned int n;
@@ -466,6 +466,9 @@ unsigned int ember_unwind_user(struct pt_regs *regs, bool at_entry,
 		return ember_walk_compat(regs, ips, max, flags);
 	rcu_read_lock();
 	w.py.py = ember_py_lookup(current);
+	/* Python frames take two slots each, on top of the native ones */
+	if (w.py.py && py_max > max)
+		max = py_max;
 	w.b = ember_unwind_binding(current);
 	if (!w.b) {
 		n = ember_walk_fp(&w.py, regs, at_entry, ips, max, flags);
