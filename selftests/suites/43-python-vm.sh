@@ -70,7 +70,7 @@ for b in ${3:-kmod bpf}; do
 		bash selftests/agent/e2e/check-python.sh --ember agent/ember --backend $b \
 			--python $v --where "vm$1" --scale "$2" --shares per-thread \
 			--out /tmp/py-$b-$v
-		for f in /tmp/py-$b-$v/python.folded /tmp/py-$b-$v/truth.txt /tmp/py-$b-$v/stderr.txt; do
+		for f in /tmp/py-$b-$v/python.folded /tmp/py-$b-$v/truth.txt /tmp/py-$b-$v/stderr.txt /tmp/py-$b-$v/pprof.err /tmp/py-$b-$v/python.pb.gz; do
 			[ -f "$f" ] && gzip -c "$f" >"/out/$b-$v-$(basename "$f").gz"
 		done
 	done

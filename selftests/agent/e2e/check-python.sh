@@ -161,18 +161,19 @@ say(pyframes and unknown <= 0.05 * pyframes, "named",
     "%d of %d Python frames unnamed" % (unknown, pyframes))
 EOF
 # the same frames in pprof and OTLP
+# (their stderr kept beside: a failure says whether the recording failed)
 if "$ember" record --backend "$backend" -e cpu -F 199 -o "$out/python.otlp" -- \
-	"${PY[@]}" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>&1 &&
+	"${PY[@]}" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>"$out/otlp.err" &&
 	grep -qa cpython "$out/python.otlp" && grep -qa 'pyphases.py' "$out/python.otlp"; then
 	t_pass "${label}_otlp_cpython"
 else
-	t_fail "${label}_otlp_cpython" "no cpython frame type or file in $out/python.otlp"
+	t_fail "${label}_otlp_cpython" "no cpython frame type or file in $out/python.otlp: $(tail -n 3 "$out/otlp.err" | tr '\n' ' ' | cut -c1-300)"
 fi
 if "$ember" record --backend "$backend" -e cpu -F 199 -o "$out/python.pb.gz" -- \
-	"${PY[@]}" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>&1 &&
+	"${PY[@]}" selftests/agent/e2e/pyphases.py 0.3 >/dev/null 2>"$out/pprof.err" &&
 	gzip -dc "$out/python.pb.gz" | grep -qa 'py_hash' &&
 	gzip -dc "$out/python.pb.gz" | grep -qa 'pyphases.py'; then
 	t_pass "${label}_pprof"
 else
-	t_fail "${label}_pprof" "no py_hash function or pyphases.py file in $out/python.pb.gz"
+	t_fail "${label}_pprof" "no py_hash function or pyphases.py file in $out/python.pb.gz: $(tail -n 3 "$out/pprof.err" | tr '\n' ' ' | cut -c1-300)"
 fi
