@@ -26,7 +26,8 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 TAG_PY, TAG_CUT = 0xf1, 0xf2
 SF_USER_CUT, SF_PYTHON = 1 << 7, 1 << 12
-CUTS = {1: "tstate", 2: "frame", 3: "depth", 4: "entry"}
+CUTS = {1: "tstate", 2: "frame", 3: "depth", 4: "entry", 5: "native"}
+CUT_SHIFT = 6   # not a cut: the leaf's empty activation (unshift())
 # CPython 3.11 (py-work.py checks each of these on itself)
 FR_CODE, FR_PREVIOUS, FR_INSTR, FR_IS_ENTRY = 32, 48, 56, 68
 TS_CFRAME, CF_CURRENT_FRAME = 56, 8
@@ -175,6 +176,31 @@ MAIN_CHAINS = [  # leaf first, every Python frame of the main thread
 ]
 
 
+def unshift(toks):
+    """The agent's py_unshift(): a walk that caught the leaf's eval loop
+    in its prologue or epilogue (('cut', 6), then the leaf's PC) in its
+    true order, each activation past the natives after it; an entry cut
+    when it is not that shape."""
+    at = next((i for i, t in enumerate(toks) if t == ("cut", CUT_SHIFT)), None)
+    if at is None:
+        return toks
+    bad = toks[:at] + [("cut", 4)] + toks[at + 2:]
+    if at + 1 >= len(toks) or toks[0][0] != "py" or toks[at + 1][0] != "n":
+        return bad
+    out, i = [toks[at + 1]], 0
+    while i < at:
+        py = i
+        while i < at and toks[i][0] == "py":
+            i += 1
+        nat = i
+        while i < at and toks[i][0] == "n":
+            i += 1
+        if nat == py or (i < at and toks[i][0] != "py"):
+            return bad
+        out += toks[nat:i] + toks[py:nat]
+    return out + toks[at + 2:]
+
+
 def groups(toks):
     """Runs of consecutive Python frames: [(first index, [tokens])]"""
     out = []
@@ -194,12 +220,14 @@ def check_chain(dump, info, fp=False, bad=None):
     ev0, evn = syms["_PyEval_EvalFrameDefault"]
     stats = dict(main=0, complete=0, key=0, key_ok=0, sleep=0, sleep_ok=0,
                  py=0, bad_code=0, cut=0, cuts={}, bad_order=0, eval_left=0,
-                 leaf_bad=0, uncut=0)
+                 leaf_bad=0, uncut=0, shifted=0)
     example = {}
     for kind, tid, flags, slots in records(dump, pid):
         toks = tokens(slots)
         if toks is None:
             fail("a Python slot without its second slot: %s" % slots)
+        stats["shifted"] += ("cut", CUT_SHIFT) in toks
+        toks = unshift(toks)
         names = []
         for t in toks:
             if t[0] == "py":

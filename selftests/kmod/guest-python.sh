@@ -30,7 +30,8 @@ py_start() {
 #   c,b,a,module leaf first, in a row, with a native frame after them
 #   (unless $3 is 0);
 #   nap_py / nap_ok: the thread's off-CPU records, nap2,nap1; bad: a code
-#   address that is no code of the script; cut: samples with pycut;
+#   address that is no code of the script; cut: samples with pycut
+#   (not 5/6, which cut no chain: rest and shift count them);
 #   noflag: Python frames without EMBER_SF_PYTHON (0x1000)
 py_chains() {
 	awk -v pid="$2" -v need_after="$3" '
@@ -57,6 +58,12 @@ py_chains() {
 				if (nm == "?") bad++
 				if (np && last != i - 1) gap = 1
 				seq = seq (np ? "," : "") nm; np++; last = i
+			} else if (f[i] == "pycut:5" || f[i] == "pycut:6") {
+				# no Python cut (uapi): a cut of the native walk
+				# with the activations left after it (5: the
+				# frame pointers missed the eval loop), or the
+				# empty activation of the leaf, its PC after it (6)
+				moved[substr(f[i], 7)]++
 			} else if (f[i] ~ /^pycut:/) {
 				cut = 1
 				split(f[i], p, ":"); kinds = kinds " " $1 ":" p[2]
@@ -80,8 +87,9 @@ py_chains() {
 		}
 	}
 	END {
-		printf "main_py=%d main_ok=%d nap_py=%d nap_ok=%d bad=%d cut=%d noflag=%d%s%s\n",
-			mpy, mok, npy, nok, bad, cuts, noflag, ex ? " e.g." ex : "",
+		printf "main_py=%d main_ok=%d nap_py=%d nap_ok=%d bad=%d cut=%d noflag=%d rest=%d shift=%d%s%s\n",
+			mpy, mok, npy, nok, bad, cuts, noflag, moved[5], moved[6],
+			ex ? " e.g." ex : "",
 			kinds ? " cuts (record:why):" substr(kinds, 1, 120) : ""
 	}' $W/pyw.out "$1"
 }
