@@ -142,7 +142,21 @@ static int unshift(const uint64_t *w, int nw, int at, uint64_t *out)
 	return n + nw - at - 2;
 }
 
-int py_unshift(const uint64_t *w, int nw, uint64_t *out)
+/*
+ * An eval-loop frame among w[from..nw): more than the leaf's activation
+ * is missing from the chain, and which is not known.
+ */
+static bool eval_after(const struct py_eval_ranges *ev, const uint64_t *w,
+		       int nw, int from)
+{
+	for (int i = from; ev && i < nw; i++)
+		if (!EMBER_IP_TAG(w[i]) && in_eval(ev, w[i] - 1))
+			return true;
+	return false;
+}
+
+int py_unshift(const uint64_t *w, int nw, uint64_t *out,
+	       const struct py_eval_ranges *ev)
 {
 	int at = -1, n;
 
@@ -158,7 +172,7 @@ int py_unshift(const uint64_t *w, int nw, uint64_t *out)
 	}
 	if (at < 0)
 		return -1;
-	n = unshift(w, nw, at, out);
+	n = eval_after(ev, w, nw, at + 2) ? -1 : unshift(w, nw, at, out);
 	if (n >= 0)
 		return n;
 	/* not that shape: an honest end of the chain, the PC dropped */

@@ -126,10 +126,13 @@ int py_splice(const struct py_eval_ranges *ev, const uint64_t *w, int nw,
 /*
  * py_splice.c: a walk w[0..nw) that holds EMBER_PY_CUT_SHIFT (uapi: "The
  * leaf's eval loop") into out[0..nw) in the true order: the count, or -1
- * when w holds no such marker. A walk not of the shape the marker says
- * gets an EMBER_PY_CUT_ENTRY cut there instead (never a guessed order).
+ * when w holds no such marker. A walk not of the shape the marker says,
+ * or with an eval-loop frame (ev, when known) left native after the
+ * marker, gets an EMBER_PY_CUT_ENTRY cut there instead (never a guessed
+ * order).
  */
-int py_unshift(const uint64_t *w, int nw, uint64_t *out);
+int py_unshift(const uint64_t *w, int nw, uint64_t *out,
+	       const struct py_eval_ranges *ev);
 
 /* Read the process's memory at addr: 0 or -errno (short reads fail). */
 int py_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len);

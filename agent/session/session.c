@@ -568,6 +568,7 @@ session_py_unshift(struct session *s, const struct ember_rec_header *rec)
 {
 	const struct ember_sample *in = (const void *)rec;
 	struct ember_sample *out = &s->unshifted.s;
+	struct py_eval_ranges ev;
 	size_t nk, nu, tail;
 	int n;
 
@@ -589,8 +590,11 @@ session_py_unshift(struct session *s, const struct ember_rec_header *rec)
 	tail = rec->size - sizeof(*in) - 8 * (nk + nu);
 	if (tail > 3 * sizeof(uint64_t))
 		return rec;
+	/* rare (a sample at the leaf loop's entry or exit): look up the
+	 * interpreter only then */
 	n = py_unshift((const uint64_t *)in->ips + nk, (int)nu,
-		       (uint64_t *)out->ips + nk);
+		       (uint64_t *)out->ips + nk,
+		       sym_python_eval(s->sym, in->pid, &ev) ? &ev : NULL);
 	if (n < 0)
 		return rec;
 	memcpy(out, in, sizeof(*in) + 8 * nk);

@@ -176,16 +176,19 @@ MAIN_CHAINS = [  # leaf first, every Python frame of the main thread
 ]
 
 
-def unshift(toks):
+def unshift(toks, ev0, evn):
     """The agent's py_unshift(): a walk that caught the leaf's eval loop
     in its prologue or epilogue (('cut', 6), then the leaf's PC) in its
     true order, each activation past the natives after it; an entry cut
-    when it is not that shape."""
+    when it is not that shape, or an eval-loop frame [ev0, ev0 + evn) is
+    left native after the marker."""
     at = next((i for i, t in enumerate(toks) if t == ("cut", CUT_SHIFT)), None)
     if at is None:
         return toks
     bad = toks[:at] + [("cut", 4)] + toks[at + 2:]
     if at + 1 >= len(toks) or toks[0][0] != "py" or toks[at + 1][0] != "n":
+        return bad
+    if any(t[0] == "n" and ev0 <= t[1] - 1 < ev0 + evn for t in toks[at + 2:]):
         return bad
     out, i = [toks[at + 1]], 0
     while i < at:
@@ -227,7 +230,7 @@ def check_chain(dump, info, fp=False, bad=None):
         if toks is None:
             fail("a Python slot without its second slot: %s" % slots)
         stats["shifted"] += ("cut", CUT_SHIFT) in toks
-        toks = unshift(toks)
+        toks = unshift(toks, ev0, evn)
         names = []
         for t in toks:
             if t[0] == "py":
