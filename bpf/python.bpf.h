@@ -98,10 +98,13 @@ enum {
  * frameworks run 40+ Python frames: at 127 slots their chains were cut
  * short of <module>), within a record's EMBER_MAX_FRAMES.
  */
-static __always_inline __u32 py_ustack_max(void)
+static __always_inline __u32 py_ustack_max(__u32 slot)
 {
 	__u32 m = ustack_max + 2 * EMBER_MAX_PY_FRAMES;
 
+	/* an off-CPU record waits in inflight, whose values hold ustack_max */
+	if (slot == EMBER_SLOT_OFFCPU)
+		return ustack_max;
 	return m < EMBER_MAX_FRAMES ? m : EMBER_MAX_FRAMES;
 }
 
@@ -138,6 +141,14 @@ struct py_state {
 				 * takes the activation's outcome */
 	__u32 __pad;
 	__u64 leaf_pc;		/* the leaf's PC, when leaf */
+	/*
+	 * What proves the leaf's activation empty (py_shift()): where the
+	 * first activation's owner keeps its frame state on the C stack
+	 * (3.11: the thread state's _PyCFrame; 3.12+: its entry shim), and
+	 * the stack pointer at the next eval-loop frame out (0: unknown, as
+	 * in a frame-pointer walk).
+	 */
+	__u64 cframe, leaf_shim, sp2;
 	__u64 fwin_base, cwin_base;	/* user addresses, or PY_WIN_NONE */
 	__u64 fwin[PY_WIN / 8];		/* frames */
 	__u32 cwin[PY_WIN / 4];		/* code objects */
@@ -190,6 +201,9 @@ __noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 max,
 	ps->cut = 0;
 	ps->leaf = 0;
 	ps->fresh = 0;
+	ps->cframe = 0;
+	ps->leaf_shim = 0;
+	ps->sp2 = 0;
 	ps->act_done = 0;
 	ps->nframes = 0;
 	ps->n = 0;
@@ -256,13 +270,19 @@ static __always_inline int py_cut(struct py_state *ps, struct scratch *sc,
 
 /*
  * The chain ran out at an eval-loop frame after the leaf's activation
- * wrote frames: the leaf's loop was in its prologue or epilogue (uapi:
- * "The leaf's eval loop"). The marker and the leaf's PC in place of this
- * frame; no more Python. Returns 1 (the activation is over).
+ * wrote frames. The leaf's loop was in its prologue or epilogue (uapi:
+ * "The leaf's eval loop") when what owned that activation lives on the C
+ * stack of an eval-loop frame further out (at or above sp2); a chain that
+ * truly ends early (a greenlet's, another thread state's) has it in the
+ * leaf's own frame, and is cut. The marker and the leaf's PC in place of
+ * this frame; no more Python. Returns 1 (the activation is over).
  */
 static __always_inline int py_shift(struct py_state *ps, struct scratch *sc)
 {
-	if (ps->n + 2 > ps->max)
+	__u64 anchor = ps->p.entry_kind == EMBER_PY_ENTRY_SHIM ?
+		       ps->leaf_shim : ps->cframe;
+
+	if (ps->n + 2 > ps->max || !ps->sp2 || anchor < ps->sp2)
 		return py_cut(ps, sc, EMBER_PY_CUT_ENTRY);
 	py_put(ps, sc, EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT);
 	py_put(ps, sc, ps->leaf_pc);
@@ -283,7 +303,8 @@ static __always_inline __u64 py_thread_pointer(void)
  * The thread state's newest frame (include/uapi/ember.h): 0 when the
  * thread state or the frame cannot be read, or there is none.
  */
-static __always_inline __u64 py_newest_frame(const struct ember_py_proc *p)
+static __always_inline __u64 py_newest_frame(const struct ember_py_proc *p,
+					     __u64 *cframe)
 {
 	__u64 tp = py_thread_pointer(), at, v = 0;
 	__s32 key = -1;
@@ -307,6 +328,8 @@ static __always_inline __u64 py_newest_frame(const struct ember_py_proc *p)
 				(const void *)(v + (p->ts_frame[0] &
 						   (EMBER_PY_MAX_OFFSET - 1)))))
 		return 0;
+	if (p->ts_frame_nr == 2)
+		*cframe = v;
 	if (p->ts_frame_nr == 2 && v &&
 	    bpf_probe_read_user(&v, sizeof(v),
 				(const void *)(v + (p->ts_frame[1] &
@@ -373,7 +396,7 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 		return 1;
 	if (!ps->started) {
 		ps->started = 1;
-		ps->frame = py_newest_frame(&ps->p);
+		ps->frame = py_newest_frame(&ps->p, &ps->cframe);
 		if (!ps->frame)
 			return py_cut(ps, sc, EMBER_PY_CUT_TSTATE);
 	}
@@ -397,6 +420,8 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 			 0xff) == ps->p.entry_value;
 		/* the loop's own shim frame (3.12+): not written, the end */
 		if (entry && ps->p.entry_kind == EMBER_PY_ENTRY_SHIM) {
+			if (ps->leaf && !ps->leaf_shim)
+				ps->leaf_shim = frame;
 			ps->frame = py_fr_u64(ps, frame, ps->p.fr_previous);
 			ps->act_done = 1;
 			return 1;
@@ -501,7 +526,7 @@ __noinline int py_rest(__u32 slot, __u32 cfi)
 	if (!ps->started) {
 		/* no activation met: the whole chain is left, if any */
 		ps->started = 1;
-		ps->frame = py_newest_frame(&ps->p);
+		ps->frame = py_newest_frame(&ps->p, &ps->cframe);
 	} else if (!ps->act_done) {
 		return 1;
 	}

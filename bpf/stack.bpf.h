@@ -232,6 +232,8 @@ __noinline int uw_frames(__u32 slot)
 				if (!w->n) {
 					ps->leaf = 1;
 					ps->leaf_pc = w->pc;
+				} else if (!ps->sp2) {
+					ps->sp2 = w->sp;
 				}
 				return PY_RET_ACTIVATION;
 			}
@@ -359,10 +361,10 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->done = 0;
 	w->miss_pc = 0;
 	w->win_base = UW_WIN_NONE;
-	w->py = py_bound && py_begin(slot, tgid, nk, py_ustack_max(), 1) ?
+	w->py = py_bound && py_begin(slot, tgid, nk, py_ustack_max(slot), 1) ?
 		PY_ON : PY_OFF;
 	if (w->py == PY_ON)
-		w->max = py_ustack_max();
+		w->max = py_ustack_max(slot);
 	uw_walk(slot);
 	if (!w->done)	/* more activations than calls: cannot happen */
 		w->flags |= EMBER_SF_USER_CUT;
@@ -470,7 +472,7 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 		user = false;	/* the process is bound: done with tables */
 	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS)
 		py = py_bound && py_begin(uregs_slot, s->pid, nk,
-					  py_ustack_max(), 0);
+					  py_ustack_max(uregs_slot), 0);
 	if (user && ustack_req && py) {
 		nu = fp_python(ctx, uregs_slot, &flags);
 	} else if (user && ustack_req) {
@@ -650,14 +652,12 @@ __noinline int stack_copy_out(__u64 time_ns, __u64 pid_tid)
  */
 static __always_inline bool stack_copy_wanted(__u16 flags, __u16 nr_user)
 {
-	/*
-	 * Python samples too: the agent puts their activations back. Not a
-	 * walk proven whole (cut only in its Python chain: a replay finds
-	 * no more).
-	 */
+	/* Python samples too: the agent puts their activations back */
 	if (!stack_copy_bytes || !nr_user ||
-	    (flags & (EMBER_SF_COMPAT | EMBER_SF_KTHREAD |
-		      EMBER_SF_USER_COMPLETE)))
+	    (flags & (EMBER_SF_COMPAT | EMBER_SF_KTHREAD)))
+		return false;
+	/* whole but cut in its Python chain: a replay finds no more */
+	if ((flags & EMBER_SF_PYTHON) && (flags & EMBER_SF_USER_COMPLETE))
 		return false;
 	return !(flags & EMBER_SF_USER_CFI) ||
 	       (flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_FP));

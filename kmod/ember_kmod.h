@@ -190,12 +190,15 @@ struct ember_py_walk {
 	const struct ember_py_info *py;	/* NULL: not a bound process */
 	u64 frame;	/* the next activation's newest frame */
 	u64 leaf_pc;	/* the leaf's PC, when its activation came first */
+	/* what proves that activation empty (unwind_python.c) */
+	u64 cframe, leaf_shim, sp2;
 	u16 nr;		/* Python frames written so far */
 	u8 state;	/* enum in unwind_python.c */
 };
 
-unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
-				 unsigned int n, unsigned int max, u16 *flags);
+unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 sp,
+				 u64 *ips, unsigned int n, unsigned int max,
+				 u16 *flags);
 unsigned int ember_py_rest(struct ember_py_walk *w, u64 *ips, unsigned int n,
 			   unsigned int max, u16 *flags);
 

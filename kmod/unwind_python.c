@@ -77,8 +77,11 @@ static int ember_py_get(const struct ember_py_obj *o, u16 off, void *dst,
 	return 0;
 }
 
-/* The newest frame from the thread state, or 0. */
-static u64 ember_py_newest(const struct ember_py_proc *p)
+/*
+ * The newest frame from the thread state, or 0; *cframe: the _PyCFrame
+ * it went through (3.11, 3.12), else left as it was.
+ */
+static u64 ember_py_newest(const struct ember_py_proc *p, u64 *cframe)
 {
 	u64 tp = ember_user_tp(), addr, tstate, frame;
 	s32 key;
@@ -96,6 +99,8 @@ static u64 ember_py_newest(const struct ember_py_proc *p)
 	if (ember_py_read_ptr(addr, &tstate) || !tstate ||
 	    ember_py_read_ptr(tstate + p->ts_frame[0], &frame))
 		return 0;
+	if (p->ts_frame_nr == 2)
+		*cframe = frame;
 	if (p->ts_frame_nr == 2 && frame &&
 	    ember_py_read_ptr(frame + p->ts_frame[1], &frame))
 		return 0;
@@ -160,15 +165,22 @@ static unsigned int ember_py_run(struct ember_py_walk *w, u64 *ips,
 				 unsigned int n, unsigned int max, u16 *flags)
 {
 	const struct ember_py_info *in = w->py;
+	u64 frame, prev, anchor;
 	bool entry, shim;
-	u64 frame, prev;
 
 	frame = w->frame;
 	/*
 	 * None left for this eval-loop frame although the leaf's activation
-	 * wrote frames: those were this one's (uapi: "The leaf's eval loop").
+	 * wrote frames: those were this one's (uapi: "The leaf's eval loop")
+	 * when what owned them lives on the C stack of an eval-loop frame
+	 * further out (at or above sp2). A chain that truly ends early (a
+	 * greenlet's, another thread state's) has it in the leaf's own
+	 * frame, and is cut.
 	 */
-	if (!frame && w->leaf_pc && w->nr && n + 2 <= max) {
+	anchor = in->p.entry_kind == EMBER_PY_ENTRY_SHIM ? w->leaf_shim :
+							   w->cframe;
+	if (!frame && w->leaf_pc && w->nr && n + 2 <= max && w->sp2 &&
+	    anchor >= w->sp2) {
 		w->state = EMBER_PY_DONE;
 		ips[n++] = EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT;
 		ips[n++] = w->leaf_pc;
@@ -192,6 +204,8 @@ static unsigned int ember_py_run(struct ember_py_walk *w, u64 *ips,
 			n += 2;
 			w->nr++;
 			*flags |= EMBER_SF_PYTHON;
+		} else if (w->leaf_pc && !w->leaf_shim) {
+			w->leaf_shim = frame;
 		}
 		if (entry) {
 			w->frame = prev;
@@ -214,8 +228,9 @@ static unsigned int ember_py_run(struct ember_py_walk *w, u64 *ips,
  * there is nothing to write, returns n and the caller writes the native
  * frame.
  */
-unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
-				 unsigned int n, unsigned int max, u16 *flags)
+unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 sp,
+				 u64 *ips, unsigned int n, unsigned int max,
+				 u16 *flags)
 {
 	const struct ember_py_info *in = w->py;
 
@@ -225,13 +240,15 @@ unsigned int ember_py_activation(struct ember_py_walk *w, u64 pc, u64 *ips,
 		return n;
 	if (w->state == EMBER_PY_START) {
 		w->state = EMBER_PY_GOING;
-		w->frame = ember_py_newest(&in->p);
+		w->frame = ember_py_newest(&in->p, &w->cframe);
 		if (!w->frame)
 			return ember_py_cut(w, EMBER_PY_CUT_TSTATE, ips, n, max,
 					    flags);
 		/* the leaf's own activation: it may be empty (see run) */
 		if (!n)
 			w->leaf_pc = pc;
+	} else if (!w->sp2) {
+		w->sp2 = sp;	/* the first eval-loop frame out of the leaf */
 	}
 	return ember_py_run(w, ips, n, max, flags);
 }
@@ -254,7 +271,7 @@ unsigned int ember_py_rest(struct ember_py_walk *w, u64 *ips, unsigned int n,
 	if (w->state == EMBER_PY_START) {
 		/* no activation met: the whole chain is left, if any */
 		w->state = EMBER_PY_GOING;
-		w->frame = ember_py_newest(&w->py->p);
+		w->frame = ember_py_newest(&w->py->p, &w->cframe);
 	}
 	/* each activation writes a frame or ends the walk, but a shim alone */
 	for (i = 0; i <= EMBER_MAX_PY_FRAMES; i++) {

@@ -125,16 +125,17 @@ static u64 ember_entry_ret(struct pt_regs *regs, u64 pac_mask,
 
 /*
  * One frame at pc (exact: the interrupted instruction, else a return
- * address) into ips[n], n < max: in the eval loop of a bound Python
- * process, the Python frames of that activation instead
- * (unwind_python.c). Returns the new n.
+ * address; sp its stack pointer, 0 when not known: frame pointers) into
+ * ips[n], n < max: in the eval loop of a bound Python process, the
+ * Python frames of that activation instead (unwind_python.c). Returns
+ * the new n.
  */
 static unsigned int ember_put_frame(struct ember_py_walk *py, u64 pc,
-				    bool exact, u64 *ips, unsigned int n,
-				    unsigned int max, u16 *flags)
+				    u64 sp, bool exact, u64 *ips,
+				    unsigned int n, unsigned int max, u16 *flags)
 {
-	unsigned int m = ember_py_activation(py, exact ? pc : pc - 1, ips, n,
-					     max, flags);
+	unsigned int m = ember_py_activation(py, exact ? pc : pc - 1, sp, ips,
+					     n, max, flags);
 
 	if (m != n || n >= max)
 		return m;
@@ -156,7 +157,8 @@ static unsigned int ember_walk_fp(struct ember_py_walk *py,
 	struct ember_frame64 f;
 	unsigned int n = 0;
 
-	n = ember_put_frame(py, ember_regs_pc(regs), true, ips, n, max, flags);
+	n = ember_put_frame(py, ember_regs_pc(regs), 0, true, ips, n, max,
+			    flags);
 	fp = ember_regs_fp(regs);
 	sp = ember_regs_sp(regs);
 	if (at_entry && n < max) {
@@ -166,7 +168,7 @@ static unsigned int ember_walk_fp(struct ember_py_walk *py,
 			*flags |= EMBER_SF_USER_FAULT;
 			return n;
 		}
-		n = ember_put_frame(py, ra, false, ips, n, max, flags);
+		n = ember_put_frame(py, ra, 0, false, ips, n, max, flags);
 	}
 	while (fp) {
 		if (n == max) {
@@ -182,7 +184,7 @@ static unsigned int ember_walk_fp(struct ember_py_walk *py,
 		f.ret &= ~pac_mask;
 		if (!f.ret)
 			break;
-		n = ember_put_frame(py, f.ret, false, ips, n, max, flags);
+		n = ember_put_frame(py, f.ret, 0, false, ips, n, max, flags);
 		/* frames go up the stack; anything else is a loop or garbage */
 		if (f.next && f.next <= fp) {
 			*flags |= EMBER_SF_USER_FAULT;
@@ -404,7 +406,8 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 			w->miss_pc = r.pc;
 			break;
 		}
-		n = ember_put_frame(&w->py, r.pc, r.exact, ips, n, max, flags);
+		n = ember_put_frame(&w->py, r.pc, r.sp, r.exact, ips, n, max,
+				    flags);
 		if (!m) {
 			*flags |= EMBER_SF_USER_CUT;
 			w->miss_pc = r.pc;

@@ -107,8 +107,10 @@ static bool is_dynamic_loader(const char *path)
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
+	/* ld-2.31.so: glibc before 2.34, as /proc/PID/exe resolves it */
 	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl-", 8) ||
-	       !strncmp(base, "ld64.so", 7) || !strcmp(base, "ld.so");
+	       !strncmp(base, "ld64.so", 7) || !strncmp(base, "ld-2.", 5) ||
+	       !strcmp(base, "ld.so");
 }
 
 /* Whether the command runs its own code yet: an exec with no loader. */

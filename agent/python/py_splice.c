@@ -155,26 +155,31 @@ static bool eval_after(const struct py_eval_ranges *ev, const uint64_t *w,
 	return false;
 }
 
-int py_unshift(const uint64_t *w, int nw, uint64_t *out,
-	       const struct py_eval_ranges *ev)
+int py_shift_at(const uint64_t *w, int nw)
 {
-	int at = -1, n;
-
 	for (int i = 0; i < nw; i++) {
 		if (EMBER_IP_TAG(w[i]) == EMBER_IP_TAG(EMBER_IP_PY)) {
 			i++;
 			continue;
 		}
-		if (w[i] == (EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT)) {
-			at = i;
-			break;
-		}
+		if (w[i] == (EMBER_IP_PY_CUT | EMBER_PY_CUT_SHIFT))
+			return i;
 	}
+	return -1;
+}
+
+int py_unshift(const uint64_t *w, int nw, uint64_t *out,
+	       const struct py_eval_ranges *ev, bool *cut)
+{
+	int at = py_shift_at(w, nw), n;
+
+	*cut = false;
 	if (at < 0)
 		return -1;
 	n = eval_after(ev, w, nw, at + 2) ? -1 : unshift(w, nw, at, out);
 	if (n >= 0)
 		return n;
+	*cut = true;
 	/* not that shape: an honest end of the chain, the PC dropped */
 	memcpy(out, w, (size_t)at * sizeof(*out));
 	out[at] = EMBER_IP_PY_CUT | EMBER_PY_CUT_ENTRY;

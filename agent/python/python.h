@@ -129,10 +129,12 @@ int py_splice(const struct py_eval_ranges *ev, const uint64_t *w, int nw,
  * when w holds no such marker. A walk not of the shape the marker says,
  * or with an eval-loop frame (ev, when known) left native after the
  * marker, gets an EMBER_PY_CUT_ENTRY cut there instead (never a guessed
- * order).
+ * order) and *cut (the sample's flags must then say EMBER_SF_USER_CUT).
  */
 int py_unshift(const uint64_t *w, int nw, uint64_t *out,
-	       const struct py_eval_ranges *ev);
+	       const struct py_eval_ranges *ev, bool *cut);
+/* Where w[0..nw) holds EMBER_PY_CUT_SHIFT, or -1. */
+int py_shift_at(const uint64_t *w, int nw);
 
 /* Read the process's memory at addr: 0 or -errno (short reads fail). */
 int py_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len);

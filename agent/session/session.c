@@ -570,6 +570,7 @@ session_py_unshift(struct session *s, const struct ember_rec_header *rec)
 	struct ember_sample *out = &s->unshifted.s;
 	struct py_eval_ranges ev;
 	size_t nk, nu, tail;
+	bool cut;
 	int n;
 
 	switch (rec->type) {
@@ -592,12 +593,18 @@ session_py_unshift(struct session *s, const struct ember_rec_header *rec)
 		return rec;
 	/* rare (a sample at the leaf loop's entry or exit): look up the
 	 * interpreter only then */
+	if (py_shift_at((const uint64_t *)in->ips + nk, (int)nu) < 0)
+		return rec;
 	n = py_unshift((const uint64_t *)in->ips + nk, (int)nu,
 		       (uint64_t *)out->ips + nk,
-		       sym_python_eval(s->sym, in->pid, &ev) ? &ev : NULL);
+		       sym_python_eval(s->sym, in->pid, &ev) ? &ev : NULL, &cut);
 	if (n < 0)
 		return rec;
 	memcpy(out, in, sizeof(*in) + 8 * nk);
+	if (cut) {
+		out->flags |= EMBER_SF_USER_CUT;
+		out->flags &= (uint16_t)~EMBER_SF_USER_COMPLETE;
+	}
 	memcpy(out->ips + nk + n, in->ips + nk + nu, tail);
 	out->nr_user = (uint16_t)n;
 	out->hdr.size = (uint32_t)(sizeof(*in) + 8 * (nk + (size_t)n) + tail);

@@ -329,8 +329,9 @@ struct ember_unwind_miss {
  * Outside test mode, with EMBER_A_STACK_COPY > 0 (EMBER_CAP_STACK_COPY):
  * written only for a sample whose user walk was cut or ran without
  * tables (EMBER_SF_USER_CUT, EMBER_SF_USER_FP, or no EMBER_SF_USER_CFI;
- * never for EMBER_SF_PYTHON, 32-bit tasks or stacks that start with a
- * uretprobe's lead), that many bytes (stack_len may be less), and BEFORE
+ * never for 32-bit tasks, stacks that start with a uretprobe's lead, or
+ * EMBER_SF_PYTHON stacks that are EMBER_SF_USER_COMPLETE: cut only in
+ * their Python chain), that many bytes (stack_len may be less), and BEFORE
  * its sample, which then carries EMBER_SF_USER_COPIED: the agent unwinds
  * the copy once it has tables for the process. Same ring, same tid and
  * time_ns; other CPUs' records may come between in a shared ring.

@@ -1128,23 +1128,25 @@ static void test_unshift(void)
 	/* eval 0x5000-0x6000; 0x2100 returns into it with wide */
 	struct py_eval_ranges ev = { .start = { 0x5000 }, .end = { 0x6000 } };
 	uint64_t wide[13];
+	bool cut;
 
-	n = py_unshift(w, 13, out, &ev);
-	T_CHECK("py_unshift_order", n == 12 && !memcmp(out, want, sizeof(want)),
+	n = py_unshift(w, 13, out, &ev, &cut);
+	T_CHECK("py_unshift_order", n == 12 && !cut &&
+		!memcmp(out, want, sizeof(want)),
 		"%d frames", n);
-	n = py_unshift(bad, 7, out, NULL);
-	T_CHECK("py_unshift_bad_shape_cut", n == 6 &&
+	n = py_unshift(bad, 7, out, NULL, &cut);
+	T_CHECK("py_unshift_bad_shape_cut", n == 6 && cut &&
 		!memcmp(out, bad_want, sizeof(bad_want)), "%d frames", n);
-	T_CHECK("py_unshift_none", py_unshift(none, 4, out, NULL) < 0, "rewritten");
+	T_CHECK("py_unshift_none", py_unshift(none, 4, out, NULL, &cut) < 0, "rewritten");
 	/* another eval frame left native further out: not the leaf's alone */
 	memcpy(wide, w, sizeof(wide));
 	wide[12] = 0x5101;
-	n = py_unshift(wide, 13, out, &ev);
+	n = py_unshift(wide, 13, out, &ev, &cut);
 	T_CHECK("py_unshift_eval_after_cut", n == 12 && out[9] ==
 		(EMBER_IP_PY_CUT | EMBER_PY_CUT_ENTRY) && out[11] == 0x5101,
 		"%d frames", n);
 	/* the marker's PC missing (the walk's last slot) */
-	n = py_unshift(w, 10, out, NULL);
+	n = py_unshift(w, 10, out, NULL, &cut);
 	T_CHECK("py_unshift_no_pc_cut", n == 10 && out[9] == entry,
 		"%d frames", n);
 }
