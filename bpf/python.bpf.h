@@ -175,14 +175,16 @@ static __always_inline __u32 py_max(__u32 a, __u32 b)
 /*
  * Start the Python part of a walk (cfi: uw_frames()'s, else the
  * frame-pointer merge) for process tgid, whose user slots start at base
- * and may number max, in py_state[slot]: 1, or 0 when the process is not
- * bound. Callers test py_bound first (the usual case: nothing bound, one
- * .bss load). Global: its map keys would take stack in every program.
+ * and may number py_ustack_max(slot) (the CFI walk's uw_state is told),
+ * in py_state[slot]: 1, or 0 when the process is not bound. Callers test
+ * py_bound first (the usual case: nothing bound, one .bss load). Global:
+ * its map keys, and the room's sum, would take stack in every program.
  */
-__noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 max,
-			__u32 cfi)
+__noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 cfi)
 {
+	__u32 max = py_ustack_max(slot);
 	const struct ember_py_proc *proc;
+	struct uw_state *w;
 	struct py_state *ps;
 	const struct ember_py_proc *p;
 	__u32 lo, hi;
@@ -209,6 +211,11 @@ __noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 max,
 	ps->n = 0;
 	ps->base = base;
 	ps->max = max;
+	if (cfi) {
+		w = bpf_map_lookup_elem(&uw_state, &slot);
+		if (w)
+			w->max = max;
+	}
 	ps->flags = 0;
 	ps->cfi = cfi;
 	ps->pending = 0;

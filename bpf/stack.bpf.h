@@ -361,10 +361,8 @@ static __always_inline int unwind_cfi(void *ctx, struct ember_sample *s,
 	w->done = 0;
 	w->miss_pc = 0;
 	w->win_base = UW_WIN_NONE;
-	w->py = py_bound && py_begin(slot, tgid, nk, py_ustack_max(slot), 1) ?
-		PY_ON : PY_OFF;
-	if (w->py == PY_ON)
-		w->max = py_ustack_max(slot);
+	/* a bound Python process: py_begin() gives w->max its room */
+	w->py = py_bound && py_begin(slot, tgid, nk, 1) ? PY_ON : PY_OFF;
 	uw_walk(slot);
 	if (!w->done)	/* more activations than calls: cannot happen */
 		w->flags |= EMBER_SF_USER_CUT;
@@ -471,8 +469,7 @@ static __always_inline __u16 fill_stacks(void *ctx, struct ember_sample *s,
 	    unwind_cfi(ctx, s, nk, uregs_slot, uregs, &nu, &flags) == 0)
 		user = false;	/* the process is bound: done with tables */
 	if (user && ustack_req && uregs_slot < EMBER_NR_SLOTS)
-		py = py_bound && py_begin(uregs_slot, s->pid, nk,
-					  py_ustack_max(uregs_slot), 0);
+		py = py_bound && py_begin(uregs_slot, s->pid, nk, 0);
 	if (user && ustack_req && py) {
 		nu = fp_python(ctx, uregs_slot, &flags);
 	} else if (user && ustack_req) {
