@@ -40,6 +40,8 @@ if ! out=$(make -s bpf-tests 2>&1); then
 	exit 0
 fi
 t_pass bpf-build
+# the programs' own frames within what 5.10-6.12's verifiers allow
+check bpf-stack-frames python3 selftests/bpf/check-stack.py bpf/.output/ember.bpf.o
 
 # the reader against random ring content (ASan/UBSan; needs no privileges)
 check bpf-reader-fuzz $O/ring-fuzz
