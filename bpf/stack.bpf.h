@@ -649,12 +649,15 @@ __noinline int stack_copy_out(__u64 time_ns, __u64 pid_tid)
  */
 static __always_inline bool stack_copy_wanted(__u16 flags, __u16 nr_user)
 {
-	/* Python samples too: the agent puts their activations back */
+	/*
+	 * Python samples too: the agent puts their activations back. Not a
+	 * walk proven whole: cut only in its Python chain, or with a
+	 * frame-pointer step where no CFI is, which the replay (the same
+	 * files' CFI) cannot mend either; each copy is 12 KiB of ring.
+	 */
 	if (!stack_copy_bytes || !nr_user ||
-	    (flags & (EMBER_SF_COMPAT | EMBER_SF_KTHREAD)))
-		return false;
-	/* whole but cut in its Python chain: a replay finds no more */
-	if ((flags & EMBER_SF_PYTHON) && (flags & EMBER_SF_USER_COMPLETE))
+	    (flags & (EMBER_SF_COMPAT | EMBER_SF_KTHREAD |
+		      EMBER_SF_USER_COMPLETE)))
 		return false;
 	return !(flags & EMBER_SF_USER_CFI) ||
 	       (flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_FP));

@@ -240,11 +240,14 @@ static bool ember_wants_copy(u16 flags, unsigned int nu, u64 lead)
 {
 	if (!ember_copy_bytes || !nu || lead)
 		return false;
-	/* Python samples too: the agent puts their activations back */
-	if (flags & (EMBER_SF_COMPAT | EMBER_SF_KTHREAD))
-		return false;
-	/* whole but cut in its Python chain: a replay finds no more */
-	if ((flags & EMBER_SF_PYTHON) && (flags & EMBER_SF_USER_COMPLETE))
+	/*
+	 * Python samples too: the agent puts their activations back. Not a
+	 * walk proven whole: cut only in its Python chain, or with a
+	 * frame-pointer step where no CFI is, which the replay (the same
+	 * files' CFI) cannot mend either; each copy is 12 KiB of ring.
+	 */
+	if (flags & (EMBER_SF_COMPAT | EMBER_SF_KTHREAD |
+		     EMBER_SF_USER_COMPLETE))
 		return false;
 	return !(flags & EMBER_SF_USER_CFI) ||
 	       (flags & (EMBER_SF_USER_CUT | EMBER_SF_USER_FP));

@@ -330,8 +330,7 @@ struct ember_unwind_miss {
  * written only for a sample whose user walk was cut or ran without
  * tables (EMBER_SF_USER_CUT, EMBER_SF_USER_FP, or no EMBER_SF_USER_CFI;
  * never for 32-bit tasks, stacks that start with a uretprobe's lead, or
- * EMBER_SF_PYTHON stacks that are EMBER_SF_USER_COMPLETE: cut only in
- * their Python chain), that many bytes (stack_len may be less), and BEFORE
+ * a walk proven whole, EMBER_SF_USER_COMPLETE), that many bytes (stack_len may be less), and BEFORE
  * its sample, which then carries EMBER_SF_USER_COPIED: the agent unwinds
  * the copy once it has tables for the process. Same ring, same tid and
  * time_ns; other CPUs' records may come between in a shared ring.
