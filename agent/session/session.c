@@ -567,47 +567,30 @@ static const struct ember_rec_header *
 session_py_unshift(struct session *s, const struct ember_rec_header *rec)
 {
 	const struct ember_sample *in = (const void *)rec;
-	struct ember_sample *out = &s->unshifted.s;
+	uint64_t *user = (uint64_t *)s->unshifted.s.ips + in->nr_kernel;
+	const uint64_t *walk = (const uint64_t *)in->ips + in->nr_kernel;
+	struct ember_sample *out;
 	struct py_eval_ranges ev;
-	size_t nk, nu, tail;
 	bool cut;
 	int n;
 
-	switch (rec->type) {
-	case EMBER_REC_SAMPLE:
-	case EMBER_REC_OFFCPU:
-	case EMBER_REC_FAULT:
-	case EMBER_REC_ALLOC:
-	case EMBER_REC_LOCK:
-	case EMBER_REC_LOCK_WAKER:
-		break;
-	default:
-		return rec;
-	}
-	if (!(in->flags & EMBER_SF_PYTHON))
-		return rec;
-	nk = in->nr_kernel;
-	nu = in->nr_user;
-	tail = rec->size - sizeof(*in) - 8 * (nk + nu);
-	if (tail > 3 * sizeof(uint64_t))
+	if (!ember_record_has_stack(rec->type) ||
+	    !(in->flags & EMBER_SF_PYTHON))
 		return rec;
 	/* rare (a sample at the leaf loop's entry or exit): look up the
 	 * interpreter only then */
-	if (py_shift_at((const uint64_t *)in->ips + nk, (int)nu) < 0)
+	if (py_shift_at(walk, in->nr_user) < 0)
 		return rec;
-	n = py_unshift((const uint64_t *)in->ips + nk, (int)nu,
-		       (uint64_t *)out->ips + nk,
+	n = py_unshift(walk, in->nr_user, user,
 		       sym_python_eval(s->sym, in->pid, &ev) ? &ev : NULL, &cut);
-	if (n < 0)
+	out = n < 0 ? NULL : ember_sample_with_user(in, user, (unsigned int)n,
+						     &s->unshifted.s);
+	if (!out)
 		return rec;
-	memcpy(out, in, sizeof(*in) + 8 * nk);
 	if (cut) {
 		out->flags |= EMBER_SF_USER_CUT;
 		out->flags &= (uint16_t)~EMBER_SF_USER_COMPLETE;
 	}
-	memcpy(out->ips + nk + n, in->ips + nk + nu, tail);
-	out->nr_user = (uint16_t)n;
-	out->hdr.size = (uint32_t)(sizeof(*in) + 8 * (nk + (size_t)n) + tail);
 	return &out->hdr;
 }
 
@@ -619,17 +602,17 @@ session_py_unshift(struct session *s, const struct ember_rec_header *rec)
 static void session_consume_cb(const struct ember_rec_header *rec, void *ctx)
 {
 	struct session *s = ctx;
+	/* once: the rewrites below make valid records of valid ones */
+	bool valid = ember_record_valid(rec, rec->size);
 
-	if (ember_record_valid(rec, rec->size))
+	if (valid)
 		rec = session_py_unshift(s, rec);
-
 	/* a copy is held, its sample comes back with the replayed stack */
-	if (s->replay && ember_record_valid(rec, rec->size) &&
-	    !(rec = stack_replay_record(s->replay, rec)))
+	if (s->replay && valid && !(rec = stack_replay_record(s->replay, rec)))
 		return;
 	if (!session_lifecycle(s, rec))
 		pb_add_record(s->pb, rec);
-	if (s->check && ember_record_valid(rec, rec->size))
+	if (s->check && valid)
 		unwind_check_record(s->check, rec);
 }
 

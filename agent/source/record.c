@@ -64,6 +64,41 @@ static bool exit_valid(const struct ember_rec_header *hdr)
 	       str_terminated(e->comm, sizeof(e->comm));
 }
 
+bool ember_record_has_stack(uint16_t type)
+{
+	switch (type) {
+	case EMBER_REC_SAMPLE:
+	case EMBER_REC_OFFCPU:
+	case EMBER_REC_FAULT:
+	case EMBER_REC_ALLOC:
+	case EMBER_REC_LOCK:
+	case EMBER_REC_LOCK_WAKER:
+		return true;
+	default:
+		return false;
+	}
+}
+
+struct ember_sample *ember_sample_with_user(const struct ember_sample *s,
+					    const uint64_t *user,
+					    unsigned int n,
+					    struct ember_sample *d)
+{
+	unsigned int nk = s->nr_kernel, nu = s->nr_user;
+	size_t tail = s->hdr.size - sizeof(*s) - 8ull * (nk + nu);
+
+	if (n > EMBER_MAX_FRAMES || tail > 3 * sizeof(uint64_t) || tail % 8)
+		return NULL;
+	/* the user frames first: the header and kernel frames are below them */
+	if ((const void *)user != (const void *)(d->ips + nk))
+		memmove(d->ips + nk, user, 8ull * n);
+	memcpy(d, s, sizeof(*s) + 8ull * nk);
+	memcpy(d->ips + nk + n, s->ips + nk + nu, tail);
+	d->nr_user = (uint16_t)n;
+	d->hdr.size = (uint32_t)(sizeof(*s) + 8ull * (nk + n) + tail);
+	return d;
+}
+
 bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail)
 {
 	if (!hdr || avail < sizeof(*hdr))

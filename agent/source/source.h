@@ -179,5 +179,18 @@ extern const struct ember_source_ops ember_source_bpf;
  * frame counts that fit, NUL-terminated strings). Defined in record.c.
  */
 bool ember_record_valid(const struct ember_rec_header *hdr, size_t avail);
+/* Whether records of this type are a struct ember_sample (a stack). */
+bool ember_record_has_stack(uint16_t type);
+/*
+ * The valid sample s with its user frames replaced by user[0..n), its
+ * trailer kept, written into d (room for 2 * EMBER_MAX_FRAMES + 3 frames
+ * after the header; user may already be at d->ips + s->nr_kernel): d, or
+ * NULL when n is over EMBER_MAX_FRAMES or s's trailer is not a sample's.
+ * Flags are s's: the caller says what the new frames are.
+ */
+struct ember_sample *ember_sample_with_user(const struct ember_sample *s,
+					    const uint64_t *user,
+					    unsigned int n,
+					    struct ember_sample *d);
 
 #endif /* EMBER_SOURCE_H */

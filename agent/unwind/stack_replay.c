@@ -150,22 +150,18 @@ static const struct ember_rec_header *
 rewrite(struct stack_replay *r, const struct ember_sample *s,
 	const uint64_t *o, int no, int complete)
 {
-	unsigned int nk = s->nr_kernel, nu = s->nr_user;
-	size_t tail = s->hdr.size - sizeof(*s) - 8ull * (nk + nu);
-	const __u64 *user = s->ips + nk;
-	struct ember_sample *d = &r->out.s;
+	unsigned int nu = s->nr_user;
+	struct ember_sample *d;
 	uint16_t flags = s->flags;
 
 	/* the same sample: the walk's first frame is the copy's PC */
-	if (no < 1 || !nu || o[0] != user[0])
+	if (no < 1 || !nu || o[0] != s->ips[s->nr_kernel])
 		return NULL;
 	if (!complete && (unsigned int)no <= nu)
 		return NULL;
-	if (tail > 3 * sizeof(uint64_t) || tail % 8)
+	d = ember_sample_with_user(s, o, (unsigned int)no, &r->out.s);
+	if (!d)
 		return NULL;
-	memcpy(d, s, sizeof(*s) + 8ull * nk);
-	memcpy(d->ips + nk, o, 8ull * (unsigned int)no);
-	memcpy(d->ips + nk + no, user + nu, tail);
 	flags &= (uint16_t)~(EMBER_SF_USER_CUT | EMBER_SF_USER_FP |
 			     EMBER_SF_USER_FAULT | EMBER_SF_USER_TRUNC |
 			     EMBER_SF_USER_COMPLETE);
@@ -176,8 +172,6 @@ rewrite(struct stack_replay *r, const struct ember_sample *s,
 	else if (no == EMBER_MAX_FRAMES)
 		flags |= EMBER_SF_USER_TRUNC;
 	d->flags = flags;
-	d->nr_user = (uint16_t)no;
-	d->hdr.size = (uint32_t)(sizeof(*s) + 8ull * (nk + (unsigned int)no) + tail);
 	return &d->hdr;
 }
 
@@ -313,19 +307,14 @@ stack_replay_record(struct stack_replay *r, const struct ember_rec_header *rec)
 	case EMBER_REC_USER_STACK:
 		hold(r, (const struct ember_user_stack *)rec);
 		return NULL;
-	case EMBER_REC_SAMPLE:
-	case EMBER_REC_OFFCPU:
-	case EMBER_REC_FAULT:
-	case EMBER_REC_ALLOC:
-	case EMBER_REC_LOCK:
-	case EMBER_REC_LOCK_WAKER:
-		if (((const struct ember_sample *)rec)->flags & EMBER_SF_USER_COPIED)
-			return replay(r, (const struct ember_sample *)rec);
-		return rec;
 	case EMBER_REC_EXEC:
 		oracle_forget(r->oracle, ((const struct ember_exec *)rec)->pid);
 		return rec;
 	default:
+		if (ember_record_has_stack(rec->type) &&
+		    (((const struct ember_sample *)rec)->flags &
+		     EMBER_SF_USER_COPIED))
+			return replay(r, (const struct ember_sample *)rec);
 		return rec;
 	}
 }
