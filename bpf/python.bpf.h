@@ -127,7 +127,6 @@ struct py_state {
 	__u32 cut;		/* the chain is cut: the rest stays native
 				 * (PY_SHIFTED: over, the eval frame not
 				 * written) */
-	__u32 leaf;		/* the first activation is the leaf's */
 	__u32 fresh;		/* the activation has read no frame yet */
 	__u32 act_done;		/* the current activation is over */
 	__u32 nframes;		/* Python frames written, all activations */
@@ -140,7 +139,8 @@ struct py_state {
 	__u32 cfi;		/* the walk is uw_frames(): its uw_state
 				 * takes the activation's outcome */
 	__u32 __pad;
-	__u64 leaf_pc;		/* the leaf's PC, when leaf */
+	__u64 leaf_pc;		/* the leaf's PC when the first activation
+				 * is the leaf's, else 0 */
 	/*
 	 * What proves the leaf's activation empty (py_shift()): where the
 	 * first activation's owner keeps its frame state on the C stack
@@ -201,7 +201,7 @@ __noinline int py_begin(__u32 slot, __u32 tgid, __u32 base, __u32 cfi)
 	ps->on = 1;
 	ps->started = 0;
 	ps->cut = 0;
-	ps->leaf = 0;
+	ps->leaf_pc = 0;
 	ps->fresh = 0;
 	ps->cframe = 0;
 	ps->leaf_shim = 0;
@@ -409,7 +409,7 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 	}
 	for (i = 0; i < PY_FRAMES_PER_CALL; i++) {
 		frame = ps->frame;
-		if (!frame && ps->fresh && ps->leaf && ps->nframes)
+		if (!frame && ps->fresh && ps->leaf_pc && ps->nframes)
 			return py_shift(ps, sc);
 		ps->fresh = 0;
 		if (!frame || frame >= PY_USER_MAX || (frame & 7))
@@ -427,7 +427,7 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 			 0xff) == ps->p.entry_value;
 		/* the loop's own shim frame (3.12+): not written, the end */
 		if (entry && ps->p.entry_kind == EMBER_PY_ENTRY_SHIM) {
-			if (ps->leaf && !ps->leaf_shim)
+			if (ps->leaf_pc && !ps->leaf_shim)
 				ps->leaf_shim = frame;
 			ps->frame = py_fr_u64(ps, frame, ps->p.fr_previous);
 			ps->act_done = 1;
@@ -589,10 +589,8 @@ __noinline int py_merge_fp(__u32 slot)
 		    py_in_eval(ps, ni ? pc - 1 : pc)) {
 			ps->pending = PY_PENDING;
 			py_pending(ps, ps->n, ps->max);
-			if (!ni) {
-				ps->leaf = 1;
+			if (!ni)
 				ps->leaf_pc = pc;
-			}
 			return PY_RET_ACTIVATION;
 		}
 		ps->pending = 0;

@@ -229,12 +229,10 @@ __noinline int uw_frames(__u32 slot)
 			if (ps && !ps->cut && py_in_eval(ps, lpc)) {
 				w->py = PY_PENDING;
 				py_pending(ps, w->n, w->max);
-				if (!w->n) {
-					ps->leaf = 1;
+				if (!w->n)
 					ps->leaf_pc = w->pc;
-				} else if (!ps->sp2) {
+				else if (!ps->sp2)
 					ps->sp2 = w->sp;
-				}
 				return PY_RET_ACTIVATION;
 			}
 		}
