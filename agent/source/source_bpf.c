@@ -439,6 +439,8 @@ static int load_skel(struct ember_source *s, char *err, size_t err_len)
 			}
 			configure(s, s->skel);
 			ret = ember_bpf__load(s->skel);
+			if (!ret)
+				ret = bpf_alloc_loaded(s);
 			if (!ret && off)
 				ret = bpf_offcpu_attach_back(s);
 			if (!ret || s->mmap_mode == MMAP_OFF)

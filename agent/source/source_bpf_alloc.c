@@ -16,6 +16,7 @@ void bpf_alloc_configure(struct ember_source *s, struct ember_bpf *skel)
 	const struct ember_source_config *cfg = &s->cfg;
 
 	bpf_program__set_autoload(skel->progs.ember_alloc, cfg->events & EMBER_EV_ALLOC);
+	bpf_program__set_autoload(skel->progs.ember_alloc_record, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_free, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_entry_rdi, cfg->events & EMBER_EV_ALLOC);
 	bpf_program__set_autoload(skel->progs.ember_entry_rsi, cfg->events & EMBER_EV_ALLOC);
@@ -33,6 +34,20 @@ void bpf_alloc_configure(struct ember_source *s, struct ember_bpf *skel)
 		bpf_map__set_max_entries(skel->maps.alloc_pending, 1);
 		bpf_map__set_max_entries(skel->maps.alloc_live, 1);
 	}
+}
+
+/* The probes tail-call the one program that builds the record. */
+int bpf_alloc_loaded(struct ember_source *s)
+{
+	int fd = bpf_program__fd(s->skel->progs.ember_alloc_record);
+	__u32 zero = 0;
+
+	if (!(s->cfg.events & EMBER_EV_ALLOC))
+		return 0;
+	if (fd < 0)
+		return -EINVAL;
+	return bpf_map__update_elem(s->skel->maps.alloc_tail, &zero,
+				    sizeof(zero), &fd, sizeof(fd), 0);
 }
 
 /* uprobes for every process of a file plus per-process ones: bounded */

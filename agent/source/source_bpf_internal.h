@@ -186,6 +186,7 @@ void bpf_faults_configure(struct ember_source *s, struct ember_bpf *skel);
 int bpf_faults_attach(struct ember_source *s);
 
 void bpf_alloc_configure(struct ember_source *s, struct ember_bpf *skel);
+int bpf_alloc_loaded(struct ember_source *s);
 int bpf_alloc_attach(struct ember_source *s, uint32_t pid, const char *path,
 		     const struct ember_alloc_probe *probes, size_t nr,
 		     char *err, size_t err_len);
