@@ -14,6 +14,7 @@
 #include "uapi/ember.h"
 
 #define KMAPS_BUCKETS	4096	/* power of two */
+#define KMAPS_PENDING	4	/* misses waiting for their mapping */
 
 struct kmap {
 	uint64_t start, end, pgoff, dev, ino;
@@ -32,7 +33,18 @@ struct kproc {
 	bool complete;
 	bool broken;		/* a bound or a cut path: never complete */
 	bool exited;
+	bool untold;		/* counted in st.untold */
+	uint8_t npending;
 	uint64_t exit_ns, vdso, cgroup_id;
+	uint64_t gen_ns;	/* the address space's oldest record */
+	/*
+	 * Misses on PCs no mapping holds yet. The rings are per CPU and
+	 * read one after another: a miss can be taken before the mapping
+	 * record that was written earlier on another CPU. A miss stays
+	 * here until a mapping covers it; while one does not, reads say
+	 * "read /proc".
+	 */
+	uint64_t pending[KMAPS_PENDING];
 	struct kmap *maps;	/* sorted by start, disjoint */
 	uint32_t n, cap;
 	size_t bytes;
@@ -164,8 +176,9 @@ static void reset(struct kmaps *k, struct kproc *p)
 		klist_add_head(&k->live, p);
 	}
 	p->has_gen = p->fresh = p->exec_seen = false;
-	p->complete = p->broken = p->exited = false;
-	p->exit_ns = p->vdso = p->cgroup_id = 0;
+	p->complete = p->broken = p->exited = p->untold = false;
+	p->exit_ns = p->vdso = p->cgroup_id = p->gen_ns = 0;
+	p->npending = 0;
 }
 
 /*
@@ -207,6 +220,13 @@ static void set_complete(struct kmaps *k, struct kproc *p, bool on)
 	if (on && !p->complete)
 		k->st.complete++;
 	p->complete = on;
+}
+
+static void count_untold(struct kmaps *k, struct kproc *p)
+{
+	if (!p->untold)
+		k->st.untold++;
+	p->untold = true;
 }
 
 static void broken(struct kproc *p)
@@ -338,6 +358,17 @@ static void add_map(struct kmaps *k, struct kproc *p,
 	p->bytes += path_len + 1;
 }
 
+/* Misses a new mapping [start, end) explains. */
+static void settle_pending(struct kproc *p, uint64_t start, uint64_t end)
+{
+	uint8_t keep = 0;
+
+	for (uint8_t i = 0; i < p->npending; i++)
+		if (p->pending[i] < start || p->pending[i] >= end)
+			p->pending[keep++] = p->pending[i];
+	p->npending = keep;
+}
+
 static void kmaps_on_mmap(struct kmaps *k, const struct ember_mmap *r)
 {
 	uint32_t path_len;
@@ -366,10 +397,14 @@ static void kmaps_on_mmap(struct kmaps *k, const struct ember_mmap *r)
 		clear_maps(k, p);
 		p->has_gen = true;
 		p->gen = r->mm_gen;
-		p->broken = false;
+		p->broken = p->untold = false;
 		p->vdso = 0;
 		p->fresh = true;
+		p->gen_ns = r->time_ns;
+		p->npending = 0;
 		set_complete(k, p, p->exec_seen);
+	} else if (r->time_ns < p->gen_ns) {
+		p->gen_ns = r->time_ns;
 	}
 	if (r->vdso)
 		p->vdso = r->vdso;
@@ -379,8 +414,10 @@ static void kmaps_on_mmap(struct kmaps *k, const struct ember_mmap *r)
 		broken(p);
 		return;
 	}
-	if (!p->broken)
+	if (!p->broken) {
 		add_map(k, p, r, path_len);
+		settle_pending(p, r->start, r->start + r->len);
+	}
 }
 
 static void kmaps_on_exec(struct kmaps *k, const struct ember_exec *x)
@@ -455,13 +492,23 @@ static void kmaps_on_miss(struct kmaps *k, const struct ember_unwind_miss *m)
 
 	if (!p || !p->complete || !m->pc)
 		return;
+	/* of the address space before (a forked copy, the old image) */
+	if (m->time_ns < p->gen_ns)
+		return;
 	if (p->vdso && m->pc >= p->vdso && m->pc - p->vdso < k->vdso_len)
 		return;
 	for (uint32_t i = 0; i < p->n; i++)
 		if (m->pc >= p->maps[i].start && m->pc < p->maps[i].end)
 			return;
-	k->st.untold++;
-	broken(p);
+	for (uint8_t i = 0; i < p->npending; i++)
+		if (p->pending[i] == m->pc)
+			return;
+	if (p->npending == KMAPS_PENDING) {
+		count_untold(k, p);
+		broken(p);
+		return;
+	}
+	p->pending[p->npending++] = m->pc;
 }
 
 bool kmaps_knows(struct kmaps *k, uint32_t pid)
@@ -573,7 +620,9 @@ int kmaps_read(struct kmaps *k, uint32_t pid, proc_maps_fn fn, void *ctx,
 		return -ENOENT;
 	pthread_mutex_lock(&k->lock);
 	p = find(k, pid);
-	if (!p || !p->complete) {
+	if (p && p->complete && p->npending)
+		count_untold(k, p);	/* maybe only not taken yet */
+	if (!p || !p->complete || p->npending) {
 		k->st.misses++;
 		pthread_mutex_unlock(&k->lock);
 		return -ENOENT;

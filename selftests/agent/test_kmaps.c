@@ -227,26 +227,73 @@ static void test_vdso_types(void)
  * kprobe: the backend's miss on a PC kmaps does not hold either sends
  * the process to /proc; a miss inside a known mapping does not.
  */
+static void miss_rec(struct kmaps *k, uint32_t pid, uint64_t pc, uint64_t t)
+{
+	struct ember_unwind_miss m;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = EMBER_REC_UNWIND_MISS;
+	m.hdr.size = sizeof(m);
+	m.time_ns = t;
+	m.pid = m.tid = pid;
+	m.pc = pc;
+	kmaps_record(k, &m.hdr);
+}
+
 static void test_untold_code(void)
 {
 	struct kmaps *k = kmaps_new(0, 0);
-	struct ember_unwind_miss m;
+	struct kmaps_stats st;
 	struct got g;
 
 	exec_rec(k, 40);
 	mmap_rec(k, 40, 1, 0x400000, 0x1000, 0, "/usr/bin/x");
-	memset(&m, 0, sizeof(m));
-	m.hdr.type = EMBER_REC_UNWIND_MISS;
-	m.hdr.size = sizeof(m);
-	m.pid = 40;
-	m.pc = 0x400800;
-	kmaps_record(k, &m.hdr);
+	miss_rec(k, 40, 0x400800, now_ns++);
 	T_CHECK("kmaps_miss_inside_known", rd(k, 40, &g) == 0 && g.n == 1,
 		"%d: %s", g.n, g.text);
-	m.pc = 0x7f0000001000;
-	kmaps_record(k, &m.hdr);
+	miss_rec(k, 40, 0x7f0000001000, now_ns++);
 	T_CHECK("kmaps_miss_untold_reads_proc", rd(k, 40, &g) == -ENOENT, "%s",
 		g.text);
+	kmaps_get_stats(k, &st);
+	T_CHECK("kmaps_miss_untold_counted", st.untold == 1, "%llu",
+		(unsigned long long)st.untold);
+	kmaps_free(k);
+}
+
+/*
+ * The rings are per CPU and read in turn: a miss can be taken before the
+ * mapping record an earlier CPU wrote first. Once that record is taken,
+ * the process is known again; a miss of the address space before the
+ * exec (the forked copy's code) never sends it to /proc.
+ */
+static void test_miss_before_its_mapping(void)
+{
+	struct kmaps *k = kmaps_new(0, 0);
+	uint64_t buf[(sizeof(struct ember_mmap) + 4096) / 8 + 1];
+	struct ember_mmap *lib;
+	struct got g;
+	uint64_t t_old = now_ns++;
+
+	exec_rec(k, 41);
+	mmap_rec(k, 41, 1, 0x400000, 0x1000, 0, "/usr/bin/x");
+	/* libc's record, written before the miss, taken after it */
+	lib = mk(buf, 41, 1, 0x7f0000000000, 0x20000, 0, "/lib/libc.so.6", 0);
+	miss_rec(k, 41, 0x7f0000000100, now_ns++);
+	T_CHECK("kmaps_miss_early_reads_proc_meanwhile",
+		rd(k, 41, &g) == -ENOENT, "%s", g.text);
+	kmaps_record(k, &lib->hdr);
+	T_CHECK("kmaps_miss_early_known_after_its_mapping",
+		rd(k, 41, &g) == 0 && g.n == 2, "%d: %s", g.n, g.text);
+	/* a miss in the parent's code, from before the exec */
+	miss_rec(k, 41, 0x5500000000, t_old);
+	T_CHECK("kmaps_miss_of_old_image_ignored",
+		rd(k, 41, &g) == 0 && g.n == 2, "%d: %s", g.n, g.text);
+	/* more untold PCs than can wait: /proc for good */
+	for (int i = 0; i < 5; i++)
+		miss_rec(k, 41, 0x6600000000 + 0x1000 * i, now_ns++);
+	mmap_rec(k, 41, 1, 0x6600000000, 0x10000, 0, "/usr/lib/late.so");
+	T_CHECK("kmaps_miss_too_many_reads_proc", rd(k, 41, &g) == -ENOENT,
+		"%s", g.text);
 	kmaps_free(k);
 }
 
@@ -419,6 +466,7 @@ int main(void)
 	test_overlap();
 	test_vdso_types();
 	test_untold_code();
+	test_miss_before_its_mapping();
 	test_hostile();
 	test_bounds();
 	test_lost();
