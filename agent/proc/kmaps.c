@@ -511,6 +511,20 @@ static void kmaps_on_miss(struct kmaps *k, const struct ember_unwind_miss *m)
 	p->pending[p->npending++] = m->pc;
 }
 
+bool kmaps_exited(struct kmaps *k, uint32_t pid)
+{
+	struct kproc *p;
+	bool gone;
+
+	if (!k)
+		return false;
+	pthread_mutex_lock(&k->lock);
+	p = find(k, pid);
+	gone = p && p->exited;
+	pthread_mutex_unlock(&k->lock);
+	return gone;
+}
+
 bool kmaps_knows(struct kmaps *k, uint32_t pid)
 {
 	struct kproc *p;

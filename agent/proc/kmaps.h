@@ -100,5 +100,7 @@ uint64_t kmaps_cgroup(struct kmaps *k, uint32_t pid);
 void kmaps_get_stats(struct kmaps *k, struct kmaps_stats *st);
 /* Whether kmaps_read() would answer for pid now (its exec was told). */
 bool kmaps_knows(struct kmaps *k, uint32_t pid);
+/* Its exit record was taken (its mappings are kept a while for names). */
+bool kmaps_exited(struct kmaps *k, uint32_t pid);
 
 #endif

@@ -408,7 +408,11 @@ static int line_stat(uint32_t pid, struct sym_map_line *m, bool fix,
 	map_files_path(path, sizeof(path), pid, m);
 	if (stat(path, st) == 0)
 		return 1;
-	if (!fix || errno != ENOENT || map_files_end(pid, m->start, &end))
+	if (errno != ENOENT)
+		return 0;
+	if (map_files_end(pid, m->start, &end))
+		return -2;
+	if (!fix)
 		return 0;
 	if (!end)
 		return -1;
@@ -434,6 +438,13 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 	uint64_t h, now = mono_ns();
 	int r;
 
+	/*
+	 * Exited before its turn came (an exec storm's processes live a
+	 * few ms, their bindings are due 10 ms after the exec): nothing to
+	 * bind, and no /proc lookups that can only fail.
+	 */
+	if (kmaps_exited(ub->kmaps, pid))
+		return -ESRCH;
 	/* the kernel told them (a process that exec'd since we started) */
 	from_kmaps = !kmaps_read(ub->kmaps, pid, exec_maps_add, &em, &h);
 	if (!from_kmaps && proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
@@ -465,6 +476,10 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 
 		if (m->type == SYM_MAP_FILE || m->type == SYM_MAP_MEMFD)
 			ok = line_stat(pid, m, from_kmaps, &st);
+		if (ok == -2) {
+			r = -ESRCH;
+			goto out;
+		}
 		if (ok >= 0)
 			bind_add(ub, &b, pid, m, &st, ok);
 	}
