@@ -75,6 +75,13 @@ struct sym_proc {
 	 * the libraries: the next touch or miss reads them again.
 	 */
 	bool after_exec;
+	/*
+	 * The kernel told this image's mappings (kmaps), and keeps them a
+	 * while after the exit: read at its first sample, not at its exec
+	 * (most processes of an exec storm are never sampled), and read
+	 * again after its exit too.
+	 */
+	bool lazy_maps;
 	uint64_t read_ns;
 	struct sym_map *maps;
 	size_t nr_maps;
@@ -616,6 +623,20 @@ static bool proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 	return true;
 }
 
+/*
+ * The maps read just after an exec hold the executable and ld.so only. A
+ * program that lives a few ms may be gone before a sample of it asks for
+ * them again, and its libraries would stay addresses: read them again on
+ * time (sym_run_due), not on the next sample.
+ */
+static void read_again_soon(struct symbolizer *s, uint32_t pid)
+{
+	if (s->nr_due < DUE_SLOTS) {
+		s->due_pid[s->nr_due] = pid;
+		s->due_ns[s->nr_due++] = mono_ns() + AFTER_EXEC_NS;
+	}
+}
+
 /* A new image in pid, whose state is (to be) in slot. */
 static void proc_exec(struct symbolizer *s, void **slot, uint32_t pid)
 {
@@ -643,19 +664,14 @@ static void proc_exec(struct symbolizer *s, void **slot, uint32_t pid)
 		p->nr_old_maps = p->nr_maps;
 		p->maps = NULL;
 		p->nr_maps = 0;
+		p->maps_read = false;
 	}
-	proc_read_maps(s, p);
 	p->after_exec = true;
-	/*
-	 * The maps read at exec hold the executable and ld.so only. A
-	 * program that lives a few ms may be gone before a sample of it
-	 * asks for them again, and its libraries would stay addresses:
-	 * read them again on time (sym_run_due), not on the next sample.
-	 */
-	if (s->nr_due < DUE_SLOTS) {
-		s->due_pid[s->nr_due] = pid;
-		s->due_ns[s->nr_due++] = mono_ns() + AFTER_EXEC_NS;
-	}
+	p->lazy_maps = kmaps_knows(s->kmaps, pid);
+	if (p->lazy_maps)
+		return;
+	proc_read_maps(s, p);
+	read_again_soon(s, pid);
 }
 
 void sym_process_exec(struct symbolizer *s, uint32_t pid)
@@ -686,7 +702,7 @@ uint64_t sym_run_due(struct symbolizer *s)
 			continue;
 		}
 		p = proc_find(s, s->due_pid[i]);
-		if (p && !p->exited && p->after_exec) {
+		if (p && (!p->exited || p->lazy_maps) && p->after_exec) {
 			p->after_exec = false;
 			proc_read_maps(s, p);	/* merges with what it had */
 		}
@@ -753,11 +769,13 @@ void sym_process_check(struct symbolizer *s, uint32_t pid,
 /* Cheap when nothing is to be done: callers may touch on every sample. */
 static void proc_touch(struct symbolizer *s, struct sym_proc *p)
 {
-	if (!p || p->exited)
+	if (!p || (p->exited && !p->lazy_maps))
 		return;
 	p->sampled = true;
 	if (!p->maps_read) {
 		proc_read_maps(s, p);
+		if (p->lazy_maps && p->after_exec)
+			read_again_soon(s, p->pid);
 	} else if (p->after_exec && mono_ns() - p->read_ns >= AFTER_EXEC_NS) {
 		p->after_exec = false;
 		proc_read_maps(s, p);
