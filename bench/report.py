@@ -21,9 +21,10 @@ def load(d):
         for r in csv.DictReader(f):
             try:
                 v = float(r["value"])
-            except ValueError:
-                continue
-            rows[(r["section"], r["config"], r["metric"])][int(r["rep"])] = v
+                rep = int(r["rep"])
+            except (TypeError, ValueError):
+                continue        # a torn line (a run killed mid-write)
+            rows[(r["section"], r["config"], r["metric"])][rep] = v
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
     return rows, meta

@@ -93,7 +93,7 @@ struct sym_proc {
 	struct sym_map *old_maps;
 	size_t nr_old_maps;
 	struct sym_perfmap *jit;
-	const char *jit_name;	/* "/tmp/perf-PID.map", interned */
+	const char *jit_name;	/* "/tmp/perf-PID.map", interned: jit_module() */
 	/* CPython's code objects (python/), looked for at the first
 	 * Python frame of the image */
 	struct py_names *py;
@@ -265,11 +265,9 @@ static struct sym_proc *proc_find(struct symbolizer *s, uint32_t pid)
 }
 
 /* The state in slot (of pid), made if empty; NULL: no slot (table full). */
-static struct sym_proc *slot_get(struct symbolizer *s, void **slot,
-				 uint32_t pid)
+static struct sym_proc *slot_get(void **slot, uint32_t pid)
 {
 	struct sym_proc *p;
-	char name[64];
 
 	if (!slot)
 		return NULL;	/* the process table is full */
@@ -281,15 +279,29 @@ static struct sym_proc *slot_get(struct symbolizer *s, void **slot,
 	p->pid = pid;
 	p->nspid = pid;
 	p->owners[0] = p->owners[1] = SAFE_ANY_OWNER;
-	snprintf(name, sizeof(name), "/tmp/perf-%u.map", pid);
-	p->jit_name = sym_intern(s->strings, name);
 	*slot = p;
 	return p;
 }
 
+/*
+ * The module name of its JIT frames, made at the first one: interned
+ * for every new process, it was work (and strings) an exec storm paid
+ * for processes that never run JIT code.
+ */
+static const char *jit_module(struct symbolizer *s, struct sym_proc *p)
+{
+	char name[64];
+
+	if (!p->jit_name) {
+		snprintf(name, sizeof(name), "/tmp/perf-%u.map", p->pid);
+		p->jit_name = sym_intern(s->strings, name);
+	}
+	return p->jit_name;
+}
+
 static struct sym_proc *proc_get(struct symbolizer *s, uint32_t pid)
 {
-	return slot_get(s, proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true),
+	return slot_get(proc_table_slot(s->procs, pid, PROC_SLOT_SYM, true),
 			pid);
 }
 
@@ -642,7 +654,7 @@ static void proc_exec(struct symbolizer *s, void **slot, uint32_t pid)
 {
 	struct sym_proc *p;
 
-	if (!(p = slot_get(s, slot, pid)))
+	if (!(p = slot_get(slot, pid)))
 		return;
 	if (p->exited) {
 		/* the pid may be another process's now: learn it again */
@@ -846,7 +858,7 @@ static void proc_slot_event(void **data, const struct proc_event *ev,
 	case PROC_EV_MISS:
 		/* code mapped since the maps were read: a library
 		 * dlopen'ed late must be symbolizable after the exit */
-		proc_refresh(s, slot_get(s, data, ev->pid));
+		proc_refresh(s, slot_get(data, ev->pid));
 		break;
 	case PROC_EV_SAMPLE:
 		if (!ev->pid)
@@ -859,7 +871,7 @@ static void proc_slot_event(void **data, const struct proc_event *ev,
 		 * process that just exec'd are read again (its libraries
 		 * get mapped after the exec record); nothing otherwise.
 		 */
-		proc_touch(s, slot_get(s, data, ev->pid));
+		proc_touch(s, slot_get(data, ev->pid));
 		break;
 	}
 }
@@ -1006,7 +1018,7 @@ static int resolve_in_map(struct symbolizer *s, struct sym_proc *p,
 		if (name) {
 			out[0].kind = SYM_FRAME_JIT;
 			out[0].function = sym_intern(s->strings, name);
-			out[0].module = p->jit_name;
+			out[0].module = jit_module(s, p);
 			return 1;
 		}
 	}
@@ -1081,7 +1093,7 @@ int sym_resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr,
 	} else if ((name = jit_lookup(s, p, lookup))) {
 		out[0].kind = SYM_FRAME_JIT;
 		out[0].function = sym_intern(s->strings, name);
-		out[0].module = p->jit_name;
+		out[0].module = jit_module(s, p);
 		n = 1;
 	} else {
 		n = 1;
