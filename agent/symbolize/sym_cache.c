@@ -291,10 +291,74 @@ struct sym_file *sym_cache_vdso(struct sym_cache *c)
 	return c->vdso;
 }
 
+/*
+ * The last answers of a file's lookups, direct-mapped by address. An
+ * exec storm symbolizes the same few programs' addresses again for every
+ * new process (sh, ls, libc), and a DWARF lookup costs microseconds.
+ * Answers hold interned strings only, which live as long as the
+ * symbolizer; the slots go with the file's loaded state.
+ */
+#define RESOLVED_SLOTS	128	/* power of two */
+#define RESOLVED_FRAMES	3	/* deeper inline chains are not kept */
+
+struct sym_resolved {
+	uint64_t vaddr_1;	/* vaddr + 1; 0: empty */
+	int nr;
+	struct {
+		const char *function, *source_file;
+		uint32_t line;
+		bool inlined;
+	} f[RESOLVED_FRAMES];
+};
+
+static struct sym_resolved *resolved_slot(struct sym_elf *se, uint64_t vaddr)
+{
+	if (!se->resolved) {
+		se->resolved = calloc(RESOLVED_SLOTS, sizeof(*se->resolved));
+		if (!se->resolved)
+			return NULL;
+		se->cost += RESOLVED_SLOTS * sizeof(*se->resolved);
+	}
+	return &se->resolved[(vaddr * 0x9e3779b97f4a7c15ull) >> 57 &
+			     (RESOLVED_SLOTS - 1)];
+}
+
+static int resolved_get(const struct sym_resolved *r, uint64_t vaddr,
+			struct sym_frame *out, int max)
+{
+	if (!r || r->vaddr_1 != vaddr + 1 || r->nr > max)
+		return -1;
+	for (int i = 0; i < r->nr; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].function = r->f[i].function;
+		out[i].source_file = r->f[i].source_file;
+		out[i].line = r->f[i].line;
+		out[i].inlined = r->f[i].inlined;
+	}
+	return r->nr;
+}
+
+static void resolved_put(struct sym_resolved *r, uint64_t vaddr,
+			 const struct sym_frame *out, int n, int max)
+{
+	/* n == max may be a chain cut to the caller's room */
+	if (!r || n < 0 || n > RESOLVED_FRAMES || n >= max)
+		return;
+	r->vaddr_1 = vaddr + 1;
+	r->nr = n;
+	for (int i = 0; i < n; i++) {
+		r->f[i].function = out[i].function;
+		r->f[i].source_file = out[i].source_file;
+		r->f[i].line = out[i].line;
+		r->f[i].inlined = out[i].inlined;
+	}
+}
+
 int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
 		      struct sym_frame *out, int max)
 {
 	struct sym_elf *se = f->se;
+	struct sym_resolved *r;
 	size_t before;
 	int n;
 
@@ -309,7 +373,12 @@ int sym_cache_resolve(struct sym_cache *c, struct sym_file *f, uint64_t vaddr,
 	lru_push_front(c, se);
 	se->used_gen = c->gen;
 	before = se->cost;
-	n = sym_elf_resolve(se, c->ctx, vaddr, out, max);
+	r = resolved_slot(se, vaddr);
+	n = resolved_get(r, vaddr, out, max);
+	if (n < 0) {
+		n = sym_elf_resolve(se, c->ctx, vaddr, out, max);
+		resolved_put(r, vaddr, out, n, max);
+	}
 	c->loaded_bytes += se->cost - before;
 	evict(c, se);
 	return n;

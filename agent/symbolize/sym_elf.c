@@ -468,6 +468,8 @@ void sym_elf_unload(struct sym_elf *se)
 	}
 	sym_gopcln_free(se->gopcln);
 	se->gopcln = NULL;
+	free(se->resolved);
+	se->resolved = NULL;
 	free(se->syms);
 	free(se->plt_names);
 	se->plt_names = NULL;

@@ -131,6 +131,7 @@ struct sym_elf {
 	size_t cost;		/* approximate heap bytes while loaded */
 	size_t dwarf_cost;	/* the part of cost that is DWARF state */
 	uint64_t used_gen;	/* sym_cache trim generation of its last lookup */
+	struct sym_resolved *resolved;	/* sym_cache.c's answers, or NULL */
 	struct sym_elf *lru_prev, *lru_next;
 	struct sym_elf *hash_next;
 };

@@ -382,6 +382,41 @@ static void test_no_dwarf(void)
 	sym_free(s);
 }
 
+/*
+ * A file's last answers are kept (sym_cache.c): an answer cut to a
+ * caller's room is never handed to one with more, and a kept answer is
+ * the one a lookup makes.
+ */
+static void test_resolve_kept(void)
+{
+	char *argv[] = { path_of("target-g"), NULL };
+	struct symbolizer *s = sym_new(NULL);
+	const struct addr_line *a;
+	struct sym_frame f[4], g[4];
+	struct child c;
+	int n1, n, m;
+
+	if (!check("resolve_kept: spawn", spawn(&c, argv) && (a = find_addr(&c, "inline_ret")),
+		   "failed")) {
+		sym_free(s);
+		return;
+	}
+	sym_process_exec(s, (uint32_t)c.pid);
+	finish(&c);
+	n1 = sym_resolve_user(s, (uint32_t)c.pid, a->addr, true, f, 1);
+	n = sym_resolve_user(s, (uint32_t)c.pid, a->addr, true, f, 4);
+	m = sym_resolve_user(s, (uint32_t)c.pid, a->addr, true, g, 4);
+	check("resolve_kept: a cut answer is not kept for more room",
+	      n1 == 1 && n == 2, "max 1: %d frames, then max 4: %d", n1, n);
+	check("resolve_kept: the kept answer is the looked-up one",
+	      n == m && m == 2 && f[0].function == g[0].function &&
+	      f[1].function == g[1].function && f[0].line == g[0].line &&
+	      f[1].line == g[1].line && f[0].inlined && !g[1].inlined &&
+	      f[1].source_file == g[1].source_file && g[0].module == f[0].module,
+	      "n=%d m=%d %s/%s", n, m, str(g[0].function), m > 1 ? str(g[1].function) : "-");
+	sym_free(s);
+}
+
 static void exec_hint(pid_t pid, void *s)
 {
 	sym_process_exec(s, (uint32_t)pid);
@@ -1484,6 +1519,7 @@ int main(int argc, char **argv)
 	test_exec_early();
 	test_exec_late();
 	test_no_dwarf();
+	test_resolve_kept();
 	test_deleted(tmp);
 	test_chroot(tmp);
 	test_corrupt_mapped(tmp);
