@@ -13,7 +13,7 @@
 
 #include "uapi/ember.h"
 
-#define KMAPS_BUCKETS	4096	/* power of two */
+#define KMAPS_BUCKETS	16384	/* power of two; up to 8192 processes held */
 #define KMAPS_PENDING	4	/* misses waiting for their mapping */
 
 struct kmap {

@@ -68,7 +68,7 @@ struct sym_proc {
 	 * exec-heavy host whose files are all known costs its maps only.
 	 */
 	bool nspid_known;
-	/* it took a sample: its JIT map is worth reading at its exit */
+	/* it took a sample (proc_exit() may read its JIT map) */
 	bool sampled;
 	/*
 	 * Maps read at an exec record may predate the dynamic loader mapping
@@ -816,12 +816,14 @@ static void proc_exit(struct symbolizer *s, struct sym_proc *p)
 	if (!p)
 		return;
 	/*
-	 * A JIT's map file may sit in a container root that goes away. Not
-	 * for a process that neither took a sample nor maps anonymous code:
-	 * on an exec-heavy host those are most exits, and a late sample
+	 * A JIT's map file may sit in a container root that goes away. Only
+	 * for a process that maps anonymous code, or was sampled and whose
+	 * maps are not known: on an exec-heavy host the others are most
+	 * exits (a perf map names anonymous code only), and a late sample
 	 * still finds a host map at its lookup.
 	 */
-	if (!p->jit_tried && (p->sampled || proc_maps_anon_code(p)))
+	if (!p->jit_tried &&
+	    ((p->sampled && !p->maps_read) || proc_maps_anon_code(p)))
 		proc_load_jit(s, p);
 	proc_gone(s, p);
 }
