@@ -825,7 +825,9 @@ struct profile *session_snapshot(struct session *s)
 		meta.stack_replayed = st.replayed - s->replay_base.replayed;
 		meta.stack_replay_kept = (st.kept - s->replay_base.kept) +
 					 (st.unpaired - s->replay_base.unpaired);
-		meta.stack_copy_dropped = st.dropped - s->replay_base.dropped;
+		meta.stack_copy_dropped = st.dropped - s->replay_base.dropped +
+					  ring_reader_copies_shed(s->reader) -
+					  s->copies_shed_base;
 		meta.stack_replay_skipped = st.skipped - s->replay_base.skipped;
 		meta.stack_replay_ns = st.replay_ns - s->replay_base.replay_ns;
 		meta.stack_replay_python = st.py_spliced -
@@ -842,6 +844,7 @@ void session_reset(struct session *s)
 	pb_reset(s->pb);
 	if (s->replay)
 		stack_replay_get(s->replay, &s->replay_base);
+	s->copies_shed_base = ring_reader_copies_shed(s->reader);
 	s->start_real_ns = clock_ns(CLOCK_REALTIME);
 	source_counters(s, &s->lost_base, &s->corrupt_base);
 }

@@ -55,6 +55,7 @@ struct ring_reader {
 	size_t bytes;			/* of all chunks held, spare excluded */
 	size_t max_bytes;
 	uint64_t dropped;
+	uint64_t copies_shed;
 	int error;			/* the reader's poll failed */
 	uint32_t unsignaled;		/* records queued since the last wake */
 	bool stopping, done, waiting;
@@ -123,7 +124,10 @@ static void enqueue(const struct ember_rec_header *rec, void *ctx)
 	if (rr->hint)
 		rr->hint(rec, rr->hint_ctx);
 	pthread_mutex_lock(&rr->lock);
-	if (n > CHUNK_BYTES || rec->size < sizeof(*rec) ||
+	if (rec->type == EMBER_REC_USER_STACK &&
+	    rr->bytes + n > rr->max_bytes / 2) {
+		rr->copies_shed++;
+	} else if (n > CHUNK_BYTES || rec->size < sizeof(*rec) ||
 	    !(c = tail_with_room(rr, n))) {
 		rr->dropped++;
 	} else {
@@ -313,6 +317,18 @@ void ring_reader_stop(struct ring_reader *rr)
 	pthread_mutex_unlock(&rr->lock);
 	pthread_join(rr->thread, NULL);
 	rr->started = false;
+}
+
+uint64_t ring_reader_copies_shed(struct ring_reader *rr)
+{
+	uint64_t n;
+
+	if (!rr)
+		return 0;
+	pthread_mutex_lock(&rr->lock);
+	n = rr->copies_shed;
+	pthread_mutex_unlock(&rr->lock);
+	return n;
 }
 
 uint64_t ring_reader_dropped(struct ring_reader *rr)

@@ -42,6 +42,13 @@ int ring_reader_consume(struct ring_reader *rr, int timeout_ms,
  * exits; what it queued stays for ring_reader_consume.
  */
 void ring_reader_stop(struct ring_reader *rr);
+/*
+ * Stack copies (EMBER_REC_USER_STACK) not queued because the queue was
+ * half full: a copy is an optional extra to its sample, which stays as
+ * walked, and must never take the room a sample or a mapping record
+ * needs (a consumer that lags under TCG while copies flood in).
+ */
+uint64_t ring_reader_copies_shed(struct ring_reader *rr);
 /* Records dropped because the queue was full. */
 uint64_t ring_reader_dropped(struct ring_reader *rr);
 /* Stop (if needed) and free, queued records included. */

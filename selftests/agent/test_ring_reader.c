@@ -32,6 +32,7 @@ struct fake_rec {
 static atomic_ulong produced;		/* records handed out by poll */
 static atomic_ulong limit;		/* poll stops producing here */
 static atomic_int fail;			/* poll returns -EIO */
+static atomic_int odd_copies;		/* odd seqs are EMBER_REC_USER_STACK */
 static pthread_t reader_thread;
 static atomic_int hint_on_other_thread, hints;
 
@@ -57,7 +58,8 @@ static int f_poll(struct ember_source *src, int timeout_ms,
 		size_t sz = size_of(seq);
 
 		memset(r, 0, sizeof(*r));
-		r->hdr.type = EMBER_REC_SAMPLE;
+		r->hdr.type = odd_copies && (seq & 1) ? EMBER_REC_USER_STACK :
+							EMBER_REC_SAMPLE;
 		r->hdr.size = (uint16_t)sz;
 		r->seq = seq;
 		memset(r->fill, (int)(seq & 0xff), sz - sizeof(*r));
@@ -100,6 +102,59 @@ static void consume(const struct ember_rec_header *rec, void *ctx)
 			break;
 		}
 	s->next = r->seq + 1;
+}
+
+struct by_type {
+	uint64_t samples, copies, bad;
+};
+
+static void count_types(const struct ember_rec_header *rec, void *ctx)
+{
+	const struct fake_rec *r = (const void *)rec;
+	struct by_type *b = ctx;
+
+	if (rec->type == EMBER_REC_USER_STACK)
+		b->copies++;
+	else if (!(r->seq & 1))
+		b->samples++;
+	else
+		b->bad++;
+}
+
+/*
+ * 5. copies and samples, a consumer that does not keep up: past half the
+ * queue's bound copies are shed (counted), and no sample is lost.
+ */
+static void test_copies_shed(void)
+{
+	struct by_type b = { 0 };
+	struct ring_reader *rr;
+	uint64_t start;
+
+	odd_copies = 1;
+	fail = 0;
+	start = produced;
+	limit = produced + 2400;	/* ~9.6 MB in all, samples ~4.8 MB */
+	rr = ring_reader_start(&fake_ops, NULL, NULL, NULL, 8u << 20);
+	for (int i = 0; rr && i < 500 && produced < limit; i++)
+		usleep(10000);
+	ring_reader_stop(rr);
+	while (rr && ring_reader_consume(rr, 0, count_types, &b) > 0)
+		;
+	T_CHECK("ring_reader_copies_shed_past_half",
+		rr && ring_reader_copies_shed(rr) > 0 &&
+		b.copies + ring_reader_copies_shed(rr) == (limit - start) / 2,
+		"%lu shed, %lu copies handed", rr ?
+		(unsigned long)ring_reader_copies_shed(rr) : 0,
+		(unsigned long)b.copies);
+	T_CHECK("ring_reader_samples_kept_over_copies",
+		rr && b.samples == (limit - start) / 2 && !b.bad &&
+		ring_reader_dropped(rr) == 0,
+		"%lu of %lu samples, %lu dropped", (unsigned long)b.samples,
+		(unsigned long)(limit - start) / 2,
+		rr ? (unsigned long)ring_reader_dropped(rr) : 0);
+	ring_reader_free(rr);
+	odd_copies = 0;
 }
 
 int main(void)
@@ -172,5 +227,6 @@ int main(void)
 	}
 	T_CHECK("ring_reader_error_reaches_consumer", err == -EIO, "got %d", err);
 	ring_reader_free(rr);
+	test_copies_shed();
 	T_EXIT();
 }
