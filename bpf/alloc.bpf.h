@@ -81,11 +81,16 @@ static __always_inline struct ember_sample *build_alloc(void *ctx,
  * program lived in CI). The probes leave their arguments in their CPU's
  * alloc_args and tail-call it; a uprobe is not migrated while it runs.
  */
+/* What ember_alloc_record does with the record (alloc_args.park) */
+#define ALLOC_EMIT		0	/* into the ring now */
+#define ALLOC_PARK		1	/* in alloc_pending until the return */
+#define ALLOC_PARK_MEMPTR	2	/* ... which stores the address at addr */
+
 struct alloc_args {
 	__u64 weight;			/* 0: the reader scales by the rate */
-	__u64 addr;			/* the block, or memptr (park) */
+	__u64 addr;			/* the block, or memptr (ALLOC_PARK_MEMPTR) */
 	__u64 size;
-	__u64 park;			/* wait in alloc_pending for the return */
+	__u64 park;			/* ALLOC_EMIT, ALLOC_PARK* */
 };
 
 struct {
@@ -130,7 +135,7 @@ int ember_alloc(void *ctx)
 {
 	/* ember_alloc_probe(ptr, size, weight) */
 	return alloc_record(ctx, ARCH_ARG3(R(ctx)), ARCH_ARG1(R(ctx)),
-			    ARCH_ARG2(R(ctx)), 0);
+			    ARCH_ARG2(R(ctx)), ALLOC_EMIT);
 }
 
 /*
@@ -238,15 +243,16 @@ static __always_inline int alloc_entry(void *ctx, __u64 size, __u64 memptr)
 		return 0;
 	*left = next_distance();
 	if (!alloc_inuse)	/* weighed by the reader, not followed */
-		return alloc_record(ctx, 0, 0, size, 0);
-	return alloc_record(ctx, 0, memptr, size, memptr ? 2 : 1);
+		return alloc_record(ctx, 0, 0, size, ALLOC_EMIT);
+	return alloc_record(ctx, 0, memptr, size,
+			    memptr ? ALLOC_PARK_MEMPTR : ALLOC_PARK);
 }
 
 /*
  * What the probes tail-call (alloc_tail): the record, its user stack
  * unwound from the probe's registers, emitted (the sampler's probe, or
  * an entry point whose block is not followed) or parked until the call
- * returns (park 1; 2: the address will be at memptr).
+ * returns.
  */
 SEC("uprobe")
 int ember_alloc_record(void *ctx)
@@ -270,14 +276,14 @@ int ember_alloc_record(void *ctx)
 	st = get_stats();
 	if (!s || !st)
 		return 0;
-	if (!park) {
+	if (park == ALLOC_EMIT) {
 		/* read once and bounded here: the verifier checks the emit */
 		len = s->hdr.size;
 		if (len <= sizeof(struct scratch))
 			emit(ctx, s, len, st);
 		return 0;
 	}
-	if (park == 2)
+	if (park == ALLOC_PARK_MEMPTR)
 		s->__reserved = ALLOC_PEND_MEMPTR;
 	bpf_map_update_elem(&alloc_pending, &tid, s, BPF_ANY);
 	return 0;
