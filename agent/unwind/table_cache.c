@@ -34,6 +34,31 @@ void table_cache_init(struct table_cache *c, const struct ember_source_ops *ops,
 	c->next_id = 1;
 }
 
+void table_cache_set_share(struct table_cache *c, struct table_share *share)
+{
+	c->share = share;
+}
+
+/* What the replay needs of f: its table (its owner's), or that it has none. */
+static void publish(struct table_cache *c, struct table_file *f)
+{
+	struct table_file *owner = table_cache_owner(c, f);
+
+	if (c->share)
+		table_share_put(c->share, (uint64_t)f->dev, (uint64_t)f->ino,
+				f->segs, f->nr_segs,
+				owner->table_id ? owner->blob : NULL);
+}
+
+/* f's table (owner's: an alias's entry holds its owner's) was dropped */
+static void unpublish(struct table_cache *c, struct table_file *f,
+		      const struct table_blob *owner)
+{
+	if (!c->share || !owner)
+		return;
+	table_share_forget(c->share, (uint64_t)f->dev, (uint64_t)f->ino, owner);
+}
+
 static bool aliased(const struct table_cache *c, uint32_t i)
 {
 	for (uint32_t j = 0; j < c->nr; j++)
@@ -86,7 +111,7 @@ static void read_segs(Elf *elf, struct table_file *f)
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
 		    !(ph.p_flags & PF_X))
 			continue;
-		f->segs[f->nr_segs++] = (struct table_seg){
+		f->segs[f->nr_segs++] = (struct table_share_seg){
 			ph.p_vaddr, ph.p_offset, ph.p_filesz };
 	}
 }
@@ -166,6 +191,7 @@ static void build_and_load(struct table_cache *c, Elf *elf,
 
 		r = c->ops->unwind_load(c->src, id, tab, len, err, sizeof(err));
 		if (!r) {
+			f->blob = table_blob_new(c->share, tab, len);
 			f->table_id = id;
 			f->bytes = len;
 			c->loaded++;
@@ -292,13 +318,28 @@ struct table_file *table_cache_find(struct table_cache *c,
 	return NULL;
 }
 
+/* A new entry's table, if the file is a regular ELF file of this machine. */
+static void fill_entry(struct table_cache *c, int fd, const struct stat *st,
+		       struct table_file *f, const char *name)
+{
+	Elf *elf;
+
+	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size > TABLE_FILE_MAX_BYTES)
+		return;	/* no table, remembered as such */
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return;
+	if (elf_kind(elf) == ELF_K_ELF)
+		from_elf(c, elf, f, name);
+	elf_end(elf);
+}
+
 struct table_file *table_cache_get(struct table_cache *c, int fd,
 				   const struct stat *st, const char *name)
 {
 	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 +
 			st->st_mtim.tv_nsec;
 	struct table_file *f = table_cache_find(c, st);
-	Elf *elf;
 
 	if (f)
 		return f;
@@ -309,14 +350,8 @@ struct table_file *table_cache_get(struct table_cache *c, int fd,
 	f->ino = st->st_ino;
 	f->size = st->st_size;
 	f->mtime_ns = mtime;
-	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size > TABLE_FILE_MAX_BYTES)
-		return f;	/* no table, remembered as such */
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return f;
-	if (elf_kind(elf) == ELF_K_ELF)
-		from_elf(c, elf, f, name);
-	elf_end(elf);
+	fill_entry(c, fd, st, f, name);
+	publish(c, f);
 	return f;
 }
 
@@ -353,22 +388,14 @@ struct table_file *table_cache_vdso(struct table_cache *c)
 		return f;
 	from_elf(c, elf, f, key);
 	elf_end(elf);
+	publish(c, f);	/* dev 0, ino 0: the vDSO's key in the share */
 	return f;
 }
 
 bool table_file_bias(const struct table_file *f, uint64_t start,
 		     uint64_t pgoff, uint64_t *bias)
 {
-	for (uint32_t i = 0; i < f->nr_segs; i++) {
-		const struct table_seg *s = &f->segs[i];
-		uint64_t page_off = s->offset & ~0xfffULL;
-
-		if (pgoff >= page_off && pgoff < s->offset + s->filesz) {
-			*bias = start - s->vaddr + s->offset - pgoff;
-			return true;
-		}
-	}
-	return false;
+	return table_segs_bias(f->segs, f->nr_segs, start, pgoff, bias);
 }
 
 void table_cache_sweep(struct table_cache *c, uint64_t now_ns, uint64_t grace_ns)
@@ -389,12 +416,17 @@ void table_cache_sweep(struct table_cache *c, uint64_t now_ns, uint64_t grace_ns
 		c->ops->unwind_drop(c->src, f->table_id);
 		f->dropped = true;
 		f->table_id = 0;
+		for (uint32_t j = 0; j < c->nr; j++)
+			if (c->files[j].alias_of == i + 1) {
+				c->files[j].dropped = true;
+				unpublish(c, &c->files[j], f->blob);
+			}
+		unpublish(c, f, f->blob);
+		table_blob_put(c->share, f->blob);
+		f->blob = NULL;
 		c->dropped++;
 		c->live--;
 		c->bytes -= f->bytes;
-		for (uint32_t j = 0; j < c->nr; j++)
-			if (c->files[j].alias_of == i + 1)
-				c->files[j].dropped = true;
 	}
 }
 
@@ -403,6 +435,8 @@ void table_cache_free(struct table_cache *c, bool drop_tables)
 	for (uint32_t i = 0; i < c->nr && drop_tables; i++)
 		if (c->files[i].table_id && !c->files[i].dropped)
 			c->ops->unwind_drop(c->src, c->files[i].table_id);
+	for (uint32_t i = 0; i < c->nr; i++)
+		table_blob_put(c->share, c->files[i].blob);
 	free(c->files);
 	memset(c, 0, sizeof(*c));
 }

@@ -16,17 +16,14 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include "source/source.h"
+#include "unwind/table_share.h"
 #include "unwind/table_store.h"
 
 /* ELF files bigger than this are not read (libelf maps them; still cap). */
 #define TABLE_FILE_MAX_BYTES	(4ULL << 30)
 
 #define TABLE_CACHE_MAX_FILES	4096
-#define TABLE_CACHE_MAX_SEGS	8
-
-struct table_seg {
-	uint64_t vaddr, offset, filesz;
-};
+#define TABLE_CACHE_MAX_SEGS	TABLE_SHARE_MAX_SEGS
 
 struct table_file {
 	dev_t dev;
@@ -39,7 +36,8 @@ struct table_file {
 	uint32_t refs;			/* mappings bound to it now */
 	uint64_t idle_since_ns;		/* when refs fell to 0 */
 	uint64_t bytes;
-	struct table_seg segs[TABLE_CACHE_MAX_SEGS];
+	struct table_share_seg segs[TABLE_CACHE_MAX_SEGS];
+	struct table_blob *blob;	/* its table's bytes for the share, or NULL */
 	uint32_t nr_segs;
 	bool dropped;			/* table dropped: rebuild if seen again */
 };
@@ -48,6 +46,7 @@ struct table_cache {
 	const struct ember_source_ops *ops;
 	struct ember_source *src;
 	struct table_store *store;	/* the persistent cache, or NULL */
+	struct table_share *share;	/* tables for the stack replay, or NULL */
 	struct table_file *files;
 	uint32_t nr, cap;
 	uint32_t next_id;
@@ -78,6 +77,11 @@ struct table_file *table_cache_get(struct table_cache *c, int fd,
  */
 struct table_file *table_cache_find(struct table_cache *c,
 				    const struct stat *st);
+/*
+ * Publish every file's table (or its lack of one) to share, for the
+ * stack replay (table_share.h); NULL: none. Before the first get.
+ */
+void table_cache_set_share(struct table_cache *c, struct table_share *share);
 /* The entry holding the table for f (f itself, or what it aliases). */
 struct table_file *table_cache_owner(struct table_cache *c, struct table_file *f);
 /* The vDSO of this kernel, built from the agent's own mapping. */

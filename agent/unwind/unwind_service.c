@@ -310,6 +310,7 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	us->st.store_on = us->store != NULL;
 	table_store_get_stats(us->store, &us->st.store);
 	table_cache_init(&us->b.cache, ops, src, us->store, opt->verbose);
+	table_cache_set_share(&us->b.cache, opt->share);
 	pthread_mutex_init(&us->lock, NULL);
 	pthread_cond_init(&us->wake, NULL);
 	pthread_cond_init(&us->idle, NULL);

@@ -63,6 +63,11 @@ struct unwind_service_opts {
 	 * asked before /proc/PID/maps. NULL: /proc only.
 	 */
 	struct kmaps *kmaps;
+	/*
+	 * Every table made, and every file without one, published for the
+	 * stack replay (table_share.h; outlives the service). NULL: none.
+	 */
+	struct table_share *share;
 };
 
 /*
