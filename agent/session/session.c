@@ -197,6 +197,23 @@ static int session_gone_maps(void *ctx, uint32_t pid, char **maps,
 	return 0;
 }
 
+/*
+ * stack_replay_maps_fn: pid's executable mappings as the kernel told
+ * them, else as its exec snapshot saw them; the replay reads /proc when
+ * neither knows.
+ */
+static int session_replay_maps(void *ctx, uint32_t pid, proc_maps_fn fn,
+			       void *fn_ctx)
+{
+	struct session *s = ctx;
+
+	if (s->kmaps && !kmaps_read(s->kmaps, pid, fn, fn_ctx, NULL))
+		return 0;
+	if (s->snaps && !exec_snaps_read(s->snaps, pid, fn, fn_ctx))
+		return 0;
+	return -ENOENT;
+}
+
 /* stack_replay_eval_fn: the symbolizer's finding of pid's interpreter */
 static bool session_py_eval(void *ctx, uint32_t pid, struct py_eval_ranges *ev)
 {
@@ -308,6 +325,14 @@ int session_open(struct session *s, const struct session_options *opt,
 	}
 	if (s->replay)
 		stack_replay_set_python(s->replay, session_py_eval, s);
+	/*
+	 * The worker's tables, for the replay: with them it walks as the
+	 * backend does, libdwfl only where they cannot tell. Without the
+	 * memory, libdwfl does all.
+	 */
+	if (s->replay && (s->tables = table_share_new(0)))
+		stack_replay_set_tables(s->replay, s->tables,
+					session_replay_maps, s);
 	/* the oracle strips with it where a record carries no mask */
 	if (s->check)
 		unwind_check_set_pac_mask(s->check, src.pac_mask);
@@ -400,6 +425,7 @@ int session_start(struct session *s, char *err, size_t err_len)
 			.table_dir = s->table_cache_dir,
 			.table_max = s->table_cache_max,
 			.kmaps = s->kmaps,
+			.share = s->tables,
 		};
 
 		s->unwind = unwind_service_start(s->ops, s->src, s->procs, &uo);
@@ -832,6 +858,10 @@ struct profile *session_snapshot(struct session *s)
 		meta.stack_replay_ns = st.replay_ns - s->replay_base.replay_ns;
 		meta.stack_replay_python = st.py_spliced -
 					   s->replay_base.py_spliced;
+		meta.stack_replay_tables = st.by_tables -
+					   s->replay_base.by_tables;
+		meta.stack_replay_libdwfl = st.by_libdwfl -
+					    s->replay_base.by_libdwfl;
 	}
 	p = pb_finish(s->pb, &meta);
 	/* DWARF and file pages are only needed while a profile is built */
@@ -861,6 +891,8 @@ void session_close(struct session *s)
 	s->check = NULL;
 	stack_replay_free(s->replay);
 	s->replay = NULL;
+	table_share_free(s->tables);
+	s->tables = NULL;
 	if (s->src)
 		s->ops->close(s->src);
 	s->src = NULL;

@@ -42,6 +42,7 @@ struct session {
 	struct unwind_service *unwind;	/* CFI tables for the backend, or NULL */
 	struct unwind_check *check;	/* --check-unwind, or NULL */
 	struct stack_replay *replay;	/* --stack-copy > 0, or NULL */
+	struct table_share *tables;	/* the worker's tables, for the replay */
 	struct stack_replay_stats replay_base;	/* at start/last reset */
 	uint64_t copies_shed_base;	/* ring_reader_copies_shed(), likewise */
 	/* session_py_unshift()'s rewritten sample */

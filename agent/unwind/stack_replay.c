@@ -5,6 +5,7 @@
  * records possibly between. Copies are held by (pid, tid, time_ns) in
  * STACK_REPLAY_HELD slots; the sample that names one takes it.
  */
+#include <errno.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "lib/clock.h"
 #include "source/source.h"
+#include "unwind/copy_walk.h"
 #include "unwind/oracle.h"
 #include "unwind/stack_replay.h"
 
@@ -26,6 +28,12 @@
 #define STACK_REPLAY_TRIM_NS	1000000000ull
 #define FUTILE_AFTER	4		/* failures in a row */
 #define FUTILE_NS	1000000000ull	/* then skipped this long */
+/*
+ * One process's mappings (and table references) are kept between its
+ * copies, which come in runs: this long at most, and never across its
+ * exec.
+ */
+#define MAPS_KEEP_NS	100000000ull
 
 struct futile {
 	uint32_t pid;
@@ -50,6 +58,12 @@ struct stack_replay {
 	uint64_t trimmed_ns;		/* CLOCK_MONOTONIC of its last malloc_trim */
 	stack_replay_eval_fn *eval_fn;	/* Python samples' eval loops */
 	void *eval_ctx;
+	struct table_share *share;	/* the worker's tables, or NULL */
+	stack_replay_maps_fn *maps_fn;
+	void *maps_ctx;
+	struct copy_walk_maps maps;	/* of maps.pid, when maps_ns */
+	uint64_t maps_ns;		/* CLOCK_MONOTONIC when read; 0: none */
+	bool maps_from_proc;		/* read from /proc/PID/maps */
 	uint64_t spliced[EMBER_MAX_FRAMES];	/* rewrite_python()'s frames */
 	/* the rewritten sample: header, frames, a trailer of up to 3 u64 */
 	union {
@@ -91,10 +105,25 @@ void stack_replay_set_python(struct stack_replay *r, stack_replay_eval_fn *fn,
 	r->eval_ctx = ctx;
 }
 
+void stack_replay_set_tables(struct stack_replay *r, struct table_share *share,
+			     stack_replay_maps_fn *maps_fn, void *ctx)
+{
+	r->share = share;
+	r->maps_fn = maps_fn;
+	r->maps_ctx = ctx;
+}
+
+static void maps_forget(struct stack_replay *r)
+{
+	copy_walk_maps_clear(&r->maps);
+	r->maps_ns = 0;
+}
+
 void stack_replay_free(struct stack_replay *r)
 {
 	if (!r)
 		return;
+	maps_forget(r);
 	for (int i = 0; i < STACK_REPLAY_HELD; i++)
 		free(r->held[i].u);
 	oracle_free(r->oracle);
@@ -213,6 +242,91 @@ rewrite_python(struct stack_replay *r, const struct ember_sample *s,
 	return out;
 }
 
+/*
+ * pid's mappings with their tables: the kept ones, else as the kernel
+ * told them (maps_fn), else /proc's (from_proc: /proc's at once).
+ */
+static bool maps_of(struct stack_replay *r, uint32_t pid, bool from_proc,
+		    uint64_t now)
+{
+	int err = -ENOENT;
+
+	if (r->maps_ns && r->maps.pid == pid && now - r->maps_ns < MAPS_KEEP_NS &&
+	    (!from_proc || r->maps_from_proc))
+		return true;
+	maps_forget(r);
+	copy_walk_maps_init(&r->maps, r->share, pid);
+	if (!from_proc && r->maps_fn)
+		err = r->maps_fn(r->maps_ctx, pid, copy_walk_maps_add, &r->maps);
+	r->maps_from_proc = err != 0;
+	if (err) {
+		copy_walk_maps_clear(&r->maps);
+		err = proc_maps_read(NULL, pid, copy_walk_maps_add, &r->maps, NULL);
+	}
+	if (err) {
+		copy_walk_maps_clear(&r->maps);
+		return false;
+	}
+	copy_walk_maps_done(&r->maps);
+	r->maps_ns = now;
+	return true;
+}
+
+/* The copy's registers as the backend's walk starts from them. */
+static void start_regs(const struct stack_replay *r,
+		       const struct ember_user_stack *u, struct ember_uregs *ur)
+{
+	uint64_t regs[ORACLE_NR_REGS], pac = r->pac_mask;
+
+	oracle_regs_from_record(u->regs, regs, &pac);
+	memset(ur, 0, sizeof(*ur));
+	ur->pc = regs[ORACLE_REG_PC];
+	ur->sp = regs[ORACLE_REG_SP];
+	ur->fp = regs[ORACLE_REG_FP];
+	ur->pac_mask = pac;
+	ur->fp_ok = 1;
+	ur->exact = 1;
+#if defined(__aarch64__)
+	ur->lr = regs[30] & ~pac;
+	ur->lr_ok = 1;
+#endif
+}
+
+/*
+ * The copy walked with the shared tables: frames into o, or -1 when the
+ * tables cannot tell (libdwfl's turn). A return address in no mapping
+ * the kernel told reads /proc once (code mapped since, its record not
+ * read yet).
+ */
+static int table_replay(struct stack_replay *r, const struct ember_user_stack *u,
+			bool at_entry, uint64_t now, uint64_t *o, int *complete)
+{
+	struct copy_walk_in in = {
+		.maps = &r->maps, .stack = u->stack, .stack_len = u->stack_len,
+		.at_entry = at_entry,
+	};
+	enum copy_walk_end end;
+	int n;
+
+	*complete = 0;
+	if (!r->share || !maps_of(r, u->pid, false, now))
+		return -1;
+	start_regs(r, u, &in.regs);
+	n = copy_walk(&in, o, EMBER_MAX_FRAMES, &end);
+	/*
+	 * Not for the PC itself: in no mapping it is JIT code, or an image
+	 * execve has just replaced (a sample in the exec), which /proc
+	 * cannot name either
+	 */
+	if (end == COPY_WALK_NO_MAPPING && n > 1 && !r->maps_from_proc &&
+	    maps_of(r, u->pid, true, now))
+		n = copy_walk(&in, o, EMBER_MAX_FRAMES, &end);
+	if (end == COPY_WALK_UNDECIDED)
+		return -1;
+	*complete = end == COPY_WALK_COMPLETE;
+	return n;
+}
+
 static struct futile *futile_of(struct stack_replay *r, uint32_t pid)
 {
 	struct futile *f = &r->futile[pid % FUTILE_SLOTS];
@@ -255,13 +369,18 @@ replay(struct stack_replay *r, const struct ember_sample *s)
 		r->st.skipped++;
 		return &s->hdr;
 	}
-	{
+	no = table_replay(r, h->u, s->hdr.type == EMBER_REC_ALLOC, t0, o,
+			  &complete);
+	if (no >= 0) {
+		r->st.by_tables++;
+	} else {
 		struct oracle_stack os = {
 			.pid = h->u->pid, .tid = h->u->tid,
 			.stack = h->u->stack, .stack_len = h->u->stack_len,
 			.pac_mask = r->pac_mask,
 		};
 
+		r->st.by_libdwfl++;
 		oracle_regs_from_record(h->u->regs, os.regs, &os.pac_mask);
 		no = oracle_unwind(r->oracle, &os, o, EMBER_MAX_FRAMES,
 				   &complete);
@@ -309,6 +428,8 @@ stack_replay_record(struct stack_replay *r, const struct ember_rec_header *rec)
 		return NULL;
 	case EMBER_REC_EXEC:
 		oracle_forget(r->oracle, ((const struct ember_exec *)rec)->pid);
+		if (r->maps.pid == ((const struct ember_exec *)rec)->pid)
+			maps_forget(r);
 		return rec;
 	default:
 		if (ember_record_has_stack(rec->type) &&

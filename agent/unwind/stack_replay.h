@@ -6,8 +6,9 @@
  * bounded copy of the stack (EMBER_REC_USER_STACK) just before the sample,
  * which carries EMBER_SF_USER_COPIED. The replay holds the copies it reads
  * (a bounded set; the oldest goes, counted, when full) and, when their
- * sample comes, unwinds the copy with libdwfl over the process's current
- * mappings (oracle.h) and puts the result in place of the sample's user
+ * sample comes, unwinds the copy with the backend's own tables
+ * (copy_walk.h), or where those cannot tell with libdwfl (oracle.h), over
+ * the process's current mappings, and puts the result in place of the sample's user
  * frames when it is longer or proven whole. A sample with Python frames
  * is replaced only by a replay proven whole whose eval-loop frames take
  * its activations back one for one (python.h, py_splice()); else it stays
@@ -21,7 +22,9 @@
 #include <stdint.h>
 #include "uapi/ember.h"
 #include "python/python.h"
+#include "proc/proc_maps.h"
 #include "unwind/oracle.h"
+#include "unwind/table_share.h"
 
 struct stack_replay_stats {
 	uint64_t copies;	/* EMBER_REC_USER_STACK records read */
@@ -38,6 +41,8 @@ struct stack_replay_stats {
 	uint64_t replay_ns;	/* CPU time spent unwinding copies */
 	uint64_t py_spliced;	/* of replayed: Python activations put back */
 	uint64_t py_kept;	/* of kept: with Python frames, not placeable */
+	uint64_t by_tables;	/* copies walked with the shared tables */
+	uint64_t by_libdwfl;	/* ... by libdwfl: the tables could not tell */
 };
 
 /*
@@ -88,6 +93,21 @@ typedef bool stack_replay_eval_fn(void *ctx, uint32_t pid,
 				  struct py_eval_ranges *ev);
 void stack_replay_set_python(struct stack_replay *r, stack_replay_eval_fn *fn,
 			     void *ctx);
+/*
+ * Where a process's executable mappings are without reading /proc (the
+ * kernel's mapping records, an exec snapshot): fn for each, 0; or -errno
+ * when not known there.
+ */
+typedef int stack_replay_maps_fn(void *ctx, uint32_t pid, proc_maps_fn fn,
+				 void *fn_ctx);
+/*
+ * Walk copies with the worker's tables (table_share.h) first, over the
+ * mappings maps_fn gives (else /proc/PID/maps): the backend's own walk,
+ * microseconds where libdwfl costs a session per process. libdwfl stays
+ * for what the tables cannot tell (copy_walk.h). share NULL: libdwfl only.
+ */
+void stack_replay_set_tables(struct stack_replay *r, struct table_share *share,
+			     stack_replay_maps_fn *maps_fn, void *ctx);
 /*
  * Every valid record in ring order (ember_record_valid()). Returns rec
  * itself, or a rewritten copy of a sample (valid until the next call), or

@@ -18,7 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include "unwind/copy_walk.h"
 #include "unwind/stack_replay.h"
+#include "unwind/table_cache.h"
 #include "test_util.h"
 
 #define NOINLINE __attribute__((noinline))
@@ -244,6 +248,193 @@ static int gone_self(void *ctx, uint32_t pid, char **maps, size_t *len,
 	return 0;
 }
 
+/*
+ * The shared tables: this process's files' tables as the worker makes
+ * them (table_cache with a backend that keeps nothing), published.
+ */
+static int keep_nothing(struct ember_source *src, uint32_t id,
+			const void *table, size_t len, char *err, size_t err_len)
+{
+	(void)src, (void)id, (void)table, (void)len, (void)err, (void)err_len;
+	return 0;
+}
+
+static int drop_nothing(struct ember_source *src, uint32_t id)
+{
+	(void)src, (void)id;
+	return 0;
+}
+
+static const struct ember_source_ops stub_ops = {
+	.unwind_load = keep_nothing,
+	.unwind_drop = drop_nothing,
+};
+
+static bool cache_file(void *ctx, struct sym_map_line *m)
+{
+	struct table_cache *c = ctx;
+	char path[512];
+	struct stat st;
+	int fd;
+
+	if (m->type == SYM_MAP_VDSO) {
+		table_cache_vdso(c);
+		return true;
+	}
+	if (m->type != SYM_MAP_FILE || m->path_len >= sizeof(path))
+		return true;
+	memcpy(path, m->path, m->path_len);
+	path[m->path_len] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !fstat(fd, &st))
+		table_cache_get(c, fd, &st, path);
+	if (fd >= 0)
+		close(fd);
+	return true;
+}
+
+/* stack_replay_maps_fn: this process's maps, as if the kernel told them */
+static int maps_self(void *ctx, uint32_t pid, proc_maps_fn fn, void *fn_ctx)
+{
+	(void)ctx;
+	(void)pid;
+	return proc_maps_read(NULL, (uint32_t)getpid(), fn, fn_ctx, NULL);
+}
+
+/* One sample's replay: its output, and the counters after. */
+static const struct ember_sample *replay_one(struct stack_replay *r,
+					     uint32_t pid, uint64_t t,
+					     uint64_t pc)
+{
+	struct ember_user_stack *u = (void *)rec_buf;
+	struct ember_sample *s = sample(t, pc);
+
+	u->pid = pid;
+	u->time_ns = t;
+	s->pid = pid;
+	stack_replay_record(r, &u->hdr);
+	return (const void *)stack_replay_record(r, &s->hdr);
+}
+
+/*
+ * Garbage in the copy (a hostile or torn stack): every walk ends, within
+ * max frames, and every return address it gives lies in a mapping.
+ */
+static void test_walk_garbage(const struct copy_walk_maps *maps, uint64_t pc,
+			      uint64_t sp)
+{
+	static uint8_t junk[4096];
+	uint64_t ips[EMBER_MAX_FRAMES], seed = 88172645463325252ull;
+	int bad = 0, longest = 0;
+
+	for (int round = 0; round < 2000; round++) {
+		struct copy_walk_in in = {
+			.maps = maps, .stack = junk, .stack_len = sizeof(junk),
+			.regs = { .pc = pc, .sp = sp, .fp = sp + 64, .fp_ok = 1,
+				  .exact = 1 },
+		};
+		enum copy_walk_end end;
+		int n;
+
+		for (size_t i = 0; i < sizeof(junk); i += 8) {
+			uint64_t v;
+
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			/* half of the words: addresses in the copy or the code */
+			v = seed % 4 == 0 ? sp + (seed >> 8) % sizeof(junk) :
+			    seed % 4 == 1 ? pc + (seed >> 8) % 65536 - 32768 : seed;
+			memcpy(junk + i, &v, 8);
+		}
+		in.regs.fp = sp + (seed >> 20) % sizeof(junk);
+		n = copy_walk(&in, ips, EMBER_MAX_FRAMES, &end);
+		if (n > longest)
+			longest = n;
+		for (int i = 1; i < n; i++) {
+			bool in_map = false;
+
+			for (uint32_t k = 0; k < maps->n && !in_map; k++)
+				in_map = ips[i] - 1 >= maps->v[k].start &&
+					 ips[i] - 1 < maps->v[k].end;
+			bad += !in_map;
+		}
+	}
+	T_CHECK("copy_walk_garbage_bounded", bad == 0 && longest <= EMBER_MAX_FRAMES,
+		"%d frames outside every mapping, longest walk %d", bad, longest);
+}
+
+static void test_tables(uint64_t pc)
+{
+	struct ember_user_stack *u = (void *)rec_buf;
+	struct table_share *share = table_share_new(0);
+	struct table_cache cache;
+	struct copy_walk_maps maps;
+	struct stack_replay_stats st;
+	const struct ember_sample *o;
+	struct stack_replay *r;
+	uint32_t full_len = u->stack_len;
+
+	T_CHECK("stack_replay_tables_share", share != NULL, "out of memory");
+	if (!share)
+		return;
+	/* set, but empty: every file unknown, libdwfl walks */
+	r = stack_replay_new(0, NULL, NULL);
+	stack_replay_set_tables(r, share, NULL, NULL);
+	o = replay_one(r, (uint32_t)getpid(), tb + 7000, pc);
+	stack_replay_get(r, &st);
+	T_CHECK("stack_replay_tables_unknown_libdwfl",
+		o && chain_ok(o) && st.by_libdwfl == 1 && st.by_tables == 0,
+		"by libdwfl %lu, by tables %lu", (unsigned long)st.by_libdwfl,
+		(unsigned long)st.by_tables);
+	stack_replay_free(r);
+
+	table_cache_init(&cache, &stub_ops, NULL, NULL, false);
+	table_cache_set_share(&cache, share);
+	proc_maps_read(NULL, (uint32_t)getpid(), cache_file, &cache, NULL);
+
+	r = stack_replay_new(0, NULL, NULL);
+	stack_replay_set_tables(r, share, NULL, NULL);
+	o = replay_one(r, (uint32_t)getpid(), tb + 7001, pc);
+	stack_replay_get(r, &st);
+	T_CHECK("stack_replay_tables_exact_chain",
+		o && chain_ok(o) && (o->flags & EMBER_SF_USER_COMPLETE) &&
+		!(o->flags & EMBER_SF_USER_CUT) && st.by_tables == 1 &&
+		st.by_libdwfl == 0 && st.proven == 1,
+		"%u frames, flags %#x, by tables %lu, by libdwfl %lu",
+		o ? o->nr_user : 0, o ? o->flags : 0,
+		(unsigned long)st.by_tables, (unsigned long)st.by_libdwfl);
+	/* a copy cut short: what it has, never proven whole */
+	u->stack_len = 64;
+	o = replay_one(r, (uint32_t)getpid(), tb + 7002, pc);
+	T_CHECK("stack_replay_tables_short_copy_not_whole",
+		o && !(o->flags & EMBER_SF_USER_COMPLETE),
+		"a walk past the copy's end was called whole");
+	u->stack_len = full_len;
+	stack_replay_free(r);
+
+	/* a process gone: the maps the kernel told, no /proc/PID */
+	r = stack_replay_new(0, NULL, NULL);
+	stack_replay_set_tables(r, share, maps_self, NULL);
+	o = replay_one(r, 0x7ffffff0, tb + 7003, pc);
+	stack_replay_get(r, &st);
+	T_CHECK("stack_replay_tables_gone_process",
+		o && chain_ok(o) && (o->flags & EMBER_SF_USER_COMPLETE) &&
+		st.by_tables == 1,
+		"%u frames, by tables %lu", o ? o->nr_user : 0,
+		(unsigned long)st.by_tables);
+	stack_replay_free(r);
+
+	copy_walk_maps_init(&maps, share, (uint32_t)getpid());
+	proc_maps_read(NULL, (uint32_t)getpid(), copy_walk_maps_add, &maps, NULL);
+	copy_walk_maps_done(&maps);
+	test_walk_garbage(&maps, pc, u->regs[EMBER_UREG_SP]);
+	copy_walk_maps_clear(&maps);
+	u->pid = (uint32_t)getpid();
+	table_cache_free(&cache, false);
+	table_share_free(share);
+}
+
 int main(void)
 {
 	struct ember_user_stack *u = (void *)rec_buf;
@@ -347,6 +538,7 @@ int main(void)
 		stack_replay_free(r);
 	}
 	test_python(pc);
+	test_tables(pc);
 	/* a sample read long after it was taken: passed on, skipped */
 	r = stack_replay_new(0, NULL, NULL);
 	if (r) {

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The table-driven walk over a stack copy (copy_walk.h). Its loop is the
+ * module's ember_walk_cfi() step for step, so that a replayed stack is
+ * the stack the backend gives a bound process: the same rules, the same
+ * frame-pointer fallback where no rule is, the same checks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind/copy_walk.h"
+
+#if defined(__aarch64__)
+#define CW_HAS_LR	1	/* the return address starts in x30 */
+#else
+#define CW_HAS_LR	0
+#endif
+
+void copy_walk_maps_init(struct copy_walk_maps *m, struct table_share *share,
+			 uint32_t pid)
+{
+	memset(m, 0, sizeof(*m));
+	m->share = share;
+	m->pid = pid;
+}
+
+static struct copy_walk_map *grow(struct copy_walk_maps *m)
+{
+	if (m->n == m->cap) {
+		uint32_t cap = m->cap ? m->cap * 2 : 32;
+		void *v;
+
+		if (cap > EMBER_UNWIND_MAX_MAPPINGS)
+			return NULL;
+		v = realloc(m->v, cap * sizeof(*m->v));
+		if (!v)
+			return NULL;
+		m->v = v;
+		m->cap = cap;
+	}
+	return &m->v[m->n];
+}
+
+bool copy_walk_maps_add(void *ctx, struct sym_map_line *line)
+{
+	struct copy_walk_maps *m = ctx;
+	struct copy_walk_map *cm;
+	uint64_t dev = line->dev, ino = line->ino;
+
+	if (line->type == SYM_MAP_VSYSCALL || line->end <= line->start)
+		return true;	/* above the user range, as in a binding */
+	cm = grow(m);
+	if (!cm)
+		return false;
+	memset(cm, 0, sizeof(*cm));
+	cm->start = line->start;
+	cm->end = line->end;
+	cm->known = true;
+	switch (line->type) {
+	case SYM_MAP_VDSO:
+		dev = 0;
+		ino = 0;
+		/* fall through */
+	case SYM_MAP_FILE:
+	case SYM_MAP_MEMFD:
+		cm->known = table_share_get(m->share, dev, ino, &cm->ref);
+		if (cm->ref.table &&
+		    !table_ref_bias(&cm->ref, line->start,
+				    line->type == SYM_MAP_VDSO ? 0 : line->pgoff,
+				    &cm->bias))
+			table_share_unref(m->share, &cm->ref);	/* FP steps */
+		m->unknown += !cm->known;
+		break;
+	default:
+		break;	/* anonymous code: frame-pointer steps */
+	}
+	m->n++;
+	return true;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct copy_walk_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void copy_walk_maps_done(struct copy_walk_maps *m)
+{
+	uint32_t k = 0;
+
+	if (m->n)
+		qsort(m->v, m->n, sizeof(*m->v), by_start);
+	/* disjoint ranges only, as the backends take them */
+	for (uint32_t i = 0; i < m->n; i++) {
+		if (k && m->v[i].start < m->v[k - 1].end) {
+			table_share_unref(m->share, &m->v[i].ref);
+			m->overlap = true;
+			continue;
+		}
+		m->v[k++] = m->v[i];
+	}
+	m->n = k;
+}
+
+void copy_walk_maps_clear(struct copy_walk_maps *m)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		table_share_unref(m->share, &m->v[i].ref);
+	free(m->v);
+	m->v = NULL;
+	m->n = m->cap = 0;
+	m->unknown = 0;
+	m->overlap = false;
+}
+
+static const struct copy_walk_map *mapping(const struct copy_walk_maps *m,
+					   uint64_t pc)
+{
+	uint32_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (pc < m->v[mid].start)
+			hi = mid;
+		else if (pc >= m->v[mid].end)
+			lo = mid + 1;
+		else
+			return &m->v[mid];
+	}
+	return NULL;
+}
+
+struct walk {
+	const struct copy_walk_in *in;
+	uint64_t sp0;
+	bool read_past;
+};
+
+/* ember_read_fn over the copy: 8 aligned bytes at or above its sp */
+static int read_copy(void *ctx, __u64 addr, __u64 *val)
+{
+	struct walk *w = ctx;
+	size_t len = w->in->stack_len;
+
+	if (addr & 7)
+		return -1;
+	if (addr < w->sp0 || len < 8 || addr - w->sp0 > len - 8) {
+		w->read_past = true;
+		return -1;
+	}
+	memcpy(val, w->in->stack + (addr - w->sp0), sizeof(*val));
+	return 0;
+}
+
+/* ember_entry_step(): at a function's entry, the return address at sp or in x30 */
+static int entry_step(struct walk *w, struct ember_uregs *r)
+{
+	__u64 ra;
+
+	if (CW_HAS_LR) {
+		if (!r->lr_ok)
+			return EMBER_STEP_CUT;
+		ra = r->lr;
+	} else {
+		if (read_copy(w, r->sp, &ra))
+			return EMBER_STEP_CUT;
+		r->sp += 8;
+	}
+	if (!ra)
+		return EMBER_STEP_END;
+	r->pc = ra;
+	r->exact = 0;
+	r->lr_ok = 0;
+	return EMBER_STEP_NEXT;
+}
+
+/* ember_fp_step(): the frame record at rbp / x29 */
+static int fp_step(struct walk *w, struct ember_uregs *r)
+{
+	__u64 next, ra;
+
+	if (r->fp_ok && !r->fp)
+		return EMBER_STEP_FP_END;
+	if (!r->fp_ok || r->fp < r->sp || read_copy(w, r->fp, &next) ||
+	    read_copy(w, r->fp + 8, &ra))
+		return EMBER_STEP_CUT;
+	ra &= ~r->pac_mask;
+	if (!ra)
+		return EMBER_STEP_FP_END;
+	r->sp = r->fp + 16;
+	r->pc = ra;
+	r->fp = next;
+	r->fp_ok = next >= r->sp || !next;
+	r->exact = 0;
+	r->lr_ok = 0;
+	return EMBER_STEP_NEXT;
+}
+
+static bool rule_on_sp(const struct ember_unwind_rule *rule)
+{
+	switch (rule->cfa_type) {
+	case EMBER_CFA_FP:
+	case EMBER_CFA_DEREF_FP:
+	case EMBER_CFA_DEREF_FP_ADD:
+	case EMBER_CFA_END:
+		return false;
+	default:
+		return true;
+	}
+}
+
+static const struct ember_unwind_rule *rule_at(const struct copy_walk_map *m,
+					       uint64_t pc)
+{
+	return m->ref.table ? ember_unwind_find(m->ref.table, pc - m->bias) : NULL;
+}
+
+/*
+ * One step from the frame at r (its mapping m): by rule, else at a
+ * function's entry, else by frame record. *sp_low as in the module.
+ */
+static int step(struct walk *w, const struct copy_walk_map *m,
+		struct ember_uregs *r, bool first, bool *sp_low,
+		bool *undecided)
+{
+	const struct ember_unwind_rule *rule = rule_at(m, ember_unwind_lookup_pc(r));
+	int s;
+
+	if (rule && rule->cfa_type != EMBER_CFA_NONE &&
+	    !(*sp_low && rule_on_sp(rule))) {
+		*sp_low = false;
+		return ember_unwind_step(rule, r, read_copy, w);
+	}
+	if (w->in->at_entry && first) {
+		s = entry_step(w, r);
+	} else {
+		/*
+		 * x86: the module reads the instruction at an exact PC to
+		 * place its frame (ember_unwind_leaf_fp()); the copy has no
+		 * code: libdwfl's turn
+		 */
+		if (!CW_HAS_LR && r->exact) {
+			*undecided = true;
+			return EMBER_STEP_CUT;
+		}
+		s = fp_step(w, r);
+		*sp_low = CW_HAS_LR;
+	}
+	if (s == EMBER_STEP_NEXT && !mapping(w->in->maps, r->pc - 1))
+		s = EMBER_STEP_CUT;
+	return s;
+}
+
+int copy_walk(const struct copy_walk_in *in, uint64_t *ips, int max,
+	      enum copy_walk_end *end)
+{
+	struct walk w = { .in = in, .sp0 = in->regs.sp };
+	struct ember_uregs r = in->regs;
+	const struct copy_walk_map *m;
+	bool sp_low = false, undecided = false;
+	int n = 0, s;
+
+	for (int steps = 0; steps < EMBER_MAX_FRAMES; steps++) {
+		uint64_t lpc = ember_unwind_lookup_pc(&r);
+
+		if (n == max) {
+			*end = COPY_WALK_TRUNC;
+			return n;
+		}
+		m = mapping(in->maps, lpc);
+		if (m && !m->known) {
+			*end = COPY_WALK_UNDECIDED;
+			return n;
+		}
+		if (!m) {
+			if (!n)
+				ips[n++] = r.pc;
+			*end = COPY_WALK_NO_MAPPING;
+			return n;
+		}
+		ips[n++] = r.pc;
+		s = step(&w, m, &r, n == 1, &sp_low, &undecided);
+		if (undecided) {
+			*end = COPY_WALK_UNDECIDED;
+			return n;
+		}
+		if (s == EMBER_STEP_END) {
+			*end = COPY_WALK_COMPLETE;
+			return n;
+		}
+		if (s == EMBER_STEP_FP_END) {
+			*end = COPY_WALK_FP_END;
+			return n;
+		}
+		if (s != EMBER_STEP_NEXT) {
+			*end = w.read_past ? COPY_WALK_READ_PAST : COPY_WALK_CUT;
+			return n;
+		}
+	}
+	*end = COPY_WALK_TRUNC;
+	return n;
+}
