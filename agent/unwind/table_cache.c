@@ -93,6 +93,20 @@ static struct table_file *new_entry(struct table_cache *c)
 	return &c->files[c->nr++];
 }
 
+struct table_file *table_cache_find_seen(struct table_cache *c, uint64_t dev,
+					 uint64_t ino, uint64_t now,
+					 uint64_t max_age_ns)
+{
+	for (uint32_t i = 0; i < c->nr; i++) {
+		struct table_file *f = &c->files[i];
+
+		if ((uint64_t)f->dev == dev && (uint64_t)f->ino == ino &&
+		    !f->dropped && f->seen_ns && now - f->seen_ns < max_age_ns)
+			return f;
+	}
+	return NULL;
+}
+
 struct table_file *table_cache_owner(struct table_cache *c, struct table_file *f)
 {
 	return f->alias_of ? &c->files[f->alias_of - 1] : f;

@@ -35,6 +35,7 @@ struct table_file {
 	uint32_t alias_of;		/* index + 1 of the entry with the table */
 	uint32_t refs;			/* mappings bound to it now */
 	uint64_t idle_since_ns;		/* when refs fell to 0 */
+	uint64_t seen_ns;		/* a stat() of a mapping last matched it */
 	uint64_t bytes;
 	struct table_share_seg segs[TABLE_CACHE_MAX_SEGS];
 	struct table_blob *blob;	/* its table's bytes for the share, or NULL */
@@ -82,6 +83,14 @@ struct table_file *table_cache_find(struct table_cache *c,
  * stack replay (table_share.h); NULL: none. Before the first get.
  */
 void table_cache_set_share(struct table_cache *c, struct table_share *share);
+/*
+ * The entry for device dev, inode ino (as the kernel's mapping records
+ * name a file) whose size and mtime a stat() matched at most max_age_ns
+ * before now, or NULL: a binding then need not stat the mapping again.
+ */
+struct table_file *table_cache_find_seen(struct table_cache *c, uint64_t dev,
+					 uint64_t ino, uint64_t now,
+					 uint64_t max_age_ns);
 /* The entry holding the table for f (f itself, or what it aliases). */
 struct table_file *table_cache_owner(struct table_cache *c, struct table_file *f);
 /* The vDSO of this kernel, built from the agent's own mapping. */

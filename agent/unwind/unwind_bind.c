@@ -164,8 +164,10 @@ static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
 	 * binding. stat() does not open, so a FIFO is still never opened.
 	 */
 	if (pre_ok && S_ISREG(pre->st_mode) &&
-	    (f = table_cache_find(&ub->cache, pre)))
+	    (f = table_cache_find(&ub->cache, pre))) {
+		f->seen_ns = mono_ns();
 		return f;
+	}
 	fd = safe_open_at(NULL, path, &rules, &st, &why);
 	if (fd < 0) {
 		if (m->type == SYM_MAP_FILE)
@@ -174,8 +176,11 @@ static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
 	}
 	f = table_cache_get(&ub->cache, fd, &st, m->path);
 	close(fd);
+	if (f)
+		f->seen_ns = mono_ns();
 	return f;
 }
+
 
 struct bind_buf {
 	struct ember_unwind_mapping *maps;
@@ -223,6 +228,32 @@ static void add_mapping(struct unwind_bindings *ub, struct bind_buf *b,
 		b->owners[b->nr_owners++] = (uint32_t)(owner - ub->cache.files);
 		owner->refs++;
 	}
+}
+
+/*
+ * A file line the kernel told (kmaps: its device and inode as mapped)
+ * whose file a stat matched a moment ago: bound without the stat of
+ * its map_files entry (a lookup that walks the process's mappings, and
+ * an opendir when kmaps' range is not the mapping's own). Files change
+ * by a new inode (package upgrades rename); one written in place is
+ * seen again within KMAPS_SEEN_TRUST_NS. The range stays kmaps' own:
+ * disjoint, and a tail kmaps could not trim holds no code.
+ */
+#define KMAPS_SEEN_TRUST_NS	(10ull * 1000000000)
+
+static bool bind_seen(struct unwind_bindings *ub, struct bind_buf *b,
+		      const struct sym_map_line *m, uint64_t now)
+{
+	struct table_file *f;
+
+	if (m->type != SYM_MAP_FILE || m->deleted)
+		return false;
+	f = table_cache_find_seen(&ub->cache, m->dev, m->ino, now,
+				  KMAPS_SEEN_TRUST_NS);
+	if (!f)
+		return false;
+	add_mapping(ub, b, m, f, 0);
+	return true;
 }
 
 /*
@@ -463,8 +494,13 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 		goto out;
 	}
 	pb->recheck_ns = 0;
-	b.maps = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.maps));
-	b.owners = calloc(EMBER_UNWIND_MAX_MAPPINGS, sizeof(*b.owners));
+	/*
+	 * one entry per line at most: sized to the lines, not to the
+	 * binding's limit (2000 zeroed entries, 88 KiB, were a tenth of a
+	 * binding's time beside an exec storm)
+	 */
+	b.maps = calloc(em.n + 1, sizeof(*b.maps));
+	b.owners = calloc(em.n + 1, sizeof(*b.owners));
 	if (!b.maps || !b.owners) {
 		r = -ENOMEM;
 		goto out;
@@ -474,6 +510,8 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 		struct stat st;
 		int ok = 0;
 
+		if (from_kmaps && bind_seen(ub, &b, m, now))
+			continue;
 		if (m->type == SYM_MAP_FILE || m->type == SYM_MAP_MEMFD)
 			ok = line_stat(pid, m, from_kmaps, &st);
 		if (ok == -2) {

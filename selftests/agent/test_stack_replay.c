@@ -364,6 +364,35 @@ static void test_walk_garbage(const struct copy_walk_maps *maps, uint64_t pc,
 		"%d frames outside every mapping, longest walk %d", bad, longest);
 }
 
+/*
+ * A binding trusts a kernel-told device and inode only for an entry a
+ * stat matched lately (unwind_bind.c's bind_seen()).
+ */
+static void test_find_seen(struct table_cache *c)
+{
+	struct table_file *f = c->nr ? &c->files[0] : NULL;
+	uint64_t now = 100ull * 1000000000;
+	bool ok;
+
+	if (!f) {
+		T_CHECK("table_cache_find_seen", false, "no entry cached");
+		return;
+	}
+	f->seen_ns = 0;
+	ok = !table_cache_find_seen(c, f->dev, f->ino, now, 10 * 1000000000ull);
+	f->seen_ns = now - 1000000000ull;
+	ok = ok && table_cache_find_seen(c, f->dev, f->ino, now,
+					 10 * 1000000000ull) == f;
+	ok = ok && !table_cache_find_seen(c, f->dev, f->ino + 1, now,
+					  10 * 1000000000ull);
+	f->seen_ns = now - 11 * 1000000000ull;
+	ok = ok && !table_cache_find_seen(c, f->dev, f->ino, now,
+					  10 * 1000000000ull);
+	f->seen_ns = 0;
+	T_CHECK("table_cache_find_seen", ok,
+		"an entry not stat-matched lately was trusted, or a fresh one not");
+}
+
 static void test_tables(uint64_t pc)
 {
 	struct ember_user_stack *u = (void *)rec_buf;
@@ -393,6 +422,7 @@ static void test_tables(uint64_t pc)
 	table_cache_set_share(&cache, share);
 	proc_maps_read(NULL, (uint32_t)getpid(), cache_file, &cache, NULL);
 
+	test_find_seen(&cache);
 	r = stack_replay_new(0, NULL, NULL);
 	stack_replay_set_tables(r, share, NULL, NULL);
 	o = replay_one(r, (uint32_t)getpid(), tb + 7001, pc);
