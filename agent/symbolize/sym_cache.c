@@ -401,11 +401,18 @@ size_t sym_cache_trim(struct sym_cache *c)
 			kept += se->dwarf_cost;
 			continue;
 		}
-		dropped += se->dwarf_cost;
-		c->loaded_bytes -= se->dwarf_cost < c->loaded_bytes ?
-				   se->dwarf_cost : c->loaded_bytes;
-		if (!sym_dwarf_close(se))
-			unload(c, se);	/* its symbol names went with the image */
+		{
+			size_t before = se->cost, freed;
+			bool ok = sym_dwarf_close(se);
+
+			/* less than dwarf_cost: the kept function index */
+			freed = before > se->cost ? before - se->cost : 0;
+			dropped += freed;
+			c->loaded_bytes -= freed < c->loaded_bytes ?
+					   freed : c->loaded_bytes;
+			if (!ok)
+				unload(c, se);	/* its symbol names went with the image */
+		}
 	}
 	for (size_t i = 0; i < FILE_BUCKETS; i++) {
 		for (struct sym_file *f = c->files[i]; f; f = f->hash_next) {

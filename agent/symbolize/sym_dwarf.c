@@ -409,6 +409,11 @@ static void build_index(struct sym_elf *se)
 	se->nr_cus = se->cu_seen ? nr_cus : 0;
 }
 
+static size_t index_bytes(const struct sym_elf *se)
+{
+	return se->nr_funcs * sizeof(*se->funcs) + se->nr_cus;
+}
+
 static const struct sym_dwfunc *index_find(const struct sym_elf *se, uint64_t pc)
 {
 	size_t lo = 0, hi = se->nr_funcs;
@@ -539,6 +544,38 @@ int sym_dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
 	return nr;
 }
 
+/*
+ * Which DWARF an index was built from: its image's size and its
+ * .debug_info's place and size (the same file gives the same; a debug
+ * file installed since, or another one, does not).
+ */
+static uint64_t dwarf_fingerprint(Dwarf *dw)
+{
+	Elf *elf = dwarf_getelf(dw);
+	uint64_t fp = 0xcbf29ce484222325ull;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, raw = 0;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	elf_rawfile(elf, &raw);
+	fp = (fp ^ raw) * 0x100000001b3ull;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")) {
+			fp = (fp ^ sh.sh_offset) * 0x100000001b3ull;
+			fp = (fp ^ sh.sh_size) * 0x100000001b3ull;
+			break;
+		}
+	}
+	return fp;
+}
+
 void sym_dwarf_open(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 {
 	size_t before = sym_heap_bytes(), after;
@@ -546,7 +583,23 @@ void sym_dwarf_open(struct sym_elf *se, const struct sym_elf_ctx *ctx)
 	se->dwarf_tried = true;
 	se->dwarf = open_dwarf(se, ctx);
 	if (se->dwarf) {
-		build_index(se);
+		/*
+		 * The index outlives a close (sym_dwarf_close()): a hot file
+		 * dropped at each profile's end is opened again at the next,
+		 * and walking every unit's DIEs was two thirds of that
+		 */
+		uint64_t fp = dwarf_fingerprint(se->dwarf);
+
+		/* another DWARF since (a debug package installed): new offsets */
+		if (se->funcs && se->index_fp != fp) {
+			se->cost -= index_bytes(se) < se->cost ?
+				    index_bytes(se) : se->cost;
+			sym_dwarf_free_index(se);
+		}
+		if (!se->funcs) {
+			build_index(se);
+			se->index_fp = fp;
+		}
 		/*
 		 * The index walk read every unit's DIEs: all of an
 		 * uncompressed .debug_info would stay in our RSS. Lookups
@@ -581,15 +634,29 @@ bool sym_dwarf_close(struct sym_elf *se)
 		ok = sym_reset_elf(&f->elf) && ok;
 	}
 	sym_unmap_elf(se->dbgd_elf);
-	free(se->funcs);
-	free(se->cu_seen);
 	se->dwarf = NULL;
 	se->dbgd_elf = NULL;
 	se->dwarf_tried = false;
 	se->cost -= se->dwarf_cost < se->cost ? se->dwarf_cost : se->cost;
 	se->dwarf_cost = 0;
+	/*
+	 * The function index stays (its DIE offsets hold for the same
+	 * file), counted as the file's own cost now; the line tables it
+	 * marked as read went with libdw
+	 */
+	if (se->funcs) {
+		se->cost += index_bytes(se);
+		if (se->cu_seen)
+			memset(se->cu_seen, 0, se->nr_cus);
+	}
+	return ok;
+}
+
+void sym_dwarf_free_index(struct sym_elf *se)
+{
+	free(se->funcs);
+	free(se->cu_seen);
 	se->funcs = NULL;
 	se->cu_seen = NULL;
 	se->nr_funcs = se->nr_cus = 0;
-	return ok;
 }

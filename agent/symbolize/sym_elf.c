@@ -462,6 +462,7 @@ void sym_elf_load(struct sym_elf *se, struct sym_file *f,
 void sym_elf_unload(struct sym_elf *se)
 {
 	sym_dwarf_close(se);
+	sym_dwarf_free_index(se);
 	if (se->loaded_from && !se->loaded_from->mem) {
 		sym_release_pages(se->loaded_from->elf);
 		sym_release_pages(se->loaded_from->debug_elf);

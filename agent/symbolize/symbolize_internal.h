@@ -128,6 +128,7 @@ struct sym_elf {
 	/* Go's function table (sym_gopclntab.c), NULL when not a Go file */
 	struct sym_gopcln *gopcln;
 	size_t nr_cus;
+	uint64_t index_fp;	/* dwarf_fingerprint() of what funcs indexes */
 	size_t cost;		/* approximate heap bytes while loaded */
 	size_t dwarf_cost;	/* the part of cost that is DWARF state */
 	uint64_t used_gen;	/* sym_cache trim generation of its last lookup */
@@ -231,10 +232,13 @@ void sym_debuginfod_end(void *client);
 void sym_dwarf_open(struct sym_elf *se, const struct sym_elf_ctx *ctx);
 /*
  * Frees se's DWARF state, including what libelf decompressed for it (the
- * images it was read from are reset). false when an image could not be
- * re-created: se must then be unloaded (its symbol names are gone).
+ * images it was read from are reset), but its function index, which the
+ * next open reuses. false when an image could not be re-created: se must
+ * then be unloaded (its symbol names are gone).
  */
 bool sym_dwarf_close(struct sym_elf *se);
+/* Frees the function index sym_dwarf_close() keeps (at unload). */
+void sym_dwarf_free_index(struct sym_elf *se);
 /* Inline chain and lines for vaddr, innermost first; 0 if none. */
 int sym_dwarf_frames(struct sym_elf *se, const struct sym_elf_ctx *ctx,
 		     uint64_t vaddr, struct sym_frame *out, int max);

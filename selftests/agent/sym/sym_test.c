@@ -1438,6 +1438,64 @@ static void test_trim(const char *name)
 	sym_free(s);
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/*
+ * The function index outlives sym_trim() (the DWARF is opened again at
+ * the next lookup, the index is not rebuilt): each address looked up
+ * first after a trim resolves as it does without trims.
+ */
+static void test_trim_index(const char *name)
+{
+	char *argv[] = { path_of(name), NULL };
+	struct sym_frame f[8], g[8];
+	struct symbolizer *s = new_sym(0), *ref = new_sym(0);
+	int lines = 0, differ = 0, n, m;
+	struct child c;
+	char t[160];
+
+	snprintf(t, sizeof(t), "trim index %s: spawn", name);
+	if (!check(t, s && ref && spawn(&c, argv), "cannot run %s", argv[0])) {
+		sym_free(s);
+		sym_free(ref);
+		return;
+	}
+	sym_process_exec(s, (uint32_t)c.pid);
+	sym_process_exec(ref, (uint32_t)c.pid);
+	finish(&c);
+	sym_process_exit(s, (uint32_t)c.pid);
+	sym_process_exit(ref, (uint32_t)c.pid);
+	for (int i = 0; i < c.nr_addrs; i++) {
+		const struct addr_line *x = &c.addrs[i];
+
+		n = sym_resolve_user(ref, (uint32_t)c.pid, x->addr, x->is_return, f, 8);
+		m = sym_resolve_user(s, (uint32_t)c.pid, x->addr, x->is_return, g, 8);
+		/* the first keeps DWARF used since the last; the second drops it */
+		sym_trim(s);
+		sym_trim(s);
+		if (n != m) {
+			differ++;
+			continue;
+		}
+		for (int k = 0; k < n; k++) {
+			/* two symbolizers: two string tables */
+			differ += !same_str(f[k].function, g[k].function) ||
+				  f[k].line != g[k].line ||
+				  !same_str(f[k].source_file, g[k].source_file) ||
+				  f[k].inlined != g[k].inlined;
+			lines += f[k].line > 0;
+		}
+	}
+	snprintf(t, sizeof(t), "trim index %s: first lookups after sym_trim resolve as without", name);
+	check(t, c.nr_addrs > 1 && !differ && lines >= c.nr_addrs / 2,
+	      "%d of %d addresses differ, %d frames with lines", differ, c.nr_addrs, lines);
+	sym_free(s);
+	sym_free(ref);
+}
+
 static void test_bound(void)
 {
 	enum { N = 3000 };
@@ -1532,6 +1590,8 @@ int main(int argc, char **argv)
 	test_sharing_and_sweep();
 	test_trim("target-gz");
 	test_trim("target-dbglink");
+	test_trim_index("target-gz");
+	test_trim_index("target-dbglink");
 	test_bound();
 	{
 		char cmd[128];
