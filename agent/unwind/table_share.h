@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include "uapi/ember.h"
 
-#define TABLE_SHARE_DEFAULT_BYTES	(4u << 20)
+#define TABLE_SHARE_DEFAULT_BYTES	(1u << 20)
 #define TABLE_SHARE_MAX_SEGS		8
 
 struct table_share;
