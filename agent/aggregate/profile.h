@@ -159,6 +159,7 @@ struct prof_meta {
 	uint64_t stack_replay_python;	/* replayed with Python frames put back */
 	uint64_t stack_replay_tables;	/* copies walked with ember's tables */
 	uint64_t stack_replay_libdwfl;	/* ... with libdwfl (tables could not tell) */
+	uint64_t stack_replay_built;	/* tables the replay built (unseen files) */
 	/*
 	 * -e lock: waits joined with their waker's record, waits whose waker
 	 * record never came (aggregated without it), waker records whose

@@ -340,7 +340,7 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 			"copied (%.1f KiB, %.0f B each), %llu replayed whole or "
 			"longer (%llu with their Python frames put back), %llu left as walked, %llu copies dropped, %llu "
 			"skipped (time budget, or a process whose copies gave nothing); %.1f ms CPU replaying "
-			"(%llu walked with ember's tables, %llu with libdwfl)\n",
+			"(%llu walked with ember's tables, %llu with libdwfl; %llu tables built for it)\n",
 			(unsigned long long)m->stack_copies,
 			m->stack_copy_bytes / 1024.0,
 			(double)m->stack_copy_bytes / (double)m->stack_copies,
@@ -351,7 +351,8 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 			(unsigned long long)m->stack_replay_skipped,
 			m->stack_replay_ns / 1e6,
 			(unsigned long long)m->stack_replay_tables,
-			(unsigned long long)m->stack_replay_libdwfl);
+			(unsigned long long)m->stack_replay_libdwfl,
+			(unsigned long long)m->stack_replay_built);
 	if (m->inuse_untracked)
 		fprintf(stderr, "ember: %llu sampled blocks were not followed to their free (table full): in use is understated\n",
 			(unsigned long long)m->inuse_untracked);

@@ -862,6 +862,7 @@ struct profile *session_snapshot(struct session *s)
 					   s->replay_base.by_tables;
 		meta.stack_replay_libdwfl = st.by_libdwfl -
 					    s->replay_base.by_libdwfl;
+		meta.stack_replay_built = st.built - s->replay_base.built;
 	}
 	p = pb_finish(s->pb, &meta);
 	/* DWARF and file pages are only needed while a profile is built */

@@ -63,12 +63,14 @@ bool copy_walk_maps_add(void *ctx, struct sym_map_line *line)
 		/* fall through */
 	case SYM_MAP_FILE:
 	case SYM_MAP_MEMFD:
-		cm->known = table_share_get(m->share, dev, ino, &cm->ref);
-		if (cm->ref.table &&
-		    !table_ref_bias(&cm->ref, line->start,
-				    line->type == SYM_MAP_VDSO ? 0 : line->pgoff,
-				    &cm->bias))
-			table_share_unref(m->share, &cm->ref);	/* FP steps */
+		cm->dev = dev;
+		cm->ino = ino;
+		cm->pgoff = line->type == SYM_MAP_VDSO ? 0 : line->pgoff;
+		copy_walk_map_refresh(m, cm);
+		/* the vDSO is always the worker's: nothing to build */
+		if (!cm->known && line->type != SYM_MAP_VDSO &&
+		    !(cm->path = strndup(line->path, line->path_len)))
+			return false;
 		m->unknown += !cm->known;
 		break;
 	default:
@@ -76,6 +78,16 @@ bool copy_walk_maps_add(void *ctx, struct sym_map_line *line)
 	}
 	m->n++;
 	return true;
+}
+
+void copy_walk_map_refresh(struct copy_walk_maps *maps,
+			   struct copy_walk_map *m)
+{
+	table_share_unref(maps->share, &m->ref);
+	m->known = table_share_get(maps->share, m->dev, m->ino, &m->ref);
+	if (m->ref.table &&
+	    !table_ref_bias(&m->ref, m->start, m->pgoff, &m->bias))
+		table_share_unref(maps->share, &m->ref);	/* FP steps */
 }
 
 static int by_start(const void *a, const void *b)
@@ -95,6 +107,7 @@ void copy_walk_maps_done(struct copy_walk_maps *m)
 	for (uint32_t i = 0; i < m->n; i++) {
 		if (k && m->v[i].start < m->v[k - 1].end) {
 			table_share_unref(m->share, &m->v[i].ref);
+			free(m->v[i].path);
 			m->overlap = true;
 			continue;
 		}
@@ -105,8 +118,10 @@ void copy_walk_maps_done(struct copy_walk_maps *m)
 
 void copy_walk_maps_clear(struct copy_walk_maps *m)
 {
-	for (uint32_t i = 0; i < m->n; i++)
+	for (uint32_t i = 0; i < m->n; i++) {
 		table_share_unref(m->share, &m->v[i].ref);
+		free(m->v[i].path);
+	}
 	free(m->v);
 	m->v = NULL;
 	m->n = m->cap = 0;
@@ -254,7 +269,7 @@ static int step(struct walk *w, const struct copy_walk_map *m,
 }
 
 int copy_walk(const struct copy_walk_in *in, uint64_t *ips, int max,
-	      enum copy_walk_end *end)
+	      enum copy_walk_end *end, int *unknown)
 {
 	struct walk w = { .in = in, .sp0 = in->regs.sp };
 	struct ember_uregs r = in->regs;
@@ -262,6 +277,7 @@ int copy_walk(const struct copy_walk_in *in, uint64_t *ips, int max,
 	bool sp_low = false, undecided = false;
 	int n = 0, s;
 
+	*unknown = -1;
 	for (int steps = 0; steps < EMBER_MAX_FRAMES; steps++) {
 		uint64_t lpc = ember_unwind_lookup_pc(&r);
 
@@ -271,6 +287,7 @@ int copy_walk(const struct copy_walk_in *in, uint64_t *ips, int max,
 		}
 		m = mapping(in->maps, lpc);
 		if (m && !m->known) {
+			*unknown = (int)(m - in->maps->v);
 			*end = COPY_WALK_UNDECIDED;
 			return n;
 		}

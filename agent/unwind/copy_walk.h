@@ -29,6 +29,9 @@ struct copy_walk_map {
 	uint64_t start, end, bias;
 	struct table_ref ref;	/* ref.table NULL: frame-pointer steps */
 	bool known;		/* false: the share does not know the file */
+	/* the file, for a table built on the spot (known false only) */
+	uint64_t dev, ino, pgoff;
+	char *path;
 };
 
 /* The mappings of one process, sorted and disjoint. */
@@ -75,10 +78,18 @@ void copy_walk_maps_done(struct copy_walk_maps *m);
 void copy_walk_maps_clear(struct copy_walk_maps *m);
 
 /*
+ * The table of an unknown file mapping, now in the share: m->ref, its
+ * bias and m->known from the share again.
+ */
+void copy_walk_map_refresh(struct copy_walk_maps *maps,
+			   struct copy_walk_map *m);
+/*
  * Walk: up to max PCs into ips, leaf first (the exact PC, then return
- * addresses, as in samples); *end says how it ended. Returns how many.
+ * addresses, as in samples); *end says how it ended, and *unknown the
+ * index of the mapping whose file the share did not know (-1: none).
+ * Returns how many.
  */
 int copy_walk(const struct copy_walk_in *in, uint64_t *ips, int max,
-	      enum copy_walk_end *end);
+	      enum copy_walk_end *end, int *unknown);
 
 #endif

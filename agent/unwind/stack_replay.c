@@ -11,11 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
 #include "lib/clock.h"
+#include "lib/safe_file.h"
 #include "source/source.h"
 #include "unwind/copy_walk.h"
 #include "unwind/oracle.h"
 #include "unwind/stack_replay.h"
+#include "unwind/table_cache.h"
 
 #define COPY_BYTES	(sizeof(struct ember_user_stack) + EMBER_STACK_COPY_MAX)
 
@@ -34,6 +41,19 @@
  * exec.
  */
 #define MAPS_KEEP_NS	100000000ull
+/*
+ * A file the worker never saw (its processes all exited before their
+ * binding: a short-lived program run again and again) gets its table
+ * built here, at most this many per replay; one that cannot be built is
+ * not tried again for a while.
+ */
+#define BUILDS_PER_REPLAY	4
+#define BUILD_FAILED_SLOTS	32
+#define BUILD_RETRY_NS		10000000000ull
+
+struct build_failed {
+	uint64_t dev, ino, until_ns;
+};
 
 struct futile {
 	uint32_t pid;
@@ -64,6 +84,7 @@ struct stack_replay {
 	struct copy_walk_maps maps;	/* of maps.pid, when maps_ns */
 	uint64_t maps_ns;		/* CLOCK_MONOTONIC when read; 0: none */
 	bool maps_from_proc;		/* read from /proc/PID/maps */
+	struct build_failed failed[BUILD_FAILED_SLOTS];
 	uint64_t spliced[EMBER_MAX_FRAMES];	/* rewrite_python()'s frames */
 	/* the rewritten sample: header, frames, a trailer of up to 3 u64 */
 	union {
@@ -272,6 +293,80 @@ static bool maps_of(struct stack_replay *r, uint32_t pid, bool from_proc,
 	return true;
 }
 
+/*
+ * The file m maps, opened as the worker opens it (through map_files, so
+ * another mount namespace's or a deleted file is the one mapped), or
+ * for a process gone by its path in our root when that is the same
+ * inode. Never a FIFO, device, link or sparse file (safe_open_at()).
+ */
+static int open_mapped(uint32_t pid, const struct copy_walk_map *m)
+{
+	struct safe_rules rules = {
+		.max_bytes = TABLE_FILE_MAX_BYTES,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_FOLLOW | SAFE_ANYONE,
+	};
+	const char *why;
+	struct stat st;
+	char path[96];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = safe_open_at(NULL, path, &rules, &st, &why);
+	if (fd < 0 && m->path && m->path[0] == '/') {
+		rules.flags = SAFE_ANYONE;
+		fd = safe_open_at("/", m->path, &rules, &st, &why);
+	}
+	if (fd >= 0 && ((uint64_t)st.st_dev != m->dev ||
+			(uint64_t)st.st_ino != m->ino)) {
+		close(fd);
+		fd = -1;	/* another file by that name: not the mapped one */
+	}
+	return fd;
+}
+
+static struct build_failed *failed_slot(struct stack_replay *r,
+					uint64_t dev, uint64_t ino)
+{
+	return &r->failed[(dev * 31 + ino) % BUILD_FAILED_SLOTS];
+}
+
+/*
+ * Build the table of a file the share does not know and publish it
+ * (or that it has none): true when m is known now.
+ */
+static bool build_file(struct stack_replay *r, uint32_t pid,
+		       struct copy_walk_map *m, uint64_t now)
+{
+	struct build_failed *bf = failed_slot(r, m->dev, m->ino);
+	struct table_file f = { 0 };
+	struct table_blob *blob = NULL;
+	void *tab = NULL;
+	size_t len = 0;
+	int fd, rc = -ENOENT;
+
+	if (bf->dev == m->dev && bf->ino == m->ino && bf->until_ns > now)
+		return false;
+	fd = open_mapped(pid, m);
+	if (fd >= 0) {
+		rc = table_file_build(fd, &f, &tab, &len);
+		close(fd);
+	}
+	if (!rc && !(blob = table_blob_new(r->share, tab, len)))
+		rc = -ENOMEM;	/* or over the share's cap */
+	free(tab);
+	if (rc < 0) {
+		*bf = (struct build_failed){ m->dev, m->ino, now + BUILD_RETRY_NS };
+		return false;
+	}
+	table_share_put(r->share, m->dev, m->ino, f.segs, f.nr_segs, blob);
+	table_blob_put(r->share, blob);
+	r->st.built++;
+	copy_walk_map_refresh(&r->maps, m);
+	return m->known;
+}
+
 /* The copy's registers as the backend's walk starts from them. */
 static void start_regs(const struct stack_replay *r,
 		       const struct ember_user_stack *u, struct ember_uregs *ur)
@@ -306,21 +401,30 @@ static int table_replay(struct stack_replay *r, const struct ember_user_stack *u
 		.at_entry = at_entry,
 	};
 	enum copy_walk_end end;
-	int n;
+	int n, unknown, builds = 0;
+	bool reread = false;
 
 	*complete = 0;
 	if (!r->share || !maps_of(r, u->pid, false, now))
 		return -1;
 	start_regs(r, u, &in.regs);
-	n = copy_walk(&in, o, EMBER_MAX_FRAMES, &end);
-	/*
-	 * Not for the PC itself: in no mapping it is JIT code, or an image
-	 * execve has just replaced (a sample in the exec), which /proc
-	 * cannot name either
-	 */
-	if (end == COPY_WALK_NO_MAPPING && n > 1 && !r->maps_from_proc &&
-	    maps_of(r, u->pid, true, now))
-		n = copy_walk(&in, o, EMBER_MAX_FRAMES, &end);
+	for (;;) {
+		n = copy_walk(&in, o, EMBER_MAX_FRAMES, &end, &unknown);
+		/*
+		 * Not for the PC itself: in no mapping it is JIT code, or an
+		 * image execve has just replaced (a sample in the exec),
+		 * which /proc cannot name either
+		 */
+		if (end == COPY_WALK_NO_MAPPING && n > 1 && !reread &&
+		    !r->maps_from_proc && maps_of(r, u->pid, true, now)) {
+			reread = true;
+			continue;
+		}
+		if (end != COPY_WALK_UNDECIDED || unknown < 0 ||
+		    builds++ == BUILDS_PER_REPLAY ||
+		    !build_file(r, u->pid, &r->maps.v[unknown], now))
+			break;
+	}
 	if (end == COPY_WALK_UNDECIDED)
 		return -1;
 	*complete = end == COPY_WALK_COMPLETE;

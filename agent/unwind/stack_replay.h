@@ -43,6 +43,7 @@ struct stack_replay_stats {
 	uint64_t py_kept;	/* of kept: with Python frames, not placeable */
 	uint64_t by_tables;	/* copies walked with the shared tables */
 	uint64_t by_libdwfl;	/* ... by libdwfl: the tables could not tell */
+	uint64_t built;		/* tables built here: files the worker never saw */
 };
 
 /*

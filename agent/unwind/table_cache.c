@@ -316,6 +316,39 @@ static struct table_file *from_elf(struct table_cache *c, Elf *elf,
 	return f;
 }
 
+int table_file_build(int fd, struct table_file *f, void **tab, size_t *len)
+{
+	struct cfi_stats st = { 0 };
+	char err[256];
+	Elf *elf, *dbg = NULL, *src;
+	int dfd = -1, r;
+
+	*tab = NULL;
+	*len = 0;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		return -EINVAL;
+	}
+	if (!native_machine(elf)) {
+		elf_end(elf);
+		return 1;
+	}
+	read_segs(elf, f);
+	read_build_id(elf, f);
+	src = elf;
+	if (!has_cfi_section(elf) && (dbg = open_debug_file(f, &dfd)))
+		src = dbg;
+	r = cfi_compile(src, tab, len, &st, err, sizeof(err));
+	if (dbg) {
+		elf_end(dbg);
+		close(dfd);
+	}
+	elf_end(elf);
+	return r == -ENOENT ? 1 : r;
+}
+
 struct table_file *table_cache_find(struct table_cache *c,
 				    const struct stat *st)
 {

@@ -101,6 +101,14 @@ struct table_file *table_cache_vdso(struct table_cache *c);
  */
 bool table_file_bias(const struct table_file *f, uint64_t start,
 		     uint64_t pgoff, uint64_t *bias);
+/*
+ * The table of the open ELF file fd as the cache would build it, without
+ * the cache, the persistent store or the backend (the stack replay's
+ * thread, for a file the worker never saw): f gets the segments and
+ * build-id. 0 with *tab (malloc'ed) and *len; 1: the file has no table
+ * (another machine's, no CFI: frame-pointer steps); < 0: an error.
+ */
+int table_file_build(int fd, struct table_file *f, void **tab, size_t *len);
 /* Drop tables unused for at least grace_ns. */
 void table_cache_sweep(struct table_cache *c, uint64_t now_ns, uint64_t grace_ns);
 /* Free the cache; drop_tables: also unload its tables from the backend. */

@@ -334,7 +334,7 @@ static void test_walk_garbage(const struct copy_walk_maps *maps, uint64_t pc,
 				  .exact = 1 },
 		};
 		enum copy_walk_end end;
-		int n;
+		int n, unknown;
 
 		for (size_t i = 0; i < sizeof(junk); i += 8) {
 			uint64_t v;
@@ -348,7 +348,7 @@ static void test_walk_garbage(const struct copy_walk_maps *maps, uint64_t pc,
 			memcpy(junk + i, &v, 8);
 		}
 		in.regs.fp = sp + (seed >> 20) % sizeof(junk);
-		n = copy_walk(&in, ips, EMBER_MAX_FRAMES, &end);
+		n = copy_walk(&in, ips, EMBER_MAX_FRAMES, &end, &unknown);
 		if (n > longest)
 			longest = n;
 		for (int i = 1; i < n; i++) {
@@ -393,6 +393,8 @@ static void test_find_seen(struct table_cache *c)
 		"an entry not stat-matched lately was trusted, or a fresh one not");
 }
 
+#define BUILDS_MAX_TEST	4	/* stack_replay.c's BUILDS_PER_REPLAY */
+
 static void test_tables(uint64_t pc)
 {
 	struct ember_user_stack *u = (void *)rec_buf;
@@ -408,16 +410,45 @@ static void test_tables(uint64_t pc)
 	T_CHECK("stack_replay_tables_share", share != NULL, "out of memory");
 	if (!share)
 		return;
-	/* set, but empty: every file unknown, libdwfl walks */
-	r = stack_replay_new(0, NULL, NULL);
-	stack_replay_set_tables(r, share, NULL, NULL);
-	o = replay_one(r, (uint32_t)getpid(), tb + 7000, pc);
-	stack_replay_get(r, &st);
-	T_CHECK("stack_replay_tables_unknown_libdwfl",
-		o && chain_ok(o) && st.by_libdwfl == 1 && st.by_tables == 0,
-		"by libdwfl %lu, by tables %lu", (unsigned long)st.by_libdwfl,
-		(unsigned long)st.by_tables);
-	stack_replay_free(r);
+	/*
+	 * a share that can hold no table: the files the walk needs cannot
+	 * be built into it (said once each, then not tried for a while),
+	 * libdwfl walks
+	 */
+	{
+		struct table_share *tiny = table_share_new(64);
+
+		r = stack_replay_new(0, NULL, NULL);
+		stack_replay_set_tables(r, tiny, NULL, NULL);
+		o = replay_one(r, (uint32_t)getpid(), tb + 7000, pc);
+		stack_replay_get(r, &st);
+		T_CHECK("stack_replay_tables_unbuildable_libdwfl",
+			o && chain_ok(o) && st.by_libdwfl == 1 &&
+			st.by_tables == 0 && st.built == 0,
+			"by libdwfl %lu, by tables %lu, built %lu",
+			(unsigned long)st.by_libdwfl,
+			(unsigned long)st.by_tables, (unsigned long)st.built);
+		stack_replay_free(r);
+		table_share_free(tiny);
+	}
+	/* set, but empty: the walk's files are built on the spot */
+	{
+		struct table_share *empty = table_share_new(64u << 20);
+
+		r = stack_replay_new(0, NULL, NULL);
+		stack_replay_set_tables(r, empty, NULL, NULL);
+		o = replay_one(r, (uint32_t)getpid(), tb + 7000, pc);
+		stack_replay_get(r, &st);
+		T_CHECK("stack_replay_tables_built_on_the_spot",
+			o && chain_ok(o) && (o->flags & EMBER_SF_USER_COMPLETE) &&
+			st.by_tables == 1 && st.by_libdwfl == 0 &&
+			st.built >= 1 && st.built <= BUILDS_MAX_TEST,
+			"by libdwfl %lu, by tables %lu, built %lu",
+			(unsigned long)st.by_libdwfl,
+			(unsigned long)st.by_tables, (unsigned long)st.built);
+		stack_replay_free(r);
+		table_share_free(empty);
+	}
 
 	table_cache_init(&cache, &stub_ops, NULL, NULL, false);
 	table_cache_set_share(&cache, share);
