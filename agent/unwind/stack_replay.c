@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -48,6 +49,13 @@
  * not tried again for a while.
  */
 #define BUILDS_PER_REPLAY	4
+/*
+ * Only for a process already gone (a live one is the worker's to bind:
+ * building its tables here too would stall this thread for as long, e.g.
+ * python3.11's 0.3 s under TCG, and put the replay's budget in debt for
+ * seconds), and a file of at most this size.
+ */
+#define BUILD_MAX_FILE		(16u << 20)
 #define BUILD_FAILED_SLOTS	32
 #define BUILD_RETRY_NS		10000000000ull
 
@@ -299,10 +307,11 @@ static bool maps_of(struct stack_replay *r, uint32_t pid, bool from_proc,
  * for a process gone by its path in our root when that is the same
  * inode. Never a FIFO, device, link or sparse file (safe_open_at()).
  */
-static int open_mapped(uint32_t pid, const struct copy_walk_map *m)
+static int open_mapped(uint32_t pid, const struct copy_walk_map *m,
+		       uint64_t max_bytes)
 {
 	struct safe_rules rules = {
-		.max_bytes = TABLE_FILE_MAX_BYTES,
+		.max_bytes = max_bytes,
 		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
 		.flags = SAFE_FOLLOW | SAFE_ANYONE,
 	};
@@ -348,7 +357,9 @@ static bool build_file(struct stack_replay *r, uint32_t pid,
 
 	if (bf->dev == m->dev && bf->ino == m->ino && bf->until_ns > now)
 		return false;
-	fd = open_mapped(pid, m);
+	if (!kill((pid_t)pid, 0) || errno != ESRCH)
+		return false;	/* alive: the worker binds it */
+	fd = open_mapped(pid, m, BUILD_MAX_FILE);
 	if (fd >= 0) {
 		rc = table_file_build(fd, &f, &tab, &len);
 		close(fd);

@@ -431,13 +431,25 @@ static void test_tables(uint64_t pc)
 		stack_replay_free(r);
 		table_share_free(tiny);
 	}
-	/* set, but empty: the walk's files are built on the spot */
+	/*
+	 * set, but empty: a live process's files are the worker's to build
+	 * (libdwfl meanwhile); a gone one's are built on the spot
+	 */
 	{
 		struct table_share *empty = table_share_new(64u << 20);
 
 		r = stack_replay_new(0, NULL, NULL);
 		stack_replay_set_tables(r, empty, NULL, NULL);
-		o = replay_one(r, (uint32_t)getpid(), tb + 7000, pc);
+		o = replay_one(r, (uint32_t)getpid(), tb + 6999, pc);
+		stack_replay_get(r, &st);
+		T_CHECK("stack_replay_tables_live_not_built",
+			o && chain_ok(o) && st.by_libdwfl == 1 && st.built == 0,
+			"by libdwfl %lu, built %lu", (unsigned long)st.by_libdwfl,
+			(unsigned long)st.built);
+		stack_replay_free(r);
+		r = stack_replay_new(0, NULL, NULL);
+		stack_replay_set_tables(r, empty, maps_self, NULL);
+		o = replay_one(r, 0x7ffffff0, tb + 7000, pc);
 		stack_replay_get(r, &st);
 		T_CHECK("stack_replay_tables_built_on_the_spot",
 			o && chain_ok(o) && (o->flags & EMBER_SF_USER_COMPLETE) &&
