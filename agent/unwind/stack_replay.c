@@ -371,7 +371,8 @@ static bool build_file(struct stack_replay *r, uint32_t pid,
 		*bf = (struct build_failed){ m->dev, m->ino, now + BUILD_RETRY_NS };
 		return false;
 	}
-	table_share_put(r->share, m->dev, m->ino, f.segs, f.nr_segs, blob);
+	/* tag 0: no worker table of that id to drop it */
+	table_share_put(r->share, m->dev, m->ino, f.segs, f.nr_segs, blob, 0);
 	table_blob_put(r->share, blob);
 	r->st.built++;
 	copy_walk_map_refresh(&r->maps, m);

@@ -39,24 +39,45 @@ void table_cache_set_share(struct table_cache *c, struct table_share *share)
 	c->share = share;
 }
 
-/* What the replay needs of f: its table (its owner's), or that it has none. */
+/*
+ * What the replay needs of f: its table (its owner's: the bytes just
+ * built, else the share's own reference, which its cap may have let
+ * go: then f is left out), or that it has none. The cache keeps no
+ * bytes itself: the share's cap bounds them.
+ */
 static void publish(struct table_cache *c, struct table_file *f)
 {
 	struct table_file *owner = table_cache_owner(c, f);
+	struct table_ref ref = { 0 };
+	struct table_blob *b = owner->blob;
 
-	if (c->share)
-		table_share_put(c->share, (uint64_t)f->dev, (uint64_t)f->ino,
-				f->segs, f->nr_segs,
-				owner->table_id ? owner->blob : NULL);
+	if (!c->share)
+		return;
+	if (owner->table_id && !b) {
+		if (!table_share_get(c->share, (uint64_t)owner->dev,
+				     (uint64_t)owner->ino, &ref) || !ref.blob) {
+			table_share_unref(c->share, &ref);
+			return;
+		}
+		b = ref.blob;
+	}
+	table_share_put(c->share, (uint64_t)f->dev, (uint64_t)f->ino,
+			f->segs, f->nr_segs, owner->table_id ? b : NULL,
+			owner->table_id);
+	table_share_unref(c->share, &ref);
+	if (owner == f) {
+		table_blob_put(c->share, f->blob);
+		f->blob = NULL;
+	}
 }
 
-/* f's table (owner's: an alias's entry holds its owner's) was dropped */
+/* f's table (an alias's: its owner's, table id) was dropped */
 static void unpublish(struct table_cache *c, struct table_file *f,
-		      const struct table_blob *owner)
+		      uint32_t table_id)
 {
-	if (!c->share || !owner)
-		return;
-	table_share_forget(c->share, (uint64_t)f->dev, (uint64_t)f->ino, owner);
+	if (c->share && table_id)
+		table_share_forget(c->share, (uint64_t)f->dev, (uint64_t)f->ino,
+				   table_id);
 }
 
 static bool aliased(const struct table_cache *c, uint32_t i)
@@ -461,16 +482,14 @@ void table_cache_sweep(struct table_cache *c, uint64_t now_ns, uint64_t grace_ns
 		if (used)
 			continue;
 		c->ops->unwind_drop(c->src, f->table_id);
-		f->dropped = true;
-		f->table_id = 0;
 		for (uint32_t j = 0; j < c->nr; j++)
 			if (c->files[j].alias_of == i + 1) {
 				c->files[j].dropped = true;
-				unpublish(c, &c->files[j], f->blob);
+				unpublish(c, &c->files[j], f->table_id);
 			}
-		unpublish(c, f, f->blob);
-		table_blob_put(c->share, f->blob);
-		f->blob = NULL;
+		unpublish(c, f, f->table_id);
+		f->dropped = true;
+		f->table_id = 0;
 		c->dropped++;
 		c->live--;
 		c->bytes -= f->bytes;
@@ -482,8 +501,6 @@ void table_cache_free(struct table_cache *c, bool drop_tables)
 	for (uint32_t i = 0; i < c->nr && drop_tables; i++)
 		if (c->files[i].table_id && !c->files[i].dropped)
 			c->ops->unwind_drop(c->src, c->files[i].table_id);
-	for (uint32_t i = 0; i < c->nr; i++)
-		table_blob_put(c->share, c->files[i].blob);
 	free(c->files);
 	memset(c, 0, sizeof(*c));
 }

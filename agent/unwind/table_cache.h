@@ -38,7 +38,8 @@ struct table_file {
 	uint64_t seen_ns;		/* a stat() of a mapping last matched it */
 	uint64_t bytes;
 	struct table_share_seg segs[TABLE_CACHE_MAX_SEGS];
-	struct table_blob *blob;	/* its table's bytes for the share, or NULL */
+	/* its table's bytes while it is published (built just now), or NULL */
+	struct table_blob *blob;
 	uint32_t nr_segs;
 	bool dropped;			/* table dropped: rebuild if seen again */
 };

@@ -23,6 +23,7 @@ struct share_entry {
 	struct share_entry *next;
 	uint64_t dev, ino;
 	uint64_t used;		/* the share's clock at its last get */
+	uint32_t tag;		/* table_share_put()'s */
 	struct table_blob *blob;
 	struct table_share_seg segs[TABLE_SHARE_MAX_SEGS];
 	uint32_t nr_segs;
@@ -139,7 +140,7 @@ static struct share_entry **lru_locked(struct table_share *ts)
 
 void table_share_put(struct table_share *ts, uint64_t dev, uint64_t ino,
 		     const struct table_share_seg *segs, uint32_t nr_segs,
-		     struct table_blob *b)
+		     struct table_blob *b, uint32_t tag)
 {
 	struct share_entry **p, *e;
 
@@ -150,6 +151,7 @@ void table_share_put(struct table_share *ts, uint64_t dev, uint64_t ino,
 		return;
 	e->dev = dev;
 	e->ino = ino;
+	e->tag = tag;
 	e->nr_segs = nr_segs < TABLE_SHARE_MAX_SEGS ? nr_segs : TABLE_SHARE_MAX_SEGS;
 	memcpy(e->segs, segs, e->nr_segs * sizeof(*segs));
 	pthread_mutex_lock(&ts->lock);
@@ -178,7 +180,7 @@ void table_share_put(struct table_share *ts, uint64_t dev, uint64_t ino,
 }
 
 void table_share_forget(struct table_share *ts, uint64_t dev, uint64_t ino,
-			const struct table_blob *b)
+			uint32_t tag)
 {
 	struct share_entry **p;
 
@@ -186,7 +188,7 @@ void table_share_forget(struct table_share *ts, uint64_t dev, uint64_t ino,
 		return;
 	pthread_mutex_lock(&ts->lock);
 	p = slot_of(ts, dev, ino);
-	if (*p && (*p)->blob == b)
+	if (*p && (*p)->tag == tag)
 		unlink_locked(ts, p);
 	pthread_mutex_unlock(&ts->lock);
 }

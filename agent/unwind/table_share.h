@@ -57,18 +57,19 @@ struct table_blob *table_blob_new(struct table_share *ts, const void *table,
 void table_blob_put(struct table_share *ts, struct table_blob *b);
 /*
  * The file dev/ino has table b (NULL: none) and executable segments
- * segs: a new reference to b is kept. Replaces what was there.
+ * segs: a new reference to b is kept. tag names the table for
+ * table_share_forget() (the worker's table id). Replaces what was there.
  */
 void table_share_put(struct table_share *ts, uint64_t dev, uint64_t ino,
 		     const struct table_share_seg *segs, uint32_t nr_segs,
-		     struct table_blob *b);
+		     struct table_blob *b, uint32_t tag);
 /*
- * Forget the file if its entry holds table b (the worker dropped that
- * table; a newer entry for the same inode, a file changed in place,
- * stays).
+ * Forget the file if its entry holds the table tagged tag (the worker
+ * dropped that table; a newer entry for the same inode, a file changed
+ * in place, stays).
  */
 void table_share_forget(struct table_share *ts, uint64_t dev, uint64_t ino,
-			const struct table_blob *b);
+			uint32_t tag);
 /*
  * The file's entry into *ref (a reference: table_share_unref() it);
  * false when the share does not know the file.

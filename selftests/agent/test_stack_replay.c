@@ -466,6 +466,21 @@ static void test_tables(uint64_t pc)
 	table_cache_set_share(&cache, share);
 	proc_maps_read(NULL, (uint32_t)getpid(), cache_file, &cache, NULL);
 
+	{
+		struct table_share_stats ss;
+		uint32_t held = 0, tables = 0;
+
+		for (uint32_t i = 0; i < cache.nr; i++) {
+			held += cache.files[i].blob != NULL;
+			tables += cache.files[i].table_id != 0;
+		}
+		table_share_get_stats(share, &ss);
+		/* the share's cap is what bounds the bytes: the cache keeps none */
+		T_CHECK("table_cache_publishes_keeps_no_bytes",
+			tables > 1 && !held && ss.files >= tables && ss.bytes > 0,
+			"%u of %u entries hold bytes; share: %u files, %lu bytes",
+			held, tables, ss.files, (unsigned long)ss.bytes);
+	}
 	test_find_seen(&cache);
 	r = stack_replay_new(0, NULL, NULL);
 	stack_replay_set_tables(r, share, NULL, NULL);

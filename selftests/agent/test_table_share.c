@@ -3,7 +3,7 @@
  * The table share (agent/unwind/table_share.h): files by device and
  * inode, tables held while a walker holds them, bytes counted once per
  * table however many files share it, the cap kept by evicting the least
- * recently used, and a forget that only takes the table it names.
+ * recently used, and a forget that only takes the table its tag names.
  */
 #include <stdint.h>
 #include <string.h>
@@ -40,11 +40,11 @@ int main(void)
 		"a table bigger than the cap was taken");
 
 	a = blob_of(ts, 4096, 0xaa);
-	table_share_put(ts, 8, 100, &seg, 1, a);
+	table_share_put(ts, 8, 100, &seg, 1, a, 1);
 	/* a second file with the same table (one build-id): bytes once */
-	table_share_put(ts, 8, 101, &seg, 1, a);
+	table_share_put(ts, 8, 101, &seg, 1, a, 1);
 	/* a file without a table: known, no bytes */
-	table_share_put(ts, 8, 102, &seg, 1, NULL);
+	table_share_put(ts, 8, 102, &seg, 1, NULL, 0);
 	table_share_get_stats(ts, &st);
 	T_CHECK("table_share_bytes_once", st.bytes == 4096 && st.files == 3,
 		"bytes %lu files %u", (unsigned long)st.bytes, st.files);
@@ -63,8 +63,8 @@ int main(void)
 		"bias %#lx", (unsigned long)bias);
 
 	/* forgotten while held: the walker's reference keeps the bytes */
-	table_share_forget(ts, 8, 100, a);
-	table_share_forget(ts, 8, 101, a);
+	table_share_forget(ts, 8, 100, 1);
+	table_share_forget(ts, 8, 101, 1);
 	table_share_get_stats(ts, &st);
 	T_CHECK("table_share_forget", st.files == 1 && st.bytes == 0 &&
 		!table_share_get(ts, 8, 100, &ref2),
@@ -76,8 +76,8 @@ int main(void)
 
 	/* a forget naming another table leaves the newer entry */
 	b = blob_of(ts, 4096, 0xbb);
-	table_share_put(ts, 8, 200, &seg, 1, b);
-	table_share_forget(ts, 8, 200, a);
+	table_share_put(ts, 8, 200, &seg, 1, b, 2);
+	table_share_forget(ts, 8, 200, 1);
 	T_CHECK("table_share_forget_other_kept", table_share_get(ts, 8, 200, &ref),
 		"a newer table was forgotten by an old one's drop");
 	table_share_unref(ts, &ref);
@@ -86,16 +86,16 @@ int main(void)
 
 	/* over the cap: the least recently used goes */
 	c = blob_of(ts, 4096, 0xcc);
-	table_share_put(ts, 8, 300, &seg, 1, c);
+	table_share_put(ts, 8, 300, &seg, 1, c, 3);
 	table_blob_put(ts, c);
 	c = blob_of(ts, 4096, 0xdd);
-	table_share_put(ts, 8, 301, &seg, 1, c);
+	table_share_put(ts, 8, 301, &seg, 1, c, 4);
 	table_blob_put(ts, c);
 	/* 200 (0xbb) used last by the get above, then 300, 301: touch 200 */
 	table_share_get(ts, 8, 200, &ref);
 	table_share_unref(ts, &ref);
 	c = blob_of(ts, 4096, 0xee);
-	table_share_put(ts, 8, 302, &seg, 1, c);
+	table_share_put(ts, 8, 302, &seg, 1, c, 5);
 	table_blob_put(ts, c);
 	table_share_get_stats(ts, &st);
 	T_CHECK("table_share_cap", st.bytes <= 3 * 4096 && st.evicted == 1,
@@ -108,7 +108,7 @@ int main(void)
 	table_share_unref(ts, &ref2);
 	/* a replaced entry: the newest table for the inode */
 	c = blob_of(ts, 4096, 0x11);
-	table_share_put(ts, 8, 200, &seg, 1, c);
+	table_share_put(ts, 8, 200, &seg, 1, c, 6);
 	table_blob_put(ts, c);
 	T_CHECK("table_share_replace",
 		table_share_get(ts, 8, 200, &ref) &&
