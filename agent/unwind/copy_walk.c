@@ -71,7 +71,6 @@ bool copy_walk_maps_add(void *ctx, struct sym_map_line *line)
 		if (!cm->known && line->type != SYM_MAP_VDSO &&
 		    !(cm->path = strndup(line->path, line->path_len)))
 			return false;
-		m->unknown += !cm->known;
 		break;
 	default:
 		break;	/* anonymous code: frame-pointer steps */
@@ -108,7 +107,6 @@ void copy_walk_maps_done(struct copy_walk_maps *m)
 		if (k && m->v[i].start < m->v[k - 1].end) {
 			table_share_unref(m->share, &m->v[i].ref);
 			free(m->v[i].path);
-			m->overlap = true;
 			continue;
 		}
 		m->v[k++] = m->v[i];
@@ -125,8 +123,6 @@ void copy_walk_maps_clear(struct copy_walk_maps *m)
 	free(m->v);
 	m->v = NULL;
 	m->n = m->cap = 0;
-	m->unknown = 0;
-	m->overlap = false;
 }
 
 static const struct copy_walk_map *mapping(const struct copy_walk_maps *m,

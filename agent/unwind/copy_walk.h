@@ -39,8 +39,6 @@ struct copy_walk_maps {
 	uint32_t pid;
 	struct copy_walk_map *v;
 	uint32_t n, cap;
-	uint32_t unknown;	/* file mappings the share does not know */
-	bool overlap;		/* a line overlapped the one before: left out */
 	struct table_share *share;
 };
 

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
