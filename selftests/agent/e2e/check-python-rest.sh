@@ -69,9 +69,12 @@ $PY3 - "$truth" "$folded" "$POINTS" "$label" <<'EOF'
 import sys
 truth_f, folded_f, points, label = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 share = None
+cpu_s = spun_s = 0.0
 for line in open(truth_f):
     if line.startswith("TRUTH "):
-        share = float(dict(kv.split("=") for kv in line.split()[1:])["spin_share"])
+        kv = dict(kv.split("=") for kv in line.split()[1:])
+        share = float(kv["spin_share"])
+        cpu_s, spun_s = float(kv.get("cpu_s", 0)), float(kv.get("spun_s", 0))
 total = spin = whole = dishonest = 0
 for line in open(folded_f):
     stack, n = line.rstrip("\n").rsplit(" ", 1)
@@ -93,8 +96,11 @@ for line in open(folded_f):
         whole += n
 def say(ok, name, why):
     print(("PASS: %s_%s" % (label, name)) if ok else ("FAIL: %s_%s: %s" % (label, name, why)))
-print("# %d samples of python3.11, %d under spin; truth: spin %.1f%% of its CPU time"
-      % (total, spin, 100 * (share or 0)))
+# samples x the period against the CPU time: where they part, periods
+# went unsampled (late timer interrupts: emulation, steal) or were lost
+print("# %d samples of python3.11, %d under spin; truth: spin %.1f%% of its CPU time;"
+      " samples at 499 Hz %.2f s (spin %.2f s) against %.2f s of CPU (spin %.2f s)"
+      % (total, spin, 100 * (share or 0), total / 499.0, spin / 499.0, cpu_s, spun_s))
 ok = share is not None and total > 0
 got = 100.0 * spin / total if total else 0
 say(ok and abs(got - 100 * share) <= points, "spin_share",
