@@ -51,7 +51,8 @@ $(BPF_OUT)/vmlinux.h:
 # ember.bpf.c includes every part (bpf/*.bpf.h): editing any of them rebuilds
 BPF_PARTS := $(wildcard bpf/*.bpf.h)
 $(BPF_OUT)/ember.bpf.o: bpf/ember.bpf.c $(BPF_PARTS) include/ember_bpf.h \
-		include/ember_unwind.h include/uapi/ember.h $(BPF_OUT)/vmlinux.h
+		include/ember_unwind.h include/ember_clock.h include/uapi/ember.h \
+		$(BPF_OUT)/vmlinux.h
 	@echo "  CLANG   $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

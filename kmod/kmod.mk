@@ -21,7 +21,8 @@ KMOD_COPY = mkdir -p $(1)/kmod $(1)/include/uapi && \
 	cp -p $(TOP)/Kbuild $(1)/ && \
 	cp -p $(TOP)/kmod/*.c $(TOP)/kmod/*.h $(1)/kmod/ && \
 	cp -p $(TOP)/include/uapi/ember.h $(1)/include/uapi/ && \
-	cp -p $(TOP)/include/ember_unwind.h $(1)/include/
+	cp -p $(TOP)/include/ember_unwind.h $(TOP)/include/ember_clock.h \
+		$(1)/include/
 # EMBER_MODVERSION: the module's MODULE_VERSION (modinfo, /sys/module/ember/
 # version) is the release in ./VERSION, so an operator sees which release
 # is built and which is loaded.
@@ -99,7 +100,7 @@ module-check: kmod-configure $(CHECKPATCH)
 		echo "kmod: W=1/sparse warnings above" >&2; exit 1; fi
 	$(Q)perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
 		--ignore SPDX_LICENSE_TAG -f $(TOP)/kmod/*.c $(TOP)/kmod/*.h \
-		$(TOP)/include/ember_unwind.h \
+		$(TOP)/include/ember_unwind.h $(TOP)/include/ember_clock.h \
 		$(TOP)/kmod/probes/*.c
 	$(Q)echo "kmod: W=1, sparse and checkpatch --strict clean for $(KDIR)"
 

@@ -105,17 +105,33 @@ enum ember_offcpu_state {
  * symbolization); the first frame of each run is the exact instruction
  * pointer.
  */
+/*
+ * ember_sample.periods of an EMBER_REC_SAMPLE on the cpu-clock: the
+ * sampling periods since the previous firing of its CPU's event, when
+ * that is from 2 to EMBER_SAMPLE_MAX_PERIODS; weight_ns holds them all.
+ * A timer that fires late (a VM's vCPU descheduled by its host, an
+ * emulator translating code, interrupts held off, a sample the kernel
+ * did not hand to the program) fires once for the periods it missed:
+ * counted as one sample, the time the task ran meanwhile would go
+ * missing from the profile, and from the parts of a program that run
+ * where that happens most (start-up under emulation), skewing shares.
+ * The task it interrupts is the one that ran late (a descheduled vCPU
+ * runs nothing else). 0 or 1: one period (older backends write 0; a
+ * gap longer than the maximum is not a late timer: a CPU back online).
+ */
+#define EMBER_SAMPLE_MAX_PERIODS	64
+
 struct ember_sample {
 	struct ember_rec_header hdr;
 	__u64 time_ns;		/* on-CPU: sample time; off-CPU: when it ran again */
-	__u64 weight_ns;	/* on-CPU: sampling period; off-CPU: time off CPU */
+	__u64 weight_ns;	/* on-CPU: period x periods; off-CPU: time off CPU */
 	__u64 cgroup_id;	/* cgroup v2 id (inode number of its directory) */
 	__u32 pid;
 	__u32 tid;
 	__u32 cpu;
 	__u16 flags;		/* EMBER_SF_* */
 	__u8 state;		/* enum ember_offcpu_state (off-CPU only) */
-	__u8 __reserved;
+	__u8 periods;		/* EMBER_REC_SAMPLE: see below; else 0 */
 	__u16 nr_kernel;
 	__u16 nr_user;
 	__u32 __reserved2;
