@@ -198,7 +198,7 @@ static __always_inline __s64 next_distance(void)
  */
 const volatile bool alloc_inuse;	/* set by the loader (.rodata) */
 
-/* ember_sample.__reserved of a parked record: its address slot holds
+/* ember_sample.__reserved2 of a parked record: its address slot holds
  * where the call stores the address (posix_memalign's memptr) */
 #define ALLOC_PEND_MEMPTR	1
 
@@ -284,7 +284,7 @@ int ember_alloc_record(void *ctx)
 		return 0;
 	}
 	if (park == ALLOC_PARK_MEMPTR)
-		s->__reserved = ALLOC_PEND_MEMPTR;
+		s->__reserved2 = ALLOC_PEND_MEMPTR;
 	bpf_map_update_elem(&alloc_pending, &tid, s, BPF_ANY);
 	return 0;
 }
@@ -350,9 +350,9 @@ int ember_entry_ret(void *ctx)
 	if (at > EMBER_BPF_SCRATCH_FRAMES - 2)
 		goto out;
 	k.addr = ARCH_RET(R(ctx));
-	if (s->__reserved == ALLOC_PEND_MEMPTR) {
+	if (s->__reserved2 == ALLOC_PEND_MEMPTR) {
 		/* posix_memalign returns 0 and stores the address */
-		s->__reserved = 0;
+		s->__reserved2 = 0;
 		if (k.addr || bpf_probe_read_user(&k.addr, sizeof(k.addr),
 				(const void *)sc->raw[SCRATCH_IPS + at]))
 			k.addr = 0;

@@ -12,12 +12,59 @@
 #include "filter.bpf.h"
 #include "record.bpf.h"
 #include "stack.bpf.h"
+#include "../include/ember_clock.h"
 
 /* Set by the loader before load (frozen: the verifier sees constants). */
 const volatile bool include_idle;
 const volatile __u64 fixed_weight_ns;	/* 0: the event's period is in ns */
 const volatile bool stack_copy;		/* test mode: EMBER_REC_USER_STACK */
 const volatile __u64 fault_page_size = 4096;	/* bytes per faulted page */
+
+/*
+ * Each CPU's clock event: the expiry its next firing is for, and the
+ * sampling periods its last firing stood for (include/uapi/ember.h,
+ * ember_sample.periods).
+ */
+struct oncpu_fire {
+	__u64 next_ns;
+	__u64 periods;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct oncpu_fire);
+} oncpu_fire SEC(".maps");
+
+/*
+ * At every firing of this CPU's clock event, filtered or not
+ * (include/ember_clock.h); the kernel also skips the program while
+ * another one runs on the CPU: a gap counted the same way. A cycles
+ * event counts only what runs: never late that way. Not inlined, nor
+ * oncpu_periods(): their frames stay out of ember_oncpu's (README:
+ * <= 288 bytes, for the combined limit on 5.10 and 6.1).
+ */
+static __noinline int oncpu_fired(__u64 period)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0;
+	struct oncpu_fire *f = bpf_map_lookup_elem(&oncpu_fire, &zero);
+
+	if (!f)
+		return 0;
+	f->periods = fixed_weight_ns ? 1 :
+		     ember_clock_periods(&f->next_ns, now, period);
+	return 0;
+}
+
+static __noinline __u64 oncpu_periods(void)
+{
+	__u32 zero = 0;
+	struct oncpu_fire *f = bpf_map_lookup_elem(&oncpu_fire, &zero);
+
+	return f && f->periods ? f->periods : 1;
+}
 
 /*
  * A perf_event sample: on-CPU (cpu-clock/cycles) or a sampled page fault.
@@ -68,16 +115,18 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 		flags |= EMBER_SF_KTHREAD;
 
 	fill_common(s, type, bpf_ktime_get_ns(), tgid, tid);
-	if (type == EMBER_REC_FAULT)
+	if (type == EMBER_REC_FAULT) {
 		/*
 		 * Bytes: faults this sample stands for x the base page size.
 		 * The software event does not tell the size of the page a
 		 * fault mapped: a huge-page fault counts as one base page.
 		 */
 		s->weight_ns = ctx->sample_period * fault_page_size;
-	else
-		s->weight_ns = fixed_weight_ns ? fixed_weight_ns :
-						 ctx->sample_period;
+	} else {
+		s->periods = oncpu_periods();
+		s->weight_ns = (fixed_weight_ns ? fixed_weight_ns :
+						  ctx->sample_period) * s->periods;
+	}
 	if (!in_kernel)
 		arch_uw_regs((const void *)ctx, ur);
 	flags |= fill_stacks(ctx, s, in_kernel, !kthread, EMBER_SLOT_ONCPU,
@@ -102,6 +151,7 @@ static __always_inline int perf_sample(struct bpf_perf_event_data *ctx,
 SEC("perf_event")
 int ember_oncpu(struct bpf_perf_event_data *ctx)
 {
+	oncpu_fired(ctx->sample_period);
 	return perf_sample(ctx, EMBER_REC_SAMPLE);
 }
 

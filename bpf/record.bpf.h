@@ -90,7 +90,7 @@ static __always_inline void fill_common(struct ember_sample *s, __u16 type,
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();
 	s->state = EMBER_STATE_NONE;
-	s->__reserved = 0;
+	s->periods = 0;
 	s->__reserved2 = 0;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 }

@@ -108,7 +108,7 @@ void ember_session_exit(void);
 int ember_record_init(const struct ember_config *cfg);
 void ember_record_exit(void);
 void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
-		       u64 weight_ns, struct ember_cpu_stats *st);
+		       u64 weight_ns, u8 periods, struct ember_cpu_stats *st);
 void ember_emit_alloc(struct pt_regs *regs, u64 time_ns, u64 weight,
 		      u64 addr, u64 size, struct ember_cpu_stats *st);
 void ember_emit_alloc_at(struct pt_regs *regs, u64 lead, u64 time_ns,

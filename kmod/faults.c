@@ -53,7 +53,7 @@ static void ember_fault_record(struct pt_regs *regs)
 		local64_inc(&st->filtered);
 	} else {
 		ember_emit_sample(EMBER_REC_FAULT, regs, t0,
-				  ember_fault_weight, st);
+				  ember_fault_weight, 0, st);
 	}
 	local64_add(ktime_get_mono_fast_ns() - t0, &st->handler_ns);
 }

@@ -13,6 +13,7 @@
 #include <linux/timekeeping.h>
 
 #include "ember_kmod.h"
+#include "../include/ember_clock.h"
 
 static DEFINE_PER_CPU(struct perf_event *, ember_event);
 static int ember_hp_state = -1;
@@ -20,6 +21,21 @@ static struct perf_event_attr ember_attr;
 static u64 ember_weight_ns;
 static bool ember_include_idle;
 static int ember_online_err;	/* first error while starting */
+/* each CPU's cpu-clock event: the expiry its next firing is for */
+static DEFINE_PER_CPU(u64, ember_next_fire_ns);
+
+/*
+ * The sampling periods a firing of this CPU's event at now stands for
+ * (include/ember_clock.h). A cycles event counts only what runs: never
+ * late that way.
+ */
+static u8 ember_periods_since(u64 now)
+{
+	if (ember_attr.type != PERF_TYPE_SOFTWARE)
+		return 1;
+	return ember_clock_periods(this_cpu_ptr(&ember_next_fire_ns), now,
+				   ember_weight_ns);
+}
 
 static void ember_oncpu_overflow(struct perf_event *event,
 				 struct perf_sample_data *data,
@@ -27,6 +43,8 @@ static void ember_oncpu_overflow(struct perf_event *event,
 {
 	struct ember_cpu_stats *st = this_cpu_ptr(ember_stats);
 	u64 t0 = ktime_get_mono_fast_ns();
+	/* every firing, filtered or not, or the gaps would be the filter's */
+	u8 periods = event ? ember_periods_since(t0) : 1;
 
 	local64_inc(&st->samples);
 	/* filters first: a filtered sample costs no unwinding */
@@ -34,8 +52,8 @@ static void ember_oncpu_overflow(struct perf_event *event,
 	    !ember_filter_pass(current)) {
 		local64_inc(&st->filtered);
 	} else {
-		ember_emit_sample(EMBER_REC_SAMPLE, regs, t0, ember_weight_ns,
-				  st);
+		ember_emit_sample(EMBER_REC_SAMPLE, regs, t0,
+				  ember_weight_ns * periods, periods, st);
 	}
 	local64_add(ktime_get_mono_fast_ns() - t0, &st->handler_ns);
 }
@@ -91,6 +109,8 @@ static int ember_cpu_online(unsigned int cpu)
 {
 	struct perf_event *ev;
 
+	/* a CPU back online: a new event, a new grid */
+	per_cpu(ember_next_fire_ns, cpu) = 0;
 	ev = perf_event_create_kernel_counter(&ember_attr, cpu, NULL,
 					      ember_oncpu_overflow, NULL);
 	if (IS_ERR(ev)) {

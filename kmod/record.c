@@ -112,7 +112,7 @@ void ember_fill_sample_header(struct ember_sample *s, u16 type,
 	s->cpu = smp_processor_id();
 	s->flags = 0;
 	s->state = 0;
-	s->__reserved = 0;
+	s->periods = 0;
 	s->nr_kernel = 0;
 	s->nr_user = 0;
 	s->__reserved2 = 0;
@@ -262,6 +262,7 @@ static bool ember_wants_copy(u16 flags, unsigned int nu, u64 lead)
  */
 struct ember_stack_how {
 	bool at_entry;
+	u8 periods;		/* ember_sample.periods */
 	u64 lead;
 	u16 flags;
 	/* regs NULL: current's kernel stack from this probe frame (callers only) */
@@ -292,6 +293,8 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 		return;
 	}
 	ember_fill_sample_header(s, type, t, time_ns, weight_ns);
+	if (how)
+		s->periods = how->periods;
 	flags = s->flags;
 	if (regs && !user_mode(regs)) {
 		flags |= EMBER_SF_IN_KERNEL;
@@ -347,13 +350,16 @@ static void ember_emit_stack(u16 type, struct pt_regs *regs,
 }
 
 /*
- * An on-CPU sample of current, interrupted with regs. Runs in hardirq
- * (cpu-clock) or NMI (hardware events) context.
+ * An on-CPU sample of current, interrupted with regs, standing for
+ * periods sampling periods (ember_sample.periods; 0 when not a clock's).
+ * Runs in hardirq (cpu-clock) or NMI (hardware events) context.
  */
 void ember_emit_sample(u16 type, struct pt_regs *regs, u64 time_ns,
-		       u64 weight_ns, struct ember_cpu_stats *st)
+		       u64 weight_ns, u8 periods, struct ember_cpu_stats *st)
 {
-	ember_emit_stack(type, regs, NULL, time_ns, weight_ns, NULL, 0, st);
+	struct ember_stack_how how = { .periods = periods };
+
+	ember_emit_stack(type, regs, &how, time_ns, weight_ns, NULL, 0, st);
 }
 
 /*
