@@ -541,10 +541,26 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 	return add_sample_key(pb, s, ev, count, weight, NULL);
 }
 
+/*
+ * An on-CPU sample counts the sampling periods it stands for: a late
+ * timer's include/uapi/ember.h, ember_sample.periods (bounded by the
+ * record's u8 however a ring wrote it).
+ */
+static uint64_t sample_periods(struct profile_builder *pb,
+			       const struct ember_sample *s,
+			       enum prof_event ev)
+{
+	if (ev != PROF_EV_CPU || s->periods <= 1)
+		return 1;
+	pb->c.late_samples++;
+	pb->c.late_periods += s->periods - 1;
+	return s->periods;
+}
+
 static void add_sample(struct profile_builder *pb,
 		       const struct ember_sample *s, enum prof_event ev)
 {
-	add_sample_as(pb, s, ev, 1, s->weight_ns);
+	add_sample_as(pb, s, ev, sample_periods(pb, s, ev), s->weight_ns);
 }
 
 /*

@@ -59,6 +59,8 @@ struct pb_counters {
 	uint64_t dropped_stacks;	/* samples not kept: table full */
 	uint64_t cut_user_stacks;	/* user stacks cut at a non-user address */
 	uint64_t filtered;	/* samples outside the pid/cgroup filter */
+	/* on-CPU samples of a late timer, and the periods they added */
+	uint64_t late_samples, late_periods;
 	size_t unique_stacks;
 	size_t bytes;		/* memory held by the stack table */
 	uint32_t processes;	/* distinct pids with samples */

@@ -129,6 +129,12 @@ struct prof_meta {
 	uint64_t bad_records;		/* corrupt or unknown records skipped */
 	uint64_t dropped_stacks;	/* not aggregated: memory bound reached */
 	/*
+	 * On-CPU samples whose timer fired late, and the periods they
+	 * stand for beyond their own (ember_sample.periods): counted in the
+	 * samples' values, so that shares follow the time that ran.
+	 */
+	uint64_t late_samples, late_periods;
+	/*
 	 * Samples whose user stack was cut short: the CFI unwinder could not
 	 * go on (EMBER_SF_USER_CUT), or a frame-pointer walk through code
 	 * built without frame pointers read data as a return address. Their

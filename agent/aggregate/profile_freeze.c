@@ -852,6 +852,8 @@ struct profile *pb_finish(struct profile_builder *pb,
 	pi->pub.meta.bad_records += pb->c.bad_records;
 	pi->pub.meta.dropped_stacks += pb->c.dropped_stacks;
 	pi->pub.meta.cut_user_stacks += pb->c.cut_user_stacks;
+	pi->pub.meta.late_samples += pb->c.late_samples;
+	pi->pub.meta.late_periods += pb->c.late_periods;
 	pi->pub.meta.lock_wakers_joined += pb->locks.c.joined;
 	pi->pub.meta.lock_waker_missing += pb->locks.c.missing;
 	pi->pub.meta.lock_waker_orphans += pb->locks.c.orphans;

@@ -322,6 +322,14 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 			format_name(o->format));
 	else
 		fprintf(stderr, "; no output written\n");
+	/* worth a line from 1%: a quiet machine's timer is late now and then */
+	if (m->late_periods && m->late_periods * 100 >= m->samples[PROF_EV_CPU])
+		fprintf(stderr, "ember: the sampling timer fired late %llu times "
+			"(a VM whose host held its CPU, emulation, or interrupts "
+			"held off): those samples count for the %llu more "
+			"periods that passed, so shares follow the time that "
+			"ran\n", (unsigned long long)m->late_samples,
+			(unsigned long long)m->late_periods);
 	if (m->cut_user_stacks)
 		fprintf(stderr, "ember: %llu of %llu samples have a user stack cut "
 			"short (shown under " PROF_CUT_FRAME "): code without "

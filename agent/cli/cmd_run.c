@@ -57,6 +57,7 @@ struct run_counters {
 	uint64_t samples[PROF_EV__COUNT];
 	uint64_t lost, bad_records, dropped_stacks, cut_user_stacks;
 	uint64_t unproven_user_stacks;
+	uint64_t late_periods;	/* periods late timers' samples added */
 	/* --stack-copy: copies, bytes, replayed, kept as walked, dropped */
 	uint64_t stack_copies, stack_copy_bytes, stack_replayed;
 	uint64_t stack_replay_kept, stack_copy_dropped;
@@ -250,6 +251,9 @@ static void fill_metrics(FILE *f, void *ctx)
 		"# HELP ember_unproven_user_stacks_total Of those, stacks no unwinder proved whole whose root is not an outermost function.\n"
 		"# TYPE ember_unproven_user_stacks_total counter\n"
 		"ember_unproven_user_stacks_total %" PRIu64 "\n"
+		"# HELP ember_late_timer_periods_total Sampling periods counted beyond the samples taken: the timer fired late (a VM's CPU held by its host, emulation, interrupts held off).\n"
+		"# TYPE ember_late_timer_periods_total counter\n"
+		"ember_late_timer_periods_total %" PRIu64 "\n"
 		"# TYPE ember_intervals_total counter\n"
 		"ember_intervals_total %" PRIu64 "\n"
 		"# TYPE ember_empty_intervals_total counter\n"
@@ -290,7 +294,7 @@ static void fill_metrics(FILE *f, void *ctx)
 		"ember_info{backend=\"%s\"} 1\n",
 		snap.samples[PROF_EV_CPU], snap.samples[PROF_EV_OFFCPU],
 		snap.samples[PROF_EV_FAULTS], snap.samples[PROF_EV_LOCK], snap.lost, snap.bad_records, snap.dropped_stacks, snap.cut_user_stacks,
-		snap.unproven_user_stacks,
+		snap.unproven_user_stacks, snap.late_periods,
 		snap.intervals,
 		snap.empty_intervals, snap.encode_failures, st.exported, st.failed,
 		st.dropped_queue_full, st.dropped_queue_full - st.dropped_queue_bytes,
@@ -417,6 +421,7 @@ static void export_interval(struct session *s, const struct ember_opts *rc,
 		c->dropped_stacks += p->meta.dropped_stacks;
 		c->cut_user_stacks += p->meta.cut_user_stacks;
 		c->unproven_user_stacks += p->meta.unproven_user_stacks;
+		c->late_periods += p->meta.late_periods;
 		c->stack_copies += p->meta.stack_copies;
 		c->stack_copy_bytes += p->meta.stack_copy_bytes;
 		c->stack_replayed += p->meta.stack_replayed;

@@ -207,6 +207,49 @@ static void test_offcpu_state(void)
 	pb_free(pb);
 }
 
+/*
+ * A late timer's sample (ember_sample.periods > 1) counts for its
+ * periods; one of an older backend (0) or an off-CPU record counts once.
+ */
+static void test_late_periods(void)
+{
+	const uint32_t L = 4000000031u;
+	struct profile_builder *pb = pb_new(NULL, NULL);
+	struct ember_sample *s;
+	struct profile *p;
+	const struct prof_sample *ps;
+
+	s = (void *)sample(EMBER_REC_SAMPLE, L, L, "late", 0, 2, 0x900, 3000);
+	s->periods = 3;
+	pb_add_record(pb, &s->hdr);
+	s = (void *)sample(EMBER_REC_SAMPLE, L, L, "late", 0, 2, 0x900, 1000);
+	pb_add_record(pb, &s->hdr);	/* periods 0: one */
+	s->periods = 1;
+	pb_add_record(pb, &s->hdr);
+	s = (void *)sample(EMBER_REC_OFFCPU, L, L, "late", 0, 2, 0x900, 5000);
+	s->periods = 9;			/* not a clock's: ignored */
+	pb_add_record(pb, &s->hdr);
+	p = pb_finish(pb, NULL);
+	ps = p ? find(p, L, 0x900) : NULL;
+	T_CHECK("late_periods_counted", ps && ps->count == 5 &&
+		ps->weight_ns == 5000, "count %llu weight %llu",
+		ps ? (unsigned long long)ps->count : 0ull,
+		ps ? (unsigned long long)ps->weight_ns : 0ull);
+	T_CHECK("late_periods_meta", p && p->meta.samples[PROF_EV_CPU] == 3 &&
+		p->meta.late_samples == 1 && p->meta.late_periods == 2,
+		"samples %llu late %llu +%llu",
+		p ? (unsigned long long)p->meta.samples[PROF_EV_CPU] : 0ull,
+		p ? (unsigned long long)p->meta.late_samples : 0ull,
+		p ? (unsigned long long)p->meta.late_periods : 0ull);
+	for (size_t i = 0; p && i < p->nr_samples; i++)
+		if (p->samples[i].event == PROF_EV_OFFCPU)
+			T_CHECK("late_periods_not_offcpu",
+				p->samples[i].count == 1, "off-CPU count %llu",
+				(unsigned long long)p->samples[i].count);
+	profile_free(p);
+	pb_free(pb);
+}
+
 int main(void)
 {
 	/* pids far above pid_max: /proc lookups find nothing, as in tests */
@@ -456,5 +499,6 @@ int main(void)
 	}
 	test_alloc();
 	test_offcpu_state();
+	test_late_periods();
 	T_EXIT();
 }
