@@ -373,6 +373,86 @@ static inline int ember_unwind_step(const struct ember_unwind_rule *r,
 }
 
 /*
+ * Whether a rule computes the CFA (or finds a signal frame) from sp: not
+ * to be used with an sp that is only a lower bound (after an arm64
+ * frame-pointer step).
+ */
+static inline int ember_unwind_rule_on_sp(const struct ember_unwind_rule *r)
+{
+	switch (r->cfa_type) {
+	case EMBER_CFA_FP:
+	case EMBER_CFA_DEREF_FP:
+	case EMBER_CFA_DEREF_FP_ADD:
+	case EMBER_CFA_END:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/*
+ * One step at a function's entry, where it has no frame of its own yet:
+ * the return address is at sp (x86) or in the link register (has_lr:
+ * arm64, where only the interrupted frame has it); the frame pointer is
+ * unchanged.
+ */
+static inline int ember_unwind_entry_step(struct ember_uregs *regs,
+					  int has_lr, ember_read_fn read,
+					  void *ctx)
+{
+	__u64 ra;
+
+	if (has_lr) {
+		if (!regs->lr_ok)
+			return EMBER_STEP_CUT;
+		ra = regs->lr;	/* stripped when read */
+	} else {
+		if (read(ctx, regs->sp, &ra))
+			return EMBER_STEP_CUT;
+		regs->sp += 8;
+	}
+	if (!ra)
+		return EMBER_STEP_END;
+	regs->pc = ra;
+	regs->exact = 0;
+	regs->lr_ok = 0;
+	return EMBER_STEP_NEXT;
+}
+
+/*
+ * One frame-pointer step. On x86 the caller's stack pointer is exactly
+ * rbp + 16; an arm64 frame record lies at the bottom of its frame, so
+ * x29 + 16 is only a lower bound of the caller's sp (the walk knows).
+ * A zero frame pointer or return address ends the chain as frame
+ * pointers end it (EMBER_STEP_FP_END: not proven complete).
+ */
+static inline int ember_unwind_fp_step(struct ember_uregs *regs,
+				       ember_read_fn read, void *ctx)
+{
+	__u64 next, ra;
+
+	if (regs->fp_ok && !regs->fp)
+		return EMBER_STEP_FP_END;
+	if (!regs->fp_ok || regs->fp < regs->sp ||
+	    read(ctx, regs->fp, &next) || read(ctx, regs->fp + 8, &ra))
+		return EMBER_STEP_CUT;
+	ra &= ~regs->pac_mask;
+	if (!ra)
+		return EMBER_STEP_FP_END;
+	regs->sp = regs->fp + 16;
+	regs->pc = ra;
+	regs->fp = next;
+	/*
+	 * The caller's rbp may be this frame's CFA itself: a caller
+	 * that calls right after its own push rbp; mov rbp,rsp.
+	 */
+	regs->fp_ok = next >= regs->sp || !next;
+	regs->exact = 0;
+	regs->lr_ok = 0;
+	return EMBER_STEP_NEXT;
+}
+
+/*
  * The address to look a frame's rule up at: a return address points after
  * the call, possibly at the next function (noreturn calls), so look up the
  * call instruction instead.

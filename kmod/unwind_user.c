@@ -277,63 +277,6 @@ static int ember_uw_read(void *ctx, __u64 addr, __u64 *val)
 }
 
 /*
- * At a function's entry: the return address is at sp (x86) or in x30
- * (arm64, which only the interrupted frame has), the frame pointer is
- * unchanged.
- */
-static int ember_entry_step(struct ember_uregs *r)
-{
-	u64 ra;
-
-	if (EMBER_ARCH_HAS_LR) {
-		if (!r->lr_ok)
-			return EMBER_STEP_CUT;
-		ra = r->lr;	/* stripped when read */
-	} else {
-		if (ember_uw_read(NULL, r->sp, &ra))
-			return EMBER_STEP_CUT;
-		r->sp += 8;
-	}
-	if (!ra)
-		return EMBER_STEP_END;
-	r->pc = ra;
-	r->exact = 0;
-	r->lr_ok = 0;
-	return EMBER_STEP_NEXT;
-}
-
-/*
- * One frame-pointer step. On x86 the caller's stack pointer is exactly
- * rbp + 16; an arm64 frame record lies at the bottom of its frame, so
- * x29 + 16 is only a lower bound of the caller's sp (ember_walk_cfi()
- * knows).
- */
-static int ember_fp_step(struct ember_uregs *r)
-{
-	u64 next, ra;
-
-	if (r->fp_ok && !r->fp)
-		return EMBER_STEP_FP_END;
-	if (!r->fp_ok || r->fp < r->sp || ember_uw_read(NULL, r->fp, &next) ||
-	    ember_uw_read(NULL, r->fp + 8, &ra))
-		return EMBER_STEP_CUT;
-	ra &= ~r->pac_mask;
-	if (!ra)
-		return EMBER_STEP_FP_END;
-	r->sp = r->fp + 16;
-	r->pc = ra;
-	r->fp = next;
-	/*
-	 * The caller's rbp may be this frame's CFA itself: a caller
-	 * that calls right after its own push rbp; mov rbp,rsp.
-	 */
-	r->fp_ok = next >= r->sp || !next;
-	r->exact = 0;
-	r->lr_ok = 0;
-	return EMBER_STEP_NEXT;
-}
-
-/*
  * The frame-pointer step from the interrupted instruction itself, which
  * on x86 may be a frame-pointer prologue or a ret (ember_unwind_leaf_fp()).
  * arm64 code gives no such sign: x29 is followed, as perf does.
@@ -347,7 +290,8 @@ static int ember_fp_step_at(struct ember_uregs *r)
 				    sizeof(insn))) {
 		switch (ember_unwind_leaf_fp(insn)) {
 		case EMBER_LEAF_AT_RA:
-			return ember_entry_step(r);
+			return ember_unwind_entry_step(r, EMBER_ARCH_HAS_LR,
+						       ember_uw_read, NULL);
 		case EMBER_LEAF_PUSHED:
 			r->fp = r->sp;
 			r->fp_ok = 1;
@@ -356,21 +300,7 @@ static int ember_fp_step_at(struct ember_uregs *r)
 			break;
 		}
 	}
-	return ember_fp_step(r);
-}
-
-/* Whether a rule computes the CFA (or finds a signal frame) from sp. */
-static bool ember_rule_on_sp(const struct ember_unwind_rule *rule)
-{
-	switch (rule->cfa_type) {
-	case EMBER_CFA_FP:
-	case EMBER_CFA_DEREF_FP:
-	case EMBER_CFA_DEREF_FP_ADD:
-	case EMBER_CFA_END:
-		return false;
-	default:
-		return true;
-	}
+	return ember_unwind_fp_step(r, ember_uw_read, NULL);
 }
 
 static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
@@ -415,12 +345,13 @@ static unsigned int ember_walk_cfi(struct ember_uw_walk *w,
 		}
 		rule = ember_unwind_rule_at(m, lpc);
 		if (rule && rule->cfa_type != EMBER_CFA_NONE &&
-		    !(sp_low && ember_rule_on_sp(rule))) {
+		    !(sp_low && ember_unwind_rule_on_sp(rule))) {
 			s = ember_unwind_step(rule, &r, ember_uw_read, NULL);
 			sp_low = false;	/* sp = a CFA from an exact base */
 		} else if (at_entry && n == 1) {
 			/* no rule needed: the return address is at sp / in x30 */
-			s = ember_entry_step(&r);
+			s = ember_unwind_entry_step(&r, EMBER_ARCH_HAS_LR,
+						    ember_uw_read, NULL);
 			if (s == EMBER_STEP_NEXT &&
 			    !ember_unwind_mapping(w->b, r.pc - 1))
 				s = EMBER_STEP_CUT;

@@ -3,7 +3,9 @@
  * The table-driven walk over a stack copy (copy_walk.h). Its loop is the
  * module's ember_walk_cfi() step for step, so that a replayed stack is
  * the stack the backend gives a bound process: the same rules, the same
- * frame-pointer fallback where no rule is, the same checks.
+ * frame-pointer fallback where no rule is, the same checks. The steps
+ * themselves are include/ember_unwind.h's, the module's own, over reads
+ * of the copy; a change to the loop must be made in both.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -165,63 +167,6 @@ static int read_copy(void *ctx, __u64 addr, __u64 *val)
 	return 0;
 }
 
-/* ember_entry_step(): at a function's entry, the return address at sp or in x30 */
-static int entry_step(struct walk *w, struct ember_uregs *r)
-{
-	__u64 ra;
-
-	if (CW_HAS_LR) {
-		if (!r->lr_ok)
-			return EMBER_STEP_CUT;
-		ra = r->lr;
-	} else {
-		if (read_copy(w, r->sp, &ra))
-			return EMBER_STEP_CUT;
-		r->sp += 8;
-	}
-	if (!ra)
-		return EMBER_STEP_END;
-	r->pc = ra;
-	r->exact = 0;
-	r->lr_ok = 0;
-	return EMBER_STEP_NEXT;
-}
-
-/* ember_fp_step(): the frame record at rbp / x29 */
-static int fp_step(struct walk *w, struct ember_uregs *r)
-{
-	__u64 next, ra;
-
-	if (r->fp_ok && !r->fp)
-		return EMBER_STEP_FP_END;
-	if (!r->fp_ok || r->fp < r->sp || read_copy(w, r->fp, &next) ||
-	    read_copy(w, r->fp + 8, &ra))
-		return EMBER_STEP_CUT;
-	ra &= ~r->pac_mask;
-	if (!ra)
-		return EMBER_STEP_FP_END;
-	r->sp = r->fp + 16;
-	r->pc = ra;
-	r->fp = next;
-	r->fp_ok = next >= r->sp || !next;
-	r->exact = 0;
-	r->lr_ok = 0;
-	return EMBER_STEP_NEXT;
-}
-
-static bool rule_on_sp(const struct ember_unwind_rule *rule)
-{
-	switch (rule->cfa_type) {
-	case EMBER_CFA_FP:
-	case EMBER_CFA_DEREF_FP:
-	case EMBER_CFA_DEREF_FP_ADD:
-	case EMBER_CFA_END:
-		return false;
-	default:
-		return true;
-	}
-}
-
 static const struct ember_unwind_rule *rule_at(const struct copy_walk_map *m,
 					       uint64_t pc)
 {
@@ -240,12 +185,12 @@ static int step(struct walk *w, const struct copy_walk_map *m,
 	int s;
 
 	if (rule && rule->cfa_type != EMBER_CFA_NONE &&
-	    !(*sp_low && rule_on_sp(rule))) {
+	    !(*sp_low && ember_unwind_rule_on_sp(rule))) {
 		*sp_low = false;
 		return ember_unwind_step(rule, r, read_copy, w);
 	}
 	if (w->in->at_entry && first) {
-		s = entry_step(w, r);
+		s = ember_unwind_entry_step(r, CW_HAS_LR, read_copy, w);
 	} else {
 		/*
 		 * x86: the module reads the instruction at an exact PC to
@@ -256,7 +201,7 @@ static int step(struct walk *w, const struct copy_walk_map *m,
 			*undecided = true;
 			return EMBER_STEP_CUT;
 		}
-		s = fp_step(w, r);
+		s = ember_unwind_fp_step(r, read_copy, w);
 		*sp_low = CW_HAS_LR;
 	}
 	if (s == EMBER_STEP_NEXT && !mapping(w->in->maps, r->pc - 1))

@@ -581,6 +581,71 @@ static void test_deref_add(void)
 }
 
 /*
+ * The steps the module and the agent's copy walk share: at a function's
+ * entry (return address at sp, or in the link register), by frame
+ * record (x86's exact caller sp, a PAC-signed arm64 return address, the
+ * chain's end), and which rules need an exact sp.
+ */
+static void test_shared_steps(void)
+{
+	uint64_t base = (uint64_t)(uintptr_t)fake_stack;
+	struct ember_uregs r;
+	struct ember_unwind_rule on_fp = { EMBER_CFA_FP, EMBER_FP_AT_CFA, 16, -16 };
+	struct ember_unwind_rule on_sp = { EMBER_CFA_SP, EMBER_FP_SAME, 8, 0 };
+	int s1, s2, s3;
+
+	memset(fake_stack, 0, sizeof(fake_stack));
+	fake_stack[0] = 0x401000;
+	memset(&r, 0, sizeof(r));
+	r.sp = base;
+	r.pc = 0x500000;
+	r.exact = 1;
+	s1 = ember_unwind_entry_step(&r, 0, read_fake, NULL);
+	T_CHECK("unwind_entry_step_at_sp", s1 == EMBER_STEP_NEXT &&
+		r.pc == 0x401000 && r.sp == base + 8 && !r.exact,
+		"step %d pc 0x%llx", s1, (unsigned long long)r.pc);
+	memset(&r, 0, sizeof(r));
+	r.lr = 0x402000;
+	r.lr_ok = 1;
+	s1 = ember_unwind_entry_step(&r, 1, read_fake, NULL);
+	s2 = ember_unwind_entry_step(&r, 1, read_fake, NULL);
+	T_CHECK("unwind_entry_step_lr_once", s1 == EMBER_STEP_NEXT &&
+		r.pc == 0x402000 && s2 == EMBER_STEP_CUT,
+		"steps %d %d", s1, s2);
+
+	/* frame records at +8 -> +16 -> 0: pc, then the chain's end */
+	fake_stack[8] = base + 16 * 8;
+	fake_stack[9] = 0xffff800000403000ull;	/* PAC bits set */
+	fake_stack[16] = 0;
+	fake_stack[17] = 0x404000;
+	memset(&r, 0, sizeof(r));
+	r.sp = base;
+	r.fp = base + 8 * 8;
+	r.fp_ok = 1;
+	r.pac_mask = 0xffff800000000000ull;
+	s1 = ember_unwind_fp_step(&r, read_fake, NULL);
+	T_CHECK("unwind_fp_step_record", s1 == EMBER_STEP_NEXT &&
+		r.pc == 0x403000 && r.sp == base + 10 * 8 &&
+		r.fp == base + 16 * 8 && r.fp_ok,
+		"step %d pc 0x%llx sp +%lld", s1, (unsigned long long)r.pc,
+		(long long)(r.sp - base));
+	s2 = ember_unwind_fp_step(&r, read_fake, NULL);
+	s3 = ember_unwind_fp_step(&r, read_fake, NULL);
+	T_CHECK("unwind_fp_step_chain_end", s2 == EMBER_STEP_NEXT &&
+		r.pc == 0x404000 && s3 == EMBER_STEP_FP_END,
+		"steps %d %d", s2, s3);
+	memset(&r, 0, sizeof(r));
+	r.sp = base + 16;
+	r.fp = base;	/* below sp: not a frame of this stack */
+	r.fp_ok = 1;
+	T_CHECK("unwind_fp_step_below_sp_cut",
+		ember_unwind_fp_step(&r, read_fake, NULL) == EMBER_STEP_CUT,
+		"followed a frame pointer below sp");
+	T_CHECK("unwind_rule_on_sp", ember_unwind_rule_on_sp(&on_sp) &&
+		!ember_unwind_rule_on_sp(&on_fp), "rule kinds mixed up");
+}
+
+/*
  * Where frame pointers are walked (no table: JIT code), the instruction
  * at an interrupted PC tells whether rbp is its frame yet: read from the
  * code gcc and a JIT emit.
@@ -628,5 +693,6 @@ int main(void)
 	test_live_stack();
 	test_oracle_vdso();
 	test_deref_add();
+	test_shared_steps();
 	T_EXIT();
 }
