@@ -81,11 +81,12 @@ static void on_record(const struct ember_rec_header *h, void *ctx)
 		const struct ember_sample *s = (const void *)h;
 
 		printf("%s time=%llu weight=%llu cg=%llu"
-		       " pid=%u tid=%u cpu=%u flags=0x%x state=%u nk=%u nu=%u comm=%s",
+		       " pid=%u tid=%u cpu=%u flags=0x%x state=%u periods=%u nk=%u nu=%u comm=%s",
 		       h->type == EMBER_REC_SAMPLE ? "SAMPLE" : "OFFCPU",
 		       (unsigned long long)s->time_ns, (unsigned long long)s->weight_ns,
 		       (unsigned long long)s->cgroup_id, s->pid, s->tid,
-		       s->cpu, s->flags, s->state, s->nr_kernel, s->nr_user, s->comm);
+		       s->cpu, s->flags, s->state, s->periods, s->nr_kernel,
+		       s->nr_user, s->comm);
 		print_ips("k", s->ips, s->nr_kernel);
 		print_ips("u", s->ips + s->nr_kernel, s->nr_user);
 		printf("\n");
