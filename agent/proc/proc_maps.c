@@ -117,3 +117,36 @@ int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 		*hash = h;
 	return 0;
 }
+
+int proc_mapped_open(uint32_t pid, uint64_t start, uint64_t end,
+		     const char *path, const char *root, uint64_t max_bytes,
+		     struct stat *st, const char **why)
+{
+	struct safe_rules rules = {
+		.max_bytes = max_bytes,
+		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
+		.flags = SAFE_FOLLOW | SAFE_ANYONE,
+	};
+	size_t len = path ? strlen(path) : 0;
+	char buf[64];
+	int fd = -1;
+
+	*why = NULL;
+	if (start < end) {
+		/* a magic link to the mapped file: followed, that is its use */
+		snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", pid,
+			 (unsigned long long)start, (unsigned long long)end);
+		fd = safe_open_at(NULL, buf, &rules, st, why);
+	}
+	if (fd >= 0 || (*why && safe_refused(*why)) || !len ||
+	    path[0] != '/' ||
+	    (len > 10 && !strcmp(path + len - 10, " (deleted)")))
+		return fd;
+	if (!root) {
+		snprintf(buf, sizeof(buf), "/proc/%u/root", pid);
+		root = buf;
+	}
+	/* by name: no link followed, in the process's root or not at all */
+	rules.flags = SAFE_ANYONE;
+	return safe_open_at(root, path, &rules, st, why);
+}

@@ -52,4 +52,20 @@ typedef bool (*proc_maps_fn)(void *ctx, struct sym_map_line *m);
 int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 		   uint64_t *hash);
 
+struct stat;
+
+/*
+ * Open the file process pid maps at [start, end), a regular file of at
+ * most max_bytes owned by anyone: its /proc/PID/map_files entry (the very
+ * file the mapping holds, whatever its name now; start == end: none to
+ * try), else, when that was not refused for cause (safe_refused()), path
+ * by name inside root (NULL: /proc/PID/root; "/" for a process already
+ * gone, whose file the caller then checks by device and inode). A NULL
+ * path, or one the kernel marks deleted, has no name to try. The fd, or
+ * -1 with *why (lib/safe_file.h); st (may be NULL): the file opened.
+ */
+int proc_mapped_open(uint32_t pid, uint64_t start, uint64_t end,
+		     const char *path, const char *root, uint64_t max_bytes,
+		     struct stat *st, const char **why);
+
 #endif

@@ -37,6 +37,7 @@
 
 #include "lib/clock.h"
 #include "lib/safe_file.h"
+#include "proc/proc_maps.h"
 #include "unwind/oracle.h"
 #include "unwind/table_cache.h"
 #include "uapi/ember.h"
@@ -145,37 +146,24 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		    Dwarf_Addr base, char **file_name, Elf **elfp)
 {
 	struct oracle_proc *p = oracle_cur;
-	struct safe_rules rules = {
-		.max_bytes = TABLE_FILE_MAX_BYTES,
-		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
-		.flags = SAFE_FOLLOW | SAFE_ANYONE,
-	};
-	size_t len = strlen(modname);
-	char path[96], root[48];
+	uint64_t start = 0, end = 0;
 	const char *why = NULL;
-	uint64_t start, end;
-	int fd = -1;
+	char root[48];
+	int fd;
 
 	if (p && !strcmp(modname, "[vdso]"))
 		return vdso_elf(p, base, elfp);
 	if (!p || modname[0] != '/')
 		return dwfl_linux_proc_find_elf(mod, userdata, modname, base,
 						file_name, elfp);
-	if (map_range(p->maps, base, modname, &start, &end)) {
-		snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
-			 p->pid, start, end);
-		fd = safe_open_at(NULL, path, &rules, NULL, &why);
-	}
-	if (fd < 0 && !safe_refused(why) &&
-	    !(len > 10 && !strcmp(modname + len - 10, " (deleted)"))) {
-		if (p->root_fd)
-			snprintf(root, sizeof(root), "/proc/self/fd/%d",
-				 p->root_fd - 1);
-		else
-			snprintf(root, sizeof(root), "/proc/%u/root", p->pid);
-		rules.flags = SAFE_ANYONE;
-		fd = safe_open_at(root, modname, &rules, NULL, &why);
-	}
+	if (!map_range(p->maps, base, modname, &start, &end))
+		start = end = 0;
+	/* the root the process had when its session began, if pinned */
+	if (p->root_fd)
+		snprintf(root, sizeof(root), "/proc/self/fd/%d", p->root_fd - 1);
+	fd = proc_mapped_open(p->pid, start, end, modname,
+			      p->root_fd ? root : NULL, TABLE_FILE_MAX_BYTES,
+			      NULL, &why);
 	if (fd < 0) {
 		safe_warn("mapped file", NULL, modname, why);
 		return -1;

@@ -18,6 +18,7 @@
 
 #include "lib/clock.h"
 #include "lib/safe_file.h"
+#include "proc/proc_maps.h"
 #include "source/source.h"
 #include "unwind/copy_walk.h"
 #include "unwind/oracle.h"
@@ -309,23 +310,13 @@ static bool maps_of(struct stack_replay *r, uint32_t pid, bool from_proc,
 static int open_mapped(uint32_t pid, const struct copy_walk_map *m,
 		       uint64_t max_bytes)
 {
-	struct safe_rules rules = {
-		.max_bytes = max_bytes,
-		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
-		.flags = SAFE_FOLLOW | SAFE_ANYONE,
-	};
 	const char *why;
 	struct stat st;
-	char path[96];
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = safe_open_at(NULL, path, &rules, &st, &why);
-	if (fd < 0 && m->path && m->path[0] == '/') {
-		rules.flags = SAFE_ANYONE;
-		fd = safe_open_at("/", m->path, &rules, &st, &why);
-	}
+	/* the process is gone: its files by name, in ours */
+	fd = proc_mapped_open(pid, m->start, m->end, m->path, "/", max_bytes,
+			      &st, &why);
 	if (fd >= 0 && ((uint64_t)st.st_dev != m->dev ||
 			(uint64_t)st.st_ino != m->ino)) {
 		close(fd);

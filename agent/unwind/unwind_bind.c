@@ -145,18 +145,10 @@ static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
 				     const struct sym_map_line *m,
 				     const struct stat *pre, bool pre_ok)
 {
-	const struct safe_rules rules = {
-		.max_bytes = TABLE_FILE_MAX_BYTES,
-		.owners = { SAFE_ANY_OWNER, SAFE_ANY_OWNER },
-		.flags = SAFE_FOLLOW | SAFE_ANYONE,
-	};
 	struct table_file *f;
 	const char *why;
 	struct stat st;
-	char path[96];
 	int fd;
-
-	map_files_path(path, sizeof(path), pid, m);
 	/*
 	 * A file already in the cache (the same inode, size and mtime: the
 	 * libraries every new process maps) costs one stat, not the ~8
@@ -168,7 +160,9 @@ static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
 		f->seen_ns = mono_ns();
 		return f;
 	}
-	fd = safe_open_at(NULL, path, &rules, &st, &why);
+	/* map_files only: the mapping's own file, no name to trust */
+	fd = proc_mapped_open(pid, m->start, m->end, NULL, NULL,
+			      TABLE_FILE_MAX_BYTES, &st, &why);
 	if (fd < 0) {
 		if (m->type == SYM_MAP_FILE)
 			safe_warn("mapped file", NULL, m->path, why);

@@ -15,9 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/safe_file.h"
 #include "proc/proc.h"
 #include "proc/proc_maps.h"
 #include "proc/proc_read.h"
@@ -85,6 +88,61 @@ static struct found find(struct proc_table *t, uint32_t pid)
 
 	proc_table_visit(t, proc_table_generation(t), find_cb, &f);
 	return f;
+}
+
+/*
+ * proc_mapped_open(): a mapping's own file through map_files, by name in
+ * the process's root when there is no range, and nothing for a deleted
+ * name, no name, or a FIFO by that name.
+ */
+static void test_mapped_open(void)
+{
+	char path[] = "/tmp/ember-mapped-XXXXXX", fifo[64];
+	struct stat st, got;
+	const char *why;
+	void *p;
+	int fd, fd2, fd3, fd4, fd5;
+
+	fd = mkstemp(path);
+	if (fd < 0 || ftruncate(fd, 8192) || fstat(fd, &st)) {
+		T_CHECK("mapped_open_setup", 0, "no temporary file");
+		return;
+	}
+	p = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, fd, 0);
+	fd2 = p == MAP_FAILED ? -1 :
+	      proc_mapped_open(getpid(), (uintptr_t)p, (uintptr_t)p + 8192,
+			       NULL, NULL, 1 << 20, &got, &why);
+	T_CHECK("mapped_open_map_files", fd2 >= 0 && got.st_ino == st.st_ino,
+		"fd %d (%s)", fd2, why ? why : "");
+	fd3 = proc_mapped_open(getpid(), 0, 0, path, NULL, 1 << 20, &got, &why);
+	T_CHECK("mapped_open_by_name_in_root", fd3 >= 0 && got.st_ino == st.st_ino,
+		"fd %d (%s)", fd3, why ? why : "");
+	snprintf(fifo, sizeof(fifo), "%s.fifo", path);
+	fd4 = mkfifo(fifo, 0600) ? -2 :
+	      proc_mapped_open(getpid(), 0, 0, fifo, NULL, 1 << 20, NULL, &why);
+	T_CHECK("mapped_open_fifo_refused", fd4 == -1 && why && safe_refused(why),
+		"fd %d (%s)", fd4, why ? why : "");
+	fd5 = proc_mapped_open(getpid(), 0, 0, "/usr/bin/true (deleted)", NULL,
+			       1 << 20, NULL, &why);
+	T_CHECK("mapped_open_no_deleted_name", fd5 < 0 &&
+		proc_mapped_open(getpid(), 0, 0, NULL, NULL, 1 << 20, NULL, &why) < 0,
+		"a deleted name or no name was opened");
+	T_CHECK("mapped_open_too_big_refused",
+		p != MAP_FAILED &&
+		proc_mapped_open(getpid(), (uintptr_t)p, (uintptr_t)p + 8192, path,
+				 NULL, 4096, NULL, &why) < 0 && why && safe_refused(why),
+		"a file over max_bytes was opened, or by name after the refusal");
+	if (p != MAP_FAILED)
+		munmap(p, 8192);
+	{
+		int fds[] = { fd, fd2, fd3, fd4, fd5 };
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	unlink(fifo);
+	unlink(path);
 }
 
 static void test_first_sight(void)
@@ -626,6 +684,7 @@ int main(void)
 	test_other_thread_slots();
 	test_unsampled_exit();
 	test_threads();
+	test_mapped_open();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
