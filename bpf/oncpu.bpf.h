@@ -26,7 +26,7 @@ const volatile __u64 fault_page_size = 4096;	/* bytes per faulted page */
  * ember_sample.periods).
  */
 struct oncpu_fire {
-	__u64 next_ns;
+	struct ember_clock clock;
 	__u64 periods;
 };
 
@@ -47,6 +47,7 @@ struct {
  */
 static __noinline int oncpu_fired(__u64 period)
 {
+	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 now = bpf_ktime_get_ns();
 	__u32 zero = 0;
 	struct oncpu_fire *f = bpf_map_lookup_elem(&oncpu_fire, &zero);
@@ -54,7 +55,10 @@ static __noinline int oncpu_fired(__u64 period)
 	if (!f)
 		return 0;
 	f->periods = fixed_weight_ns ? 1 :
-		     ember_clock_periods(&f->next_ns, now, period);
+		     ember_clock_periods(&f->clock, now, period,
+					 (__u32)bpf_get_current_pid_tgid(),
+					 BPF_CORE_READ(task, nvcsw) +
+					 BPF_CORE_READ(task, nivcsw));
 	return 0;
 }
 

@@ -21,8 +21,8 @@ static struct perf_event_attr ember_attr;
 static u64 ember_weight_ns;
 static bool ember_include_idle;
 static int ember_online_err;	/* first error while starting */
-/* each CPU's cpu-clock event: the expiry its next firing is for */
-static DEFINE_PER_CPU(u64, ember_next_fire_ns);
+/* each CPU's cpu-clock event, as its firings saw it (ember_clock.h) */
+static DEFINE_PER_CPU(struct ember_clock, ember_cpu_clock);
 
 /*
  * The sampling periods a firing of this CPU's event at now stands for
@@ -33,8 +33,9 @@ static u8 ember_periods_since(u64 now)
 {
 	if (ember_attr.type != PERF_TYPE_SOFTWARE)
 		return 1;
-	return ember_clock_periods(this_cpu_ptr(&ember_next_fire_ns), now,
-				   ember_weight_ns);
+	return ember_clock_periods(this_cpu_ptr(&ember_cpu_clock), now,
+				   ember_weight_ns, current->pid,
+				   current->nvcsw + current->nivcsw);
 }
 
 static void ember_oncpu_overflow(struct perf_event *event,
@@ -110,7 +111,7 @@ static int ember_cpu_online(unsigned int cpu)
 	struct perf_event *ev;
 
 	/* a CPU back online: a new event, a new grid */
-	per_cpu(ember_next_fire_ns, cpu) = 0;
+	per_cpu(ember_cpu_clock, cpu).next_ns = 0;
 	ev = perf_event_create_kernel_counter(&ember_attr, cpu, NULL,
 					      ember_oncpu_overflow, NULL);
 	if (IS_ERR(ev)) {

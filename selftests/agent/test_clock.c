@@ -31,7 +31,8 @@ static __u64 next_rand(void)
 static __u64 simulate(__u64 start, int n, __u64 (*late_fn)(int),
 			 __u64 *passed, __u64 *worst_err)
 {
-	__u64 expiry = start, next = 0, counted = 0, grid = 0;
+	struct ember_clock c = { 0 };
+	__u64 expiry = start, counted = 0, grid = 0;
 
 	*worst_err = 0;
 	for (int i = 0; i < n; i++) {
@@ -40,7 +41,7 @@ static __u64 simulate(__u64 start, int n, __u64 (*late_fn)(int),
 		/* hrtimer_forward_now: the first grid point after now */
 		k = (now - expiry) / P + 1;
 		grid += k;
-		counted += ember_clock_periods(&next, now, P);
+		counted += ember_clock_periods(&c, now, P, 7, 0);
 		if (grid > counted && grid - counted > *worst_err)
 			*worst_err = grid - counted;
 		if (counted > grid && counted - grid > *worst_err)
@@ -76,7 +77,8 @@ static __u64 jittery(int i)
 
 int main(void)
 {
-	__u64 passed, counted, err, next = 0;
+	struct ember_clock c = { 0 };
+	__u64 passed, counted, err;
 
 	counted = simulate(1000000000ull, 10000, on_time, &passed, &err);
 	T_CHECK("clock_on_time_one_each", counted == 10000 && passed == 10000,
@@ -93,14 +95,29 @@ int main(void)
 		"%llu counted, %llu passed", (unsigned long long)counted,
 		(unsigned long long)passed);
 	/* first firing; a gap beyond the maximum (a CPU back online) */
-	T_CHECK("clock_first_one", ember_clock_periods(&next, 1000, P) == 1 &&
-		next == 1000 + P, "next %llu", (unsigned long long)next);
-	T_CHECK("clock_late_three", ember_clock_periods(&next, 1000 + 3 * P + 50, P) == 3,
-		"next %llu", (unsigned long long)next);
+	T_CHECK("clock_first_one", ember_clock_periods(&c, 1000, P, 7, 0) == 1 &&
+		c.next_ns == 1000 + P, "next %llu", (unsigned long long)c.next_ns);
+	T_CHECK("clock_late_three",
+		ember_clock_periods(&c, 1000 + 3 * P + 50, P, 7, 0) == 3,
+		"next %llu", (unsigned long long)c.next_ns);
 	T_CHECK("clock_long_gap_one",
-		ember_clock_periods(&next, next + (EMBER_SAMPLE_MAX_PERIODS + 5) * P, P) == 1,
+		ember_clock_periods(&c, c.next_ns + (EMBER_SAMPLE_MAX_PERIODS + 5) * P,
+				    P, 7, 0) == 1,
 		"a gap beyond the maximum counted");
-	T_CHECK("clock_no_period_one", ember_clock_periods(&next, 5, 0) == 1,
+	/*
+	 * An idle CPU takes no firing: the gap before a task that woke (or
+	 * the same task back after a switch) is not its time.
+	 */
+	T_CHECK("clock_other_task_one",
+		ember_clock_periods(&c, c.next_ns + 10 * P, P, 8, 0) == 1,
+		"another task's gap counted");
+	T_CHECK("clock_switched_back_one",
+		ember_clock_periods(&c, c.next_ns + 10 * P, P, 8, 2) == 1,
+		"a gap across the task's own switches counted");
+	T_CHECK("clock_ran_through_counts",
+		ember_clock_periods(&c, c.next_ns + 4 * P + 9, P, 8, 2) == 5,
+		"a late firing of a task that ran through not counted");
+	T_CHECK("clock_no_period_one", ember_clock_periods(&c, 5, 0, 8, 2) == 1,
 		"period 0");
 	T_EXIT();
 }
