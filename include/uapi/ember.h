@@ -115,9 +115,11 @@ enum ember_offcpu_state {
  * counted as one sample, the time the task ran meanwhile would go
  * missing from the profile, and from the parts of a program that run
  * where that happens most (start-up under emulation), skewing shares.
- * The task it interrupts is the one that ran late (a descheduled vCPU
- * runs nothing else). 0 or 1: one period (older backends write 0; a
- * gap longer than the maximum is not a late timer: a CPU back online).
+ * Counted only while the task the firing interrupts ran throughout (the
+ * one the previous firing interrupted, not switched out since: a
+ * descheduled vCPU runs nothing else), since an idle CPU may take no
+ * firing at all (include/ember_clock.h). 0 or 1: one period (older
+ * backends write 0; a gap longer than the maximum is not a late timer).
  */
 #define EMBER_SAMPLE_MAX_PERIODS	64
 
