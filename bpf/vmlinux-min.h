@@ -135,6 +135,8 @@ struct task_struct {
 	void *stack;
 	int pagefault_disabled;
 	struct mm_struct *mm;
+	unsigned long nvcsw;	/* context switches: bpf/oncpu.bpf.h */
+	unsigned long nivcsw;
 	struct thread_struct thread;
 };
 
