@@ -326,9 +326,8 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 	if (m->late_periods && m->late_periods * 100 >= m->samples[PROF_EV_CPU])
 		fprintf(stderr, "ember: the sampling timer fired late %llu times "
 			"(a VM whose host held its CPU, emulation, or interrupts "
-			"held off): those samples count for the %llu more "
-			"periods that passed, so shares follow the time that "
-			"ran\n", (unsigned long long)m->late_samples,
+			"held off): those samples stand for %llu more periods "
+			"that passed, which sample counts do not show\n", (unsigned long long)m->late_samples,
 			(unsigned long long)m->late_periods);
 	if (m->cut_user_stacks)
 		fprintf(stderr, "ember: %llu of %llu samples have a user stack cut "
