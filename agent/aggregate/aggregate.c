@@ -545,29 +545,20 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
  * A late timer's sample (include/uapi/ember.h, ember_sample.periods) is
  * counted in the summary and the metrics; in the profile it stays one
  * sample of one period (its weight divided back). Counting the periods
- * made suite
- * 41's Python thread shares 3-4 points worse on the host (docs/NOTES.md):
+ * made suite 41's Python thread shares worse in full runs (docs/NOTES.md):
  * not until that is understood.
  */
-static uint64_t sample_periods(struct profile_builder *pb,
-			       const struct ember_sample *s,
-			       enum prof_event ev)
-{
-	if (ev != PROF_EV_CPU || s->periods <= 1)
-		return 1;
-	pb->c.late_samples++;
-	pb->c.late_periods += s->periods - 1;
-	return 1;
-}
-
 static void add_sample(struct profile_builder *pb,
 		       const struct ember_sample *s, enum prof_event ev)
 {
 	uint64_t weight = s->weight_ns;
 
-	if (ev == PROF_EV_CPU && s->periods > 1)
+	if (ev == PROF_EV_CPU && s->periods > 1) {
+		pb->c.late_samples++;
+		pb->c.late_periods += s->periods - 1;
 		weight /= s->periods;
-	add_sample_as(pb, s, ev, sample_periods(pb, s, ev), weight);
+	}
+	add_sample_as(pb, s, ev, 1, weight);
 }
 
 /*

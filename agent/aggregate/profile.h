@@ -130,8 +130,8 @@ struct prof_meta {
 	uint64_t dropped_stacks;	/* not aggregated: memory bound reached */
 	/*
 	 * On-CPU samples whose timer fired late, and the periods they
-	 * stand for beyond their own (ember_sample.periods): counted in the
-	 * samples' values, so that shares follow the time that ran.
+	 * stand for beyond their own (ember_sample.periods): reported, not
+	 * (yet) in the samples' values.
 	 */
 	uint64_t late_samples, late_periods;
 	/*

@@ -327,7 +327,8 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 		fprintf(stderr, "ember: the sampling timer fired late %llu times "
 			"(a VM whose host held its CPU, emulation, or interrupts "
 			"held off): those samples stand for %llu more periods "
-			"that passed, which sample counts do not show\n", (unsigned long long)m->late_samples,
+			"that passed, which sample counts do not show\n",
+			(unsigned long long)m->late_samples,
 			(unsigned long long)m->late_periods);
 	if (m->cut_user_stacks)
 		fprintf(stderr, "ember: %llu of %llu samples have a user stack cut "
