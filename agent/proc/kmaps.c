@@ -60,6 +60,8 @@ struct kmaps {
 	size_t max_bytes;
 	uint64_t vdso_len;
 	bool active;
+	bool consumer;		/* kmaps_consumed() was called */
+	uint64_t consumed_ns;	/* the newest record time it said */
 	struct kproc *hash[KMAPS_BUCKETS];
 	struct klist live, exited;
 	struct kmaps_stats st;
@@ -145,13 +147,19 @@ static void drop(struct kmaps *k, struct kproc *p)
 
 /*
  * Exited processes past their keep time go; then room for one more
- * process (or need more bytes), never at the cost of keep.
+ * process (or need more bytes), never at the cost of keep. The keep time
+ * runs on the consumer's clock when it tells it: records are fed here by
+ * the reader, which can be seconds ahead of the thread that symbolizes
+ * (a loaded or emulated machine), and a short-lived process's samples
+ * reach that thread after its exit.
  */
 static void make_room(struct kmaps *k, uint64_t now, size_t need,
 		      const struct kproc *keep, bool one_more)
 {
 	struct kproc *v;
 
+	if (k->consumer && now > k->consumed_ns)
+		now = k->consumed_ns;
 	while (k->exited.head && now &&
 	       k->exited.head->exit_ns + KMAPS_KEEP_NS < now)
 		drop(k, k->exited.head);
@@ -581,6 +589,17 @@ void kmaps_lost(struct kmaps *k)
 	pthread_mutex_unlock(&k->lock);
 }
 
+void kmaps_consumed(struct kmaps *k, uint64_t time_ns)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->lock);
+	k->consumer = true;
+	if (time_ns > k->consumed_ns)
+		k->consumed_ns = time_ns;
+	pthread_mutex_unlock(&k->lock);
+}
+
 bool kmaps_active(struct kmaps *k)
 {
 	bool on;
@@ -634,9 +653,14 @@ int kmaps_read(struct kmaps *k, uint32_t pid, proc_maps_fn fn, void *ctx,
 		return -ENOENT;
 	pthread_mutex_lock(&k->lock);
 	p = find(k, pid);
-	if (p && p->complete && p->npending)
-		count_untold(k, p);	/* maybe only not taken yet */
-	if (!p || !p->complete || p->npending) {
+	/*
+	 * A miss no mapping explains yet: maybe only not taken yet, maybe
+	 * code no record told, which /proc would show. A process that
+	 * exited has no /proc left: what was told still names its code.
+	 */
+	if (p && p->complete && p->npending && !p->exited)
+		count_untold(k, p);
+	if (!p || !p->complete || (p->npending && !p->exited)) {
 		k->st.misses++;
 		pthread_mutex_unlock(&k->lock);
 		return -ENOENT;

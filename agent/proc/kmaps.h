@@ -15,7 +15,9 @@
  * Never complete: processes that were running before the session (no
  * exec seen), a pid whose mappings hit the per-process bound or a cut path
  * (EMBER_MMAP_F_CUT), and every process known when a record was lost
- * (kmaps_lost()): /proc is read for those, as before.
+ * (kmaps_lost()): /proc is read for those, as before. A miss on code no
+ * mapping holds makes reads say "read /proc" until a mapping covers it,
+ * except once the process exited (nothing is left to read there).
  *
  * A new mapping replaces what it overlaps (trimmed or split, the kernel's
  * own rule); munmap is not told, so a stale range stays until something
@@ -24,7 +26,8 @@
  * mappings).
  *
  * Bounded: KMAPS_MAX_PROCS processes and KMAPS_MAX_BYTES in all (an exited
- * process goes KMAPS_KEEP_NS of record time after its exit, or earlier
+ * process goes KMAPS_KEEP_NS of record time after its exit, on the
+ * consumer's clock once kmaps_consumed() was called, or earlier
  * when the bounds need room: exited first, then the least recently
  * changed), KMAPS_MAX_MAPS mappings per process (more: not complete).
  * Counted in struct kmaps_stats.
@@ -82,6 +85,12 @@ void kmaps_set_vdso_len(struct kmaps *k, uint64_t len);
 void kmaps_record(struct kmaps *k, const struct ember_rec_header *rec);
 /* Records were lost: no process known now is complete any more. */
 void kmaps_lost(struct kmaps *k);
+/*
+ * The record time the consuming thread (the one that symbolizes) has
+ * reached: once told, an exited process is kept KMAPS_KEEP_NS past its
+ * exit on this clock, not on the reader's, which may be seconds ahead.
+ */
+void kmaps_consumed(struct kmaps *k, uint64_t time_ns);
 /* Whether any MMAP record was seen: the backend sends them. */
 bool kmaps_active(struct kmaps *k);
 

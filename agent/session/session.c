@@ -621,6 +621,25 @@ session_py_unshift(struct session *s, const struct ember_rec_header *rec)
 }
 
 /*
+ * How far this thread got, in record time, for kmaps' keep time (a gone
+ * process's mappings must outlast its samples here). Every 10 ms of
+ * record time: one lock, not one per record.
+ */
+static void session_tell_consumed(struct session *s,
+				  const struct ember_rec_header *rec)
+{
+	uint64_t t;
+
+	if (!ember_record_has_stack(rec->type))
+		return;
+	t = ((const struct ember_sample *)rec)->time_ns;
+	if (t < s->kmaps_told_ns + 10000000ull)
+		return;
+	s->kmaps_told_ns = t;
+	kmaps_consumed(s->kmaps, t);
+}
+
+/*
  * Every record, on the consuming thread: a process's exec, exit or miss
  * to the process model, the others (samples, allocations, frees, lost)
  * to the profile builder.
@@ -631,8 +650,10 @@ static void session_consume_cb(const struct ember_rec_header *rec, void *ctx)
 	/* once: the rewrites below make valid records of valid ones */
 	bool valid = ember_record_valid(rec, rec->size);
 
-	if (valid)
+	if (valid) {
+		session_tell_consumed(s, rec);
 		rec = session_py_unshift(s, rec);
+	}
 	/* a copy is held, its sample comes back with the replayed stack */
 	if (s->replay && valid && !(rec = stack_replay_record(s->replay, rec)))
 		return;

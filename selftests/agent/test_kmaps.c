@@ -400,6 +400,49 @@ static void test_bounds(void)
 	kmaps_free(k);
 }
 
+/*
+ * The reader feeds kmaps; the thread that symbolizes may be seconds
+ * behind it (a loaded or emulated machine). A short-lived process's
+ * mappings are kept KMAPS_KEEP_NS past its exit on that thread's clock,
+ * and answered even with a miss no mapping explains (no /proc is left).
+ */
+static void test_consumer_behind(void)
+{
+	struct kmaps *k = kmaps_new(0, 0);
+	struct got g;
+	uint64_t t_exit;
+
+	kmaps_consumed(k, now_ns);
+	exec_rec(k, 60);
+	mmap_rec(k, 60, 1, 0x400000, 0x1000, 0, "/usr/bin/short");
+	t_exit = now_ns++;
+	exit_rec(k, 60, t_exit);
+	/* the reader is 6 s further; the consumer has not reached the exit */
+	now_ns += KMAPS_KEEP_NS + 1000000000ull;
+	exec_rec(k, 61);
+	exit_rec(k, 61, now_ns++);
+	T_CHECK("kmaps_kept_for_a_late_consumer",
+		rd(k, 60, &g) == 0 && g.n == 1, "%d: %s", g.n, g.text);
+	/* the consumer gets past the keep time: gone at the next exit */
+	kmaps_consumed(k, t_exit + KMAPS_KEEP_NS + 1);
+	exit_rec(k, 61, now_ns++);
+	exec_rec(k, 62);
+	exit_rec(k, 62, now_ns++);
+	T_CHECK("kmaps_dropped_once_consumed", rd(k, 60, &g) == -ENOENT,
+		"%d: %s", g.n, g.text);
+	/* a miss that no record explains: /proc while alive, the told
+	 * mappings once exited */
+	exec_rec(k, 63);
+	mmap_rec(k, 63, 1, 0x400000, 0x1000, 0, "/usr/bin/short");
+	miss_rec(k, 63, 0x7f0000001000, now_ns++);
+	T_CHECK("kmaps_untold_miss_alive_reads_proc", rd(k, 63, &g) == -ENOENT,
+		"%s", g.text);
+	exit_rec(k, 63, now_ns++);
+	T_CHECK("kmaps_untold_miss_exited_answers",
+		rd(k, 63, &g) == 0 && g.n == 1, "%d: %s", g.n, g.text);
+	kmaps_free(k);
+}
+
 static void test_lost(void)
 {
 	struct kmaps *k = kmaps_new(0, 0);
@@ -469,6 +512,7 @@ int main(void)
 	test_miss_before_its_mapping();
 	test_hostile();
 	test_bounds();
+	test_consumer_behind();
 	test_lost();
 	test_threads();
 	T_EXIT();
