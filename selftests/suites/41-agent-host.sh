@@ -110,6 +110,33 @@ rm -rf "$art"
 # A real CPU: compare with the threads' raw CPU time (see --truth in e2e.sh).
 selftests/agent/e2e/e2e.sh --backend "$backend" --ember agent/ember \
 	--phases agent/gen/tests/ember-phases --out "$art" --truth cpu
+# A consumer seconds behind the reader (a loaded or emulated machine: the
+# arm64 VM's e2e short-lived check failed so): ember is stopped while a
+# 200 ms process lives and exits, for longer than kmaps keeps an exited
+# process's mappings (5 s); after SIGCONT the reader takes the rings at
+# once and runs ahead of the thread that symbolizes. The process must
+# still be named: its mappings are kept on the consumer's clock.
+lag=$(mktemp -d)
+agent/ember record -b "$backend" -F 499 -d 9 -o "$lag/short.folded" 2>"$lag/err" &
+lpid=$!
+for _ in $(seq 300); do
+	grep -q '^ember: recording' "$lag/err" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 0.3
+kill -STOP $lpid
+agent/gen/tests/ember-phases --short
+sleep 6
+kill -CONT $lpid
+wait $lpid
+lrc=$?
+if [ $lrc -eq 0 ] && grep -q '^ember-phases;.*main;short_lived_burn [0-9]' "$lag/short.folded"; then
+	t_pass agent_host_short_lived_named_behind_consumer_lag
+else
+	t_fail agent_host_short_lived_named_behind_consumer_lag \
+		"rc=$lrc; $(grep -m1 '^ember-phases' "$lag/short.folded" | cut -c1-200); $(tail -n 2 "$lag/err" | tr '\n' '|' | cut -c1-300)"
+fi
+rm -rf "$lag"
 # -e faults: bytes per call chain and in total against faultwork's truth
 selftests/faults/check-faults.sh --ember agent/ember --backend "$backend" \
 	--work agent/gen/tests/faultwork --label "host_$backend" --out "$art/faults"
@@ -306,6 +333,8 @@ for i in range(200000): x+=len(json.dumps([i]))' 2>&1 >/dev/null
 	built1=$(sed -n 's/.* loaded (.*), \([0-9]*\) built from CFI.*/\1/p' <<<"$first")
 	built2=$(sed -n 's/.* loaded (.*), \([0-9]*\) built from CFI.*/\1/p' <<<"$second")
 	hits2=$(sed -n 's/^ember: unwind-table cache: \([0-9]*\) hits.*/\1/p' <<<"$second")
+	miss2=$(sed -n 's/^ember: unwind-table cache: [0-9]* hits in [0-9.]* ms, \([0-9]*\) misses.*/\1/p' <<<"$second")
+	loaded2=$(sed -n 's/^ember: unwind tables: \([0-9]*\) loaded.*/\1/p' <<<"$second")
 	for f in python3.11 libc.so.6; do
 		b=$(grep -m1 "unwind table for .*/$f: .*built in" <<<"$first" | sed 's/.*built in \([0-9.]*\) ms/\1/')
 		l=$(grep -m1 "unwind table for .*/$f: .*from the cache in" <<<"$second" | sed 's/.*cache in \([0-9.]*\) ms/\1/')
@@ -313,11 +342,15 @@ for i in range(200000): x+=len(json.dumps([i]))' 2>&1 >/dev/null
 	done
 	grep -h "from exec or first miss" <<<"$first
 $second" | sed 's/.*bindings, \([0-9.]* ms mean\).*/# binding: \1/'
-	if [ "${built1:-0}" -ge 3 ] && [ "$built2" = 0 ] && [ "$hits2" = "$built1" ]; then
+	# every table the second run loaded came from the cache (which ones
+	# it needs varies: a library dlopen'ed late, _json here, is bound
+	# only when a sample or a follow-up read meets it before the exit)
+	if [ "${built1:-0}" -ge 3 ] && [ "$built2" = 0 ] && [ "$miss2" = 0 ] &&
+	   [ "${hits2:-0}" -ge 3 ] && [ "$hits2" = "$loaded2" ]; then
 		t_pass agent_host_table_cache_second_run_builds_nothing
 	else
 		t_fail agent_host_table_cache_second_run_builds_nothing \
-			"built $built1 then $built2, hits $hits2: $(tail -n 2 <<<"$second" | tr '\n' ' ')"
+			"built $built1 then $built2, hits $hits2, misses $miss2, loaded $loaded2: $(tail -n 2 <<<"$second" | tr '\n' ' ')"
 	fi
 	mkdir -p "$work/tiny"
 	if mount -t tmpfs -o size=64k,mode=0700 tmpfs "$work/tiny" 2>/dev/null; then
