@@ -52,6 +52,16 @@ if [ ! -x $PY ]; then
 fi
 mkdir -p "$out"
 truth=$out/truth.txt folded=$out/rest.folded err=$out/stderr.txt
+# The hypervisor's steal over the recording, in % of the CPUs' time
+# (/proc/stat): cpu-clock samples count stolen time that thread CPU
+# clocks do not (docs/NOTES.md, thirteenth session), so a share failure
+# is read next to it.
+steal_mark() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+steal_since() {
+	awk -v a="$1" '/^cpu /{ split(a, x, " "); d = $2+$3+$4+$5+$6+$7+$8+$9 - x[2];
+		printf "%.1f", (d > 0 ? 100 * ($9 - x[1]) / d : 0) }' /proc/stat
+}
+steal0=$(steal_mark)
 if ! timeout 120 "$ember" record --backend "$backend" -F 499 -o "$folded" \
 	-- $PY "$work" "$secs" >"$truth" 2>"$err"; then
 	if grep -q 'PROT_EXEC\|Operation not permitted' "$truth" "$err"; then
@@ -65,9 +75,11 @@ if grep -q "Python frames stay native" "$err" && ! grep -q '(pyanon.py:' "$folde
 	t_skip "$label" "$(grep -m1 'Python frames stay native' "$err")"
 	exit 0
 fi
-$PY3 - "$truth" "$folded" "$POINTS" "$label" <<'EOF'
+steal=$(steal_since "$steal0")
+$PY3 - "$truth" "$folded" "$POINTS" "$label" "$steal" <<'EOF'
 import sys
 truth_f, folded_f, points, label = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+steal = sys.argv[5]
 share = None
 cpu_s = spun_s = 0.0
 for line in open(truth_f):
@@ -99,12 +111,14 @@ def say(ok, name, why):
 # samples x the period against the CPU time: where they part, periods
 # went unsampled (late timer interrupts: emulation, steal) or were lost
 print("# %d samples of python3.11, %d under spin; truth: spin %.1f%% of its CPU time;"
-      " samples at 499 Hz %.2f s (spin %.2f s) against %.2f s of CPU (spin %.2f s)"
-      % (total, spin, 100 * (share or 0), total / 499.0, spin / 499.0, cpu_s, spun_s))
+      " samples at 499 Hz %.2f s (spin %.2f s) against %.2f s of CPU (spin %.2f s);"
+      " steal %s%% of the CPUs' time"
+      % (total, spin, 100 * (share or 0), total / 499.0, spin / 499.0, cpu_s, spun_s, steal))
 ok = share is not None and total > 0
 got = 100.0 * spin / total if total else 0
 say(ok and abs(got - 100 * share) <= points, "spin_share",
-    "spin %.1f%% of the samples, %.1f%% of the CPU time (bar %g points)" % (got, 100 * (share or 0), points))
+    "spin %.1f%% of the samples, %.1f%% of the CPU time (bar %g points; steal %s%%)"
+    % (got, 100 * (share or 0), points, steal))
 say(spin > 0 and whole >= 0.99 * spin, "chain_whole",
     "%d of %d samples under spin have outer and <module> in order" % (whole, spin))
 say(total > 0 and dishonest == 0, "cut_marked",

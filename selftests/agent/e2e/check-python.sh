@@ -81,6 +81,16 @@ if [ ! -x "${PY[0]}" ]; then
 fi
 mkdir -p "$out"
 truth=$out/truth.txt folded=$out/python.folded err=$out/stderr.txt
+# The hypervisor's steal over the recording, in % of the CPUs' time
+# (/proc/stat): cpu-clock samples count stolen time that thread CPU
+# clocks do not (docs/NOTES.md, thirteenth session), so a share failure
+# is read next to it.
+steal_mark() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+steal_since() {
+	awk -v a="$1" '/^cpu /{ split(a, x, " "); d = $2+$3+$4+$5+$6+$7+$8+$9 - x[2];
+		printf "%.1f", (d > 0 ? 100 * ($9 - x[1]) / d : 0) }' /proc/stat
+}
+steal0=$(steal_mark)
 if ! timeout "${EMBER_PY_TIMEOUT:-180}" "$ember" record --backend "$backend" -e cpu,offcpu -F 499 \
 	-o "$folded" -- "${PY[@]}" selftests/agent/e2e/pyphases.py "$scale" \
 	>"$truth" 2>"$err"; then
@@ -91,9 +101,11 @@ if grep -q "Python frames stay native" "$err" && ! grep -q '(pyphases.py:' "$fol
 	t_skip "$label" "$(grep -m1 'Python frames stay native' "$err")"
 	exit 0
 fi
-$PY3 - "$truth" "$folded" "$POINTS" "$label" "$shares" <<'EOF'
+steal=$(steal_since "$steal0")
+$PY3 - "$truth" "$folded" "$POINTS" "$label" "$shares" "$steal" <<'EOF'
 import re, sys
 truth_f, folded_f, points, label, shares = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
+steal = sys.argv[6]
 cpu_phases = ["py_spin", "py_recurse", "py_gen", "py_async", "py_hash", "py_exc", "py_worker"]
 shared = cpu_phases if shares == "overall" else cpu_phases[:-1]
 truth = {}
@@ -145,7 +157,9 @@ for p in shared:
     print("# %-11s truth %5.1f%%  profile %5.1f%%" % (p, ts, ps))
     if abs(ts - ps) > points:
         bad.append("%s %.1f vs %.1f" % (p, ps, ts))
-say(tt > 0 and tp > 0 and not bad, "phase_shares", ", ".join(bad) or "no samples")
+print("# steal during the recording: %s%% of the CPUs' time" % steal)
+say(tt > 0 and tp > 0 and not bad, "phase_shares",
+    (", ".join(bad) or "no samples") + " (steal %s%%)" % steal)
 say(hash_order, "c_above_python", "no sha256/deflate frame above py_hash")
 say(deepest >= 41, "recursion_depth", "deepest py_recurse chain %d" % deepest)
 print("# complete Python chains: %.2f%% of on-CPU samples with Python frames" %
