@@ -793,3 +793,10 @@ bool proc_table_slot_adopt(struct proc_table *t, uint32_t pid,
 	pthread_mutex_unlock(&t->lock);
 	return r;
 }
+
+bool proc_steal_accounted(void)
+{
+	uint64_t ticks;
+
+	return proc_steal_ticks(NULL, &ticks) && ticks > 0;
+}

@@ -71,6 +71,15 @@ struct proc_table_stats {
 	size_t bytes;		/* entries and their strings */
 };
 
+/*
+ * Whether this kernel keeps the hypervisor's steal out of tasks' CPU
+ * time: a guest with a steal clock, whose /proc/stat has counted steal
+ * since boot. A late sampling timer's missed periods are then partly
+ * stolen time, not CPU time; elsewhere (bare metal, emulation, a guest
+ * without a steal clock) the task's CPU clock counted them.
+ */
+bool proc_steal_accounted(void);
+
 struct proc_table *proc_table_new(const struct proc_table_options *opt);
 void proc_table_free(struct proc_table *t);
 

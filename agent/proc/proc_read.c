@@ -106,3 +106,23 @@ void proc_read_cgroup(const char *root, uint32_t pid, char **path,
 		*path = strdup(line + 3);
 	}
 }
+
+/*
+ * The first line of ROOT/stat is "cpu  user nice system idle iowait irq
+ * softirq steal ...": the 8th number is the time the hypervisor took, in
+ * clock ticks since boot. Only that line is read (the file grows with
+ * the CPUs and interrupts).
+ */
+bool proc_steal_ticks(const char *root, uint64_t *ticks)
+{
+	unsigned long long v[8];
+	char path[PATH_MAX], buf[512];
+
+	snprintf(path, sizeof(path), "%s/stat", root ? root : "/proc");
+	if (!read_small(path, buf, sizeof(buf)) ||
+	    sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 8)
+		return false;
+	*ticks = v[7];
+	return true;
+}

@@ -28,4 +28,10 @@ char *proc_read_exe(const char *root, uint32_t pid);
 void proc_read_cgroup(const char *root, uint32_t pid, char **path,
 		      char **container_id);
 
+/*
+ * ROOT/stat's steal: clock ticks since boot the hypervisor took from
+ * this machine's CPUs. false: unreadable or malformed.
+ */
+bool proc_steal_ticks(const char *root, uint64_t *ticks);
+
 #endif

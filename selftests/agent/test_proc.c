@@ -145,6 +145,37 @@ static void test_mapped_open(void)
 	unlink(path);
 }
 
+/* /proc/stat's steal (the 8th number of the "cpu" line), and bad files */
+static void test_steal(void)
+{
+	const char *cases[] = {
+		"cpu  10 0 20 3000 4 0 5 77 0 0\ncpu0 5 0 10 1500 2 0 2 40 0 0\n",
+		"cpu  10 0 20 3000 4 0 5\n",	/* a kernel before steal */
+		"cpux 1 2 3 4 5 6 7 8\n",
+	};
+	char path[256];
+	uint64_t t = 0;
+	bool ok[3];
+
+	for (int i = 0; i < 3; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/stat", root);
+		f = fopen(path, "w");
+		if (f) {
+			fputs(cases[i], f);
+			fclose(f);
+		}
+		ok[i] = proc_steal_ticks(root, &t);
+		if (i == 0)
+			T_CHECK("proc_steal_ticks", ok[0] && t == 77, "%d %llu",
+				ok[0], (unsigned long long)t);
+	}
+	T_CHECK("proc_steal_ticks_malformed", !ok[1] && !ok[2], "%d %d",
+		ok[1], ok[2]);
+	unlink(path);
+}
+
 static void test_first_sight(void)
 {
 	struct proc_table_options o = { .root = root };
@@ -685,6 +716,7 @@ int main(void)
 	test_unsampled_exit();
 	test_threads();
 	test_mapped_open();
+	test_steal();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
