@@ -542,23 +542,28 @@ static struct agg_entry *add_sample_as(struct profile_builder *pb,
 }
 
 /*
- * A late timer's sample (include/uapi/ember.h, ember_sample.periods) is
- * counted in the summary and the metrics; in the profile it stays one
- * sample of one period (its weight divided back). Counting the periods
- * made suite 41's Python thread shares worse in full runs (docs/NOTES.md):
- * not until that is understood.
+ * A late timer's sample (include/uapi/ember.h, ember_sample.periods)
+ * counts the periods it stands for where the task's CPU clock counted
+ * them (pb_options.late_periods_are_cpu). On a guest that keeps steal
+ * out of CPU time, the missed periods are mostly stolen time: counted
+ * they made shares drift from CPU time by the steal (docs/NOTES.md), so
+ * there it stays one sample of one period (its weight divided back).
+ * Counted in the summary and the metrics either way.
  */
 static void add_sample(struct profile_builder *pb,
 		       const struct ember_sample *s, enum prof_event ev)
 {
-	uint64_t weight = s->weight_ns;
+	uint64_t weight = s->weight_ns, count = 1;
 
 	if (ev == PROF_EV_CPU && s->periods > 1) {
 		pb->c.late_samples++;
 		pb->c.late_periods += s->periods - 1;
-		weight /= s->periods;
+		if (pb->opt.late_periods_are_cpu)
+			count = s->periods;
+		else
+			weight /= s->periods;
 	}
-	add_sample_as(pb, s, ev, 1, weight);
+	add_sample_as(pb, s, ev, count, weight);
 }
 
 /*

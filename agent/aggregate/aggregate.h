@@ -45,6 +45,13 @@ struct pb_options {
 	/* bytes between allocation samples: scales records of weight 0 */
 	uint64_t alloc_rate;
 	/*
+	 * A late timer's on-CPU sample counts the periods it stands for
+	 * (ember_sample.periods): the task's CPU clock counted that time.
+	 * false on a guest that keeps steal out of CPU time
+	 * (proc_steal_accounted()): there it stays one sample of one period.
+	 */
+	bool late_periods_are_cpu;
+	/*
 	 * The session's process model (proc/proc.h), shared with the other
 	 * users of processes; NULL: the builder makes its own.
 	 */
@@ -59,7 +66,8 @@ struct pb_counters {
 	uint64_t dropped_stacks;	/* samples not kept: table full */
 	uint64_t cut_user_stacks;	/* user stacks cut at a non-user address */
 	uint64_t filtered;	/* samples outside the pid/cgroup filter */
-	/* on-CPU samples of a late timer, and the periods they added */
+	/* on-CPU samples of a late timer, and the periods they stand for
+	 * beyond their own (in the samples' values if late_periods_are_cpu) */
 	uint64_t late_samples, late_periods;
 	size_t unique_stacks;
 	size_t bytes;		/* memory held by the stack table */

@@ -130,10 +130,12 @@ struct prof_meta {
 	uint64_t dropped_stacks;	/* not aggregated: memory bound reached */
 	/*
 	 * On-CPU samples whose timer fired late, and the periods they
-	 * stand for beyond their own (ember_sample.periods): reported, not
-	 * (yet) in the samples' values.
+	 * stand for beyond their own (ember_sample.periods); late_applied:
+	 * those periods are in the samples' counts and values (the kernel
+	 * keeps no steal out of CPU time), else only reported.
 	 */
 	uint64_t late_samples, late_periods;
+	bool late_applied;
 	/*
 	 * Samples whose user stack was cut short: the CFI unwinder could not
 	 * go on (EMBER_SF_USER_CUT), or a frame-pointer walk through code

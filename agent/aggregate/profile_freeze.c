@@ -854,6 +854,7 @@ struct profile *pb_finish(struct profile_builder *pb,
 	pi->pub.meta.cut_user_stacks += pb->c.cut_user_stacks;
 	pi->pub.meta.late_samples += pb->c.late_samples;
 	pi->pub.meta.late_periods += pb->c.late_periods;
+	pi->pub.meta.late_applied = pb->opt.late_periods_are_cpu;
 	pi->pub.meta.lock_wakers_joined += pb->locks.c.joined;
 	pi->pub.meta.lock_waker_missing += pb->locks.c.missing;
 	pi->pub.meta.lock_waker_orphans += pb->locks.c.orphans;

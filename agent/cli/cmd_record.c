@@ -326,10 +326,14 @@ static void print_summary(const struct profile *p, const struct ember_opts *o,
 	if (m->late_periods && m->late_periods * 100 >= m->samples[PROF_EV_CPU])
 		fprintf(stderr, "ember: the sampling timer fired late %llu times "
 			"(a VM whose host held its CPU, emulation, or interrupts "
-			"held off): those samples stand for %llu more periods "
-			"that passed, which sample counts do not show\n",
+			"held off): those samples %s %llu more periods that "
+			"passed%s\n",
 			(unsigned long long)m->late_samples,
-			(unsigned long long)m->late_periods);
+			m->late_applied ? "count for the" : "stand for",
+			(unsigned long long)m->late_periods,
+			m->late_applied ? ", so shares follow the time that ran" :
+			", which sample counts do not show (this guest keeps "
+			"stolen time out of CPU time: /proc/stat steal)");
 	if (m->cut_user_stacks)
 		fprintf(stderr, "ember: %llu of %llu samples have a user stack cut "
 			"short (shown under " PROF_CUT_FRAME "): code without "

@@ -5,9 +5,12 @@
  * puts "[container ID]", "[cgroup PATH]" or "[host]" before comm; none
  * leaves comm out (every process's stacks merge).
  *
- * VALUE is a sample count when only on-CPU samples were recorded, and
- * microseconds as soon as off-CPU time is included (on-CPU samples then
- * weigh their sampling period) so both kinds add up on one scale. With both
+ * VALUE is a sample count when only on-CPU samples were recorded (a late
+ * timer's sample counting for the periods it stands for, except on a
+ * guest that keeps steal out of CPU time: aggregate.h,
+ * late_periods_are_cpu), and microseconds as soon as off-CPU time is
+ * included (on-CPU samples then weigh their periods' time) so both kinds
+ * add up on one scale. With both
  * events the frame after comm is "[cpu]" or "[offcpu]". Page faults
  * (-e faults) weigh the bytes they stand for (faults x page size) and get
  * a "[faults]" frame after comm when another event is in the profile too.

@@ -22,6 +22,7 @@
 #include "proc/exec_snap.h"
 #include "proc/kmaps.h"
 #include "proc/pac_mask.h"
+#include "proc/proc.h"
 #include "source/backend.h"
 #include "source/ring_reader.h"
 #include "session/session.h"
@@ -248,6 +249,9 @@ int session_open(struct session *s, const struct session_options *opt,
 	int r;
 
 	memset(s, 0, sizeof(*s));
+	/* where the kernel subtracts steal, a late timer's periods are not
+	 * all CPU time (aggregate.h) */
+	pbo.late_periods_are_cpu = !proc_steal_accounted();
 	s->ops = backend_choose(opt->backend, s->backend_why,
 				sizeof(s->backend_why), err, err_len);
 	if (!s->ops)

@@ -208,14 +208,18 @@ static void test_offcpu_state(void)
 }
 
 /*
- * A late timer's sample (ember_sample.periods > 1) is counted as late
- * and weighs its periods, but counts one sample; off-CPU records ignore
- * the field.
+ * A late timer's sample (ember_sample.periods > 1) is counted as late.
+ * Where the task's CPU clock counted the missed periods
+ * (late_periods_are_cpu) it counts and weighs them; on a guest that keeps
+ * steal out of CPU time it stays one sample of one period. Off-CPU
+ * records ignore the field.
  */
-static void test_late_periods(void)
+static void test_late_periods_case(bool are_cpu)
 {
 	const uint32_t L = 4000000031u;
-	struct profile_builder *pb = pb_new(NULL, NULL);
+	struct pb_options o = { .late_periods_are_cpu = are_cpu };
+	struct profile_builder *pb = pb_new(&o, NULL);
+	uint64_t want_count = are_cpu ? 5 : 3, want_weight = are_cpu ? 5000 : 3000;
 	struct ember_sample *s;
 	struct profile *p;
 	const struct prof_sample *ps;
@@ -232,11 +236,12 @@ static void test_late_periods(void)
 	pb_add_record(pb, &s->hdr);
 	p = pb_finish(pb, NULL);
 	ps = p ? find(p, L, 0x900) : NULL;
-	T_CHECK("late_periods_counted", ps && ps->count == 3 &&
-		ps->weight_ns == 3000, "count %llu weight %llu",
+	T_CHECK(are_cpu ? "late_periods_applied" : "late_periods_counted",
+		ps && ps->count == want_count && ps->weight_ns == want_weight &&
+		p->meta.late_applied == are_cpu, "count %llu weight %llu",
 		ps ? (unsigned long long)ps->count : 0ull,
 		ps ? (unsigned long long)ps->weight_ns : 0ull);
-	T_CHECK("late_periods_meta", p && p->meta.samples[PROF_EV_CPU] == 3 &&
+	T_CHECK(are_cpu ? "late_periods_applied_meta" : "late_periods_meta", p && p->meta.samples[PROF_EV_CPU] == 3 &&
 		p->meta.late_samples == 1 && p->meta.late_periods == 2,
 		"samples %llu late %llu +%llu",
 		p ? (unsigned long long)p->meta.samples[PROF_EV_CPU] : 0ull,
@@ -244,11 +249,18 @@ static void test_late_periods(void)
 		p ? (unsigned long long)p->meta.late_periods : 0ull);
 	for (size_t i = 0; p && i < p->nr_samples; i++)
 		if (p->samples[i].event == PROF_EV_OFFCPU)
-			T_CHECK("late_periods_not_offcpu",
+			T_CHECK(are_cpu ? "late_periods_applied_not_offcpu" :
+					  "late_periods_not_offcpu",
 				p->samples[i].count == 1, "off-CPU count %llu",
 				(unsigned long long)p->samples[i].count);
 	profile_free(p);
 	pb_free(pb);
+}
+
+static void test_late_periods(void)
+{
+	test_late_periods_case(false);
+	test_late_periods_case(true);
 }
 
 int main(void)
