@@ -60,8 +60,7 @@ struct kmaps {
 	size_t max_bytes;
 	uint64_t vdso_len;
 	bool active;
-	bool consumer;		/* kmaps_consumed() was called */
-	uint64_t consumed_ns;	/* the newest record time it said */
+	uint64_t consumed_ns;	/* kmaps_consumed()'s newest; 0: never told */
 	struct kproc *hash[KMAPS_BUCKETS];
 	struct klist live, exited;
 	struct kmaps_stats st;
@@ -158,7 +157,7 @@ static void make_room(struct kmaps *k, uint64_t now, size_t need,
 {
 	struct kproc *v;
 
-	if (k->consumer && now > k->consumed_ns)
+	if (k->consumed_ns && now > k->consumed_ns)
 		now = k->consumed_ns;
 	while (k->exited.head && now &&
 	       k->exited.head->exit_ns + KMAPS_KEEP_NS < now)
@@ -594,7 +593,6 @@ void kmaps_consumed(struct kmaps *k, uint64_t time_ns)
 	if (!k)
 		return;
 	pthread_mutex_lock(&k->lock);
-	k->consumer = true;
 	if (time_ns > k->consumed_ns)
 		k->consumed_ns = time_ns;
 	pthread_mutex_unlock(&k->lock);
