@@ -6,7 +6,7 @@
 #
 # usage: e2e.sh --backend kmod|bpf --ember PATH --phases PATH [--freq HZ]
 #               [--scale S] [--out DIR] [--truth work|cpu]
-#               [--shares overall|per-thread]
+#               [--shares overall|per-thread] [--lag SECS]
 #
 # --shares per-thread compares the main thread's phases among themselves
 # (the worker thread is alone in its thread): for emulated VMs, where the
@@ -22,10 +22,16 @@
 # phases.c), for emulated VMs whose threads are charged CPU time for host
 # stalls no sampler can see. cpu is the raw per-thread CPU time (field 4),
 # for real CPUs, where no unit comes near the threshold.
+#
+# --lag SECS (1-6) also runs the 200 ms process check with ember stopped
+# (SIGSTOP) for SECS seconds while the process lives and exits: after
+# SIGCONT the reader takes the rings at once and runs ahead of the thread
+# that symbolizes, as on a loaded or emulated machine (kmaps keeps an
+# exited process's mappings 5 s on the consumer's clock).
 set -uo pipefail
 
 backend=bpf ember=ember phases=ember-phases freq=999 scale=1 out=${TMPDIR:-/tmp}/ember-e2e
-share_mode=overall truth_field=3
+share_mode=overall truth_field=3 lag=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--backend) backend=$2; shift ;;
@@ -35,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--scale) scale=$2; shift ;;
 	--out) out=$2; shift ;;
 	--shares) share_mode=$2; shift ;;
+	--lag) lag=$2; shift ;;
 	--truth)
 		case $2 in
 		work) truth_field=3 ;;
@@ -138,27 +145,40 @@ fi
 
 # 5. a process that lives 200 ms, long before the recording ends
 # started once ember runs (its startup is slow under emulation), it exits
-# seconds before the recording ends
-rm -f "$out/short.stderr"
-"$ember" record --backend "$backend" -F "$freq" -d 8 -o "$out/short.folded" \
-	2>"$out/short.stderr" &
-pid=$!
-# "recording" is said once sampling runs: loading the BPF programs takes
-# seconds under TCG, and what runs before that line is not recorded
-for _ in $(seq 600); do
-	grep -q '^ember: recording' "$out/short.stderr" 2>/dev/null && break
-	sleep 0.1
-done
-sleep 0.5
-"$phases" --short
-prc=$?
-wait $pid
-rc=$?
-if [ $rc -eq 0 ] && grep -q '^ember-phases;.*main;short_lived_burn [0-9]' "$out/short.folded"; then
-	pass short_lived_symbolized
-else
-	fail short_lived_symbolized "rc=$rc, ember-phases --short rc=$prc; ember-phases lines: $(grep -c '^ember-phases' "$out/short.folded" 2>/dev/null) $(grep -m1 '^ember-phases' "$out/short.folded" | cut -c1-200); stderr: $(tail -n 3 "$out/short.stderr" | tr '\n' '|' | cut -c1-300); roots: $(cut -d';' -f1 "$out/short.folded" | sort | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
-fi
+# seconds before the recording ends. short_lived NAME LAG: with LAG > 0,
+# ember is stopped for LAG seconds meanwhile (--lag).
+short_lived() {
+	local name=$1 lag=$2 pid prc rc f=$out/short.folded e=$out/short.stderr
+	# the lag run's files beside the plain one's
+	[ "$lag" -gt 0 ] && f=$out/short-lag.folded e=$out/short-lag.stderr
+	rm -f "$e"
+	"$ember" record --backend "$backend" -F "$freq" -d 8 -o "$f" 2>"$e" &
+	pid=$!
+	# "recording" is said once sampling runs: loading the BPF programs
+	# takes seconds under TCG, and what runs before that line is not
+	# recorded
+	for _ in $(seq 600); do
+		grep -q '^ember: recording' "$e" 2>/dev/null && break
+		sleep 0.1
+	done
+	sleep 0.5
+	[ "$lag" -gt 0 ] && kill -STOP $pid
+	"$phases" --short
+	prc=$?
+	if [ "$lag" -gt 0 ]; then
+		sleep "$lag"
+		kill -CONT $pid
+	fi
+	wait $pid
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q '^ember-phases;.*main;short_lived_burn [0-9]' "$f"; then
+		pass "$name"
+	else
+		fail "$name" "rc=$rc, ember-phases --short rc=$prc; ember-phases lines: $(grep -c '^ember-phases' "$f" 2>/dev/null) $(grep -m1 '^ember-phases' "$f" | cut -c1-200); stderr: $(tail -n 3 "$e" | tr '\n' '|' | cut -c1-300); roots: $(cut -d';' -f1 "$f" | sort | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
+	fi
+}
+short_lived short_lived_symbolized 0
+[ "$lag" -gt 0 ] && short_lived short_lived_named_behind_consumer_lag "$lag"
 
 # 6. exit status and stdin pass through
 rec -o "$out/exit.folded" -- sh -c 'exit 7' 2>/dev/null
