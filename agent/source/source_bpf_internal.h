@@ -14,7 +14,8 @@
  *   source_bpf_filter.c     pid and cgroup filters
  *   source_bpf_python.c     Python frames: the py_procs map (py_bind)
  * Calls go one way, from source_bpf.c to the others: what they share
- * (say(), attach_tp(), attach_perf_link()) is static inline here.
+ * (say(), the tracefs helpers, attach_tp(), attach_perf_link()) is static
+ * inline here.
  */
 #ifndef EMBER_SOURCE_BPF_INTERNAL_H
 #define EMBER_SOURCE_BPF_INTERNAL_H
@@ -25,6 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -132,6 +136,52 @@ static inline bool kernel_has_raw_tp(const char *name)
 	found = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) > 0;
 	btf__free(btf);
 	return found;
+}
+
+/* A syscall tracepoint in tracefs (where libbpf attaches it from). */
+static inline bool tracefs_has_syscall_tp(const char *name)
+{
+	static const char *const roots[] = {
+		"/sys/kernel/tracing", "/sys/kernel/debug/tracing",
+	};
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/syscalls/%s", roots[i], name);
+		if (!access(path, F_OK))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Syscall tracepoints attach by their tracefs id, so tracefs must be
+ * mounted. systemd mounts it at boot; a container, a minimal image or a
+ * fresh cloud VM often has nothing there, and every -e lock session then
+ * failed with a bare ENOENT. Mount it where the kernel reserves the
+ * directory, as perf does, and say what to do when that is refused (a
+ * seccomp or systemd sandbox, a read-only /sys). for_what names the
+ * feature in the messages.
+ */
+static inline void tracefs_ensure(const char *for_what)
+{
+	struct stat st;
+
+	if (!stat("/sys/kernel/tracing/events", &st) ||
+	    !stat("/sys/kernel/debug/tracing/events", &st))
+		return;
+	if (stat("/sys/kernel/tracing", &st) || !S_ISDIR(st.st_mode))
+		return;		/* no tracefs in this kernel: said later */
+	if (!mount("tracefs", "/sys/kernel/tracing", "tracefs",
+		   MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)) {
+		fprintf(stderr, "ember: bpf: tracefs was not mounted: mounted it at /sys/kernel/tracing for %s\n",
+			for_what);
+		return;
+	}
+	if (errno != EBUSY)
+		fprintf(stderr, "ember: bpf: %s needs tracefs and mounting it failed (%s): "
+			"run `mount -t tracefs tracefs /sys/kernel/tracing` first\n",
+			for_what, strerror(errno));
 }
 
 /* A scheduler tracepoint's program, tp_btf or raw_tp as loaded. */

@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <bpf/btf.h>
@@ -32,50 +30,6 @@ enum {
 
 _Static_assert(LOCK_NR_LINKS <= sizeof(((struct ember_source *)0)->lock_links) /
 	       sizeof(struct bpf_link *), "lock_links too small");
-
-/* A syscall tracepoint in tracefs (where libbpf attaches it from). */
-static bool kernel_has_syscall_tp(const char *name)
-{
-	static const char *const roots[] = {
-		"/sys/kernel/tracing", "/sys/kernel/debug/tracing",
-	};
-	char path[256];
-
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		snprintf(path, sizeof(path), "%s/events/syscalls/%s", roots[i], name);
-		if (!access(path, F_OK))
-			return true;
-	}
-	return false;
-}
-
-/*
- * The futex syscall tracepoints attach by their tracefs id, so tracefs
- * must be mounted. systemd mounts it at boot; a container, a minimal
- * image or a fresh cloud VM often has nothing there, and every -e lock
- * session then failed with a bare ENOENT. Mount it where the kernel
- * reserves the directory, as perf does, and say what to do when that is
- * refused (a seccomp or systemd sandbox, a read-only /sys).
- */
-static void ensure_tracefs(void)
-{
-	struct stat st;
-
-	if (!stat("/sys/kernel/tracing/events", &st) ||
-	    !stat("/sys/kernel/debug/tracing/events", &st))
-		return;
-	if (stat("/sys/kernel/tracing", &st) || !S_ISDIR(st.st_mode))
-		return;		/* no tracefs in this kernel: said later */
-	if (!mount("tracefs", "/sys/kernel/tracing", "tracefs",
-		   MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)) {
-		fprintf(stderr, "ember: bpf: tracefs was not mounted: mounted it at /sys/kernel/tracing for -e lock\n");
-		return;
-	}
-	if (errno != EBUSY)
-		fprintf(stderr, "ember: bpf: -e lock needs tracefs and mounting it failed (%s): "
-			"run `mount -t tracefs tracefs /sys/kernel/tracing` first\n",
-			strerror(errno));
-}
 
 /* Map sizes for tests (EMBER_BPF_LOCK_INFLIGHT: both tables). */
 static void size_tables(struct ember_source *s, struct ember_bpf *skel, bool on)
@@ -111,13 +65,13 @@ void bpf_lock_configure(struct ember_source *s, struct ember_bpf *skel)
 
 	/* once per open: load_skel() configures every flavour it tries */
 	if (on && !s->lock_caps) {
-		ensure_tracefs();
+		tracefs_ensure("-e lock");
 		s->lock_caps = EMBER_CAP_LOCK_FUTEX;
 		if (kernel_has_raw_tp("contention_begin") &&
 		    kernel_has_raw_tp("contention_end"))
 			s->lock_caps |= EMBER_CAP_LOCK_KERNEL;
-		if (kernel_has_syscall_tp("sys_enter_futex_waitv") &&
-		    kernel_has_syscall_tp("sys_exit_futex_waitv"))
+		if (tracefs_has_syscall_tp("sys_enter_futex_waitv") &&
+		    tracefs_has_syscall_tp("sys_exit_futex_waitv"))
 			s->lock_caps |= EMBER_CAP_LOCK_WAITV;
 	}
 	kern = on && (s->lock_caps & EMBER_CAP_LOCK_KERNEL);
