@@ -143,6 +143,9 @@ static void mmap_attach(struct ember_source *s)
 		s->tp_links[5] = bpf_program__attach(k->progs.ember_mmap_fexit);
 	} else {
 		hook = "sys_exit_mmap";
+		/* unmounted, every new process's maps were read from /proc:
+		 * ~150 us of agent CPU each beside an exec storm */
+		tracefs_ensure("mapping records");
 		s->tp_links[5] = bpf_program__attach_tracepoint(
 			k->progs.ember_mmap_tp, "syscalls", "sys_exit_mmap");
 		if (s->tp_links[5])

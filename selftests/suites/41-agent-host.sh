@@ -141,6 +141,9 @@ selftests/lock/check-lock.sh --ember agent/ember --backend "$backend" \
 # symbolized without /proc/PID/maps (agent/proc/kmaps.c)
 selftests/agent/mmap/check-mmap.sh --ember agent/ember --work agent/gen/tests/mmapwork \
 	--backend "$backend" --label host
+# ... where nothing mounted tracefs (eBPF's sys_exit_mmap needs it)
+selftests/agent/mmap/check-mmap.sh --ember agent/ember --work agent/gen/tests/mmapwork \
+	--backend "$backend" --label host_notracefs --no-tracefs
 selftests/agent/e2e/check-python.sh --ember agent/ember --backend "$backend" \
 	--out "$art/python"
 # ... Python callers of code no unwinder can step out of
