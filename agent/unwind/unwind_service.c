@@ -14,8 +14,20 @@
 #include "lib/deadline.h"
 #include "unwind/unwind_service_internal.h"
 
-static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns)
+/* Whether a request just queued must wake the worker. Under lock. */
+static bool must_wake(const struct unwind_service *us, bool urgent)
 {
+	if (!us->sleeping)
+		return false;	/* it looks at the queue before it waits */
+	return urgent || us->tail - us->head > QUEUE_LEN / 4 ||
+	       us->wake_at_ns > mono_ns() + LAZY_WAKE_NS;
+}
+
+static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns,
+		    bool urgent)
+{
+	bool wake = false;
+
 	pthread_mutex_lock(&us->lock);
 	us->st.requests++;
 	/* coalesce with a request already waiting (the common case: a burst
@@ -29,9 +41,15 @@ static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns)
 	}
 	us->queued_ns[us->tail % QUEUE_LEN] = t_ns;
 	us->queue[us->tail++ % QUEUE_LEN] = v;
-	pthread_cond_signal(&us->wake);
+	wake = must_wake(us, urgent);
+	if (wake)
+		us->sleeping = false;	/* one signal is enough */
 out:
 	pthread_mutex_unlock(&us->lock);
+	/* after the unlock: signalled under it, the worker woke only to
+	 * block on the mutex */
+	if (wake)
+		pthread_cond_signal(&us->wake);
 }
 
 void unwind_service_request(struct unwind_service *us, uint32_t pid,
@@ -40,7 +58,7 @@ void unwind_service_request(struct unwind_service *us, uint32_t pid,
 	if (us && pid == us->excluded)
 		return;
 	if (us && pid && !(pid & (FORGET_BIT | EXEC_BIT)))
-		enqueue(us, pid, since_ns ? since_ns : mono_ns());
+		enqueue(us, pid, since_ns ? since_ns : mono_ns(), true);
 }
 
 void unwind_service_exec(struct unwind_service *us, uint32_t pid,
@@ -49,7 +67,7 @@ void unwind_service_exec(struct unwind_service *us, uint32_t pid,
 	if (us && pid == us->excluded)
 		return;
 	if (us && pid && !(pid & (FORGET_BIT | EXEC_BIT)))
-		enqueue(us, pid | EXEC_BIT, since_ns ? since_ns : mono_ns());
+		enqueue(us, pid | EXEC_BIT, since_ns ? since_ns : mono_ns(), false);
 }
 
 void unwind_service_exclude(struct unwind_service *us, uint32_t pid)
@@ -62,7 +80,7 @@ void unwind_service_forget(struct unwind_service *us, uint32_t pid,
 			   uint64_t since_ns)
 {
 	if (us && pid && !(pid & (FORGET_BIT | EXEC_BIT)))
-		enqueue(us, pid | FORGET_BIT, since_ns);
+		enqueue(us, pid | FORGET_BIT, since_ns, false);
 }
 
 /*
@@ -264,7 +282,10 @@ static void *worker(void *arg)
 			us->busy = false;
 			pthread_cond_broadcast(&us->idle);
 			ts = deadline_after_ns(CLOCK_REALTIME, wait_ns);
+			us->wake_at_ns = mono_ns() + wait_ns;
+			us->sleeping = true;
 			pthread_cond_timedwait(&us->wake, &us->lock, &ts);
+			us->sleeping = false;
 		} else {
 			uint64_t t = us->queued_ns[us->head % QUEUE_LEN];
 			uint32_t v = us->queue[us->head++ % QUEUE_LEN];
@@ -333,6 +354,10 @@ void unwind_service_flush(struct unwind_service *us, int timeout_ms)
 		return;
 	ts = deadline_after_ns(CLOCK_REALTIME, (uint64_t)timeout_ms * 1000000u);
 	pthread_mutex_lock(&us->lock);
+	if (us->head != us->tail && us->sleeping) {
+		us->sleeping = false;	/* lazy requests wait no more */
+		pthread_cond_signal(&us->wake);
+	}
 	while ((us->head != us->tail || us->busy || us->orphans) &&
 	       pthread_cond_timedwait(&us->idle, &us->lock, &ts) != ETIMEDOUT)
 		;

@@ -28,6 +28,14 @@
  * once. On a build host that was 2 of every 3 bindings.
  */
 #define EXEC_BIND_DELAY_MS	10
+/*
+ * An exec's or an exit's request does not wake a worker that wakes within
+ * this anyway (its grid of delayed bindings, RECHECK_GRID_NS): two
+ * wake-ups and a mutex hand-off per new process were a fifth of the
+ * agent's CPU beside an exec storm. A miss (a sample waiting for its
+ * binding) always wakes it, and so does a queue a quarter full.
+ */
+#define LAZY_WAKE_NS		(2 * EXEC_BIND_DELAY_MS * 1000000ull)
 
 struct unwind_service {
 	pthread_t thread;
@@ -39,6 +47,9 @@ struct unwind_service {
 	uint64_t queued_ns[QUEUE_LEN];
 	uint32_t head, tail;
 	bool busy, stopping;
+	/* the worker waits, until wake_at_ns (CLOCK_MONOTONIC) at the latest */
+	bool sleeping;
+	uint64_t wake_at_ns;
 	/* the worker thread is gone, its tables went with the session */
 	bool source_stopped;
 	struct unwind_service_stats st;	/* under lock */
