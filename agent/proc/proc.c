@@ -56,6 +56,7 @@ struct proc {
 	uint32_t last_gen;
 	bool sampled;			/* last_gen is meaningful */
 	bool exited;
+	bool kept;			/* on the kept list, not the exited list */
 	bool info;			/* comm/exe/cgroup read or given */
 	uint64_t start_ns, start_ticks, exit_ns, cgroup_id;
 	char comm[PROC_COMM_LEN];
@@ -89,7 +90,13 @@ struct proc_table {
 	uint32_t written_gen;		/* last generation released */
 	uint64_t swept_ns;		/* record time of the last sweep_unsampled() */
 	struct proc *hash[BUCKETS];
-	struct list lru, exited;
+	/*
+	 * exited: in exit order, oldest at the tail, until the sweep finds
+	 * them past their grace; kept: those of them that took a sample,
+	 * waiting for proc_table_release() (apart, so that each sweep does
+	 * not walk the interval's sampled processes again)
+	 */
+	struct list lru, exited, kept;
 	struct proc_table_stats st;
 	void (*slot_free[PROC_SLOTS])(void *data, void *ctx);
 	proc_slot_event_fn *slot_event[PROC_SLOTS];
@@ -151,7 +158,7 @@ static void entry_free(struct proc_table *t, struct proc *p)
 	while (*pp != p)
 		pp = &(*pp)->hnext;
 	*pp = p->hnext;
-	list_del(p->exited ? &t->exited : &t->lru, p);
+	list_del(p->kept ? &t->kept : p->exited ? &t->exited : &t->lru, p);
 	if (p->exited)
 		t->st.exited--;
 	t->st.procs--;
@@ -205,7 +212,8 @@ static bool evict_from(struct proc_table *t, struct list *l)
 static bool make_room(struct proc_table *t, bool evict)
 {
 	if (t->st.procs < t->max ||
-	    (evict && (evict_from(t, &t->exited) || evict_from(t, &t->lru))))
+	    (evict && (evict_from(t, &t->exited) || evict_from(t, &t->kept) ||
+		       evict_from(t, &t->lru))))
 		return true;
 	t->st.refused++;
 	return false;
@@ -364,8 +372,9 @@ static int mark(struct proc_table *t, struct proc *p)
  * (the maps read at their exec) most of the agent's memory. They go
  * UNSAMPLED_GRACE_NS after their exit rather than when the interval is
  * written: until then a sample still in another CPU's ring finds them.
- * The exited list is in exit order, oldest at its tail; sampled ones wait
- * for proc_table_release(). now_ns: the newest exit record's time.
+ * The exited list is in exit order, oldest at its tail; sampled ones move
+ * to the kept list to wait for proc_table_release(). now_ns: the newest
+ * exit record's time.
  */
 static void sweep_unsampled(struct proc_table *t, uint64_t now_ns)
 {
@@ -381,6 +390,10 @@ static void sweep_unsampled(struct proc_table *t, uint64_t now_ns)
 		if (!p->sampled) {
 			entry_free(t, p);
 			t->st.released++;
+		} else {
+			list_del(&t->exited, p);
+			list_add(&t->kept, p);	/* oldest at the tail still */
+			p->kept = true;
 		}
 	}
 }
@@ -412,6 +425,8 @@ void proc_table_free(struct proc_table *t)
 		entry_free(t, t->lru.head);
 	while (t->exited.head)
 		entry_free(t, t->exited.head);
+	while (t->kept.head)
+		entry_free(t, t->kept.head);
 	for (int i = 0; i < CG_SLOTS; i++) {
 		free(t->cg[i].path);
 		free(t->cg[i].container_id);
@@ -547,11 +562,13 @@ void proc_table_release(struct proc_table *t, uint32_t gen)
 	pthread_mutex_lock(&t->lock);
 	if ((int32_t)(gen - t->written_gen) > 0)
 		t->written_gen = gen;
-	for (p = t->exited.head; p; p = next) {
-		next = p->next;
-		if (written(p, gen)) {
-			entry_free(t, p);
-			t->st.released++;
+	for (int k = 0; k < 2; k++) {
+		for (p = (k ? t->kept : t->exited).head; p; p = next) {
+			next = p->next;
+			if (written(p, gen)) {
+				entry_free(t, p);
+				t->st.released++;
+			}
 		}
 	}
 	pthread_mutex_unlock(&t->lock);

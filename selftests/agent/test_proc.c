@@ -318,6 +318,46 @@ static void test_release(void)
 	proc_table_free(t);
 }
 
+/*
+ * Sampled processes that exited wait for their interval to be written,
+ * across every sweep of the unsampled ones (which the sweep no longer
+ * walks again: they move to their own list).
+ */
+static void test_sweep_keeps_sampled(void)
+{
+	struct proc_table_options o = { .root = root };
+	struct proc_table *t = proc_table_new(&o);
+	struct proc_table_stats st;
+	uint64_t late = 20 + 2000000000ull;
+	int found = 0;
+
+	for (uint32_t pid = 500; pid < 510; pid++) {
+		proc_table_sample(t, pid, 10, "s", true, 1);
+		proc_table_exit(t, pid, 20, "s", false);
+	}
+	for (uint32_t pid = 520; pid < 530; pid++) {
+		proc_table_exec(t, pid, 10, "u", "/bin/u");
+		proc_table_exit(t, pid, 20, "u", false);
+	}
+	/* exits of unknown processes, past the grace: two sweeps */
+	proc_table_exit(t, 999, late, "x", false);
+	proc_table_exit(t, 998, late + 1000000000ull, "x", false);
+	proc_table_get_stats(t, &st);
+	for (uint32_t pid = 500; pid < 510; pid++)
+		found += find(t, pid).n == 1;
+	T_CHECK("proc_sweep_frees_unsampled_keeps_sampled",
+		st.procs == 10 && found == 10 && st.released == 10,
+		"procs %u found %d released %llu", st.procs, found,
+		(unsigned long long)st.released);
+	proc_table_release(t, proc_table_advance(t));
+	proc_table_get_stats(t, &st);
+	T_CHECK("proc_kept_released_once_written",
+		st.procs == 0 && st.released == 20 && st.bytes == 0,
+		"procs %u released %llu bytes %zu", st.procs,
+		(unsigned long long)st.released, st.bytes);
+	proc_table_free(t);
+}
+
 static void test_cap(void)
 {
 	struct proc_table_options o = { .root = root, .max_procs = 4 };
@@ -708,6 +748,7 @@ int main(void)
 	test_pid_reuse();
 	test_exit_tail();
 	test_release();
+	test_sweep_keeps_sampled();
 	test_cap();
 	test_malformed();
 	test_maps();
