@@ -619,19 +619,29 @@ fail:
 }
 
 /* New losses since the last poll become EMBER_REC_LOST records. */
-static void report_lost(struct ember_source *s)
+/*
+ * Losses read from the stats map: at most every LOST_READ_NS, and at every
+ * drain (timeout 0: what the backend holds at stop is counted). Each read
+ * is a syscall copying every possible CPU's counters; every poll read
+ * them (20 a second idle, hundreds busy).
+ */
+#define LOST_READ_NS	100000000ull
+
+static void report_lost(struct ember_source *s, bool drain)
 {
 	struct ember_bpf_stats *st;
 	struct ember_lost rec;
 	uint32_t zero = 0;
-	uint64_t now;
+	uint64_t now = mono_ns();
 
+	if (!drain && now - s->lost_read_ns < LOST_READ_NS)
+		return;
+	s->lost_read_ns = now;
 	st = calloc(s->nr_possible, sizeof(*st));
 	if (!st)
 		return;
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &zero, st))
 		goto out;
-	now = mono_ns();
 	for (int cpu = 0; cpu < s->nr_possible; cpu++) {
 		if (st[cpu].lost <= s->lost_seen[cpu])
 			continue;
@@ -669,7 +679,7 @@ static int bpf_poll(struct ember_source *s, int timeout_ms, ember_record_fn fn,
 	}
 	if (ret < 0 && ret != -EINTR)
 		return ret;
-	report_lost(s);
+	report_lost(s, timeout_ms <= 0);
 	if (ret == -EINTR && !s->count)
 		return -EINTR;
 	return s->count;

@@ -94,6 +94,7 @@ struct ember_source {
 	int *online;			/* online CPU numbers */
 	int nr_online;
 	uint64_t *lost_seen;		/* per possible CPU */
+	uint64_t lost_read_ns;		/* when report_lost() last read them */
 	uint64_t corrupt;
 	/* kernel frames before __schedule in off-CPU stacks are BPF's own */
 	uint64_t sched_lo, sched_hi;
