@@ -425,15 +425,17 @@ static void slot_put(struct bpf_unwind *u, int i, uint64_t now)
 	}
 }
 
-/* The slot process pid's binding is in now, or -1. */
-static int slot_of(struct bpf_unwind *u, uint32_t pid)
+/*
+ * A slot the agent gave pid, or -1. Scanned here rather than looked up
+ * in uw_procs: a syscall per bind and unbind cost more than the scan, and
+ * the BPF exec hook may have deleted the index entry of a slot still held.
+ */
+static int slot_held(const struct bpf_unwind *u, uint32_t pid)
 {
-	uint32_t slot;
-
-	if (bpf_map_lookup_elem(u->procs_fd, &pid, &slot) ||
-	    slot >= u->nr_slots || u->slots[slot].pid != pid)
-		return -1;
-	return (int)slot;
+	for (uint32_t i = 0; i < u->nr_slots; i++)
+		if (u->slots[i].pid == pid)
+			return (int)i;
+	return -1;
 }
 
 int bpf_unwind_bind(struct bpf_unwind *u, uint32_t pid,
@@ -445,10 +447,12 @@ int bpf_unwind_bind(struct bpf_unwind *u, uint32_t pid,
 	uint32_t key;
 
 	pthread_mutex_lock(&u->lock);
-	old = slot_of(u, pid);
+	old = slot_held(u, pid);
 	if (!nr) {
-		if (old >= 0 && !bpf_map_delete_elem(u->procs_fd, &pid))
+		if (old >= 0) {
+			bpf_map_delete_elem(u->procs_fd, &pid);
 			u->procs--;
+		}
 		for (uint32_t i = 0; i < u->nr_slots; i++)
 			if (u->slots[i].pid == pid)
 				slot_put(u, (int)i, now);
