@@ -98,6 +98,7 @@ static void *loop(void *arg)
 		{ .fd = m->stop_pipe[0], .events = POLLIN },
 	};
 
+	pthread_setname_np(pthread_self(), "ember-metrics");
 	for (;;) {
 		int c;
 

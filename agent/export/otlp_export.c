@@ -942,6 +942,7 @@ static void *sender(void *arg)
 	struct otlp_exporter *x = arg;
 	CURL *c = curl_easy_init();
 
+	pthread_setname_np(pthread_self(), "ember-export");
 	for (;;) {
 		struct item *it;
 

@@ -200,6 +200,7 @@ static void *snap_thread(void *arg)
 	struct exec_snaps *es = arg;
 	struct pending due[16];
 
+	pthread_setname_np(pthread_self(), "ember-snap");
 	pthread_mutex_lock(&es->lock);
 	while (!es->stopping) {
 		uint64_t wait_ns;

@@ -211,6 +211,9 @@ static void *reader(void *arg)
 	struct ring_reader *rr = arg;
 	int r = 0;
 
+	/* top -H, perf and ember itself tell the threads apart */
+	pthread_setname_np(pthread_self(), "ember-reader");
+
 	for (;;) {
 		pthread_mutex_lock(&rr->lock);
 		if (rr->stopping) {

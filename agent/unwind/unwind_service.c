@@ -233,6 +233,9 @@ static void *worker(void *arg)
 	struct unwind_service *us = arg;
 	uint64_t last_sweep = mono_ns();
 
+	/* top -H, perf and ember itself tell the threads apart */
+	pthread_setname_np(pthread_self(), "ember-unwind");
+
 	pthread_mutex_lock(&us->lock);
 	while (!us->stopping) {
 		if (us->orphans) {
