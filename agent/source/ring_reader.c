@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include "lib/clock.h"
 #include "lib/deadline.h"
 #include "source/ring_reader.h"
 
@@ -30,12 +31,21 @@
 #define FINAL_DRAINS	64		/* bounded: a producer may still write */
 #define CONSUME_BUDGET	65536		/* records per call, then the caller's turn */
 /*
- * Records are published, and the consumer woken, once per poll of the
- * rings, or after this many records within one: a wake-up per record
- * cost two context switches each (an exec's burst of mapping records;
- * 5-10% of the agent's CPU beside an exec storm).
+ * Records are published once per poll of the rings, or after this many
+ * records within one: a wake-up per record cost two context switches
+ * each (an exec's burst of mapping records; 5-10% of the agent's CPU
+ * beside an exec storm).
  */
 #define WAKE_BATCH	256
+/*
+ * The consumer is woken for WAKE_BATCH records, or for any once the
+ * oldest has waited this long: it wakes on its own timeout too (100-200
+ * ms), and nothing it does is urgent (the reader's hint starts bindings
+ * and keeps mappings). A wake-up per poll, 20-30 a second, each waking a
+ * thread that preempted the reader on a busy CPU, was a tenth of the
+ * agent's CPU beside an exec storm.
+ */
+#define CONSUMER_WAKE_NS	100000000ull
 
 struct chunk {
 	struct chunk *next;
@@ -61,6 +71,8 @@ struct ring_reader {
 	uint64_t dropped;
 	uint64_t copies_shed;
 	int error;			/* the reader's poll failed */
+	uint32_t unsig;			/* records published, consumer not woken */
+	uint64_t unsig_ns;		/* ... since (CLOCK_MONOTONIC) */
 	bool stopping, done, waiting;
 
 	/*
@@ -72,6 +84,7 @@ struct ring_reader {
 	size_t pend, bytes_seen;
 	uint32_t pend_recs;
 	uint64_t shed_pend;
+	bool deferred;			/* a wake-up put off (queued()) */
 };
 
 static struct chunk *chunk_new(void)
@@ -124,9 +137,28 @@ static struct chunk *tail_with_room(struct ring_reader *rr, size_t n)
  * whether the consumer waits for it (signalled once the lock is dropped:
  * signalled under it, the consumer woke only to block on the mutex).
  */
+/* n more records are the consumer's: whether to wake it. Under lock. */
+static bool queued(struct ring_reader *rr, uint32_t n)
+{
+	uint64_t now = mono_ns();
+
+	if (n && !rr->unsig)
+		rr->unsig_ns = now;
+	rr->unsig += n;
+	rr->deferred = false;
+	if (!rr->unsig || !rr->waiting)
+		return false;
+	if (rr->unsig < WAKE_BATCH && now - rr->unsig_ns < CONSUMER_WAKE_NS) {
+		rr->deferred = true;	/* poll_done() looks again */
+		return false;
+	}
+	rr->unsig = 0;
+	return true;
+}
+
 static bool publish(struct ring_reader *rr)
 {
-	bool wake = rr->pend_recs && rr->waiting;
+	uint32_t n = rr->pend_recs;
 
 	if (rr->pend) {
 		rr->tail->used += rr->pend;
@@ -136,7 +168,7 @@ static bool publish(struct ring_reader *rr)
 	rr->copies_shed += rr->shed_pend;
 	rr->shed_pend = 0;
 	rr->bytes_seen = rr->bytes;
-	return wake;
+	return queued(rr, n);
 }
 
 static void publish_and_wake(struct ring_reader *rr)
@@ -165,7 +197,7 @@ static void enqueue_slow(struct ring_reader *rr,
 	} else {
 		memcpy(c->data + c->used, rec, rec->size);
 		c->used += n;
-		wake = rr->waiting;
+		wake = queued(rr, 1) || wake;
 	}
 	rr->bytes_seen = rr->bytes;
 	pthread_mutex_unlock(&rr->lock);
@@ -199,10 +231,10 @@ static void enqueue(const struct ember_rec_header *rec, void *ctx)
 		publish_and_wake(rr);
 }
 
-/* After a poll: what it queued goes to the consumer. */
+/* After a poll: what it queued goes to the consumer, woken when due. */
 static void poll_done(struct ring_reader *rr)
 {
-	if (rr->pend_recs || rr->shed_pend)
+	if (rr->pend_recs || rr->shed_pend || rr->deferred)
 		publish_and_wake(rr);
 }
 
@@ -325,6 +357,7 @@ int ring_reader_consume(struct ring_reader *rr, int timeout_ms,
 
 	pthread_mutex_lock(&rr->lock);
 	wait_for_record(rr, timeout_ms);
+	rr->unsig = 0;		/* what is published is taken now */
 	while (n < CONSUME_BUDGET && rr->head) {
 		const struct ember_rec_header *rec;
 		struct chunk *dead, *c;
