@@ -9,8 +9,9 @@
  * chunk's published end without the lock and publishes a run of records
  * at once (per poll, per WAKE_BATCH records, or when it needs another
  * chunk): one lock round trip per record, with the consumer waking on
- * the same mutex, was a sixth of the agent's CPU beside an exec storm. Chunks are mapped as needed and
- * unmapped once read, so an idle queue costs one chunk, not its bound.
+ * the same mutex, was a sixth of the agent's CPU beside an exec storm.
+ * Chunks are mapped as needed and unmapped once read, so an idle queue
+ * costs one chunk, not its bound.
  * mmap, not malloc: glibc raises its mmap threshold to a freed mapping's
  * size, and later chunks would come from the heap and keep its pages.
  */
@@ -132,11 +133,6 @@ static struct chunk *tail_with_room(struct ring_reader *rr, size_t n)
 	return c;
 }
 
-/*
- * What the reader wrote becomes the consumer's: under lock. Returns
- * whether the consumer waits for it (signalled once the lock is dropped:
- * signalled under it, the consumer woke only to block on the mutex).
- */
 /* n more records are the consumer's: whether to wake it. Under lock. */
 static bool queued(struct ring_reader *rr, uint32_t n)
 {
@@ -156,6 +152,11 @@ static bool queued(struct ring_reader *rr, uint32_t n)
 	return true;
 }
 
+/*
+ * What the reader wrote becomes the consumer's: under lock. Returns
+ * whether to wake the consumer (signalled once the lock is dropped:
+ * signalled under it, the consumer woke only to block on the mutex).
+ */
 static bool publish(struct ring_reader *rr)
 {
 	uint32_t n = rr->pend_recs;

@@ -618,12 +618,12 @@ fail:
 	return ret;
 }
 
-/* New losses since the last poll become EMBER_REC_LOST records. */
 /*
- * Losses read from the stats map: at most every LOST_READ_NS, and at every
- * drain (timeout 0: what the backend holds at stop is counted). Each read
- * is a syscall copying every possible CPU's counters; every poll read
- * them (20 a second idle, hundreds busy).
+ * New losses become EMBER_REC_LOST records. The stats map is read at most
+ * every LOST_READ_NS, and at every drain (timeout 0: what the backend
+ * holds at stop is counted): each read is a syscall copying every
+ * possible CPU's counters, and every poll read them (20 a second idle,
+ * hundreds busy).
  */
 #define LOST_READ_NS	100000000ull
 

@@ -158,12 +158,12 @@ static inline bool tracefs_has_syscall_tp(const char *name)
 /*
  * Syscall tracepoints attach by their tracefs id, so tracefs must be
  * mounted. systemd mounts it at boot; a container, a minimal image or a
- * fresh cloud VM often has nothing there, and every -e lock session then
+ * fresh cloud VM often has nothing there: every -e lock session then
  * failed with a bare ENOENT, and mapping records (sys_exit_mmap) were
- * left out: every new process's maps read from /proc. Mount it where the kernel reserves the
- * directory, as perf does, and say what to do when that is refused (a
- * seccomp or systemd sandbox, a read-only /sys). for_what names the
- * feature in the messages.
+ * left out, every new process's maps read from /proc. Mount it where the
+ * kernel reserves the directory, as perf does, and say what to do when
+ * that is refused (a seccomp or systemd sandbox, a read-only /sys).
+ * for_what names the feature in the messages.
  */
 static inline void tracefs_ensure(const char *for_what)
 {
