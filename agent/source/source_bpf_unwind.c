@@ -426,16 +426,23 @@ static void slot_put(struct bpf_unwind *u, int i, uint64_t now)
 }
 
 /*
- * A slot the agent gave pid, or -1. Scanned here rather than looked up
- * in uw_procs: a syscall per bind and unbind cost more than the scan, and
- * the BPF exec hook may have deleted the index entry of a slot still held.
+ * Free every slot the agent gave pid but keep; whether it had one. The
+ * slots array says so without asking uw_procs (a syscall per bind and
+ * unbind cost more than the scan), and also for a slot whose index entry
+ * the BPF exec hook deleted.
  */
-static int slot_held(const struct bpf_unwind *u, uint32_t pid)
+static bool slots_put_pid(struct bpf_unwind *u, uint32_t pid, int keep,
+			  uint64_t now)
 {
-	for (uint32_t i = 0; i < u->nr_slots; i++)
-		if (u->slots[i].pid == pid)
-			return (int)i;
-	return -1;
+	bool had = false;
+
+	for (uint32_t i = 0; i < u->nr_slots; i++) {
+		if (u->slots[i].pid != pid || (int)i == keep)
+			continue;
+		slot_put(u, (int)i, now);
+		had = true;
+	}
+	return had;
 }
 
 int bpf_unwind_bind(struct bpf_unwind *u, uint32_t pid,
@@ -443,19 +450,15 @@ int bpf_unwind_bind(struct bpf_unwind *u, uint32_t pid,
 		    char *err, size_t err_len)
 {
 	uint64_t now = mono_ns();
-	int old, slot, r = 0;
+	int slot, r = 0;
 	uint32_t key;
 
 	pthread_mutex_lock(&u->lock);
-	old = slot_held(u, pid);
 	if (!nr) {
-		if (old >= 0) {
+		if (slots_put_pid(u, pid, -1, now)) {
 			bpf_map_delete_elem(u->procs_fd, &pid);
 			u->procs--;
 		}
-		for (uint32_t i = 0; i < u->nr_slots; i++)
-			if (u->slots[i].pid == pid)
-				slot_put(u, (int)i, now);
 		pthread_mutex_unlock(&u->lock);
 		return 0;
 	}
@@ -482,13 +485,8 @@ int bpf_unwind_bind(struct bpf_unwind *u, uint32_t pid,
 	    bpf_map_update_elem(u->procs_fd, &pid, &key, BPF_ANY)) {
 		r = -errno;
 		slot_put(u, slot, now);
-	} else {
-		if (old < 0)
-			u->procs++;
-		/* also a slot whose index entry the BPF exec hook deleted */
-		for (uint32_t i = 0; i < u->nr_slots; i++)
-			if (u->slots[i].pid == pid && (int)i != slot)
-				slot_put(u, (int)i, now);
+	} else if (!slots_put_pid(u, pid, slot, now)) {
+		u->procs++;	/* not bound before */
 	}
 	pthread_mutex_unlock(&u->lock);
 	if (r && err)
