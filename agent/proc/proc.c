@@ -555,22 +555,28 @@ uint32_t proc_table_generation(struct proc_table *t)
 	return g;
 }
 
-void proc_table_release(struct proc_table *t, uint32_t gen)
+/* The exited processes of list l whose samples gen wrote go. */
+static void release_written(struct proc_table *t, struct list *l,
+			    uint32_t gen)
 {
 	struct proc *p, *next;
 
+	for (p = l->head; p; p = next) {
+		next = p->next;
+		if (written(p, gen)) {
+			entry_free(t, p);
+			t->st.released++;
+		}
+	}
+}
+
+void proc_table_release(struct proc_table *t, uint32_t gen)
+{
 	pthread_mutex_lock(&t->lock);
 	if ((int32_t)(gen - t->written_gen) > 0)
 		t->written_gen = gen;
-	for (int k = 0; k < 2; k++) {
-		for (p = (k ? t->kept : t->exited).head; p; p = next) {
-			next = p->next;
-			if (written(p, gen)) {
-				entry_free(t, p);
-				t->st.released++;
-			}
-		}
-	}
+	release_written(t, &t->exited, gen);
+	release_written(t, &t->kept, gen);
 	pthread_mutex_unlock(&t->lock);
 }
 
