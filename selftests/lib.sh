@@ -53,3 +53,17 @@ vm_kernels() {
 		echo "$1"
 	fi
 }
+# t_without_tracefs CMD...: CMD in a private mount namespace where tracefs
+# is not mounted (a fresh cloud VM, a container, a busybox image: ember
+# must mount it itself for syscall tracepoints); exits 1 when it stays
+# mounted there.
+t_without_tracefs() {
+	unshare -m --propagation private sh -c '
+		umount -l /sys/kernel/debug/tracing 2>/dev/null
+		umount -l /sys/kernel/tracing 2>/dev/null
+		umount -l /sys/kernel/debug 2>/dev/null
+		if [ -e /sys/kernel/tracing/events ]; then
+			echo "tracefs still mounted" >&2; exit 1
+		fi
+		exec "$@"' sh "$@"
+}

@@ -216,14 +216,7 @@ done
 # the syscall tracepoints attach by their tracefs id, so ember mounts it.
 # Tried in a private mount namespace with tracefs unmounted there.
 if command -v unshare >/dev/null; then
-	unshare -m --propagation private sh -c '
-		umount -l /sys/kernel/debug/tracing 2>/dev/null
-		umount -l /sys/kernel/tracing 2>/dev/null
-		umount -l /sys/kernel/debug 2>/dev/null
-		if [ -e /sys/kernel/tracing/events ]; then
-			echo "tracefs still mounted" >&2; exit 1
-		fi
-		exec "$@"' sh $DUMP -d 5 -e lock,life -W -L 100000 -- $O/lock-wait contend 5 \
+	t_without_tracefs $DUMP -d 5 -e lock,life -W -L 100000 -- $O/lock-wait contend 5 \
 		>"$TMP/lock-notracefs" 2>"$TMP/lock-notracefs.err"
 	if grep -q '^MUTEX' "$TMP/lock-notracefs.err" &&
 		grep -q 'tracefs was not mounted: mounted it' "$TMP/lock-notracefs.err"; then

@@ -12,6 +12,7 @@
 #   check-mmap.sh --ember PATH --work PATH [--backend bpf|kmod] [--label L]
 #                 [--no-tracefs]
 set -uo pipefail
+. "$(dirname "$0")/../../lib.sh"	# t_without_tracefs
 ember=agent/ember work=agent/gen/tests/mmapwork backend=auto label=host
 wrap=()
 while [ $# -gt 0 ]; do
@@ -20,15 +21,7 @@ while [ $# -gt 0 ]; do
 	--work) work=$2; shift ;;
 	--backend) backend=$2; shift ;;
 	--label) label=$2; shift ;;
-	--no-tracefs)
-		wrap=(unshare -m --propagation private sh -c '
-			umount -l /sys/kernel/debug/tracing 2>/dev/null
-			umount -l /sys/kernel/tracing 2>/dev/null
-			umount -l /sys/kernel/debug 2>/dev/null
-			if [ -e /sys/kernel/tracing/events ]; then
-				echo "check-mmap: tracefs still mounted" >&2; exit 1
-			fi
-			exec "$@"' sh) ;;
+	--no-tracefs) wrap=(t_without_tracefs) ;;
 	*) echo "check-mmap.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -45,7 +38,7 @@ fi
 # not the session's first exec: the backend's first mapping record tells
 # the agent that mappings come from the kernel (before it, an exec is
 # snapshotted from /proc as without them)
-EMBER_BPF_VERBOSE=1 "${wrap[@]}" $st "$ember" record -b "$backend" -F 499 --format folded \
+"${wrap[@]}" env EMBER_BPF_VERBOSE=1 $st "$ember" record -b "$backend" -F 499 --format folded \
 	-o "$tmp/out.folded" -- sh -c 'sleep 0.1; exec "$0" 1.5' "$work" \
 	>"$tmp/work.out" 2>"$tmp/err"
 rc=$?
