@@ -6,6 +6,7 @@
  * [pseudo] name for vdso/vsyscall/stack/heap, ends in " (deleted)" when the
  * file was removed, and starts with "/memfd:" for memfd_create() memory.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,4 +150,29 @@ int proc_mapped_open(uint32_t pid, uint64_t start, uint64_t end,
 	/* by name: no link followed, in the process's root or not at all */
 	rules.flags = SAFE_ANYONE;
 	return safe_open_at(root, path, &rules, st, why);
+}
+
+int proc_map_files_end(uint32_t pid, uint64_t start, uint64_t *end)
+{
+	char dir[48];
+	struct dirent *d;
+	DIR *dp;
+	uint32_t n = 0;
+
+	*end = 0;
+	snprintf(dir, sizeof(dir), "/proc/%u/map_files", pid);
+	dp = opendir(dir);
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp)) && n++ < PROC_MAP_FILES_MAX_NAMES) {
+		unsigned long long lo, hi;
+
+		if (sscanf(d->d_name, "%llx-%llx", &lo, &hi) == 2 &&
+		    lo == start && hi > lo) {
+			*end = hi;
+			break;
+		}
+	}
+	closedir(dp);
+	return 0;
 }

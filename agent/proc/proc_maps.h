@@ -68,4 +68,13 @@ int proc_mapped_open(uint32_t pid, uint64_t start, uint64_t end,
 		     const char *path, const char *root, uint64_t max_bytes,
 		     struct stat *st, const char **why);
 
+/*
+ * The end of pid's mapping that starts at start, from the names in
+ * /proc/PID/map_files (no maps text to generate), or 0 when none starts
+ * there; -1: pid is gone. Bounded: at most PROC_MAP_FILES_MAX_NAMES
+ * names are looked at (four times what a binding holds).
+ */
+#define PROC_MAP_FILES_MAX_NAMES	8000
+int proc_map_files_end(uint32_t pid, uint64_t start, uint64_t *end);
+
 #endif

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -384,37 +383,6 @@ static void py_bind_maps(struct unwind_bindings *ub, struct unwind_proc *up,
 }
 
 /*
- * The end of pid's mapping that starts at start, from the names in
- * /proc/PID/map_files (no maps text to generate), or 0 when none starts
- * there. -1: pid is gone.
- */
-static int map_files_end(uint32_t pid, uint64_t start, uint64_t *end)
-{
-	char dir[48];
-	struct dirent *d;
-	DIR *dp;
-	int n = 0;
-
-	*end = 0;
-	snprintf(dir, sizeof(dir), "/proc/%u/map_files", pid);
-	dp = opendir(dir);
-	if (!dp)
-		return -1;
-	/* bounded like a binding: no more names than it can hold */
-	while ((d = readdir(dp)) && n++ < 4 * EMBER_UNWIND_MAX_MAPPINGS) {
-		unsigned long long lo, hi;
-
-		if (sscanf(d->d_name, "%llx-%llx", &lo, &hi) == 2 &&
-		    lo == start && hi > lo) {
-			*end = hi;
-			break;
-		}
-	}
-	closedir(dp);
-	return 0;
-}
-
-/*
  * stat() a file line's map_files entry into st, for file_entry(): 1 when
  * it is there, 0 when not, -1 when the line is to be left out. Lines
  * from kmaps (fix) are checked: the hooks report executable mappings
@@ -435,7 +403,7 @@ static int line_stat(uint32_t pid, struct sym_map_line *m, bool fix,
 		return 1;
 	if (errno != ENOENT)
 		return 0;
-	if (map_files_end(pid, m->start, &end))
+	if (proc_map_files_end(pid, m->start, &end))
 		return -2;
 	if (!fix)
 		return 0;
