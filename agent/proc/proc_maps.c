@@ -119,6 +119,29 @@ int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 	return 0;
 }
 
+int proc_map_files_open(uint32_t pid, uint64_t start, uint64_t end,
+			const struct safe_rules *rules, struct stat *st,
+			const char **why)
+{
+	char path[64];
+	uint64_t real_end;
+	int fd;
+
+	/* a magic link to the mapped file: followed, that is its use */
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)start, (unsigned long long)end);
+	fd = safe_open_at(NULL, path, rules, st, why);
+	if (fd >= 0 || safe_refused(*why) ||
+	    proc_map_files_end(pid, start, &real_end) || !real_end ||
+	    real_end == end)
+		return fd;
+	/* the range as the kernel's mapping records told it, longer than
+	 * the mapping now: the name the kernel gives it */
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)start, (unsigned long long)real_end);
+	return safe_open_at(NULL, path, rules, st, why);
+}
+
 int proc_mapped_open(uint32_t pid, uint64_t start, uint64_t end,
 		     const char *path, const char *root, uint64_t max_bytes,
 		     struct stat *st, const char **why)
@@ -133,12 +156,8 @@ int proc_mapped_open(uint32_t pid, uint64_t start, uint64_t end,
 	int fd = -1;
 
 	*why = NULL;
-	if (start < end) {
-		/* a magic link to the mapped file: followed, that is its use */
-		snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", pid,
-			 (unsigned long long)start, (unsigned long long)end);
-		fd = safe_open_at(NULL, buf, &rules, st, why);
-	}
+	if (start < end)
+		fd = proc_map_files_open(pid, start, end, &rules, st, why);
 	if (fd >= 0 || (*why && safe_refused(*why)) || !len ||
 	    path[0] != '/' ||
 	    (len > 10 && !strcmp(path + len - 10, " (deleted)")))

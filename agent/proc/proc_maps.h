@@ -55,6 +55,20 @@ int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 struct stat;
 
 /*
+ * Open pid's /proc/PID/map_files entry for the mapping at [start, end)
+ * under rules (which must allow SAFE_FOLLOW: the entry is a magic link).
+ * A range told by the kernel's mapping records may run past the mapping's
+ * end (they report executable mappings only, and arm64's loader maps a
+ * whole image executable, then its data over the tail): when no entry
+ * has that name, the one that starts at start is opened. The fd, or -1
+ * with *why (lib/safe_file.h).
+ */
+struct safe_rules;
+int proc_map_files_open(uint32_t pid, uint64_t start, uint64_t end,
+			const struct safe_rules *rules, struct stat *st,
+			const char **why);
+
+/*
  * Open the file process pid maps at [start, end), a regular file of at
  * most max_bytes owned by anyone: its /proc/PID/map_files entry (the very
  * file the mapping holds, whatever its name now; start == end: none to

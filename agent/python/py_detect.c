@@ -613,14 +613,11 @@ static const struct safe_rules map_rules = {
  * in whatever mount namespace it lives): a regular file or nothing. */
 static int open_mapping(uint32_t pid, const struct sym_map_line *m)
 {
-	char path[96];
 	struct stat st;
 	const char *why;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = safe_open_at(NULL, path, &map_rules, &st, &why);
+	fd = proc_map_files_open(pid, m->start, m->end, &map_rules, &st, &why);
 	if (fd < 0 && safe_refused(why))
 		safe_warn("python file", NULL, m->path, why);
 	return fd;
