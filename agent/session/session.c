@@ -781,19 +781,27 @@ void session_unwind_request(struct session *s, uint32_t pid)
 	unwind_service_request(s->unwind, pid, 0);
 }
 
+/* A drain of the rings, for a binding that must see the latest records. */
+#define SYNC_TIMEOUT_MS	2000
+
 bool session_unwind_bind_now(struct session *s, uint32_t pid, int timeout_ms)
 {
 	if (!s->unwind)
 		return false;
 	/*
-	 * Held at its exec: the kernel has written the exec's mapping
-	 * records, the reader thread may not have taken them yet (it
-	 * sleeps up to 50 ms). Binding before would read /proc instead;
-	 * a short wait for kmaps is cheaper and keeps /proc unread.
+	 * Held at its exec or right after its loader mapped a library: the
+	 * kernel has written the mapping records, the reader thread may
+	 * not have taken them yet (it waits up to 50 ms between drains).
+	 * Bound before, the binding misses them: /proc read at the exec,
+	 * the library left unbound, its first samples cut, and Python not
+	 * found without libc. One drain asked for now keeps /proc unread.
 	 */
-	if (s->reader && kmaps_active(s->kmaps)) {
-		for (int i = 0; i < 100 && !kmaps_knows(s->kmaps, pid); i++)
-			usleep(1000);
+	if (s->reader && !ring_reader_sync(s->reader, SYNC_TIMEOUT_MS) &&
+	    !s->sync_warned) {
+		s->sync_warned = true;
+		fprintf(stderr, "ember: the ring reader did not drain within "
+			"%d ms: pid %u's first samples may be cut\n",
+			SYNC_TIMEOUT_MS, pid);
 	}
 	unwind_service_request(s->unwind, pid, 0);
 	unwind_service_flush(s->unwind, timeout_ms);

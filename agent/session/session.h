@@ -57,6 +57,7 @@ struct session {
 	uint64_t kmaps_lost_seen;	/* source lost count kmaps last heard of */
 	uint64_t kmaps_check_ns;	/* when it was last compared */
 	bool kmaps_warned;		/* its bound was said once */
+	bool sync_warned;		/* a held binding's drain timed out */
 	uint64_t kmaps_told_ns;		/* record time kmaps_consumed() last had */
 	bool want_unwind, verbose_unwind;
 	const char *table_cache_dir;	/* session_options' (not owned) */

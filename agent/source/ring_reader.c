@@ -75,6 +75,9 @@ struct ring_reader {
 	uint32_t unsig;			/* records published, consumer not woken */
 	uint64_t unsig_ns;		/* ... since (CLOCK_MONOTONIC) */
 	bool stopping, done, waiting;
+	/* ring_reader_sync(): calls made, and the last whose poll is done */
+	uint64_t sync_asked, sync_done;
+	pthread_cond_t synced;
 
 	/*
 	 * The reader's own, no lock: bytes written past tail->used, not yet
@@ -248,14 +251,25 @@ static void *reader(void *arg)
 	pthread_setname_np(pthread_self(), "ember-reader");
 
 	for (;;) {
+		uint64_t asked;
+
 		pthread_mutex_lock(&rr->lock);
 		if (rr->stopping) {
 			pthread_mutex_unlock(&rr->lock);
 			break;
 		}
+		asked = rr->sync_asked;
 		pthread_mutex_unlock(&rr->lock);
-		r = rr->ops->poll(rr->src, READ_WAIT_MS, enqueue, rr);
+		/* a sync waits: this poll's drain comes after its call */
+		r = rr->ops->poll(rr->src, asked != rr->sync_done ? 0 :
+				  READ_WAIT_MS, enqueue, rr);
 		poll_done(rr);
+		if (asked != rr->sync_done) {
+			pthread_mutex_lock(&rr->lock);
+			rr->sync_done = asked;
+			pthread_cond_broadcast(&rr->synced);
+			pthread_mutex_unlock(&rr->lock);
+		}
 		if (r < 0 && r != -EINTR)
 			break;
 		r = 0;
@@ -272,8 +286,16 @@ static void *reader(void *arg)
 	rr->error = r;
 	rr->done = true;
 	pthread_cond_broadcast(&rr->ready);
+	pthread_cond_broadcast(&rr->synced);
 	pthread_mutex_unlock(&rr->lock);
 	return NULL;
+}
+
+/* The reader's poll returns now rather than at the end of its wait. */
+static void wake_reader(struct ring_reader *rr)
+{
+	if (rr->ops->wake)
+		rr->ops->wake(rr->src);
 }
 
 struct ring_reader *ring_reader_start(const struct ember_source_ops *ops,
@@ -296,12 +318,14 @@ struct ring_reader *ring_reader_start(const struct ember_source_ops *ops,
 		rr->max_bytes = CHUNK_BYTES;
 	pthread_mutex_init(&rr->lock, NULL);
 	pthread_cond_init(&rr->ready, NULL);
+	pthread_cond_init(&rr->synced, NULL);
 	/* signals (Ctrl-C, SIGCHLD, SIGHUP) stay with the calling thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	r = pthread_create(&rr->thread, NULL, reader, rr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
+		pthread_cond_destroy(&rr->synced);
 		pthread_cond_destroy(&rr->ready);
 		pthread_mutex_destroy(&rr->lock);
 		free(rr);
@@ -403,6 +427,28 @@ int ring_reader_consume(struct ring_reader *rr, int timeout_ms,
 	return n;
 }
 
+bool ring_reader_sync(struct ring_reader *rr, int timeout_ms)
+{
+	struct timespec ts;
+	uint64_t mine;
+	bool done;
+
+	if (!rr || !rr->started)
+		return false;
+	ts = deadline_after_ns(CLOCK_REALTIME, (uint64_t)timeout_ms * 1000000u);
+	pthread_mutex_lock(&rr->lock);
+	mine = ++rr->sync_asked;
+	pthread_mutex_unlock(&rr->lock);
+	wake_reader(rr);
+	pthread_mutex_lock(&rr->lock);
+	while (rr->sync_done < mine && !rr->done &&
+	       pthread_cond_timedwait(&rr->synced, &rr->lock, &ts) != ETIMEDOUT)
+		;
+	done = rr->sync_done >= mine;
+	pthread_mutex_unlock(&rr->lock);
+	return done;
+}
+
 void ring_reader_stop(struct ring_reader *rr)
 {
 	if (!rr || !rr->started)
@@ -410,6 +456,7 @@ void ring_reader_stop(struct ring_reader *rr)
 	pthread_mutex_lock(&rr->lock);
 	rr->stopping = true;
 	pthread_mutex_unlock(&rr->lock);
+	wake_reader(rr);
 	pthread_join(rr->thread, NULL);
 	rr->started = false;
 }
@@ -450,6 +497,7 @@ void ring_reader_free(struct ring_reader *rr)
 		chunk_free(c);
 	}
 	chunk_free(rr->spare);
+	pthread_cond_destroy(&rr->synced);
 	pthread_cond_destroy(&rr->ready);
 	pthread_mutex_destroy(&rr->lock);
 	free(rr);

@@ -11,6 +11,7 @@
 #ifndef EMBER_RING_READER_H
 #define EMBER_RING_READER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "source/source.h"
@@ -37,6 +38,14 @@ struct ring_reader *ring_reader_start(const struct ember_source_ops *ops,
  */
 int ring_reader_consume(struct ring_reader *rr, int timeout_ms,
 			ember_record_fn fn, void *ctx);
+/*
+ * Return once the reader has drained every ring in a poll that began
+ * after this call, so that the hint has seen every record the kernel
+ * wrote before it (a held command's mapping records, before its binding
+ * reads kmaps), or after timeout_ms: whether it did. The backend's wait
+ * is cut short (ops->wake) where it can be.
+ */
+bool ring_reader_sync(struct ring_reader *rr, int timeout_ms);
 /*
  * Stop reading: the thread drains the rings one last time (bounded) and
  * exits; what it queued stays for ring_reader_consume.

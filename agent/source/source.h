@@ -107,6 +107,11 @@ struct ember_source_ops {
 	 */
 	int (*poll)(struct ember_source *src, int timeout_ms,
 		    ember_record_fn fn, void *ctx);
+	/*
+	 * From another thread: a poll() waiting returns now, and the next
+	 * one does not wait if none was (optional; async-signal-safe).
+	 */
+	void (*wake)(struct ember_source *src);
 	int (*set_filter)(struct ember_source *src, const uint32_t *pids,
 			  size_t nr_pids, uint64_t cgroup_id);
 	int (*stats)(struct ember_source *src, struct ember_source_stats *st);

@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "lib/clock.h"
+#include "lib/wake_fd.h"
 #include "source/kmem_budget.h"
 #include "source/source_bpf_internal.h"
 #include "source/bpf_stats.h"
@@ -501,6 +503,7 @@ static int bpf_open(struct ember_source **out, const struct ember_source_config 
 	s->cfg = *cfg;
 	s->cfg.pids = NULL;
 	s->stats_fd = -1;
+	s->wake_fd = wake_fd_open();
 	s->use_perfbuf = transport && !strcmp(transport, "perfbuf");
 	s->nr_possible = libbpf_num_possible_cpus();
 	s->bounce = malloc(MAX_RECORD_BYTES + 8);
@@ -659,6 +662,32 @@ out:
 	free(st);
 }
 
+/*
+ * Wait up to timeout_ms for the rings (libbpf's epoll set of them) or a
+ * wake-up from another thread (bpf_wake()): 0 or -errno.
+ */
+static int wait_rings(struct ember_source *s, int timeout_ms)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = s->rb ? ring_buffer__epoll_fd(s->rb) :
+				perf_buffer__epoll_fd(s->pb), .events = POLLIN },
+		{ .fd = s->wake_fd, .events = POLLIN },	/* -1: ignored */
+	};
+
+	if (!timeout_ms)
+		return 0;
+	if (poll(pfd, 2, timeout_ms) < 0)
+		return -errno;
+	if (pfd[1].revents & POLLIN)
+		wake_fd_clear(s->wake_fd);
+	return 0;
+}
+
+static void bpf_wake(struct ember_source *s)
+{
+	wake_fd_signal(s->wake_fd);
+}
+
 static int bpf_poll(struct ember_source *s, int timeout_ms, ember_record_fn fn,
 		    void *ctx)
 {
@@ -667,16 +696,11 @@ static int bpf_poll(struct ember_source *s, int timeout_ms, ember_record_fn fn,
 	s->fn = fn;
 	s->fn_ctx = ctx;
 	s->count = 0;
-	if (s->rb) {
-		ret = ring_buffer__poll(s->rb, timeout_ms);
-		/* wake-ups are batched: take what is there even on timeout */
-		if (ret >= 0)
-			ret = ring_buffer__consume(s->rb);
-	} else {
-		ret = perf_buffer__poll(s->pb, timeout_ms);
-		if (ret >= 0)
-			ret = perf_buffer__consume(s->pb);
-	}
+	ret = wait_rings(s, timeout_ms);
+	/* wake-ups are batched: take what is there even on timeout */
+	if (ret >= 0)
+		ret = s->rb ? ring_buffer__consume(s->rb) :
+			      perf_buffer__consume(s->pb);
 	if (ret < 0 && ret != -EINTR)
 		return ret;
 	report_lost(s, timeout_ms <= 0);
@@ -805,6 +829,8 @@ static void bpf_close(struct ember_source *s)
 	ember_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
 	free(s->online);
 	free(s->lost_seen);
 	free(s->bounce);
@@ -817,6 +843,7 @@ const struct ember_source_ops ember_source_bpf = {
 	.open = bpf_open,
 	.start = bpf_start,
 	.poll = bpf_poll,
+	.wake = bpf_wake,
 	.set_filter = bpf_set_filter,
 	.alloc_attach = bpf_alloc_attach,
 	.stats = bpf_stats,

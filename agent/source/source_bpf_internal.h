@@ -69,6 +69,7 @@ struct ember_source {
 	struct ember_bpf *skel;
 	struct ring_buffer *rb;
 	struct perf_buffer *pb;
+	int wake_fd;			/* cuts bpf_poll()'s wait short */
 	struct bpf_link **links;	/* perf_event links: per online CPU, per event */
 	int nr_links;
 	struct bpf_link *tp_links[7];	/* exec, exit, switch, 2 fault tps, 2 mmap */

@@ -28,6 +28,7 @@
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
+#include "lib/wake_fd.h"
 #include "source/kmem_budget.h"
 #include "source/source.h"
 #include "source/source_kmod.h"
@@ -46,6 +47,7 @@ struct ember_source {
 	struct nl_sock *sk;
 	int family;
 	int fd;
+	int wake_fd;			/* cuts kmod_poll()'s wait short */
 	struct ember_source_config cfg;
 	uint32_t *pids;
 	struct kmod_info info;
@@ -500,6 +502,7 @@ static int kmod_open(struct ember_source **out,
 		return -ENOMEM;
 	err[0] = '\0';
 	src->fd = -1;
+	src->wake_fd = wake_fd_open();
 	src->cfg = *cfg;
 	pthread_mutex_init(&src->uw_lock, NULL);
 	src->copy = malloc(KMOD_MAX_RECORD);
@@ -754,17 +757,27 @@ int kmod_drain(struct ember_ring_ctrl *ctrl, const unsigned char *data,
 static int kmod_poll(struct ember_source *src, int timeout_ms,
 		     ember_record_fn fn, void *ctx)
 {
-	struct pollfd pfd = { .fd = src->fd, .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = src->fd, .events = POLLIN },
+		{ .fd = src->wake_fd, .events = POLLIN },	/* -1: ignored */
+	};
 	int n = 0;
 
-	if (timeout_ms && poll(&pfd, 1, timeout_ms) < 0 && errno == EINTR)
+	if (timeout_ms && poll(pfd, 2, timeout_ms) < 0 && errno == EINTR)
 		return -EINTR;
+	if (pfd[1].revents & POLLIN)
+		wake_fd_clear(src->wake_fd);
 	for (uint32_t i = 0; i < src->nr_rings; i++)
 		if (src->rings[i].data)
 			n += kmod_drain(src->rings[i].ctrl, src->rings[i].data,
 					src->rings[i].data_size, src->copy, fn,
 					ctx, &src->corrupt);
 	return n;
+}
+
+static void kmod_wake(struct ember_source *src)
+{
+	wake_fd_signal(src->wake_fd);
 }
 
 static int kmod_set_filter(struct ember_source *src, const uint32_t *pids,
@@ -1050,6 +1063,8 @@ static void kmod_close(struct ember_source *src)
 	free(src->rings);
 	if (src->fd >= 0)
 		close(src->fd);
+	if (src->wake_fd >= 0)
+		close(src->wake_fd);
 	if (src->sk)
 		nl_socket_free(src->sk);
 	free(src->pids);
@@ -1070,6 +1085,7 @@ const struct ember_source_ops ember_source_kmod = {
 	.open = kmod_open,
 	.start = kmod_start,
 	.poll = kmod_poll,
+	.wake = kmod_wake,
 	.set_filter = kmod_set_filter,
 	.stats = kmod_stats,
 	.stop = kmod_stop,

@@ -10,15 +10,21 @@
  *  - stop takes what the backend still holds (the final drain) and the
  *    queue keeps it for the consumer;
  *  - a failing poll reaches the consumer as an error once the queue is
- *    empty.
+ *    empty;
+ *  - ring_reader_sync() returns once a record written before it went
+ *    through the hint, at once where the backend can be woken.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 
+#include "lib/clock.h"
 #include "uapi/ember.h"
 #include "source/ring_reader.h"
 #include "test_util.h"
@@ -119,6 +125,92 @@ static void count_types(const struct ember_rec_header *rec, void *ctx)
 		b->samples++;
 	else
 		b->bad++;
+}
+
+/*
+ * 6. ring_reader_sync(): a backend that waits long between drains (a
+ * ring whose watermark a few mapping records never reach), with and
+ * without a wake op. A record written before the call has been through
+ * the hint when it returns; with the op it returns at once, not at the
+ * end of the wait.
+ */
+static atomic_int sync_written, sync_hinted;
+static int sync_efd = -1;
+
+static int s_poll(struct ember_source *src, int timeout_ms,
+		  ember_record_fn fn, void *ctx)
+{
+	struct pollfd p = { .fd = sync_efd, .events = POLLIN };
+	struct fake_rec r = { .hdr = { .type = EMBER_REC_MMAP,
+				       .size = sizeof(r) } };
+	uint64_t n;
+
+	(void)src;
+	/* the backend's own wait: far longer than READ_WAIT_MS */
+	if (timeout_ms && poll(&p, 1, 2000) > 0 &&
+	    read(sync_efd, &n, sizeof(n)) < 0)
+		return -EIO;
+	if (atomic_exchange(&sync_written, 0)) {
+		fn(&r.hdr, ctx);
+		return 1;
+	}
+	return 0;
+}
+
+static void s_wake(struct ember_source *src)
+{
+	uint64_t one = 1;
+
+	(void)src;
+	/* a full counter (EAGAIN) is readable already */
+	(void)!write(sync_efd, &one, sizeof(one));
+}
+
+static void s_hint(const struct ember_rec_header *rec, void *ctx)
+{
+	(void)ctx;
+	if (rec->type == EMBER_REC_MMAP)
+		sync_hinted++;
+}
+
+static void sync_case(const char *name, const struct ember_source_ops *ops,
+		      int want_ms)
+{
+	struct ring_reader *rr = ring_reader_start(ops, NULL, s_hint, NULL, 0);
+	char tn[64];
+	bool ok;
+	uint64_t t0, ms;
+
+	usleep(20000);		/* the reader waits in its poll now */
+	sync_hinted = 0;
+	sync_written = 1;	/* the kernel wrote a record */
+	t0 = mono_ns();
+	ok = ring_reader_sync(rr, 10000);
+	ms = (mono_ns() - t0) / 1000000;
+	snprintf(tn, sizeof(tn), "ring_reader_sync_%s_hinted", name);
+	T_CHECK(tn, ok && sync_hinted == 1, "sync %d, %d hints", ok,
+		(int)sync_hinted);
+	snprintf(tn, sizeof(tn), "ring_reader_sync_%s_prompt", name);
+	T_CHECK(tn, ms < (uint64_t)want_ms, "%llu ms (want < %d)",
+		(unsigned long long)ms, want_ms);
+	ring_reader_free(rr);
+}
+
+static void test_sync(void)
+{
+	static const struct ember_source_ops waking = {
+		.name = "waking", .poll = s_poll, .wake = s_wake
+	};
+	static const struct ember_source_ops plain = {
+		.name = "plain", .poll = s_poll
+	};
+
+	sync_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	/* woken: well under the backend's 2 s wait */
+	sync_case("woken", &waking, 1000);
+	/* not woken: the wait runs out, then one more drain */
+	sync_case("unwoken", &plain, 6000);
+	close(sync_efd);
 }
 
 /*
@@ -228,5 +320,6 @@ int main(void)
 	T_CHECK("ring_reader_error_reaches_consumer", err == -EIO, "got %d", err);
 	ring_reader_free(rr);
 	test_copies_shed();
+	test_sync();
 	T_EXIT();
 }
