@@ -45,6 +45,7 @@ struct kproc {
 	 * "read /proc".
 	 */
 	uint64_t pending[KMAPS_PENDING];
+	uint64_t pending_ns[KMAPS_PENDING];	/* each miss's time */
 	struct kmap *maps;	/* sorted by start, disjoint */
 	uint32_t n, cap;
 	size_t bytes;
@@ -371,8 +372,10 @@ static void settle_pending(struct kproc *p, uint64_t start, uint64_t end)
 	uint8_t keep = 0;
 
 	for (uint8_t i = 0; i < p->npending; i++)
-		if (p->pending[i] < start || p->pending[i] >= end)
+		if (p->pending[i] < start || p->pending[i] >= end) {
+			p->pending_ns[keep] = p->pending_ns[i];
 			p->pending[keep++] = p->pending[i];
+		}
 	p->npending = keep;
 }
 
@@ -515,6 +518,7 @@ static void kmaps_on_miss(struct kmaps *k, const struct ember_unwind_miss *m)
 		broken(p);
 		return;
 	}
+	p->pending_ns[p->npending] = m->time_ns;
 	p->pending[p->npending++] = m->pc;
 }
 
@@ -530,6 +534,42 @@ bool kmaps_exited(struct kmaps *k, uint32_t pid)
 	gone = p && p->exited;
 	pthread_mutex_unlock(&k->lock);
 	return gone;
+}
+
+/* Whether one of the n lines at v holds pc. */
+static bool lines_hold(const struct sym_map_line *v, uint32_t n, uint64_t pc)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (pc >= v[i].start && pc < v[i].end)
+			return true;
+	return false;
+}
+
+void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
+			    const struct sym_map_line *v, uint32_t n)
+{
+	struct kproc *p;
+	uint8_t keep = 0;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->lock);
+	p = find(k, pid);
+	for (uint8_t i = 0; p && i < p->npending; i++) {
+		if (p->pending_ns[i] >= read_ns) {
+			/* after the read began: its mapping may be newer */
+			p->pending_ns[keep] = p->pending_ns[i];
+			p->pending[keep++] = p->pending[i];
+		} else if (lines_hold(v, n, p->pending[i])) {
+			/* code no record told: /proc from now on */
+			broken(p);
+		} else {
+			k->st.no_code++;	/* no code there: dropped */
+		}
+	}
+	if (p)
+		p->npending = keep;
+	pthread_mutex_unlock(&k->lock);
 }
 
 bool kmaps_knows(struct kmaps *k, uint32_t pid)

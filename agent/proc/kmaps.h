@@ -62,6 +62,7 @@ struct kmaps_stats {
 	uint64_t lost;		/* kmaps_lost() calls */
 	uint64_t untold;	/* processes read from /proc after a miss
 				 * in code no record told (mprotect) */
+	uint64_t no_code;	/* misses /proc showed were in no code */
 	uint32_t procs;		/* processes held now */
 	size_t bytes;
 };
@@ -109,6 +110,18 @@ uint64_t kmaps_cgroup(struct kmaps *k, uint32_t pid);
 void kmaps_get_stats(struct kmaps *k, struct kmaps_stats *st);
 /* Whether kmaps_read() would answer for pid now (its exec was told). */
 bool kmaps_knows(struct kmaps *k, uint32_t pid);
+/*
+ * pid's executable mappings, v[0..n), were read from /proc at read_ns
+ * (CLOCK_MONOTONIC, the records' clock) because kmaps_read() said
+ * -ENOENT. The misses it held pending from before then are settled: one
+ * the lines explain was in code no record told (mprotect, mremap), and
+ * the process stays on /proc; one they do not explain was in no code at
+ * all (a return address the walker took from a bad frame) and is
+ * dropped, so kmaps answers for the process again instead of sending
+ * every later binding to /proc.
+ */
+void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
+			    const struct sym_map_line *v, uint32_t n);
 /* Its exit record was taken (its mappings are kept a while for names). */
 bool kmaps_exited(struct kmaps *k, uint32_t pid);
 

@@ -440,9 +440,13 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 		return -ESRCH;
 	/* the kernel told them (a process that exec'd since we started) */
 	from_kmaps = !kmaps_read(ub->kmaps, pid, exec_maps_add, &em, &h);
-	if (!from_kmaps && proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
-		exec_maps_free(&em);
-		return -ESRCH;	/* gone already */
+	if (!from_kmaps) {
+		if (proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
+			exec_maps_free(&em);
+			return -ESRCH;	/* gone already */
+		}
+		/* the misses that sent us here, settled by what /proc shows */
+		kmaps_settle_from_proc(ub->kmaps, pid, now, em.v, em.n);
 	}
 	pb = up ? up : unwind_proc_attach(ub, pid, time_ns);
 	if (!pb) {

@@ -261,6 +261,47 @@ static void test_untold_code(void)
 }
 
 /*
+ * A binding read /proc because of a pending miss: what /proc shows
+ * settles the misses from before the read. One in no code (a return
+ * address from a bad frame) is dropped, and kmaps answers again; one in
+ * code /proc shows and no record told keeps the process on /proc; one
+ * taken after the read began waits for the next.
+ */
+static void test_settle_from_proc(void)
+{
+	struct sym_map_line text = { .start = 0x400000, .end = 0x401000 };
+	struct sym_map_line both[2] = {
+		{ .start = 0x400000, .end = 0x401000 },
+		{ .start = 0x7e0000000000, .end = 0x7e0000010000 },
+	};
+	struct kmaps *k = kmaps_new(0, 0);
+	struct kmaps_stats st;
+	struct got g;
+	uint64_t t;
+
+	exec_rec(k, 42);
+	mmap_rec(k, 42, 1, 0x400000, 0x1000, 0, "/usr/bin/x");
+	miss_rec(k, 42, 0x6080ceac8d3b9300ull, now_ns++);	/* garbage */
+	t = now_ns++;
+	miss_rec(k, 42, 0x7d0000000000ull, now_ns++);		/* after t */
+	kmaps_settle_from_proc(k, 42, t, &text, 1);
+	T_CHECK("kmaps_settle_later_miss_waits", rd(k, 42, &g) == -ENOENT,
+		"%s", g.text);
+	kmaps_settle_from_proc(k, 42, now_ns++, &text, 1);
+	T_CHECK("kmaps_settle_no_code_answers_again",
+		rd(k, 42, &g) == 0 && g.n == 1, "%d: %s", g.n, g.text);
+	kmaps_get_stats(k, &st);
+	T_CHECK("kmaps_settle_no_code_counted", st.no_code == 2, "%llu",
+		(unsigned long long)st.no_code);
+	/* code that /proc shows and no record told: /proc for good */
+	miss_rec(k, 42, 0x7e0000000100ull, now_ns++);
+	kmaps_settle_from_proc(k, 42, now_ns++, both, 2);
+	T_CHECK("kmaps_settle_untold_code_stays_on_proc",
+		rd(k, 42, &g) == -ENOENT, "%s", g.text);
+	kmaps_free(k);
+}
+
+/*
  * The rings are per CPU and read in turn: a miss can be taken before the
  * mapping record an earlier CPU wrote first. Once that record is taken,
  * the process is known again; a miss of the address space before the
@@ -509,6 +550,7 @@ int main(void)
 	test_overlap();
 	test_vdso_types();
 	test_untold_code();
+	test_settle_from_proc();
 	test_miss_before_its_mapping();
 	test_hostile();
 	test_bounds();
