@@ -41,6 +41,8 @@ static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns,
 	}
 	us->queued_ns[us->tail % QUEUE_LEN] = t_ns;
 	us->queue[us->tail++ % QUEUE_LEN] = v;
+	if (!urgent)
+		us->lazy_ns = mono_ns();
 	wake = must_wake(us, urgent);
 	if (wake)
 		us->sleeping = false;	/* one signal is enough */
@@ -92,11 +94,20 @@ static void unwind_proc_gone(void *data, void *ctx)
 	struct unwind_service *us = ctx;
 	struct unwind_proc *up = data;
 
+	bool wake;
+
 	pthread_mutex_lock(&us->lock);
 	up->orphan_next = us->orphans;
 	us->orphans = up;
-	pthread_cond_signal(&us->wake);
+	us->lazy_ns = mono_ns();
+	/* not urgent either: an exec storm's exits woke the worker 150
+	 * times a second for this alone */
+	wake = must_wake(us, ++us->nr_orphans > ORPHANS_WAKE);
+	if (wake)
+		us->sleeping = false;
 	pthread_mutex_unlock(&us->lock);
+	if (wake)
+		pthread_cond_signal(&us->wake);
 }
 
 /* ---- the thread ---- */
@@ -242,6 +253,7 @@ static void *worker(void *arg)
 			struct unwind_proc *orphans = us->orphans;
 
 			us->orphans = NULL;
+			us->nr_orphans = 0;
 			us->busy = true;
 			pthread_mutex_unlock(&us->lock);
 			unwind_take_orphans(&us->b, orphans);
@@ -282,6 +294,15 @@ static void *worker(void *arg)
 				if (wait_ns > 1000000000ull)
 					wait_ns = 1000000000ull;
 			}
+			/*
+			 * lazy requests came lately (an exec storm): wake on
+			 * their own within LAZY_WAKE_NS, so that they need
+			 * no signal (a process bound waits 100 ms for its
+			 * recheck: each exec and exit woke the worker)
+			 */
+			if (mono_ns() - us->lazy_ns < LAZY_BUSY_NS &&
+			    wait_ns > LAZY_WAKE_NS)
+				wait_ns = LAZY_WAKE_NS;
 			us->busy = false;
 			pthread_cond_broadcast(&us->idle);
 			ts = deadline_after_ns(CLOCK_REALTIME, wait_ns);
@@ -357,7 +378,7 @@ void unwind_service_flush(struct unwind_service *us, int timeout_ms)
 		return;
 	ts = deadline_after_ns(CLOCK_REALTIME, (uint64_t)timeout_ms * 1000000u);
 	pthread_mutex_lock(&us->lock);
-	if (us->head != us->tail && us->sleeping) {
+	if ((us->head != us->tail || us->orphans) && us->sleeping) {
 		us->sleeping = false;	/* lazy requests wait no more */
 		pthread_cond_signal(&us->wake);
 	}
@@ -408,6 +429,7 @@ void unwind_service_stop(struct unwind_service *us)
 	 */
 	proc_table_slot_drop(us->b.procs, PROC_SLOT_UNWIND);
 	us->orphans = NULL;
+	us->nr_orphans = 0;
 	while (us->b.live) {
 		if (!us->source_stopped)
 			unwind_proc_unbind(&us->b, us->b.live);

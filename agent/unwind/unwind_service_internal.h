@@ -33,9 +33,17 @@
  * this anyway (its grid of delayed bindings, RECHECK_GRID_NS): two
  * wake-ups and a mutex hand-off per new process were a fifth of the
  * agent's CPU beside an exec storm. A miss (a sample waiting for its
- * binding) always wakes it, and so does a queue a quarter full.
+ * binding) always wakes it, and so does a queue a quarter full; so do
+ * ORPHANS_WAKE bindings handed back by the process model.
  */
 #define LAZY_WAKE_NS		(2 * EXEC_BIND_DELAY_MS * 1000000ull)
+/* Bindings handed back that wake a worker that would wake soon anyway. */
+#define ORPHANS_WAKE		256
+/*
+ * While lazy requests keep coming (one within this), the worker wakes
+ * every LAZY_WAKE_NS on its own, so that they never have to wake it.
+ */
+#define LAZY_BUSY_NS		1000000000ull
 
 struct unwind_service {
 	pthread_t thread;
@@ -55,6 +63,8 @@ struct unwind_service {
 	struct unwind_service_stats st;	/* under lock */
 	/* handed back by the process model (unwind_proc_gone()), under lock */
 	struct unwind_proc *orphans;
+	uint32_t nr_orphans;
+	uint64_t lazy_ns;		/* the last lazy request or orphan */
 	/* worker-only state */
 	struct unwind_bindings b;	/* ops, source, process model, cache */
 	struct table_store *store;	/* the persistent cache, or NULL */

@@ -10,7 +10,8 @@
  *    of a new library does; forget unbinds; stop drops every table;
  *  - a library loaded with no request is found by the follow-up reads
  *    of a recently bound process's maps;
- *  - an exec is bound after a short delay, not at once;
+ *  - an exec is bound after a short delay, not at once, and without a
+ *    flush: its request need not wake the worker, which still comes;
  *  - bound again from nothing, every file comes from the cache (no table
  *    built or loaded again); a file changed in place (same inode, new
  *    mtime) is not taken for the one the cache knows.
@@ -352,6 +353,43 @@ static void test_process_model(struct unwind_service *us,
 		fk.unbinds - unbinds, st.bound);
 }
 
+/*
+ * Exec and exit requests do not wake the worker at once (LAZY_WAKE_NS):
+ * with nobody flushing, an exec is still bound and its exit unbound
+ * within a few of its own wake-ups, whether the worker slept long
+ * (idle: the request wakes it) or short (requests came lately).
+ */
+static void test_lazy_unflushed(struct unwind_service *us)
+{
+	uint32_t me = (uint32_t)getpid();
+	int binds = fk.binds, unbinds = fk.unbinds, i;
+	struct timespec now;
+
+	usleep(1200000);	/* idle past LAZY_BUSY_NS: a long sleep */
+	for (int round = 0; round < 2; round++) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		unwind_service_exec(us, me, (uint64_t)now.tv_sec * 1000000000ull +
+				    (uint64_t)now.tv_nsec);
+		for (i = 0; i < 100 && fk.binds == binds; i++)
+			usleep(5000);
+		T_CHECK(round ? "unwind_service_lazy_exec_bound_busy" :
+				"unwind_service_lazy_exec_bound_idle",
+			fk.binds == binds + 1, "bound %d times in %d ms",
+			fk.binds - binds, 5 * i);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		unwind_service_forget(us, me, (uint64_t)now.tv_sec * 1000000000ull +
+				      (uint64_t)now.tv_nsec);
+		for (i = 0; i < 100 && fk.unbinds == unbinds; i++)
+			usleep(5000);
+		T_CHECK(round ? "unwind_service_lazy_exit_unbound_busy" :
+				"unwind_service_lazy_exit_unbound_idle",
+			fk.unbinds == unbinds + 1, "unbound %d times in %d ms",
+			fk.unbinds - unbinds, 5 * i);
+		binds = fk.binds;
+		unbinds = fk.unbinds;
+	}
+}
+
 int main(void)
 {
 	struct proc_table *procs = proc_table_new(NULL);
@@ -462,6 +500,7 @@ int main(void)
 			"bound %d times", fk.binds - before);
 	}
 	test_process_model(us, procs);
+	test_lazy_unflushed(us);
 	unwind_service_stop(us);
 	T_CHECK("unwind_service_stop_drops_tables", fk.nr_tables == 0,
 		"%d tables left", fk.nr_tables);
