@@ -556,15 +556,18 @@ void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 	pthread_mutex_lock(&k->lock);
 	p = find(k, pid);
 	for (uint8_t i = 0; p && i < p->npending; i++) {
-		if (p->pending_ns[i] >= read_ns) {
-			/* after the read began: its mapping may be newer */
+		/*
+		 * Kept: one taken after the read began (its mapping may be
+		 * newer), and one in code /proc shows (its record may still
+		 * wait in another CPU's ring; code no record told keeps the
+		 * process on /proc as before). Dropped: one in no code.
+		 */
+		if (p->pending_ns[i] >= read_ns ||
+		    lines_hold(v, n, p->pending[i])) {
 			p->pending_ns[keep] = p->pending_ns[i];
 			p->pending[keep++] = p->pending[i];
-		} else if (lines_hold(v, n, p->pending[i])) {
-			/* code no record told: /proc from now on */
-			broken(p);
 		} else {
-			k->st.no_code++;	/* no code there: dropped */
+			k->st.no_code++;
 		}
 	}
 	if (p)

@@ -114,11 +114,12 @@ bool kmaps_knows(struct kmaps *k, uint32_t pid);
  * pid's executable mappings, v[0..n), were read from /proc at read_ns
  * (CLOCK_MONOTONIC, the records' clock) because kmaps_read() said
  * -ENOENT. The misses it held pending from before then are settled: one
- * the lines explain was in code no record told (mprotect, mremap), and
- * the process stays on /proc; one they do not explain was in no code at
- * all (a return address the walker took from a bad frame) and is
- * dropped, so kmaps answers for the process again instead of sending
- * every later binding to /proc.
+ * the lines explain stays pending (its record may not be read yet, or
+ * no record told that code: mprotect, mremap); one they do not explain
+ * was in no code at all (a return address the walker took from a bad
+ * frame) and is dropped, so kmaps answers for the process again instead
+ * of sending every later binding to /proc. The caller settles only from
+ * a read it knows whole.
  */
 void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 			    const struct sym_map_line *v, uint32_t n);

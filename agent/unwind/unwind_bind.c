@@ -445,8 +445,10 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 			exec_maps_free(&em);
 			return -ESRCH;	/* gone already */
 		}
-		/* the misses that sent us here, settled by what /proc shows */
-		kmaps_settle_from_proc(ub->kmaps, pid, now, em.v, em.n);
+		/* the misses that sent us here, settled by what /proc shows
+		 * (not from a read cut at the binding's bound) */
+		if (em.n <= EMBER_UNWIND_MAX_MAPPINGS)
+			kmaps_settle_from_proc(ub->kmaps, pid, now, em.v, em.n);
 	}
 	pb = up ? up : unwind_proc_attach(ub, pid, time_ns);
 	if (!pb) {

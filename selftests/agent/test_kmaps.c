@@ -264,8 +264,8 @@ static void test_untold_code(void)
  * A binding read /proc because of a pending miss: what /proc shows
  * settles the misses from before the read. One in no code (a return
  * address from a bad frame) is dropped, and kmaps answers again; one in
- * code /proc shows and no record told keeps the process on /proc; one
- * taken after the read began waits for the next.
+ * code /proc shows waits for its record (read later from another CPU's
+ * ring); one taken after the read began waits for the next.
  */
 static void test_settle_from_proc(void)
 {
@@ -293,11 +293,14 @@ static void test_settle_from_proc(void)
 	kmaps_get_stats(k, &st);
 	T_CHECK("kmaps_settle_no_code_counted", st.no_code == 2, "%llu",
 		(unsigned long long)st.no_code);
-	/* code that /proc shows and no record told: /proc for good */
+	/* code that /proc shows: pending until its record is read */
 	miss_rec(k, 42, 0x7e0000000100ull, now_ns++);
 	kmaps_settle_from_proc(k, 42, now_ns++, both, 2);
-	T_CHECK("kmaps_settle_untold_code_stays_on_proc",
+	T_CHECK("kmaps_settle_code_on_proc_stays_pending",
 		rd(k, 42, &g) == -ENOENT, "%s", g.text);
+	mmap_rec(k, 42, 1, 0x7e0000000000ull, 0x10000, 0, "/usr/lib/late.so");
+	T_CHECK("kmaps_settle_code_on_proc_known_after_its_record",
+		rd(k, 42, &g) == 0 && g.n == 2, "%d: %s", g.n, g.text);
 	kmaps_free(k);
 }
 
