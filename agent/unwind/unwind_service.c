@@ -14,6 +14,36 @@
 #include "lib/deadline.h"
 #include "unwind/unwind_service_internal.h"
 
+/*
+ * A lazy request or a hand-back arrived: counted per second, so that the
+ * worker knows a storm (LAZY_STORM_RATE a second, this second or the
+ * last) from a few now and then. Under lock.
+ */
+static void note_lazy(struct unwind_service *us)
+{
+	uint64_t now = mono_ns();
+
+	if (now - us->lazy_window_ns >= 1000000000ull) {
+		us->lazy_last = now - us->lazy_window_ns < 2000000000ull ?
+				us->lazy_count : 0;
+		us->lazy_count = 0;
+		us->lazy_window_ns = now;
+	}
+	us->lazy_count++;
+}
+
+static bool lazy_storm(const struct unwind_service *us)
+{
+	uint64_t now = mono_ns();
+
+	if (now - us->lazy_window_ns >= 2000000000ull)
+		return false;
+	if (now - us->lazy_window_ns >= 1000000000ull)
+		return us->lazy_count >= LAZY_STORM_RATE;
+	return us->lazy_count >= LAZY_STORM_RATE ||
+	       us->lazy_last >= LAZY_STORM_RATE;
+}
+
 /* Whether a request just queued must wake the worker. Under lock. */
 static bool must_wake(const struct unwind_service *us, bool urgent)
 {
@@ -42,7 +72,7 @@ static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns,
 	us->queued_ns[us->tail % QUEUE_LEN] = t_ns;
 	us->queue[us->tail++ % QUEUE_LEN] = v;
 	if (!urgent)
-		us->lazy_ns = mono_ns();
+		note_lazy(us);
 	wake = must_wake(us, urgent);
 	if (wake)
 		us->sleeping = false;	/* one signal is enough */
@@ -99,10 +129,10 @@ static void unwind_proc_gone(void *data, void *ctx)
 	pthread_mutex_lock(&us->lock);
 	up->orphan_next = us->orphans;
 	us->orphans = up;
-	us->lazy_ns = mono_ns();
+	note_lazy(us);
 	/* not urgent either: an exec storm's exits woke the worker 150
 	 * times a second for this alone */
-	wake = must_wake(us, ++us->nr_orphans > ORPHANS_WAKE);
+	wake = must_wake(us, ++us->nr_orphans >= ORPHANS_WAKE);
 	if (wake)
 		us->sleeping = false;
 	pthread_mutex_unlock(&us->lock);
@@ -295,17 +325,17 @@ static void *worker(void *arg)
 					wait_ns = 1000000000ull;
 			}
 			/*
-			 * lazy requests came lately (an exec storm): wake on
-			 * their own within LAZY_WAKE_NS, so that they need
-			 * no signal (a process bound waits 100 ms for its
-			 * recheck: each exec and exit woke the worker)
+			 * an exec storm: wake on its own within LAZY_WAKE_NS,
+			 * so that lazy requests need no signal (a process
+			 * just bound has its recheck 100 ms away: each exec
+			 * and exit woke the worker). A few a second wake it
+			 * themselves, no more often than this would.
 			 */
-			if (mono_ns() - us->lazy_ns < LAZY_BUSY_NS &&
-			    wait_ns > LAZY_WAKE_NS)
+			if (lazy_storm(us) && wait_ns > LAZY_WAKE_NS)
 				wait_ns = LAZY_WAKE_NS;
 			us->busy = false;
 			pthread_cond_broadcast(&us->idle);
-			ts = deadline_after_ns(CLOCK_REALTIME, wait_ns);
+			ts = deadline_after_ns(CLOCK_MONOTONIC, wait_ns);
 			us->wake_at_ns = mono_ns() + wait_ns;
 			us->sleeping = true;
 			pthread_cond_timedwait(&us->wake, &us->lock, &ts);
@@ -338,6 +368,7 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 					    const struct unwind_service_opts *opt)
 {
 	struct unwind_service *us;
+	pthread_condattr_t ca;
 
 	if (!procs || !ops->unwind_load || !ops->unwind_drop ||
 	    !ops->unwind_bind)
@@ -357,8 +388,13 @@ struct unwind_service *unwind_service_start(const struct ember_source_ops *ops,
 	table_cache_init(&us->b.cache, ops, src, us->store, opt->verbose);
 	table_cache_set_share(&us->b.cache, opt->share);
 	pthread_mutex_init(&us->lock, NULL);
-	pthread_cond_init(&us->wake, NULL);
-	pthread_cond_init(&us->idle, NULL);
+	/* monotonic: a wall clock stepped back must not stretch a wait
+	 * that lazy requests count on (wake_at_ns) */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&us->wake, &ca);
+	pthread_cond_init(&us->idle, &ca);
+	pthread_condattr_destroy(&ca);
 	proc_table_slot_owner(procs, PROC_SLOT_UNWIND, unwind_proc_gone, us);
 	if (pthread_create(&us->thread, NULL, worker, us)) {
 		proc_table_slot_drop(procs, PROC_SLOT_UNWIND);
@@ -376,7 +412,7 @@ void unwind_service_flush(struct unwind_service *us, int timeout_ms)
 
 	if (!us)
 		return;
-	ts = deadline_after_ns(CLOCK_REALTIME, (uint64_t)timeout_ms * 1000000u);
+	ts = deadline_after_ns(CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000u);
 	pthread_mutex_lock(&us->lock);
 	if ((us->head != us->tail || us->orphans) && us->sleeping) {
 		us->sleeping = false;	/* lazy requests wait no more */

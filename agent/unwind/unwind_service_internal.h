@@ -40,10 +40,12 @@
 /* Bindings handed back that wake a worker that would wake soon anyway. */
 #define ORPHANS_WAKE		256
 /*
- * While lazy requests keep coming (one within this), the worker wakes
- * every LAZY_WAKE_NS on its own, so that they never have to wake it.
+ * Lazy requests and hand-backs a second (this second or the last) that
+ * make an exec storm: the worker then wakes every LAZY_WAKE_NS on its
+ * own, so that they never have to wake it. Fewer wake it themselves:
+ * no more often than the storm's own wake-ups.
  */
-#define LAZY_BUSY_NS		1000000000ull
+#define LAZY_STORM_RATE		(1000000000ull / LAZY_WAKE_NS)
 
 struct unwind_service {
 	pthread_t thread;
@@ -64,7 +66,10 @@ struct unwind_service {
 	/* handed back by the process model (unwind_proc_gone()), under lock */
 	struct unwind_proc *orphans;
 	uint32_t nr_orphans;
-	uint64_t lazy_ns;		/* the last lazy request or orphan */
+	/* lazy requests and hand-backs in the second from lazy_window_ns,
+	 * and in the second before it */
+	uint64_t lazy_window_ns;
+	uint32_t lazy_count, lazy_last;
 	/* worker-only state */
 	struct unwind_bindings b;	/* ops, source, process model, cache */
 	struct table_store *store;	/* the persistent cache, or NULL */
