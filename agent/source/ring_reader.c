@@ -264,7 +264,9 @@ static void *reader(void *arg)
 		r = rr->ops->poll(rr->src, asked != rr->sync_done ? 0 :
 				  READ_WAIT_MS, enqueue, rr);
 		poll_done(rr);
-		if (asked != rr->sync_done) {
+		/* a failed poll drained nothing: the reader stops, and sync
+		 * returns without it (rr->done) */
+		if (asked != rr->sync_done && (r >= 0 || r == -EINTR)) {
 			pthread_mutex_lock(&rr->lock);
 			rr->sync_done = asked;
 			pthread_cond_broadcast(&rr->synced);
@@ -304,6 +306,7 @@ struct ring_reader *ring_reader_start(const struct ember_source_ops *ops,
 				      size_t max_bytes)
 {
 	struct ring_reader *rr = calloc(1, sizeof(*rr));
+	pthread_condattr_t ca;
 	sigset_t all, old;
 	int r;
 
@@ -318,7 +321,10 @@ struct ring_reader *ring_reader_start(const struct ember_source_ops *ops,
 		rr->max_bytes = CHUNK_BYTES;
 	pthread_mutex_init(&rr->lock, NULL);
 	pthread_cond_init(&rr->ready, NULL);
-	pthread_cond_init(&rr->synced, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rr->synced, &ca);
+	pthread_condattr_destroy(&ca);
 	/* signals (Ctrl-C, SIGCHLD, SIGHUP) stay with the calling thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -435,7 +441,7 @@ bool ring_reader_sync(struct ring_reader *rr, int timeout_ms)
 
 	if (!rr || !rr->started)
 		return false;
-	ts = deadline_after_ns(CLOCK_REALTIME, (uint64_t)timeout_ms * 1000000u);
+	ts = deadline_after_ns(CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000u);
 	pthread_mutex_lock(&rr->lock);
 	mine = ++rr->sync_asked;
 	pthread_mutex_unlock(&rr->lock);

@@ -143,6 +143,10 @@ static int s_poll(struct ember_source *src, int timeout_ms,
 	struct pollfd p = { .fd = sync_efd, .events = POLLIN };
 	struct fake_rec r = { .hdr = { .type = EMBER_REC_MMAP,
 				       .size = sizeof(r) } };
+	/* what the ring holds as the poll begins: a poll that began
+	 * before the record was written does not deliver it (its drain
+	 * may have passed that ring already) */
+	int written = atomic_load(&sync_written);
 	uint64_t n;
 
 	(void)src;
@@ -150,7 +154,7 @@ static int s_poll(struct ember_source *src, int timeout_ms,
 	if (timeout_ms && poll(&p, 1, 2000) > 0 &&
 	    read(sync_efd, &n, sizeof(n)) < 0)
 		return -EIO;
-	if (atomic_exchange(&sync_written, 0)) {
+	if (written && atomic_exchange(&sync_written, 0)) {
 		fn(&r.hdr, ctx);
 		return 1;
 	}
