@@ -620,6 +620,12 @@ static int open_mapping(uint32_t pid, const struct sym_map_line *m)
 	fd = proc_map_files_open(pid, m->start, m->end, &map_rules, &st, &why);
 	if (fd < 0 && safe_refused(why))
 		safe_warn("python file", NULL, m->path, why);
+	/* remapped since the line was read: not the file it names (the
+	 * inode only: btrfs's stat gives a subvolume's device, maps not) */
+	if (fd >= 0 && m->ino && (uint64_t)st.st_ino != m->ino) {
+		close(fd);
+		fd = -1;
+	}
 	return fd;
 }
 

@@ -127,8 +127,16 @@ static void test_mapped_open(void)
 	T_CHECK("mapped_open_no_deleted_name", fd5 < 0 &&
 		proc_mapped_open(getpid(), 0, 0, NULL, NULL, 1 << 20, NULL, &why) < 0,
 		"a deleted name or no name was opened");
+	T_CHECK("mapped_open_too_big_refused",
+		p != MAP_FAILED &&
+		proc_mapped_open(getpid(), (uintptr_t)p, (uintptr_t)p + 8192, path,
+				 NULL, 4096, NULL, &why) < 0 && why && safe_refused(why),
+		"a file over max_bytes was opened, or by name after the refusal");
+	if (p != MAP_FAILED)
+		munmap(p, 8192);
 	/* its tail replaced by another mapping (arm64's loader puts data
 	 * over an image's tail): the range told before still opens it */
+	p = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p != MAP_FAILED &&
 	    mmap((char *)p + 4096, 4096, PROT_READ, MAP_PRIVATE | MAP_FIXED |
 		 MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
@@ -142,11 +150,6 @@ static void test_mapped_open(void)
 		if (fd6 >= 0)
 			close(fd6);
 	}
-	T_CHECK("mapped_open_too_big_refused",
-		p != MAP_FAILED &&
-		proc_mapped_open(getpid(), (uintptr_t)p, (uintptr_t)p + 8192, path,
-				 NULL, 4096, NULL, &why) < 0 && why && safe_refused(why),
-		"a file over max_bytes was opened, or by name after the refusal");
 	if (p != MAP_FAILED)
 		munmap(p, 8192);
 	{
