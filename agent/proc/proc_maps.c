@@ -119,6 +119,13 @@ int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 	return 0;
 }
 
+void proc_map_files_path(char *buf, size_t len, uint32_t pid, uint64_t start,
+			 uint64_t end)
+{
+	snprintf(buf, len, "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)start, (unsigned long long)end);
+}
+
 int proc_map_files_open(uint32_t pid, uint64_t start, uint64_t end,
 			const struct safe_rules *rules, struct stat *st,
 			const char **why)
@@ -128,8 +135,7 @@ int proc_map_files_open(uint32_t pid, uint64_t start, uint64_t end,
 	int fd;
 
 	/* a magic link to the mapped file: followed, that is its use */
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)start, (unsigned long long)end);
+	proc_map_files_path(path, sizeof(path), pid, start, end);
 	fd = safe_open_at(NULL, path, rules, st, why);
 	if (fd >= 0 || safe_refused(*why) ||
 	    proc_map_files_end(pid, start, &real_end) || !real_end ||
@@ -137,8 +143,7 @@ int proc_map_files_open(uint32_t pid, uint64_t start, uint64_t end,
 		return fd;
 	/* the range as the kernel's mapping records told it, longer than
 	 * the mapping now: the name the kernel gives it */
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)start, (unsigned long long)real_end);
+	proc_map_files_path(path, sizeof(path), pid, start, real_end);
 	return safe_open_at(NULL, path, rules, st, why);
 }
 

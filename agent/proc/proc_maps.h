@@ -54,6 +54,10 @@ int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 
 struct stat;
 
+/* buf = "/proc/PID/map_files/START-END", the entry of that mapping. */
+void proc_map_files_path(char *buf, size_t len, uint32_t pid, uint64_t start,
+			 uint64_t end);
+
 /*
  * Open pid's /proc/PID/map_files entry for the mapping at [start, end)
  * under rules (which must allow SAFE_FOLLOW: the entry is a magic link).

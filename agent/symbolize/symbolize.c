@@ -366,16 +366,14 @@ static void open_mapped_file(void *arg, struct sym_file *f)
 	bool is_file = o->m->type == SYM_MAP_FILE;
 	struct sym_origin origin;
 	const char *why = NULL;
-	char p[96], root[64];
+	char root[64];
 	struct stat st;
 	int fd;
 
 	fd = -1;
-	if (!o->root) {
-		snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
-			 o->p->pid, o->m->start, o->m->end);
-		fd = safe_open_at(NULL, p, &rules, &st, &why);
-	}
+	if (!o->root)
+		fd = proc_map_files_open(o->p->pid, o->m->start, o->m->end,
+					 &rules, &st, &why);
 	if (fd >= 0 && (uint64_t)st.st_ino != o->m->ino) {
 		close(fd);
 		fd = -1;

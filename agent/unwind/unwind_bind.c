@@ -131,15 +131,8 @@ void unwind_take_orphans(struct unwind_bindings *ub, struct unwind_proc *up)
  * a file in another mount namespace, or deleted, is the one mapped. It is
  * examined before it is opened (safe_open_at()): a mapped device is never
  * opened, and a sparse file or one over the cap costs one warning.
+ * pre_ok: pre holds stat() of the line's map_files entry (line_stat()).
  */
-static void map_files_path(char *path, size_t len, uint32_t pid,
-			   const struct sym_map_line *m)
-{
-	snprintf(path, len, "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-}
-
-/* pre_ok: pre holds stat() of the line's map_files entry (line_stat()) */
 static struct table_file *file_entry(struct unwind_bindings *ub, uint32_t pid,
 				     const struct sym_map_line *m,
 				     const struct stat *pre, bool pre_ok)
@@ -398,7 +391,7 @@ static int line_stat(uint32_t pid, struct sym_map_line *m, bool fix,
 	char path[96];
 	uint64_t end;
 
-	map_files_path(path, sizeof(path), pid, m);
+	proc_map_files_path(path, sizeof(path), pid, m->start, m->end);
 	if (stat(path, st) == 0)
 		return 1;
 	if (errno != ENOENT)
@@ -410,7 +403,7 @@ static int line_stat(uint32_t pid, struct sym_map_line *m, bool fix,
 	if (!end)
 		return -1;
 	m->end = end;
-	map_files_path(path, sizeof(path), pid, m);
+	proc_map_files_path(path, sizeof(path), pid, m->start, m->end);
 	return stat(path, st) == 0;
 }
 
