@@ -44,13 +44,21 @@ static bool lazy_storm(const struct unwind_service *us)
 	       us->lazy_last >= LAZY_STORM_RATE;
 }
 
-/* Whether a request just queued must wake the worker. Under lock. */
-static bool must_wake(const struct unwind_service *us, bool urgent)
+/*
+ * Whether work just handed over must wake the worker: if so it counts as
+ * awake from now (one signal is enough), and the caller signals once the
+ * lock is dropped (signalled under it, the worker woke only to block on
+ * the mutex). Under lock.
+ */
+static bool must_wake(struct unwind_service *us, bool urgent)
 {
 	if (!us->sleeping)
 		return false;	/* it looks at the queue before it waits */
-	return urgent || us->tail - us->head > QUEUE_LEN / 4 ||
-	       us->wake_at_ns > mono_ns() + LAZY_WAKE_NS;
+	if (!urgent && us->tail - us->head <= QUEUE_LEN / 4 &&
+	    us->wake_at_ns <= mono_ns() + LAZY_WAKE_NS)
+		return false;
+	us->sleeping = false;
+	return true;
 }
 
 static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns,
@@ -74,12 +82,8 @@ static void enqueue(struct unwind_service *us, uint32_t v, uint64_t t_ns,
 	if (!urgent)
 		note_lazy(us);
 	wake = must_wake(us, urgent);
-	if (wake)
-		us->sleeping = false;	/* one signal is enough */
 out:
 	pthread_mutex_unlock(&us->lock);
-	/* after the unlock: signalled under it, the worker woke only to
-	 * block on the mutex */
 	if (wake)
 		pthread_cond_signal(&us->wake);
 }
@@ -123,7 +127,6 @@ static void unwind_proc_gone(void *data, void *ctx)
 {
 	struct unwind_service *us = ctx;
 	struct unwind_proc *up = data;
-
 	bool wake;
 
 	pthread_mutex_lock(&us->lock);
@@ -133,8 +136,6 @@ static void unwind_proc_gone(void *data, void *ctx)
 	/* not urgent either: an exec storm's exits woke the worker 150
 	 * times a second for this alone */
 	wake = must_wake(us, ++us->nr_orphans >= ORPHANS_WAKE);
-	if (wake)
-		us->sleeping = false;
 	pthread_mutex_unlock(&us->lock);
 	if (wake)
 		pthread_cond_signal(&us->wake);
@@ -414,10 +415,9 @@ void unwind_service_flush(struct unwind_service *us, int timeout_ms)
 		return;
 	ts = deadline_after_ns(CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000u);
 	pthread_mutex_lock(&us->lock);
-	if ((us->head != us->tail || us->orphans) && us->sleeping) {
-		us->sleeping = false;	/* lazy requests wait no more */
+	/* lazy requests and hand-backs wait no more */
+	if ((us->head != us->tail || us->orphans) && must_wake(us, true))
 		pthread_cond_signal(&us->wake);
-	}
 	while ((us->head != us->tail || us->busy || us->orphans) &&
 	       pthread_cond_timedwait(&us->idle, &us->lock, &ts) != ETIMEDOUT)
 		;
