@@ -12,6 +12,8 @@
 #                              source_bpf_internal.h) includes it as
 #                              "gen/ember.skel.h"
 #   make bpf-tests             test programs used by selftests/suites/20-bpf.sh
+#   BPF_EXTRA_CFLAGS=...       added to clang's flags: measurement builds only
+#                              (bench/python-cost.sh --floor: EMBER_PY_FLOOR)
 #
 # Without BTF on the build host, vmlinux.h comes from bpf/vmlinux-min.h, a
 # hand-written subset holding only the types and fields the programs use
@@ -26,7 +28,8 @@ BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
 	-I$(BPF_OUT) -Ibpf -Iinclude \
-	$(if $(BPF_MULTIARCH),-idirafter /usr/include/$(BPF_MULTIARCH))
+	$(if $(BPF_MULTIARCH),-idirafter /usr/include/$(BPF_MULTIARCH)) \
+	$(BPF_EXTRA_CFLAGS)
 
 BPF_AGENT_SKEL := agent/gen/ember.skel.h
 ALL_TARGETS += $(BPF_OUT)/ember.skel.h $(BPF_AGENT_SKEL)

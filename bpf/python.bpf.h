@@ -76,6 +76,20 @@
 /* ... and the walk's own call back for each activation left (py_rest()) */
 #define PY_REST_CALLS		(PY_WALK_CALLS + PY_MAX_ACTIVATIONS)
 
+/*
+ * Measurement builds only (bench/python-cost.sh --floor, built with
+ * BPF_EXTRA_CFLAGS=-DEMBER_PY_FLOOR=N): what parts of the walk cost.
+ *   1  the chain is cut right after the thread state's newest frame is
+ *      read: the cost of finding the chain
+ *   2  no code-object read: every frame's check value is 0, the cost of
+ *      the chain with a free code-object cache (the floor any cache of
+ *      check values could reach)
+ * Never set in a build that ships: 2 gives names to frames unchecked.
+ */
+#ifndef EMBER_PY_FLOOR
+#define EMBER_PY_FLOOR		0
+#endif
+
 /* what the walks and py_frames() return besides 0 (go on) and 1 (done) */
 #define PY_RET_ACTIVATION	2
 
@@ -406,6 +420,8 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 		ps->frame = py_newest_frame(&ps->p, &ps->cframe);
 		if (!ps->frame)
 			return py_cut(ps, sc, EMBER_PY_CUT_TSTATE);
+		if (EMBER_PY_FLOOR == 1)
+			return py_cut(ps, sc, EMBER_PY_CUT_DEPTH);
 	}
 	for (i = 0; i < PY_FRAMES_PER_CALL; i++) {
 		frame = ps->frame;
@@ -439,9 +455,11 @@ static __always_inline int py_walk(struct py_state *ps, struct scratch *sc)
 		len = ps->co_len;
 		if (!code || code >= PY_USER_MAX || (code & 3) || len < 4 ||
 		    len > PY_CODE_SPAN ||
-		    py_window(ps->cwin, &ps->cwin_base, code + ps->co_lo, len))
+		    (EMBER_PY_FLOOR != 2 &&
+		     py_window(ps->cwin, &ps->cwin_base, code + ps->co_lo, len)))
 			return py_cut(ps, sc, EMBER_PY_CUT_FRAME);
-		chk = EMBER_PY_CHECK(py_co_u32(ps, code, ps->p.co_firstlineno),
+		chk = EMBER_PY_FLOOR == 2 ? 0 :
+		      EMBER_PY_CHECK(py_co_u32(ps, code, ps->p.co_firstlineno),
 				     py_co_u32(ps, code, ps->p.co_argcount),
 				     py_co_u32(ps, code, ps->p.co_flags));
 		off = instr - code;
