@@ -64,14 +64,16 @@ MODES = {
                  run_interval=10, sym_D=5, sym_reps=3, cost_D=4,
                  vm_D=4, vm_reps=3, agent_freqs=[19, 99],
                  alloc_D=4, alloc_reps=5, trace_D=1, edge_D=60, edge_interval=5,
-                 py_D=6, py_reps=3, py_freqs=[99, 999], sc_D=4, sc_reps=3),
+                 py_D=6, py_reps=3, py_freqs=[99, 999], py_floor=[999],
+                 sc_D=4, sc_reps=3),
     "quick": dict(D=2, W=1.5, reps=3, freqs=[19, 99, 999],
                   loss_freqs=[999, 4999], loss_D=3,
                   off_D=3, off_reps=4, agent_D=8, agent_reps=1,
                   run_interval=5, sym_D=3, sym_reps=1, cost_D=2,
                   vm_D=2, vm_reps=1, agent_freqs=[19, 99],
                   alloc_D=2, alloc_reps=3, trace_D=0.5, edge_D=15, edge_interval=5,
-                  py_D=3, py_reps=2, py_freqs=[99, 999], sc_D=2, sc_reps=2),
+                  py_D=3, py_reps=2, py_freqs=[99, 999], py_floor=[999],
+                  sc_D=2, sc_reps=2),
     "dry": dict(D=0.3, W=1.0, reps=1, freqs=[99],
                 loss_freqs=[999], loss_D=0.5, agent_freqs=[19],
                 off_D=0.3, off_reps=1, agent_D=2, agent_reps=1,
@@ -462,7 +464,10 @@ class Bench:
         functions bound (44 Python frames a sample) and the same processes
         unbound, beside bench/workloads/deep (33 no-FP native frames) and
         spin, both CPUs busy, interleaved per repetition. Python's cost is
-        py40 - py40-off, to set against deep - spin."""
+        py40 - py40-off, to set against deep - spin. At the rates in
+        py_floor, two measurement builds (--floor: the walk cut after the
+        thread state, and the walk without code-object reads) run on the
+        same processes: what no cache of check values can go under."""
         p = self.p
         if not os.access(PY311, os.X_OK):
             self.note(f"{PY311} missing: the Python frame cost not measured "
@@ -470,10 +475,12 @@ class Bench:
             return
         for hz in p["py_freqs"]:
             d = os.path.join(self.tmp, f"python{hz}")
-            log(f"Python frames: {p['py_reps']} x 4 runs of {p['py_D']} s at {hz} Hz")
+            floor = hz in p.get("py_floor", [])
+            log(f"Python frames: {p['py_reps']} x {6 if floor else 4} runs of "
+                f"{p['py_D']} s at {hz} Hz" + (" (and two floor builds)" if floor else ""))
             r = run([os.path.join(TOP, "bench", "python-cost.sh"), "--hz", str(hz),
                      "--reps", str(p["py_reps"]), "--seconds", str(p["py_D"]),
-                     "--out", d], cwd=TOP)
+                     "--out", d] + (["--floor"] if floor else []), cwd=TOP)
             rows = os.path.join(d, "python-cost.rows")
             if r.returncode != 0 or not os.path.exists(rows):
                 self.note(f"python-cost.sh at {hz} Hz failed: "

@@ -12,19 +12,26 @@
 #   deep      bench/workloads/deep (~33 no-frame-pointer native frames)
 #   spin      bench/workloads/spin (a shallow stack)
 # Python's cost is py40 - py40-off, to set against deep - spin.
+# --floor adds two measurement builds of the same tree (HEAD plus the
+# uncommitted diff of tracked files, built in a worktree under .cache/bench;
+# bpf/python.bpf.h, EMBER_PY_FLOOR), run on the same processes:
+#   py40-tstate  the chain cut after the thread state's newest frame
+#   py40-nocode  the whole chain, no code-object read (check value 0): what
+#                the walk would cost with a free cache of check values
 #
-#   bench/python-cost.sh [--hz N] [--reps N] [--seconds S] [--out DIR]
+#   bench/python-cost.sh [--hz N] [--reps N] [--seconds S] [--out DIR] [--floor]
 # Needs root and Debian 12's /usr/bin/python3.11 (x86_64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-hz=99 reps=3 secs=6 out=""
+hz=99 reps=3 secs=6 out="" floor=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--hz) hz=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
+	--floor) floor=1; shift ;;
 	-h | --help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "python-cost: unknown argument '$1'" >&2; exit 2 ;;
 	esac
@@ -38,6 +45,25 @@ n=$(nproc)
 rows=$(mktemp)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -f "$rows"' EXIT
+
+floor_build() {	# $W/py-bpf-dump-floorN for N = 1, 2
+	local tree=$W/floor-tree n
+	mkdir -p "$W"
+	git worktree remove --force "$tree" 2>/dev/null || rm -rf "$tree"
+	git worktree prune
+	git worktree add -q --detach "$tree" HEAD
+	git diff HEAD >"$rows"	# the working tree's changes, then rows again
+	[ -s "$rows" ] && git -C "$tree" apply "$rows"
+	: >"$rows"
+	for n in 1 2; do
+		rm -f "$tree/bpf/.output/ember.bpf.o"
+		make -s -C "$tree" -j2 py-bpf-tests \
+			BPF_EXTRA_CFLAGS=-DEMBER_PY_FLOOR=$n >/dev/null
+		cp "$tree/agent/gen/tests/py-bpf-dump" "$W/py-bpf-dump-floor$n"
+	done
+	git worktree remove --force "$tree"
+}
+[ "$floor" = 0 ] || floor_build
 
 start() {	# workload: one process per CPU into pids[]
 	local i life
@@ -54,24 +80,28 @@ start() {	# workload: one process per CPU into pids[]
 	sleep 1
 }
 stop() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=(); }
-cost() {	# label dump-args...: ns per run, samples, Python frames per sample
-	local label=$1 o
-	shift
-	o=$($DUMP -q -F "$hz" -d "$secs" -p "$(IFS=,; echo "${pids[*]}")" "$@" | grep '^STATS')
+cost() {	# label dump dump-args...: ns per run, samples, Python frames per sample
+	local label=$1 dump=$2 o
+	shift 2
+	o=$($dump -q -F "$hz" -d "$secs" -p "$(IFS=,; echo "${pids[*]}")" "$@" | grep '^STATS')
 	echo "$label $(sed -E 's/.* ns_per_run=([0-9]+) .*/\1/' <<<"$o") $(sed -E 's/.*kept=([0-9]+) .*py_slots=([0-9]+) .*/\1 \2/' <<<"$o")" >>"$rows"
 }
 
 for rep in $(seq "$reps"); do
 	start py
 	hex=$(python3 selftests/bpf/check-python.py proc "${pids[0]}")
-	cost py40 -Y "$hex"
-	cost py40-off -N
+	cost py40 $DUMP -Y "$hex"
+	if [ "$floor" = 1 ]; then
+		cost py40-tstate $W/py-bpf-dump-floor1 -Y "$hex"
+		cost py40-nocode $W/py-bpf-dump-floor2 -Y "$hex"
+	fi
+	cost py40-off $DUMP -N
 	stop
 	start deep
-	cost deep -N
+	cost deep $DUMP -N
 	stop
 	start spin
-	cost spin -N
+	cost spin $DUMP -N
 	stop
 done
 
@@ -92,6 +122,10 @@ if all(k in med for k in ("py40", "py40-off", "deep", "spin")):
     py, native = med["py40"] - med["py40-off"], med["deep"] - med["spin"]
     print(f"Python walk: +{py:.0f} ns a sample; 33-frame native CFI walk: "
           f"+{native:.0f} ns ({'within' if py <= native else 'OVER'} the bound)")
+    for k, what in (("py40-tstate", "finding the chain (thread state)"),
+                    ("py40-nocode", "the chain without code-object reads")):
+        if k in med:
+            print(f"  floor, {what}: +{med[k] - med['py40-off']:.0f} ns")
 PYEOF
 )
 echo "$report"

@@ -605,6 +605,35 @@ class Report:
                 f"native CFI walk, {hz} Hz", "MET" if py <= nat else "MISSED",
                 f"Python +{py:.0f} ns a sample; native walk +{nat:.0f} ns"))
         self.w()
+        self.python_floor(hzs)
+
+    def python_floor(self, hzs):
+        """The --floor builds (bench/python-cost.sh): parts of the walk."""
+        rows = []
+        for hz in hzs:
+            off = self.m("python", f"py40-off-{hz}", "ns_per_run")
+            nat = [self.m("python", f"{k}-{hz}", "ns_per_run") for k in ("deep", "spin")]
+            fl = {k: self.m("python", f"{k}-{hz}", "ns_per_run")
+                  for k in ("py40-tstate", "py40-nocode")}
+            if off is None or None in fl.values() or None in nat:
+                continue
+            rows.append(f"| {hz} | +{fl['py40-tstate'] - off:.0f} ns "
+                        f"| +{fl['py40-nocode'] - off:.0f} ns | +{nat[0] - nat[1]:.0f} ns |")
+        if not rows:
+            return
+        self.w("Where the Python walk's time goes (`--floor`: two measurement builds "
+               "of the same tree, EMBER_PY_FLOOR in bpf/python.bpf.h, on the same "
+               "processes; each against py40-off). *Thread state*: the chain cut right "
+               "after the thread state's newest frame is read. *No code-object reads*: "
+               "the whole chain with every check value 0, what the walk would cost "
+               "with a free cache of check values. When that is over the native walk, "
+               "no cache of check values meets the target.")
+        self.w()
+        self.w("| Hz | thread state | chain, no code-object reads | native walk |")
+        self.w("|---|---|---|---|")
+        for r in rows:
+            self.w(r)
+        self.w()
 
     def stackcopy_section(self):
         self.w("## 12. Stack copy, per-sample cost (eBPF backend, this host)")
