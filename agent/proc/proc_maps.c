@@ -82,6 +82,12 @@ bool sym_maps_parse_line(char *line, struct sym_map_line *m)
 int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 		   uint64_t *hash)
 {
+	return proc_maps_read_cut(root, pid, fn, ctx, hash, NULL);
+}
+
+int proc_maps_read_cut(const char *root, uint32_t pid, proc_maps_fn fn,
+		       void *ctx, uint64_t *hash, bool *cut)
+{
 	char path[4200], line_buf[MAPS_MAX_LINE], *line;
 	uint64_t h = HASH_BYTES_INIT;
 	struct safe_lines lines;
@@ -116,6 +122,8 @@ int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 	fclose(f);
 	if (hash)
 		*hash = h;
+	if (cut)
+		*cut = lines.cut;
 	return 0;
 }
 

@@ -51,6 +51,13 @@ typedef bool (*proc_maps_fn)(void *ctx, struct sym_map_line *m);
 #define PROC_MAPS_MAX_NS	(2ull * 1000000000)
 int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 		   uint64_t *hash);
+/*
+ * As proc_maps_read(), and *cut (when not NULL) says whether a budget ran
+ * out before the file's end: fn then saw the first lines only, and a
+ * mapping missing from them may still exist.
+ */
+int proc_maps_read_cut(const char *root, uint32_t pid, proc_maps_fn fn,
+		       void *ctx, uint64_t *hash, bool *cut);
 
 struct stat;
 

@@ -419,7 +419,7 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 	struct unwind_proc *pb;
 	struct bind_buf b = { 0 };
 	struct exec_maps em = { 0 };
-	bool from_kmaps;
+	bool from_kmaps, cut = false;
 	char err[256] = "";
 	uint64_t h, now = mono_ns();
 	int r;
@@ -434,13 +434,15 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 	/* the kernel told them (a process that exec'd since we started) */
 	from_kmaps = !kmaps_read(ub->kmaps, pid, exec_maps_add, &em, &h);
 	if (!from_kmaps) {
-		if (proc_maps_read(NULL, pid, exec_maps_add, &em, &h)) {
+		if (proc_maps_read_cut(NULL, pid, exec_maps_add, &em, &h,
+				       &cut)) {
 			exec_maps_free(&em);
 			return -ESRCH;	/* gone already */
 		}
 		/* the misses that sent us here, settled by what /proc shows
-		 * (not from a read cut at the binding's bound) */
-		if (em.n <= EMBER_UNWIND_MAX_MAPPINGS)
+		 * (not from a read cut by its budget or the binding's bound:
+		 * a miss in a line not read would be dropped as in no code) */
+		if (!cut && em.n <= EMBER_UNWIND_MAX_MAPPINGS)
 			kmaps_settle_from_proc(ub->kmaps, pid, now, em.v, em.n);
 	}
 	pb = up ? up : unwind_proc_attach(ub, pid, time_ns);

@@ -475,6 +475,38 @@ static bool maps_cb(void *ctx, struct sym_map_line *m)
 	return true;
 }
 
+/*
+ * proc_maps_read_cut(): a file past PROC_MAPS_MAX_BYTES (a process with a
+ * huge map count) is read up to the budget and said cut, so that nobody
+ * takes a mapping missing from its lines for one that is not there.
+ */
+static void test_maps_cut(void)
+{
+	static const char data[] = "7e0000000000-7e0000001000 rw-p 00000000 00:00 0\n";
+	size_t n = PROC_MAPS_MAX_BYTES / (sizeof(data) - 1) + 16, i;
+	struct maps_seen ms = { 0 };
+	bool cut = true;
+	char *text, *p;
+
+	text = malloc(n * (sizeof(data) - 1) + 256);
+	if (!text)
+		return;
+	p = text + sprintf(text, "00400000-00401000 r-xp 00000000 08:01 42 /first\n");
+	for (i = 0; i < n; i++, p += sizeof(data) - 1)
+		memcpy(p, data, sizeof(data) - 1);
+	sprintf(p, "7f0000000000-7f0000001000 r-xp 00000000 08:01 44 /last\n");
+	put(503, "maps", text);
+	free(text);
+	T_CHECK("maps_cut_said", proc_maps_read_cut(root, 503, maps_cb, &ms, NULL,
+						    &cut) == 0 && cut &&
+		ms.n == 1 && !strcmp(ms.last_path, "/first"),
+		"cut %d n %d '%s'", cut, ms.n, ms.last_path);
+	memset(&ms, 0, sizeof(ms));
+	T_CHECK("maps_whole_not_cut", proc_maps_read_cut(root, 500, maps_cb, &ms,
+							 NULL, &cut) == 0 && !cut &&
+		ms.n == 1, "cut %d n %d", cut, ms.n);
+}
+
 /* proc_maps_read(): executable lines only, bounded, malformed skipped. */
 static void test_maps(void)
 {
@@ -522,6 +554,7 @@ static void test_maps(void)
 	proc_maps_read(root, 502, maps_cb, &ms, NULL);
 	T_CHECK("maps_long_line_skipped", ms.n == 1 && !strcmp(ms.last_path, "/after"),
 		"n %d '%s'", ms.n, ms.last_path);
+	test_maps_cut();
 }
 
 static int slot_frees;
