@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "lib/clock.h"
 #include "uapi/ember.h"
 
 #define KMAPS_BUCKETS	16384	/* power of two; up to 8192 processes held */
@@ -32,11 +33,14 @@ struct kproc {
 	bool exec_seen;		/* an exec of this process was seen */
 	bool complete;
 	bool broken;		/* a bound or a cut path: never complete */
+	bool lost;		/* broken by kmaps_lost() alone, complete
+				 * before: a whole /proc read may mend it */
 	bool exited;
 	bool untold;		/* counted in st.untold */
 	uint8_t npending;
 	uint64_t exit_ns, vdso, cgroup_id;
 	uint64_t gen_ns;	/* the address space's oldest record */
+	uint64_t lost_ns;	/* when kmaps_lost() broke it */
 	/*
 	 * Misses on PCs no mapping holds yet. The rings are per CPU and
 	 * read one after another: a miss can be taken before the mapping
@@ -241,6 +245,7 @@ static void broken(struct kproc *p)
 {
 	p->broken = true;
 	p->complete = false;
+	p->lost = false;	/* for a reason no /proc read mends */
 }
 
 static bool grow(struct kmaps *k, struct kproc *p, uint32_t more)
@@ -407,7 +412,7 @@ static void kmaps_on_mmap(struct kmaps *k, const struct ember_mmap *r)
 		clear_maps(k, p);
 		p->has_gen = true;
 		p->gen = r->mm_gen;
-		p->broken = p->untold = false;
+		p->broken = p->untold = p->lost = false;
 		p->vdso = 0;
 		p->fresh = true;
 		p->gen_ns = r->time_ns;
@@ -545,6 +550,45 @@ static bool lines_hold(const struct sym_map_line *v, uint32_t n, uint64_t pc)
 	return false;
 }
 
+/*
+ * Whether p holds what line l shows: the vDSO it was told, or a mapping
+ * that starts there, of the same inode, at least as long (a told range
+ * may run past the mapping's end: kmaps.h).
+ */
+static bool told_line(const struct kmaps *k, const struct kproc *p,
+		      const struct sym_map_line *l)
+{
+	if (l->type == SYM_MAP_VSYSCALL)
+		return true;	/* the kernel's page, never told */
+	if (l->type == SYM_MAP_VDSO)
+		return p->vdso == l->start && k->vdso_len;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (p->maps[i].start == l->start)
+			return p->maps[i].ino == l->ino &&
+			       p->maps[i].end >= l->end;
+	return false;
+}
+
+/*
+ * A process kmaps_lost() broke, read whole from /proc after the loss:
+ * when every executable line is one it holds, no record it lost was a
+ * mapping it still needs, and it answers again. Any doubt (a line it
+ * lacks, a read begun before the loss) keeps it on /proc.
+ */
+static void mend_lost(struct kmaps *k, struct kproc *p, uint64_t read_ns,
+		      const struct sym_map_line *v, uint32_t n)
+{
+	if (!p->lost || p->exited || read_ns < p->lost_ns)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		if (!told_line(k, p, &v[i]))
+			return;
+	p->broken = false;
+	p->lost = false;
+	p->complete = true;	/* again: not counted in st.complete twice */
+	k->st.mended++;
+}
+
 void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 			    const struct sym_map_line *v, uint32_t n)
 {
@@ -555,6 +599,8 @@ void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 		return;
 	pthread_mutex_lock(&k->lock);
 	p = find(k, pid);
+	if (p)
+		mend_lost(k, p, read_ns, v, n);
 	for (uint8_t i = 0; p && i < p->npending; i++) {
 		/*
 		 * Kept: one taken after the read began (its mapping may be
@@ -616,8 +662,18 @@ void kmaps_record(struct kmaps *k, const struct ember_rec_header *rec)
 	pthread_mutex_unlock(&k->lock);
 }
 
+static void lose(struct kproc *p, uint64_t now)
+{
+	bool was = p->complete || p->lost;
+
+	broken(p);
+	p->lost = was;
+	p->lost_ns = now;
+}
+
 void kmaps_lost(struct kmaps *k)
 {
+	uint64_t now = mono_ns();	/* after the lost records' times */
 	struct kproc *p;
 
 	if (!k)
@@ -625,9 +681,9 @@ void kmaps_lost(struct kmaps *k)
 	pthread_mutex_lock(&k->lock);
 	k->st.lost++;
 	for (p = k->live.head; p; p = p->next)
-		broken(p);
+		lose(p, now);
 	for (p = k->exited.head; p; p = p->next)
-		broken(p);
+		lose(p, now);
 	pthread_mutex_unlock(&k->lock);
 }
 

@@ -15,7 +15,8 @@
  * Never complete: processes that were running before the session (no
  * exec seen), a pid whose mappings hit the per-process bound or a cut path
  * (EMBER_MMAP_F_CUT), and every process known when a record was lost
- * (kmaps_lost()): /proc is read for those, as before. A miss on code no
+ * (kmaps_lost()): /proc is read for those, as before, until a whole read
+ * begun after the loss shows nothing kmaps lacks. A miss on code no
  * mapping holds makes reads say "read /proc" until a mapping covers it,
  * except once the process exited (nothing is left to read there).
  *
@@ -63,6 +64,8 @@ struct kmaps_stats {
 	uint64_t untold;	/* processes read from /proc after a miss
 				 * in code no record told (mprotect) */
 	uint64_t no_code;	/* misses /proc showed were in no code */
+	uint64_t mended;	/* processes kmaps_lost() broke that a whole
+				 * /proc read showed held every mapping */
 	uint32_t procs;		/* processes held now */
 	size_t bytes;
 };
@@ -118,8 +121,10 @@ bool kmaps_knows(struct kmaps *k, uint32_t pid);
  * no record told that code: mprotect, mremap); one they do not explain
  * was in no code at all (a return address the walker took from a bad
  * frame) and is dropped, so kmaps answers for the process again instead
- * of sending every later binding to /proc. The caller settles only from
- * a read it knows whole.
+ * of sending every later binding to /proc. A process kmaps_lost() broke
+ * answers again when the read began after the loss and each of its
+ * lines is one kmaps holds (what it holds more is stale, harmless as
+ * always). The caller settles only from a read it knows whole.
  */
 void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 			    const struct sym_map_line *v, uint32_t n);

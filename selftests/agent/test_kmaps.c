@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
+#include "lib/clock.h"
 #include "proc/kmaps.h"
 #include "uapi/ember.h"
 #include "test_util.h"
@@ -503,6 +505,144 @@ static void test_lost(void)
 	kmaps_free(k);
 }
 
+/*
+ * After a loss, a process is read from /proc; when a whole read begun
+ * after the loss shows only mappings kmaps holds (plus the vsyscall
+ * page), kmaps answers for it again. A line it lacks (a lost record's
+ * library), another file at a start it holds, a read begun before the
+ * loss, a process broken for a bound, or one never complete: /proc still.
+ */
+static void test_lost_mended(void)
+{
+	struct sym_map_line lines[4] = {
+		{ .start = 0x400000, .end = 0x401000, .ino = 1000 + 0x400,
+		  .type = SYM_MAP_FILE },
+		{ .start = 0x7f0000000000, .end = 0x7f0000002000,
+		  .ino = 1000 + (0x7f0000000000 >> 12), .type = SYM_MAP_FILE },
+		{ .start = 0xffffffffff600000, .end = 0xffffffffff601000,
+		  .type = SYM_MAP_VSYSCALL },
+		{ .start = 0x7f1000000000, .end = 0x7f1000001000, .ino = 9,
+		  .type = SYM_MAP_FILE },
+	};
+	uint64_t buf[(sizeof(struct ember_mmap) + 64) / 8 + 1];
+	struct kmaps *k = kmaps_new(0, 0);
+	uint64_t before = mono_ns();
+	struct kmaps_stats st;
+	struct got g;
+
+	exec_rec(k, 70);
+	mmap_rec(k, 70, 1, 0x400000, 0x1000, 0, "/usr/bin/x");
+	/* told longer than the mapping (arm64's loader: kmaps.h) */
+	mmap_rec(k, 70, 1, 0x7f0000000000, 0x3000, 0, "/lib/a.so");
+	kmaps_lost(k);
+	kmaps_settle_from_proc(k, 70, before, lines, 3);
+	T_CHECK("kmaps_lost_read_before_loss_not_mended",
+		rd(k, 70, &g) == -ENOENT, "%s", g.text);
+	kmaps_settle_from_proc(k, 70, mono_ns(), lines, 4);
+	T_CHECK("kmaps_lost_line_lacking_not_mended",
+		rd(k, 70, &g) == -ENOENT, "%s", g.text);
+	lines[1].ino = 5;
+	kmaps_settle_from_proc(k, 70, mono_ns(), lines, 3);
+	lines[1].ino = 1000 + (0x7f0000000000 >> 12);
+	T_CHECK("kmaps_lost_other_file_not_mended",
+		rd(k, 70, &g) == -ENOENT, "%s", g.text);
+	kmaps_settle_from_proc(k, 70, mono_ns(), lines, 3);
+	kmaps_get_stats(k, &st);
+	T_CHECK("kmaps_lost_mended", rd(k, 70, &g) == 0 && g.n == 2 &&
+		st.mended == 1, "%d: %s (mended %llu)", g.n, g.text,
+		(unsigned long long)st.mended);
+	/* broken for a bound after the loss: a cut path */
+	exec_rec(k, 71);
+	mmap_rec(k, 71, 1, 0x400000, 0x1000, 0, "/usr/bin/x");
+	kmaps_lost(k);
+	kmaps_record(k, &mk(buf, 71, 1, 0x500000, 0x1000, 0, "/cut",
+			    EMBER_MMAP_F_CUT)->hdr);
+	kmaps_settle_from_proc(k, 71, mono_ns(), lines, 1);
+	T_CHECK("kmaps_lost_then_cut_not_mended", rd(k, 71, &g) == -ENOENT,
+		"%s", g.text);
+	/* never complete: no exec seen (a process older than the session) */
+	mmap_rec(k, 72, 1, 0x400000, 0x1000, 0, "/usr/bin/x");
+	kmaps_lost(k);
+	kmaps_settle_from_proc(k, 72, mono_ns(), lines, 1);
+	T_CHECK("kmaps_lost_never_complete_not_mended",
+		rd(k, 72, &g) == -ENOENT, "%s", g.text);
+	kmaps_free(k);
+}
+
+struct live_lines {
+	struct sym_map_line v[64];
+	char paths[64][256];
+	uint32_t n;
+};
+
+static bool live_add(void *ctx, struct sym_map_line *m)
+{
+	struct live_lines *ll = ctx;
+
+	if (ll->n == 64)
+		return false;
+	ll->v[ll->n] = *m;
+	snprintf(ll->paths[ll->n], sizeof(ll->paths[0]), "%.*s",
+		 (int)m->path_len, m->path);
+	ll->v[ll->n].path = ll->paths[ll->n];
+	ll->n++;
+	return true;
+}
+
+/*
+ * The same on this process's own /proc/self/maps: its executable lines
+ * told as records (the files, the vDSO through a record's vdso field, as
+ * the backends tell it), then a loss: its next whole read mends it.
+ */
+static void test_lost_mended_live(void)
+{
+	uint64_t buf[(sizeof(struct ember_mmap) + 320) / 8 + 1];
+	struct kmaps *k = kmaps_new(0, 0);
+	struct live_lines ll = { .n = 0 };
+	uint32_t pid = (uint32_t)getpid(), files = 0;
+	uint64_t vdso = 0;
+	struct ember_mmap *m;
+	bool cut = true;
+	struct got g;
+
+	if (proc_maps_read_cut(NULL, pid, live_add, &ll, NULL, &cut) || cut ||
+	    ll.n == 64) {
+		T_CHECK("kmaps_lost_mended_live", false, "cannot read own maps");
+		kmaps_free(k);
+		return;
+	}
+	exec_rec(k, pid);
+	for (uint32_t i = 0; i < ll.n; i++) {
+		const struct sym_map_line *l = &ll.v[i];
+
+		if (l->type == SYM_MAP_VDSO)
+			vdso = l->start;
+		if (l->type != SYM_MAP_FILE)
+			continue;
+		m = mk(buf, pid, 1, l->start, l->end - l->start, l->pgoff,
+		       l->path, 0);
+		m->ino = l->ino;
+		kmaps_record(k, &m->hdr);
+		files++;
+	}
+	if (vdso) {
+		kmaps_set_vdso_len(k, 0x2000);
+		m = mk(buf, pid, 1, ll.v[0].start, ll.v[0].end - ll.v[0].start,
+		       ll.v[0].pgoff, ll.v[0].path, 0);
+		m->ino = ll.v[0].ino;
+		m->vdso = vdso;
+		kmaps_record(k, &m->hdr);
+	}
+	kmaps_lost(k);
+	T_CHECK("kmaps_lost_live_unknown", rd(k, pid, &g) == -ENOENT, "%s",
+		g.text);
+	kmaps_settle_from_proc(k, pid, mono_ns(), ll.v, ll.n);
+	T_CHECK("kmaps_lost_mended_live", files && rd(k, pid, &g) == 0 &&
+		g.n == (int)files + !!vdso, "%u files, vdso %d: %d: %s", files,
+		!!vdso, g.n, g.text);
+	kmaps_free(k);
+}
+
 static struct kmaps *shared;
 
 static void *feeder(void *arg)
@@ -559,6 +699,8 @@ int main(void)
 	test_bounds();
 	test_consumer_behind();
 	test_lost();
+	test_lost_mended();
+	test_lost_mended_live();
 	test_threads();
 	T_EXIT();
 }
