@@ -250,6 +250,7 @@ static bool bind_seen(struct unwind_bindings *ub, struct bind_buf *b,
 struct exec_maps {
 	struct sym_map_line *v;
 	uint32_t n, cap;
+	bool stopped;	/* not every line taken: past the bound, or no memory */
 };
 
 static bool exec_maps_add(void *ctx, struct sym_map_line *m)
@@ -259,7 +260,7 @@ static bool exec_maps_add(void *ctx, struct sym_map_line *m)
 
 	/* one more than a binding holds: the vsyscall line is not bound */
 	if (em->n == EMBER_UNWIND_MAX_MAPPINGS + 1)
-		return false;
+		goto stop;
 	if (em->n == em->cap) {
 		/* grown as needed: most processes map a few dozen files */
 		uint32_t cap = em->cap ? em->cap * 2 : 64;
@@ -268,7 +269,7 @@ static bool exec_maps_add(void *ctx, struct sym_map_line *m)
 			cap = EMBER_UNWIND_MAX_MAPPINGS + 1;
 		c = realloc(em->v, cap * sizeof(*c));
 		if (!c)
-			return false;
+			goto stop;
 		em->v = c;
 		em->cap = cap;
 	}
@@ -276,9 +277,12 @@ static bool exec_maps_add(void *ctx, struct sym_map_line *m)
 	*c = *m;
 	c->path = strndup(m->path, m->path_len);
 	if (!c->path)
-		return false;
+		goto stop;
 	em->n++;
 	return true;
+stop:
+	em->stopped = true;
+	return false;
 }
 
 static void exec_maps_free(struct exec_maps *em)
@@ -439,10 +443,11 @@ int unwind_bind_proc(struct unwind_bindings *ub, uint32_t pid,
 			exec_maps_free(&em);
 			return -ESRCH;	/* gone already */
 		}
-		/* the misses that sent us here, settled by what /proc shows
-		 * (not from a read cut by its budget or the binding's bound:
-		 * a miss in a line not read would be dropped as in no code) */
-		if (!cut && em.n <= EMBER_UNWIND_MAX_MAPPINGS)
+		/* the misses that sent us here, settled by what /proc shows,
+		 * and kmaps mended after a loss: from every line or not at
+		 * all (a miss in a line not taken would be dropped as in no
+		 * code, a mapping kmaps lacks there not seen) */
+		if (!cut && !em.stopped)
 			kmaps_settle_from_proc(ub->kmaps, pid, now, em.v, em.n);
 	}
 	pb = up ? up : unwind_proc_attach(ub, pid, time_ns);
