@@ -38,7 +38,8 @@ fi
 tsan=agent/gen/tsan/test_kmaps
 if gcc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Iagent -Iinclude \
 	-Iselftests/agent -o "$tsan" selftests/agent/test_kmaps.c \
-	agent/proc/kmaps.c -lpthread >/dev/null 2>&1; then
+	agent/proc/kmaps.c agent/proc/proc_maps.c \
+	agent/lib/safe_file.c agent/lib/hash_index.c -lpthread >/dev/null 2>&1; then
 	t_check kmaps_tsan bash -c "TSAN_OPTIONS=halt_on_error=1:exitcode=66 $tsan 2>&1 | { ! grep -E 'FAIL|ThreadSanitizer'; }; [ \${PIPESTATUS[0]} -eq 0 ]"
 else
 	t_fail kmaps_tsan "cannot build test_kmaps with -fsanitize=thread"
