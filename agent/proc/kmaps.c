@@ -188,8 +188,8 @@ static void reset(struct kmaps *k, struct kproc *p)
 		klist_add_head(&k->live, p);
 	}
 	p->has_gen = p->fresh = p->exec_seen = false;
-	p->complete = p->broken = p->exited = p->untold = false;
-	p->exit_ns = p->vdso = p->cgroup_id = p->gen_ns = 0;
+	p->complete = p->broken = p->exited = p->untold = p->lost = false;
+	p->exit_ns = p->vdso = p->cgroup_id = p->gen_ns = p->lost_ns = 0;
 	p->npending = 0;
 }
 
@@ -429,7 +429,9 @@ static void kmaps_on_mmap(struct kmaps *k, const struct ember_mmap *r)
 		broken(p);
 		return;
 	}
-	if (!p->broken) {
+	/* a lost process too: a mapping made after the /proc read that
+	 * will mend it is in no line, and must be here then */
+	if (!p->broken || p->lost) {
 		add_map(k, p, r, path_len);
 		settle_pending(p, r->start, r->start + r->len);
 	}
@@ -552,20 +554,24 @@ static bool lines_hold(const struct sym_map_line *v, uint32_t n, uint64_t pc)
 
 /*
  * Whether p holds what line l shows: the vDSO it was told, or a mapping
- * that starts there, of the same inode, at least as long (a told range
- * may run past the mapping's end: kmaps.h).
+ * that starts there, of the same file (device, inode) and offset, at
+ * least as long (a told range may run past the mapping's end: kmaps.h).
  */
 static bool told_line(const struct kmaps *k, const struct kproc *p,
 		      const struct sym_map_line *l)
 {
+	const struct kmap *m;
+
 	if (l->type == SYM_MAP_VSYSCALL)
 		return true;	/* the kernel's page, never told */
 	if (l->type == SYM_MAP_VDSO)
 		return p->vdso == l->start && k->vdso_len;
-	for (uint32_t i = 0; i < p->n; i++)
-		if (p->maps[i].start == l->start)
-			return p->maps[i].ino == l->ino &&
-			       p->maps[i].end >= l->end;
+	for (uint32_t i = 0; i < p->n; i++) {
+		m = &p->maps[i];
+		if (m->start == l->start)
+			return m->dev == l->dev && m->ino == l->ino &&
+			       m->pgoff == l->pgoff && m->end >= l->end;
+	}
 	return false;
 }
 
@@ -578,11 +584,18 @@ static bool told_line(const struct kmaps *k, const struct kproc *p,
 static void mend_lost(struct kmaps *k, struct kproc *p, uint64_t read_ns,
 		      const struct sym_map_line *v, uint32_t n)
 {
+	bool file = false;
+
 	if (!p->lost || p->exited || read_ns < p->lost_ns)
 		return;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		if (!told_line(k, p, &v[i]))
 			return;
+		file |= v[i].type == SYM_MAP_FILE;
+	}
+	/* none: a zombie, or a process whose mm went during the read */
+	if (!file)
+		return;
 	p->broken = false;
 	p->lost = false;
 	p->complete = true;	/* again: not counted in st.complete twice */
@@ -599,6 +612,9 @@ void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 		return;
 	pthread_mutex_lock(&k->lock);
 	p = find(k, pid);
+	/* no line at all: a zombie's, or an address space gone mid-read */
+	if (!n)
+		p = NULL;
 	if (p)
 		mend_lost(k, p, read_ns, v, n);
 	for (uint8_t i = 0; p && i < p->npending; i++) {

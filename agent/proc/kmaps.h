@@ -64,8 +64,8 @@ struct kmaps_stats {
 	uint64_t untold;	/* processes read from /proc after a miss
 				 * in code no record told (mprotect) */
 	uint64_t no_code;	/* misses /proc showed were in no code */
-	uint64_t mended;	/* processes kmaps_lost() broke that a whole
-				 * /proc read showed held every mapping */
+	uint64_t mended;	/* times a process kmaps_lost() broke was
+				 * mended by a whole /proc read */
 	uint32_t procs;		/* processes held now */
 	size_t bytes;
 };
@@ -122,9 +122,12 @@ bool kmaps_knows(struct kmaps *k, uint32_t pid);
  * was in no code at all (a return address the walker took from a bad
  * frame) and is dropped, so kmaps answers for the process again instead
  * of sending every later binding to /proc. A process kmaps_lost() broke
- * answers again when the read began after the loss and each of its
- * lines is one kmaps holds (what it holds more is stale, harmless as
- * always). The caller settles only from a read it knows whole.
+ * answers again when the read began after the loss, shows a file, and
+ * each of its lines is one kmaps holds (same start, device, inode and
+ * offset; what kmaps holds more is stale, harmless as always). Records
+ * keep coming in while it is lost, so a mapping made after the read is
+ * not missed. No line at all (a zombie) settles nothing. The caller
+ * settles only from a read it knows whole.
  */
 void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 			    const struct sym_map_line *v, uint32_t n);

@@ -119,11 +119,12 @@ int proc_maps_read_cut(const char *root, uint32_t pid, proc_maps_fn fn,
 		if (!fn(ctx, &m))
 			break;
 	}
+	/* a line skipped for its length hides a mapping as a cut does */
+	if (cut)
+		*cut = lines.cut || lines.long_lines || ferror(f);
 	fclose(f);
 	if (hash)
 		*hash = h;
-	if (cut)
-		*cut = lines.cut;
 	return 0;
 }
 

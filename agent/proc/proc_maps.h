@@ -52,9 +52,10 @@ typedef bool (*proc_maps_fn)(void *ctx, struct sym_map_line *m);
 int proc_maps_read(const char *root, uint32_t pid, proc_maps_fn fn, void *ctx,
 		   uint64_t *hash);
 /*
- * As proc_maps_read(), and *cut (when not NULL) says whether a budget ran
- * out before the file's end: fn then saw the first lines only, and a
- * mapping missing from them may still exist.
+ * As proc_maps_read(), and *cut (when not NULL) says whether fn may not
+ * have seen every line: a budget ran out before the file's end, a line
+ * was skipped for its length, or a read failed. A mapping missing from
+ * the lines fn saw may then still exist.
  */
 int proc_maps_read_cut(const char *root, uint32_t pid, proc_maps_fn fn,
 		       void *ctx, uint64_t *hash, bool *cut);

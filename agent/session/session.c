@@ -942,7 +942,7 @@ void session_close(struct session *s)
 		struct kmaps_stats ks;
 
 		kmaps_get_stats(s->kmaps, &ks);
-		fprintf(stderr, "ember: kmaps: %" PRIu64 " mapping records (%" PRIu64 " refused), %" PRIu64 " processes known whole, maps read %" PRIu64 " times from them and %" PRIu64 " times not known; %" PRIu64 " over the mapping bound, %" PRIu64 " evicted, %" PRIu64 " losses (%" PRIu64 " processes mended after one), %" PRIu64 " with untold code, %" PRIu64 " misses in no code; %u processes, %zu bytes now\n",
+		fprintf(stderr, "ember: kmaps: %" PRIu64 " mapping records (%" PRIu64 " refused), %" PRIu64 " processes known whole, maps read %" PRIu64 " times from them and %" PRIu64 " times not known; %" PRIu64 " over the mapping bound, %" PRIu64 " evicted, %" PRIu64 " losses (processes mended after one %" PRIu64 " times), %" PRIu64 " with untold code, %" PRIu64 " misses in no code; %u processes, %zu bytes now\n",
 			ks.records, ks.bad, ks.complete, ks.reads, ks.misses,
 			ks.over_maps, ks.evicted, ks.lost, ks.mended, ks.untold,
 			ks.no_code, ks.procs,

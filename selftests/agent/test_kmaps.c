@@ -516,13 +516,14 @@ static void test_lost_mended(void)
 {
 	struct sym_map_line lines[4] = {
 		{ .start = 0x400000, .end = 0x401000, .ino = 1000 + 0x400,
-		  .type = SYM_MAP_FILE },
+		  .dev = makedev(254, 1), .type = SYM_MAP_FILE },
 		{ .start = 0x7f0000000000, .end = 0x7f0000002000,
-		  .ino = 1000 + (0x7f0000000000 >> 12), .type = SYM_MAP_FILE },
+		  .ino = 1000 + (0x7f0000000000 >> 12), .dev = makedev(254, 1),
+		  .type = SYM_MAP_FILE },
 		{ .start = 0xffffffffff600000, .end = 0xffffffffff601000,
 		  .type = SYM_MAP_VSYSCALL },
 		{ .start = 0x7f1000000000, .end = 0x7f1000001000, .ino = 9,
-		  .type = SYM_MAP_FILE },
+		  .dev = makedev(254, 1), .type = SYM_MAP_FILE },
 	};
 	uint64_t buf[(sizeof(struct ember_mmap) + 64) / 8 + 1];
 	struct kmaps *k = kmaps_new(0, 0);
@@ -546,10 +547,27 @@ static void test_lost_mended(void)
 	lines[1].ino = 1000 + (0x7f0000000000 >> 12);
 	T_CHECK("kmaps_lost_other_file_not_mended",
 		rd(k, 70, &g) == -ENOENT, "%s", g.text);
+	lines[1].dev = makedev(8, 1);
+	kmaps_settle_from_proc(k, 70, mono_ns(), lines, 3);
+	lines[1].dev = makedev(254, 1);
+	T_CHECK("kmaps_lost_other_device_not_mended",
+		rd(k, 70, &g) == -ENOENT, "%s", g.text);
+	lines[1].pgoff = 0x1000;
+	kmaps_settle_from_proc(k, 70, mono_ns(), lines, 3);
+	lines[1].pgoff = 0;
+	T_CHECK("kmaps_lost_other_offset_not_mended",
+		rd(k, 70, &g) == -ENOENT, "%s", g.text);
+	kmaps_settle_from_proc(k, 70, mono_ns(), NULL, 0);
+	kmaps_settle_from_proc(k, 70, mono_ns(), &lines[2], 1);
+	T_CHECK("kmaps_lost_no_file_not_mended",
+		rd(k, 70, &g) == -ENOENT, "%s", g.text);
+	/* mapped after the read began: in no line, but told while lost */
+	mmap_rec(k, 70, 1, 0x7f2000000000, 0x1000, 0, "/lib/new.so");
 	kmaps_settle_from_proc(k, 70, mono_ns(), lines, 3);
 	kmaps_get_stats(k, &st);
-	T_CHECK("kmaps_lost_mended", rd(k, 70, &g) == 0 && g.n == 2 &&
-		st.mended == 1, "%d: %s (mended %llu)", g.n, g.text,
+	T_CHECK("kmaps_lost_mended", rd(k, 70, &g) == 0 && g.n == 3 &&
+		strstr(g.text, "/lib/new.so") && st.mended == 1,
+		"%d: %s (mended %llu)", g.n, g.text,
 		(unsigned long long)st.mended);
 	/* broken for a bound after the loss: a cut path */
 	exec_rec(k, 71);
@@ -600,7 +618,7 @@ static void test_lost_mended_live(void)
 	struct kmaps *k = kmaps_new(0, 0);
 	struct live_lines ll = { .n = 0 };
 	uint32_t pid = (uint32_t)getpid(), files = 0;
-	uint64_t vdso = 0;
+	uint64_t vdso = 0, t;
 	struct ember_mmap *m;
 	bool cut = true;
 	struct got g;
@@ -622,6 +640,8 @@ static void test_lost_mended_live(void)
 		m = mk(buf, pid, 1, l->start, l->end - l->start, l->pgoff,
 		       l->path, 0);
 		m->ino = l->ino;
+		m->dev_major = major(l->dev);
+		m->dev_minor = minor(l->dev);
 		kmaps_record(k, &m->hdr);
 		files++;
 	}
@@ -630,13 +650,20 @@ static void test_lost_mended_live(void)
 		m = mk(buf, pid, 1, ll.v[0].start, ll.v[0].end - ll.v[0].start,
 		       ll.v[0].pgoff, ll.v[0].path, 0);
 		m->ino = ll.v[0].ino;
+		m->dev_major = major(ll.v[0].dev);
+		m->dev_minor = minor(ll.v[0].dev);
 		m->vdso = vdso;
 		kmaps_record(k, &m->hdr);
 	}
 	kmaps_lost(k);
 	T_CHECK("kmaps_lost_live_unknown", rd(k, pid, &g) == -ENOENT, "%s",
 		g.text);
-	kmaps_settle_from_proc(k, pid, mono_ns(), ll.v, ll.n);
+	/* the binder's read: begun after the loss */
+	t = mono_ns();
+	ll.n = 0;
+	if (proc_maps_read_cut(NULL, pid, live_add, &ll, NULL, &cut) || cut)
+		ll.n = 0;
+	kmaps_settle_from_proc(k, pid, t, ll.v, ll.n);
 	T_CHECK("kmaps_lost_mended_live", files && rd(k, pid, &g) == 0 &&
 		g.n == (int)files + !!vdso, "%u files, vdso %d: %d: %s", files,
 		!!vdso, g.n, g.text);

@@ -489,8 +489,10 @@ static void test_maps_cut(void)
 	char *text, *p;
 
 	text = malloc(n * (sizeof(data) - 1) + 256);
-	if (!text)
+	if (!text) {
+		T_CHECK("maps_cut_said", false, "no memory");
 		return;
+	}
 	p = text + sprintf(text, "00400000-00401000 r-xp 00000000 08:01 42 /first\n");
 	for (i = 0; i < n; i++, p += sizeof(data) - 1)
 		memcpy(p, data, sizeof(data) - 1);
@@ -554,6 +556,12 @@ static void test_maps(void)
 	proc_maps_read(root, 502, maps_cb, &ms, NULL);
 	T_CHECK("maps_long_line_skipped", ms.n == 1 && !strcmp(ms.last_path, "/after"),
 		"n %d '%s'", ms.n, ms.last_path);
+	{
+		bool cut = false;
+
+		proc_maps_read_cut(root, 502, maps_cb, &ms, NULL, &cut);
+		T_CHECK("maps_long_line_said_cut", cut, "whole");
+	}
 	test_maps_cut();
 }
 
