@@ -66,6 +66,8 @@ struct kmaps {
 	uint64_t vdso_len;
 	bool active;
 	uint64_t consumed_ns;	/* kmaps_consumed()'s newest; 0: never told */
+	uint64_t lost_ns;	/* the last kmaps_lost(): records before it
+				 * may be missing */
 	struct kproc *hash[KMAPS_BUCKETS];
 	struct klist live, exited;
 	struct kmaps_stats st;
@@ -226,9 +228,27 @@ static struct kproc *get(struct kmaps *k, uint32_t pid, uint64_t now)
 	return p;
 }
 
+static void broken(struct kproc *p);
+
+/*
+ * An address space told from before the last loss may lack a record the
+ * loss took (its exec's own mappings, even): lost, for /proc to mend.
+ */
+static bool lost_before(struct kmaps *k, struct kproc *p)
+{
+	if (!p->has_gen || p->gen_ns > k->lost_ns)
+		return false;
+	broken(p);
+	p->lost = true;
+	p->lost_ns = k->lost_ns;
+	return true;
+}
+
 static void set_complete(struct kmaps *k, struct kproc *p, bool on)
 {
 	on = on && !p->broken;
+	if (on && lost_before(k, p))
+		return;
 	if (on && !p->complete)
 		k->st.complete++;
 	p->complete = on;
@@ -419,7 +439,9 @@ static void kmaps_on_mmap(struct kmaps *k, const struct ember_mmap *r)
 		p->npending = 0;
 		set_complete(k, p, p->exec_seen);
 	} else if (r->time_ns < p->gen_ns) {
-		p->gen_ns = r->time_ns;
+		p->gen_ns = r->time_ns;	/* read late from another ring */
+		if (p->complete)
+			lost_before(k, p);
 	}
 	if (r->vdso)
 		p->vdso = r->vdso;
@@ -696,6 +718,7 @@ void kmaps_lost(struct kmaps *k)
 		return;
 	pthread_mutex_lock(&k->lock);
 	k->st.lost++;
+	k->lost_ns = now;
 	for (p = k->live.head; p; p = p->next)
 		lose(p, now);
 	for (p = k->exited.head; p; p = p->next)

@@ -498,8 +498,27 @@ static void test_lost(void)
 	mmap_rec(k, 60, 1, 0x1000, 0x1000, 0, "/a");
 	kmaps_lost(k);
 	T_CHECK("kmaps_lost_unknown", rd(k, 60, &g) == -ENOENT, "still known");
+	/*
+	 * An exec told from before the loss notice (its records read late)
+	 * may have lost some: /proc. One told after it is whole.
+	 */
+	exec_rec(k, 61);
+	mmap_rec(k, 61, 1, 0x1000, 0x1000, 0, "/a");
+	T_CHECK("kmaps_lost_exec_before_notice_unknown",
+		rd(k, 61, &g) == -ENOENT, "known: %s", g.text);
+	now_ns = mono_ns() + 1000000000ull;	/* records after the notice */
 	mmap_rec(k, 60, 2, 0x1000, 0x1000, 0, "/b");
 	T_CHECK("kmaps_lost_next_exec", rd(k, 60, &g) == 0, "not known after its next exec");
+	exec_rec(k, 62);
+	mmap_rec(k, 62, 1, 0x1000, 0x1000, 0, "/c");
+	T_CHECK("kmaps_lost_exec_after_notice_known", rd(k, 62, &g) == 0,
+		"not known");
+	/* a record of 62's from before the notice, read late */
+	now_ns = 1000;
+	mmap_rec(k, 62, 1, 0x5000, 0x1000, 0, "/c2");
+	T_CHECK("kmaps_lost_late_old_record_unknown", rd(k, 62, &g) == -ENOENT,
+		"known: %s", g.text);
+	now_ns = mono_ns() + 2000000000ull;
 	T_CHECK("kmaps_null_safe", kmaps_read(NULL, 1, collect, &g, NULL) == -ENOENT &&
 		!kmaps_active(NULL) && kmaps_cgroup(NULL, 1) == 0, "NULL");
 	kmaps_free(k);
