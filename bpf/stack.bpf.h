@@ -538,7 +538,7 @@ static __always_inline void stack_copy_from(const struct ember_sample *s,
 		got += 256;
 	}
 	r->stack_len = got;
-	bpf_ringbuf_submit(r, 0);	/* lockless */
+	bpf_ringbuf_submit(r, ring_wake(false));	/* lockless */
 }
 
 /* ctx_regs: the sample's context when it interrupted user mode, or NULL */
@@ -636,7 +636,7 @@ __noinline int stack_copy_out(__u64 time_ns, __u64 pid_tid)
 		got += EMBER_STACK_COPY_UNIT;
 	}
 	r->stack_len = got;
-	bpf_ringbuf_submit(r, 0);	/* lockless */
+	bpf_ringbuf_submit(r, ring_wake(false));	/* lockless */
 	return got;
 }
 
