@@ -21,6 +21,7 @@
 #include "lib/clock.h"
 #include "proc/kmaps.h"
 #include "uapi/ember.h"
+#include "test_maps.h"
 #include "test_util.h"
 
 static uint64_t now_ns = 1000000000ull;
@@ -606,26 +607,6 @@ static void test_lost_mended(void)
 	kmaps_free(k);
 }
 
-struct live_lines {
-	struct sym_map_line v[64];
-	char paths[64][256];
-	uint32_t n;
-};
-
-static bool live_add(void *ctx, struct sym_map_line *m)
-{
-	struct live_lines *ll = ctx;
-
-	if (ll->n == 64)
-		return false;
-	ll->v[ll->n] = *m;
-	snprintf(ll->paths[ll->n], sizeof(ll->paths[0]), "%.*s",
-		 (int)m->path_len, m->path);
-	ll->v[ll->n].path = ll->paths[ll->n];
-	ll->n++;
-	return true;
-}
-
 /*
  * The same on this process's own /proc/self/maps: its executable lines
  * told as records (the files, the vDSO through a record's vdso field, as
@@ -635,25 +616,29 @@ static void test_lost_mended_live(void)
 {
 	uint64_t buf[(sizeof(struct ember_mmap) + 320) / 8 + 1];
 	struct kmaps *k = kmaps_new(0, 0);
-	struct live_lines ll = { .n = 0 };
+	static struct test_maps ll;
 	uint32_t pid = (uint32_t)getpid(), files = 0;
 	uint64_t vdso = 0, t;
 	struct ember_mmap *m;
 	bool cut = true;
 	struct got g;
 
-	if (proc_maps_read_cut(NULL, pid, live_add, &ll, NULL, &cut) || cut ||
-	    ll.n == 64) {
+	ll.n = 0;
+	if (proc_maps_read_cut(NULL, pid, test_maps_add, &ll, NULL, &cut) ||
+	    cut || ll.n == TEST_MAPS_MAX) {
 		T_CHECK("kmaps_lost_mended_live", false, "cannot read own maps");
 		kmaps_free(k);
 		return;
 	}
+	for (uint32_t i = 0; i < ll.n; i++)
+		if (ll.v[i].type == SYM_MAP_VDSO)
+			vdso = ll.v[i].start;
+	kmaps_set_vdso_len(k, 0x2000);
 	exec_rec(k, pid);
+	/* each file's record carries the vDSO's address, as the backends' */
 	for (uint32_t i = 0; i < ll.n; i++) {
 		const struct sym_map_line *l = &ll.v[i];
 
-		if (l->type == SYM_MAP_VDSO)
-			vdso = l->start;
 		if (l->type != SYM_MAP_FILE)
 			continue;
 		m = mk(buf, pid, 1, l->start, l->end - l->start, l->pgoff,
@@ -661,18 +646,9 @@ static void test_lost_mended_live(void)
 		m->ino = l->ino;
 		m->dev_major = major(l->dev);
 		m->dev_minor = minor(l->dev);
-		kmaps_record(k, &m->hdr);
-		files++;
-	}
-	if (vdso) {
-		kmaps_set_vdso_len(k, 0x2000);
-		m = mk(buf, pid, 1, ll.v[0].start, ll.v[0].end - ll.v[0].start,
-		       ll.v[0].pgoff, ll.v[0].path, 0);
-		m->ino = ll.v[0].ino;
-		m->dev_major = major(ll.v[0].dev);
-		m->dev_minor = minor(ll.v[0].dev);
 		m->vdso = vdso;
 		kmaps_record(k, &m->hdr);
+		files++;
 	}
 	kmaps_lost(k);
 	T_CHECK("kmaps_lost_live_unknown", rd(k, pid, &g) == -ENOENT, "%s",
@@ -680,7 +656,8 @@ static void test_lost_mended_live(void)
 	/* the binder's read: begun after the loss */
 	t = mono_ns();
 	ll.n = 0;
-	if (proc_maps_read_cut(NULL, pid, live_add, &ll, NULL, &cut) || cut)
+	if (proc_maps_read_cut(NULL, pid, test_maps_add, &ll, NULL, &cut) ||
+	    cut)
 		ll.n = 0;
 	kmaps_settle_from_proc(k, pid, t, ll.v, ll.n);
 	T_CHECK("kmaps_lost_mended_live", files && rd(k, pid, &g) == 0 &&

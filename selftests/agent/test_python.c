@@ -42,6 +42,7 @@
 #include "python/python.h"
 #include "proc/proc_maps.h"
 #include "symbolize/symbolize.h"
+#include "test_maps.h"
 #include "test_util.h"
 
 #define PY311	"/usr/bin/python3.11"
@@ -678,25 +679,6 @@ struct live {
 	int nr;
 };
 
-static bool maps_add(void *ctx, struct sym_map_line *m)
-{
-	struct {
-		struct sym_map_line v[512];
-		char p[512][256];
-		uint32_t n;
-	} *a = ctx;
-	size_t len = m->path_len < 255 ? m->path_len : 255;
-
-	if (a->n == 512)
-		return false;
-	a->v[a->n] = *m;
-	memcpy(a->p[a->n], m->path, len);
-	a->p[a->n][len] = 0;
-	a->v[a->n].path = a->p[a->n];
-	a->n++;
-	return true;
-}
-
 static bool thread_pointer(pid_t pid, uint64_t *tp)
 {
 	bool ok = false;
@@ -929,11 +911,7 @@ static void detect_told_ranges(const char *name, pid_t pid,
 static void test_live(const char *name, const char *bin, const char *how,
 		      const char *arg, bool long_name)
 {
-	static struct {
-		struct sym_map_line v[512];
-		char p[512][256];
-		uint32_t n;
-	} maps;
+	static struct test_maps maps;
 	struct live lv;
 	struct py_target t;
 	struct py_names *pn;
@@ -951,7 +929,8 @@ static void test_live(const char *name, const char *bin, const char *how,
 		return;
 	}
 	maps.n = 0;
-	r = proc_maps_read(NULL, (uint32_t)lv.pid, maps_add, &maps, NULL) ? -1 :
+	r = proc_maps_read(NULL, (uint32_t)lv.pid, test_maps_add, &maps,
+			   NULL) ? -1 :
 	    py_detect((uint32_t)lv.pid, maps.v, maps.n, &t, err, sizeof(err));
 	snprintf(tn, sizeof(tn), "%s_detect", name);
 	T_CHECK(tn, r == 1, "%d: %s", r, err);
