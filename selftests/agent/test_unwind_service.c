@@ -364,6 +364,16 @@ static int wait_changed(const int *count, int was)
 	return 5 * i;
 }
 
+/* Check name: *count went from was up by exactly one, within 5 s. */
+static void check_one_more(const char *name, const int *count, int was,
+			   const char *what)
+{
+	int ms = wait_changed(count, was);
+
+	T_CHECK(name, *count == was + 1, "%s %d times in %d ms", what,
+		*count - was, ms);
+}
+
 /*
  * Exec and exit requests do not wake the worker at once (LAZY_WAKE_NS):
  * with nobody flushing, an exec is still bound and its exit unbound,
@@ -374,7 +384,7 @@ static int wait_changed(const int *count, int was)
 static void test_lazy_unflushed(struct unwind_service *us)
 {
 	uint32_t me = (uint32_t)getpid();
-	int binds = fk.binds, unbinds = fk.unbinds, ms;
+	int binds = fk.binds, unbinds = fk.unbinds;
 
 	usleep(1200000);	/* quiet: the worker sleeps long */
 	for (int round = 0; round < 2; round++) {
@@ -382,17 +392,13 @@ static void test_lazy_unflushed(struct unwind_service *us)
 			for (uint32_t pid = 4000000; pid < 4000100; pid++)
 				unwind_service_forget(us, pid, mono_ns());
 		unwind_service_exec(us, me, mono_ns());
-		ms = wait_changed(&fk.binds, binds);
-		T_CHECK(round ? "unwind_service_lazy_exec_bound_busy" :
-				"unwind_service_lazy_exec_bound_idle",
-			fk.binds == binds + 1, "bound %d times in %d ms",
-			fk.binds - binds, ms);
+		check_one_more(round ? "unwind_service_lazy_exec_bound_busy" :
+				       "unwind_service_lazy_exec_bound_idle",
+			       &fk.binds, binds, "bound");
 		unwind_service_forget(us, me, mono_ns());
-		ms = wait_changed(&fk.unbinds, unbinds);
-		T_CHECK(round ? "unwind_service_lazy_exit_unbound_busy" :
-				"unwind_service_lazy_exit_unbound_idle",
-			fk.unbinds == unbinds + 1, "unbound %d times in %d ms",
-			fk.unbinds - unbinds, ms);
+		check_one_more(round ? "unwind_service_lazy_exit_unbound_busy" :
+				       "unwind_service_lazy_exit_unbound_idle",
+			       &fk.unbinds, unbinds, "unbound");
 		binds = fk.binds;
 		unbinds = fk.unbinds;
 	}
