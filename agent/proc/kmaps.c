@@ -228,7 +228,20 @@ static struct kproc *get(struct kmaps *k, uint32_t pid, uint64_t now)
 	return p;
 }
 
-static void broken(struct kproc *p);
+static void broken(struct kproc *p)
+{
+	p->broken = true;
+	p->complete = false;
+	p->lost = false;	/* for a reason no /proc read mends */
+}
+
+/* Records before when may be gone: broken until /proc mends it. */
+static void mark_lost(struct kproc *p, uint64_t when)
+{
+	broken(p);
+	p->lost = true;
+	p->lost_ns = when;
+}
 
 /*
  * An address space told from before the last loss may lack a record the
@@ -238,9 +251,7 @@ static bool lost_before(struct kmaps *k, struct kproc *p)
 {
 	if (!p->has_gen || p->gen_ns > k->lost_ns)
 		return false;
-	broken(p);
-	p->lost = true;
-	p->lost_ns = k->lost_ns;
+	mark_lost(p, k->lost_ns);
 	return true;
 }
 
@@ -259,13 +270,6 @@ static void count_untold(struct kmaps *k, struct kproc *p)
 	if (!p->untold)
 		k->st.untold++;
 	p->untold = true;
-}
-
-static void broken(struct kproc *p)
-{
-	p->broken = true;
-	p->complete = false;
-	p->lost = false;	/* for a reason no /proc read mends */
 }
 
 static bool grow(struct kmaps *k, struct kproc *p, uint32_t more)
@@ -635,11 +639,12 @@ void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 	pthread_mutex_lock(&k->lock);
 	p = find(k, pid);
 	/* no line at all: a zombie's, or an address space gone mid-read */
-	if (!n)
-		p = NULL;
-	if (p)
-		mend_lost(k, p, read_ns, v, n);
-	for (uint8_t i = 0; p && i < p->npending; i++) {
+	if (!p || !n) {
+		pthread_mutex_unlock(&k->lock);
+		return;
+	}
+	mend_lost(k, p, read_ns, v, n);
+	for (uint8_t i = 0; i < p->npending; i++) {
 		/*
 		 * Kept: one taken after the read began (its mapping may be
 		 * newer), and one in code /proc shows (its record may still
@@ -654,8 +659,7 @@ void kmaps_settle_from_proc(struct kmaps *k, uint32_t pid, uint64_t read_ns,
 			k->st.no_code++;
 		}
 	}
-	if (p)
-		p->npending = keep;
+	p->npending = keep;
 	pthread_mutex_unlock(&k->lock);
 }
 
@@ -700,13 +704,13 @@ void kmaps_record(struct kmaps *k, const struct ember_rec_header *rec)
 	pthread_mutex_unlock(&k->lock);
 }
 
+/* A loss at now: what was complete (or lost already) is lost. */
 static void lose(struct kproc *p, uint64_t now)
 {
-	bool was = p->complete || p->lost;
-
-	broken(p);
-	p->lost = was;
-	p->lost_ns = now;
+	if (p->complete || p->lost)
+		mark_lost(p, now);
+	else
+		broken(p);
 }
 
 void kmaps_lost(struct kmaps *k)
